@@ -1,0 +1,18 @@
+# Warnings and sanitizers applied to every ggx target through ggx_compile_options.
+add_library(ggx_compile_options INTERFACE)
+target_compile_options(ggx_compile_options INTERFACE -Wall -Wextra -Wshadow -Wno-unused-parameter)
+if(GGX_WERROR)
+  target_compile_options(ggx_compile_options INTERFACE -Werror)
+endif()
+
+if(GGX_SANITIZE STREQUAL "address")
+  set(ggx_sanitize_flags -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+elseif(GGX_SANITIZE STREQUAL "thread")
+  set(ggx_sanitize_flags -fsanitize=thread -fno-omit-frame-pointer)
+elseif(NOT GGX_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "GGX_SANITIZE must be empty, 'address' or 'thread' (got '${GGX_SANITIZE}')")
+endif()
+if(ggx_sanitize_flags)
+  target_compile_options(ggx_compile_options INTERFACE ${ggx_sanitize_flags})
+  target_link_options(ggx_compile_options INTERFACE ${ggx_sanitize_flags})
+endif()

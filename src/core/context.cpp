@@ -1,0 +1,103 @@
+// Contexts: the metadata arena, tensor iteration and the per-context error state.
+#include "core/internal.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+namespace ggx::core {
+
+void report_error(ggml_context * ctx, std::string message) {
+    if (ctx->error_callback) ctx->error_callback(message.c_str(), ctx->error_user_data);
+    if (ctx->abort_on_error) {
+        std::fprintf(stderr, "ggx: %s\n", message.c_str());
+        std::abort();
+    }
+    if (!ctx->has_error) {
+        ctx->error = std::move(message);
+        ctx->has_error = true;
+    }
+}
+
+void * arena_alloc(ggml_context * ctx, size_t bytes, const char * what) {
+    const auto base = reinterpret_cast<uintptr_t>(ctx->mem);
+    const size_t offset = align_up(base + ctx->used, GGML_MEM_ALIGN) - base;
+    if (offset > ctx->mem_size || bytes > ctx->mem_size - offset) {
+        report_error(ctx, std::string(what) + ": context arena full: need " + std::to_string(bytes) +
+                              " bytes, " + std::to_string(ctx->used) + " of " + std::to_string(ctx->mem_size) +
+                              " used");
+        return nullptr;
+    }
+    ctx->used = offset + bytes;
+    return ctx->mem + offset;
+}
+
+}  // namespace ggx::core
+
+using namespace ggx::core;
+
+extern "C" {
+
+ggml_context * ggml_init(ggml_init_params params) {
+    if (params.mem_size == 0) return nullptr;
+    auto * ctx = new (std::nothrow) ggml_context;
+    if (!ctx) return nullptr;
+    ctx->mem_size = params.mem_size;
+    ctx->no_alloc = params.no_alloc;
+    ctx->mem = static_cast<unsigned char *>(params.mem_buffer);
+    if (!ctx->mem) {
+        ctx->mem = static_cast<unsigned char *>(
+            ::operator new(params.mem_size, std::align_val_t{GGML_MEM_ALIGN}, std::nothrow));
+        ctx->owns_mem = true;
+        if (!ctx->mem) {
+            delete ctx;
+            return nullptr;
+        }
+    }
+    return ctx;
+}
+
+void ggml_free(ggml_context * ctx) {
+    if (!ctx) return;
+    if (ctx->owns_mem) ::operator delete(ctx->mem, std::align_val_t{GGML_MEM_ALIGN});
+    delete ctx;
+}
+
+size_t ggml_used_mem(const ggml_context * ctx) { return ctx->used; }
+size_t ggml_get_mem_size(const ggml_context * ctx) { return ctx->mem_size; }
+bool ggml_get_no_alloc(const ggml_context * ctx) { return ctx->no_alloc; }
+void ggml_set_no_alloc(ggml_context * ctx, bool no_alloc) { ctx->no_alloc = no_alloc; }
+
+const char * ggml_get_error(const ggml_context * ctx) { return ctx->has_error ? ctx->error.c_str() : nullptr; }
+
+void ggml_clear_error(ggml_context * ctx) {
+    ctx->error.clear();
+    ctx->has_error = false;
+}
+
+void ggml_set_error_callback(ggml_context * ctx, ggml_error_callback cb, void * user_data) {
+    ctx->error_callback = cb;
+    ctx->error_user_data = user_data;
+}
+
+void ggml_set_abort_on_error(ggml_context * ctx, bool abort_on_error) { ctx->abort_on_error = abort_on_error; }
+
+ggml_tensor * ggml_get_first_tensor(const ggml_context * ctx) { return ctx->first_tensor; }
+
+ggml_tensor * ggml_get_tensor(ggml_context * ctx, const char * name) {
+    for (ggml_tensor * t = ctx->first_tensor; t; t = ggml_get_next_tensor(ctx, t)) {
+        if (std::strcmp(t->name, name) == 0) return t;
+    }
+    return nullptr;
+}
+
+size_t ggml_get_max_tensor_size(const ggml_context * ctx) {
+    size_t max_size = 0;
+    for (ggml_tensor * t = ctx->first_tensor; t; t = ggml_get_next_tensor(ctx, t)) {
+        max_size = std::max(max_size, ggml_nbytes(t));
+    }
+    return max_size;
+}
+
+}  // extern "C"

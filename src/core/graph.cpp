@@ -1,0 +1,340 @@
+// Graphs: topologically ordered nodes and leafs, a visited hash set with per-tensor use counts,
+// graph views, and the public graph access API of ggml-graph.h.
+#include <ggml-graph.h>
+
+#include <algorithm>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "core/internal.h"
+
+// A graph and everything it points to live in one arena block of its context. A view shares the
+// nodes and the hash set (with its use counts) of the graph it views.
+struct ggml_cgraph {
+    ggml_context * ctx;
+    int size;  // capacity of nodes and of leafs
+    int n_nodes;
+    int n_leafs;
+    ggml_tensor ** nodes;
+    ggml_tensor ** leafs;
+    size_t hash_capacity;  // power of two, at least 4 * size
+    const ggml_tensor ** hash_keys;
+    int32_t * use_counts;  // parallel to hash_keys
+    bool valid;
+    bool is_view;
+};
+
+namespace {
+
+using namespace ggx::core;
+
+size_t hash_capacity_for(size_t size) {
+    size_t capacity = 16;
+    while (capacity < 4 * size) capacity *= 2;
+    return capacity;
+}
+
+// Slot of tensor in the hash set: where it is, or the empty slot where it would go.
+size_t hash_slot(const ggml_cgraph * graph, const ggml_tensor * tensor) {
+    const size_t mask = graph->hash_capacity - 1;
+    size_t slot = (reinterpret_cast<uintptr_t>(tensor) >> 4) * 0x9E3779B97F4A7C15ull & mask;
+    while (graph->hash_keys[slot] && graph->hash_keys[slot] != tensor) slot = (slot + 1) & mask;
+    return slot;
+}
+
+bool hash_contains(const ggml_cgraph * graph, const ggml_tensor * tensor) {
+    return graph->hash_keys[hash_slot(graph, tensor)] == tensor;
+}
+
+void hash_insert(ggml_cgraph * graph, const ggml_tensor * tensor) { graph->hash_keys[hash_slot(graph, tensor)] = tensor; }
+
+void count_uses(ggml_cgraph * graph, const ggml_tensor * node) {
+    for (const ggml_tensor * src : node->src) {
+        if (src) graph->use_counts[hash_slot(graph, src)]++;
+    }
+}
+
+void invalidate(ggml_cgraph * graph, const std::string & why) {
+    graph->valid = false;
+    report_error(graph->ctx, why);
+}
+
+bool append_node(ggml_cgraph * graph, ggml_tensor * tensor) {
+    if (graph->n_nodes >= graph->size) {
+        invalidate(graph, "ggml_build_forward_expand: graph is full (" + std::to_string(graph->size) +
+                              " nodes); use ggml_new_graph_custom with a larger size");
+        return false;
+    }
+    tensor->flags |= GGML_TENSOR_FLAG_COMPUTE;
+    graph->nodes[graph->n_nodes++] = tensor;
+    count_uses(graph, tensor);
+    return true;
+}
+
+bool append_leaf(ggml_cgraph * graph, ggml_tensor * tensor) {
+    if (graph->n_leafs >= graph->size) {
+        invalidate(graph, "ggml_build_forward_expand: graph is full (" + std::to_string(graph->size) + " leafs)");
+        return false;
+    }
+    graph->leafs[graph->n_leafs++] = tensor;
+    return true;
+}
+
+// Depth-first walk with an explicit stack, so deep chains cannot overflow the call stack: every
+// source is added before its consumer, each tensor once.
+void expand(ggml_cgraph * graph, ggml_tensor * root) {
+    struct Frame {
+        ggml_tensor * tensor;
+        int next_src;
+    };
+    if (hash_contains(graph, root)) return;
+    hash_insert(graph, root);
+    std::vector<Frame> stack{{root, 0}};
+    while (!stack.empty()) {
+        Frame & frame = stack.back();
+        if (frame.next_src < GGML_MAX_SRC) {
+            ggml_tensor * src = frame.tensor->src[frame.next_src++];
+            if (src && !hash_contains(graph, src)) {
+                hash_insert(graph, src);
+                stack.push_back({src, 0});
+            }
+            continue;
+        }
+        ggml_tensor * tensor = frame.tensor;
+        stack.pop_back();
+        const bool added = tensor->op == GGML_OP_NONE ? append_leaf(graph, tensor) : append_node(graph, tensor);
+        if (!added) return;
+    }
+}
+
+size_t graph_bytes(size_t size) {
+    const size_t capacity = hash_capacity_for(size);
+    return align_up(sizeof(ggml_cgraph), GGML_MEM_ALIGN) + 2 * align_up(size * sizeof(ggml_tensor *), GGML_MEM_ALIGN) +
+           align_up(capacity * sizeof(ggml_tensor *), GGML_MEM_ALIGN) +
+           align_up(capacity * sizeof(int32_t), GGML_MEM_ALIGN);
+}
+
+void clear_hash(ggml_cgraph * graph) {
+    std::fill_n(graph->hash_keys, graph->hash_capacity, nullptr);
+    std::fill_n(graph->use_counts, graph->hash_capacity, 0);
+}
+
+// Replaces graph's contents with nodes, leafs and, per tensor, the given use count.
+template <class UseCount>
+void assign(ggml_cgraph * graph, const std::vector<ggml_tensor *> & nodes, const std::vector<ggml_tensor *> & leafs,
+            UseCount use_count) {
+    clear_hash(graph);
+    std::copy(nodes.begin(), nodes.end(), graph->nodes);
+    std::copy(leafs.begin(), leafs.end(), graph->leafs);
+    graph->n_nodes = static_cast<int>(nodes.size());
+    graph->n_leafs = static_cast<int>(leafs.size());
+    for (const auto * list : {&nodes, &leafs}) {
+        for (ggml_tensor * tensor : *list) {
+            const size_t slot = hash_slot(graph, tensor);
+            graph->hash_keys[slot] = tensor;
+            graph->use_counts[slot] = use_count(tensor);
+        }
+    }
+    graph->valid = true;
+}
+
+ggml_tensor * at_index(ggml_tensor * const * items, int count, int i) {
+    if (i < 0) i += count;
+    return i >= 0 && i < count ? items[i] : nullptr;
+}
+
+bool is_mutable(const ggml_cgraph * graph, const char * op_name) {
+    if (graph->is_view) report_error(graph->ctx, std::string(op_name) + ": a graph view cannot be modified");
+    return !graph->is_view;
+}
+
+}  // namespace
+
+extern "C" {
+
+size_t ggml_graph_overhead_custom(size_t size) { return graph_bytes(size); }
+size_t ggml_graph_overhead(void) { return graph_bytes(GGML_DEFAULT_GRAPH_SIZE); }
+
+ggml_cgraph * ggml_new_graph_custom(ggml_context * ctx, size_t size, bool grads) {
+    Check check(ctx, "ggml_new_graph_custom", {});
+    check.require(!grads, "gradients are not supported").require(size >= 1 && size <= INT32_MAX / 4, "bad size");
+    if (!check) return nullptr;
+    auto * block = static_cast<unsigned char *>(arena_alloc(ctx, graph_bytes(size), "ggml_new_graph"));
+    if (!block) return nullptr;
+    const size_t capacity = hash_capacity_for(size);
+    unsigned char * cursor = block;
+    auto take = [&cursor](size_t bytes) {
+        unsigned char * start = cursor;
+        cursor += align_up(bytes, GGML_MEM_ALIGN);
+        return start;
+    };
+    auto * graph = new (take(sizeof(ggml_cgraph))) ggml_cgraph{};
+    graph->ctx = ctx;
+    graph->size = static_cast<int>(size);
+    graph->nodes = reinterpret_cast<ggml_tensor **>(take(size * sizeof(ggml_tensor *)));
+    graph->leafs = reinterpret_cast<ggml_tensor **>(take(size * sizeof(ggml_tensor *)));
+    graph->hash_capacity = capacity;
+    graph->hash_keys = reinterpret_cast<const ggml_tensor **>(take(capacity * sizeof(ggml_tensor *)));
+    graph->use_counts = reinterpret_cast<int32_t *>(take(capacity * sizeof(int32_t)));
+    graph->valid = true;
+    clear_hash(graph);
+    return graph;
+}
+
+ggml_cgraph * ggml_new_graph(ggml_context * ctx) { return ggml_new_graph_custom(ctx, GGML_DEFAULT_GRAPH_SIZE, false); }
+
+void ggml_build_forward_expand(ggml_cgraph * cgraph, ggml_tensor * tensor) {
+    if (!is_mutable(cgraph, "ggml_build_forward_expand")) return;
+    if (!tensor) {
+        invalidate(cgraph, "ggml_build_forward_expand: tensor is NULL (an earlier constructor failed)");
+        return;
+    }
+    if (cgraph->valid) expand(cgraph, tensor);
+}
+
+bool ggml_graph_is_valid(const ggml_cgraph * cgraph) { return cgraph->valid; }
+
+ggml_cgraph * ggml_graph_view(ggml_context * ctx, ggml_cgraph * cgraph, int i0, int i1) {
+    Check check(ctx, "ggml_graph_view", {});
+    if (!check.require(0 <= i0 && i0 <= i1 && i1 <= cgraph->n_nodes, "range must lie within the graph's nodes")) {
+        return nullptr;
+    }
+    auto * view = static_cast<ggml_cgraph *>(arena_alloc(ctx, sizeof(ggml_cgraph), "ggml_graph_view"));
+    if (!view) return nullptr;
+    *view = *cgraph;
+    view->ctx = ctx;
+    view->size = i1 - i0;
+    view->n_nodes = i1 - i0;
+    view->n_leafs = 0;
+    view->nodes = cgraph->nodes + i0;
+    view->is_view = true;
+    return view;
+}
+
+bool ggml_graph_cpy(const ggml_cgraph * src, ggml_cgraph * dst) {
+    if (!is_mutable(dst, "ggml_graph_cpy")) return false;
+    if (src->n_nodes > dst->size || src->n_leafs > dst->size) {
+        report_error(dst->ctx, "ggml_graph_cpy: destination holds " + std::to_string(dst->size) +
+                                   " nodes, source has " + std::to_string(src->n_nodes) + " nodes and " +
+                                   std::to_string(src->n_leafs) + " leafs");
+        return false;
+    }
+    const std::vector<ggml_tensor *> nodes(src->nodes, src->nodes + src->n_nodes);
+    const std::vector<ggml_tensor *> leafs(src->leafs, src->leafs + src->n_leafs);
+    assign(dst, nodes, leafs, [src](const ggml_tensor * t) { return ggml_graph_get_use_count(src, t); });
+    dst->valid = src->valid;
+    return true;
+}
+
+void ggml_graph_clear(ggml_cgraph * cgraph) {
+    if (!is_mutable(cgraph, "ggml_graph_clear")) return;
+    cgraph->n_nodes = 0;
+    cgraph->n_leafs = 0;
+    cgraph->valid = true;
+    clear_hash(cgraph);
+}
+
+int ggml_graph_size(const ggml_cgraph * cgraph) { return cgraph->size; }
+int ggml_graph_n_nodes(const ggml_cgraph * cgraph) { return cgraph->n_nodes; }
+ggml_tensor * ggml_graph_node(const ggml_cgraph * cgraph, int i) { return at_index(cgraph->nodes, cgraph->n_nodes, i); }
+ggml_tensor ** ggml_graph_nodes(const ggml_cgraph * cgraph) { return cgraph->nodes; }
+
+bool ggml_graph_add_node(ggml_cgraph * cgraph, ggml_tensor * tensor) {
+    if (!is_mutable(cgraph, "ggml_graph_add_node")) return false;
+    Check check(cgraph->ctx, "ggml_graph_add_node", {{"tensor", tensor}});
+    if (!check) return false;
+    check.require(!hash_contains(cgraph, tensor), "tensor is already in the graph")
+        .require(cgraph->n_nodes < cgraph->size, "graph is full");
+    if (!check) return false;
+    hash_insert(cgraph, tensor);
+    return append_node(cgraph, tensor);
+}
+
+ggml_tensor * ggml_graph_get_tensor(const ggml_cgraph * cgraph, const char * name) {
+    for (int i = 0; i < cgraph->n_leafs; ++i) {
+        if (std::strcmp(cgraph->leafs[i]->name, name) == 0) return cgraph->leafs[i];
+    }
+    for (int i = 0; i < cgraph->n_nodes; ++i) {
+        if (std::strcmp(cgraph->nodes[i]->name, name) == 0) return cgraph->nodes[i];
+    }
+    return nullptr;
+}
+
+int ggml_graph_n_leafs(const ggml_cgraph * cgraph) { return cgraph->n_leafs; }
+ggml_tensor * ggml_graph_leaf(const ggml_cgraph * cgraph, int i) { return at_index(cgraph->leafs, cgraph->n_leafs, i); }
+ggml_tensor ** ggml_graph_leafs(const ggml_cgraph * cgraph) { return cgraph->leafs; }
+
+bool ggml_graph_add_leaf(ggml_cgraph * cgraph, ggml_tensor * tensor) {
+    if (!is_mutable(cgraph, "ggml_graph_add_leaf")) return false;
+    Check check(cgraph->ctx, "ggml_graph_add_leaf", {{"tensor", tensor}});
+    if (!check) return false;
+    check.require(tensor->op == GGML_OP_NONE, "a leaf must have no op")
+        .require(!hash_contains(cgraph, tensor), "tensor is already in the graph")
+        .require(cgraph->n_leafs < cgraph->size, "the leaf array is full");
+    if (!check) return false;
+    hash_insert(cgraph, tensor);
+    cgraph->leafs[cgraph->n_leafs++] = tensor;
+    return true;
+}
+
+bool ggml_graph_contains(const ggml_cgraph * cgraph, const ggml_tensor * tensor) {
+    return tensor && hash_contains(cgraph, tensor);
+}
+
+int ggml_graph_get_use_count(const ggml_cgraph * cgraph, const ggml_tensor * tensor) {
+    if (!tensor) return 0;
+    const size_t slot = hash_slot(cgraph, tensor);
+    return cgraph->hash_keys[slot] == tensor ? cgraph->use_counts[slot] : 0;
+}
+
+bool ggml_graph_copy_mapped(ggml_cgraph * dst, const ggml_cgraph * src, ggml_graph_tensor_map_t map, void * user_data) {
+    if (!is_mutable(dst, "ggml_graph_copy_mapped")) return false;
+    auto fail = [dst](const std::string & why) {
+        report_error(dst->ctx, "ggml_graph_copy_mapped: " + why);
+        return false;
+    };
+    if (src->n_nodes > dst->size || src->n_leafs > dst->size) return fail("destination graph is too small");
+
+    // The image of every node and leaf, checked before dst is touched.
+    std::vector<ggml_tensor *> nodes, leafs;
+    std::vector<const ggml_tensor *> originals;
+    for (auto [items, count, out] : {std::tuple{src->nodes, src->n_nodes, &nodes}, {src->leafs, src->n_leafs, &leafs}}) {
+        for (int i = 0; i < count; ++i) {
+            ggml_tensor * image = map(items[i], user_data);
+            if (!image) return fail(std::string("tensor '") + items[i]->name + "' maps to NULL");
+            out->push_back(image);
+            originals.push_back(items[i]);
+        }
+    }
+    std::vector<ggml_tensor *> images(nodes);
+    images.insert(images.end(), leafs.begin(), leafs.end());
+    std::unordered_map<const ggml_tensor *, size_t> index_of_original, index_of_image;
+    for (size_t i = 0; i < images.size(); ++i) {
+        index_of_original.emplace(originals[i], i);
+        if (!index_of_image.emplace(images[i], i).second) return fail("two tensors map to one copy");
+    }
+    for (int i = 0; i < src->n_nodes; ++i) {
+        for (int j = 0; j < GGML_MAX_SRC; ++j) {
+            const auto edge = index_of_original.find(src->nodes[i]->src[j]);
+            if (edge != index_of_original.end() && nodes[i]->src[j] != images[edge->second]) {
+                return fail(std::string("source ") + std::to_string(j) + " of '" + src->nodes[i]->name +
+                            "' is not remapped to its copy");
+            }
+        }
+    }
+    assign(dst, nodes, leafs, [&](const ggml_tensor * image) {
+        return ggml_graph_get_use_count(src, originals[index_of_image.at(image)]);
+    });
+    return true;
+}
+
+void ggml_graph_copy_use_counts(ggml_cgraph * segment, const ggml_cgraph * source) {
+    if (!is_mutable(segment, "ggml_graph_copy_use_counts")) return;
+    for (int i = 0; i < segment->n_nodes + segment->n_leafs; ++i) {
+        const ggml_tensor * tensor = i < segment->n_nodes ? segment->nodes[i] : segment->leafs[i - segment->n_nodes];
+        segment->use_counts[hash_slot(segment, tensor)] = ggml_graph_get_use_count(source, tensor);
+    }
+}
+
+}  // extern "C"

@@ -1,0 +1,81 @@
+// Internals shared by the files of src/core: the context arena, error reporting and op_params access.
+#pragma once
+
+#include <ggml.h>
+
+#include <array>
+#include <cstring>
+#include <initializer_list>
+#include <string>
+
+struct ggml_context {
+    unsigned char * mem = nullptr;
+    size_t mem_size = 0;
+    size_t used = 0;
+    bool owns_mem = false;
+    bool no_alloc = false;
+    struct ggml_tensor * first_tensor = nullptr;
+    struct ggml_tensor * last_tensor = nullptr;
+    std::string error;
+    bool has_error = false;
+    ggml_error_callback error_callback = nullptr;
+    void * error_user_data = nullptr;
+    bool abort_on_error = false;
+};
+
+namespace ggx::core {
+
+constexpr size_t align_up(size_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+
+// Records message in ctx: keeps the first one, calls the callback, aborts when asked to.
+void report_error(ggml_context * ctx, std::string message);
+// "f32 [4, 3, 1, 1]" (with strides appended when the tensor is not contiguous).
+std::string describe(const ggml_tensor * tensor);
+// Aligned bytes from the arena, or nullptr with an error naming what when it is full.
+void * arena_alloc(ggml_context * ctx, size_t bytes, const char * what);
+
+// A tensor (metadata in the arena). With view_src, it shares view_src's owner storage at view_offs;
+// otherwise it owns contiguous storage, allocated in the arena unless the context is no-alloc.
+ggml_tensor * new_tensor(ggml_context * ctx, const char * op_name, ggml_type type, const int64_t ne[4],
+                         ggml_tensor * view_src, size_t view_offs);
+// Contiguous byte strides of a tensor of type and shape ne.
+void set_contiguous_strides(ggml_tensor * tensor);
+
+template <class T>
+void set_param(ggml_tensor * tensor, size_t slot, T value) {
+    static_assert(sizeof(T) == sizeof(int32_t) && std::is_trivially_copyable_v<T>);
+    std::memcpy(&tensor->op_params[slot], &value, sizeof value);
+}
+
+template <class T>
+T get_param(const ggml_tensor * tensor, size_t slot) {
+    static_assert(sizeof(T) == sizeof(int32_t) && std::is_trivially_copyable_v<T>);
+    T value;
+    std::memcpy(&value, &tensor->op_params[slot], sizeof value);
+    return value;
+}
+
+// Validates a constructor's inputs. Missing required inputs (an earlier failure) make it fail
+// silently; the first failed requirement is reported as "<op>: <why> (a: f32 [..], b: ..)".
+class Check {
+public:
+    struct Operand {
+        const char * name;
+        const ggml_tensor * tensor;
+        bool optional = false;
+    };
+
+    Check(ggml_context * ctx, const char * op, std::initializer_list<Operand> operands);
+    Check & require(bool condition, const char * why);
+    explicit operator bool() const { return ok_; }
+
+private:
+    static constexpr size_t max_operands = 4;
+    ggml_context * ctx_;
+    const char * op_;
+    std::array<Operand, max_operands> operands_{};
+    size_t n_operands_ = 0;
+    bool ok_ = true;
+};
+
+}  // namespace ggx::core

@@ -1,0 +1,667 @@
+// Operator constructors: validate inputs, infer the result's shape and type, record op_params.
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "core/internal.h"
+
+namespace {
+
+using namespace ggx::core;
+
+bool is_float(const ggml_tensor * t) { return ggml_is_float_type(t->type); }
+bool is_float_or_quantized(const ggml_tensor * t) { return is_float(t) || ggml_is_quantized(t->type); }
+// Quantized data is read a row of whole blocks at a time.
+bool has_dense_blocks(const ggml_tensor * t) {
+    return !ggml_is_quantized(t->type) ||
+           (t->ne[0] % ggml_blck_size(t->type) == 0 && t->nb[0] == ggml_type_size(t->type));
+}
+bool is_vector_1d(const ggml_tensor * t) { return t->ne[1] == 1 && t->ne[2] == 1 && t->ne[3] == 1; }
+
+std::array<int64_t, 4> shape_of(const ggml_tensor * t) { return {t->ne[0], t->ne[1], t->ne[2], t->ne[3]}; }
+
+// A new tensor computed by op from srcs or, when over is given, a view of over's storage with over's
+// shape and strides that op writes in place.
+ggml_tensor * make_node(ggml_context * ctx, const char * op_name, ggml_op op, ggml_type type,
+                        const std::array<int64_t, 4> & ne, std::initializer_list<ggml_tensor *> srcs,
+                        ggml_tensor * over = nullptr) {
+    ggml_tensor * result = nullptr;
+    if (over) {
+        ggml_tensor * owner = over->view_src ? over->view_src : over;
+        result = new_tensor(ctx, op_name, over->type, over->ne, owner, over->view_src ? over->view_offs : 0);
+        if (result) std::copy(std::begin(over->nb), std::end(over->nb), result->nb);
+    } else {
+        result = new_tensor(ctx, op_name, type, ne.data(), nullptr, 0);
+    }
+    if (!result) return nullptr;
+    result->op = op;
+    int i = 0;
+    for (ggml_tensor * src : srcs) result->src[i++] = src;
+    return result;
+}
+
+ggml_tensor * binary(ggml_context * ctx, const char * name, ggml_op op, ggml_tensor * a, ggml_tensor * b,
+                     bool inplace) {
+    Check check(ctx, name, {{"a", a}, {"b", b}});
+    if (!check) return nullptr;
+    check.require(is_float(a), "a must be f32, f16 or bf16")
+        .require(b->type == GGML_TYPE_F32 || b->type == a->type, "b must be f32 or of a's type")
+        .require(ggml_can_repeat(b, a), "b cannot be broadcast over a (a.ne[i] % b.ne[i] != 0)");
+    if (!check) return nullptr;
+    return make_node(ctx, name, op, a->type, shape_of(a), {a, b}, inplace ? a : nullptr);
+}
+
+// Element-wise op on a float tensor with float parameters in op_params.
+ggml_tensor * elementwise(ggml_context * ctx, const char * name, ggml_op op, ggml_tensor * a, bool inplace,
+                          std::initializer_list<float> params = {}) {
+    Check check(ctx, name, {{"a", a}});
+    if (!check) return nullptr;
+    if (!check.require(is_float(a), "a must be f32, f16 or bf16")) return nullptr;
+    ggml_tensor * result = make_node(ctx, name, op, a->type, shape_of(a), {a}, inplace ? a : nullptr);
+    if (!result) return nullptr;
+    size_t slot = 0;
+    for (float p : params) set_param(result, slot++, p);
+    return result;
+}
+
+ggml_tensor * row_norm(ggml_context * ctx, const char * name, ggml_op op, ggml_tensor * a, float eps,
+                       bool inplace) {
+    Check check(ctx, name, {{"a", a}});
+    if (!check) return nullptr;
+    check.require(a->type == GGML_TYPE_F32, "a must be f32")
+        .require(eps >= 0.0f && std::isfinite(eps), "eps must be finite and >= 0");
+    if (!check) return nullptr;
+    ggml_tensor * result = make_node(ctx, name, op, a->type, shape_of(a), {a}, inplace ? a : nullptr);
+    if (result) set_param(result, 0, eps);
+    return result;
+}
+
+ggml_tensor * reduce_rows(ggml_context * ctx, const char * name, ggml_op op, ggml_tensor * a,
+                          const std::array<int64_t, 4> & ne) {
+    Check check(ctx, name, {{"a", a}});
+    if (!check) return nullptr;
+    if (!check.require(is_float(a), "a must be f32, f16 or bf16")) return nullptr;
+    return make_node(ctx, name, op, a->type, ne, {a});
+}
+
+ggml_tensor * unary(ggml_context * ctx, ggml_tensor * a, ggml_unary_op op, bool inplace) {
+    const char * name = inplace ? "ggml_unary_inplace" : "ggml_unary";
+    Check check(ctx, name, {{"a", a}});
+    if (!check) return nullptr;
+    check.require(op >= 0 && op < GGML_UNARY_OP_COUNT, "unknown unary op")
+        .require(is_float(a), "a must be f32, f16 or bf16");
+    if (!check) return nullptr;
+    ggml_tensor * result = make_node(ctx, name, GGML_OP_UNARY, a->type, shape_of(a), {a}, inplace ? a : nullptr);
+    if (result) set_param(result, 0, static_cast<int32_t>(op));
+    return result;
+}
+
+ggml_tensor * glu(ggml_context * ctx, const char * name, ggml_tensor * a, ggml_tensor * b, ggml_glu_op op,
+                  bool swapped) {
+    Check check(ctx, name, {{"a", a}, {"b", b, true}});
+    if (!check) return nullptr;
+    check.require(op >= 0 && op < GGML_GLU_OP_COUNT, "unknown glu op")
+        .require(is_float(a), "a must be f32, f16 or bf16");
+    if (b) {
+        check.require(b->type == a->type, "a and b must have the same type")
+            .require(ggml_are_same_shape(a, b), "a and b must have the same shape");
+    } else {
+        check.require(a->ne[0] % 2 == 0, "ne0 of a merged gate/up tensor must be even");
+    }
+    if (!check) return nullptr;
+    auto ne = shape_of(a);
+    if (!b) ne[0] /= 2;
+    ggml_tensor * result = make_node(ctx, name, GGML_OP_GLU, a->type, ne, {a, b});
+    if (!result) return nullptr;
+    set_param(result, 0, static_cast<int32_t>(op));
+    set_param(result, 1, static_cast<int32_t>(swapped));
+    return result;
+}
+
+// Copies a into dst (a new tensor, or a view of the destination b) converting to dst's type.
+bool can_convert(ggml_type from, ggml_type to) {
+    if (from == to) return true;
+    if (ggml_is_float_type(from)) return ggml_is_float_type(to) || ggml_is_quantized(to);
+    return ggml_is_quantized(from) && to == GGML_TYPE_F32;
+}
+
+ggml_tensor * copy_into(ggml_context * ctx, const char * name, ggml_tensor * a, ggml_tensor * b, ggml_type type,
+                        ggml_op op, const std::array<int64_t, 4> & ne) {
+    Check check(ctx, name, {{"a", a}, {"b", b, true}});
+    if (!check) return nullptr;
+    const ggml_type dst_type = b ? b->type : type;
+    const int64_t dst_elements = ne[0] * ne[1] * ne[2] * ne[3];
+    check.require(dst_type >= 0 && dst_type < GGML_TYPE_COUNT, "unknown destination type")
+        .require(can_convert(a->type, dst_type), "unsupported type conversion")
+        .require(ggml_nelements(a) == dst_elements, "element counts differ")
+        .require(has_dense_blocks(a) && (!b || has_dense_blocks(b)), "quantized rows must be dense blocks")
+        .require(ne[0] % ggml_blck_size(dst_type) == 0, "ne0 must be a multiple of the destination block size");
+    if (!check) return nullptr;
+    return b ? make_node(ctx, name, op, b->type, ne, {a, b}, b) : make_node(ctx, name, op, dst_type, ne, {a});
+}
+
+int64_t conv_output_size(int64_t in, int64_t kernel, int stride, int pad, int dilation) {
+    return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+}  // namespace
+
+extern "C" {
+
+ggml_tensor * ggml_cpy(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+    if (!a || !b) return nullptr;
+    return copy_into(ctx, "ggml_cpy", a, b, b->type, GGML_OP_CPY, shape_of(b));
+}
+
+ggml_tensor * ggml_cast(ggml_context * ctx, ggml_tensor * a, ggml_type type) {
+    if (!a) return nullptr;
+    return copy_into(ctx, "ggml_cast", a, nullptr, type, GGML_OP_CPY, shape_of(a));
+}
+
+ggml_tensor * ggml_dup(ggml_context * ctx, ggml_tensor * a) {
+    if (!a) return nullptr;
+    return copy_into(ctx, "ggml_dup", a, nullptr, a->type, GGML_OP_DUP, shape_of(a));
+}
+
+ggml_tensor * ggml_cont(ggml_context * ctx, ggml_tensor * a) {
+    if (!a) return nullptr;
+    return copy_into(ctx, "ggml_cont", a, nullptr, a->type, GGML_OP_CONT, shape_of(a));
+}
+
+ggml_tensor * ggml_cont_4d(ggml_context * ctx, ggml_tensor * a, int64_t ne0, int64_t ne1, int64_t ne2,
+                           int64_t ne3) {
+    if (!a) return nullptr;
+    return copy_into(ctx, "ggml_cont_4d", a, nullptr, a->type, GGML_OP_CONT, {ne0, ne1, ne2, ne3});
+}
+
+ggml_tensor * ggml_add(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+    return binary(ctx, "ggml_add", GGML_OP_ADD, a, b, false);
+}
+ggml_tensor * ggml_sub(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+    return binary(ctx, "ggml_sub", GGML_OP_SUB, a, b, false);
+}
+ggml_tensor * ggml_mul(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+    return binary(ctx, "ggml_mul", GGML_OP_MUL, a, b, false);
+}
+ggml_tensor * ggml_div(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+    return binary(ctx, "ggml_div", GGML_OP_DIV, a, b, false);
+}
+ggml_tensor * ggml_add_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+    return binary(ctx, "ggml_add_inplace", GGML_OP_ADD, a, b, true);
+}
+ggml_tensor * ggml_sub_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+    return binary(ctx, "ggml_sub_inplace", GGML_OP_SUB, a, b, true);
+}
+ggml_tensor * ggml_mul_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+    return binary(ctx, "ggml_mul_inplace", GGML_OP_MUL, a, b, true);
+}
+ggml_tensor * ggml_div_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+    return binary(ctx, "ggml_div_inplace", GGML_OP_DIV, a, b, true);
+}
+
+ggml_tensor * ggml_scale(ggml_context * ctx, ggml_tensor * a, float s) {
+    return elementwise(ctx, "ggml_scale", GGML_OP_SCALE, a, false, {s, 0.0f});
+}
+ggml_tensor * ggml_scale_inplace(ggml_context * ctx, ggml_tensor * a, float s) {
+    return elementwise(ctx, "ggml_scale_inplace", GGML_OP_SCALE, a, true, {s, 0.0f});
+}
+ggml_tensor * ggml_scale_bias(ggml_context * ctx, ggml_tensor * a, float s, float bias) {
+    return elementwise(ctx, "ggml_scale_bias", GGML_OP_SCALE, a, false, {s, bias});
+}
+ggml_tensor * ggml_scale_bias_inplace(ggml_context * ctx, ggml_tensor * a, float s, float bias) {
+    return elementwise(ctx, "ggml_scale_bias_inplace", GGML_OP_SCALE, a, true, {s, bias});
+}
+ggml_tensor * ggml_sqr(ggml_context * ctx, ggml_tensor * a) {
+    return elementwise(ctx, "ggml_sqr", GGML_OP_SQR, a, false);
+}
+ggml_tensor * ggml_sqr_inplace(ggml_context * ctx, ggml_tensor * a) {
+    return elementwise(ctx, "ggml_sqr_inplace", GGML_OP_SQR, a, true);
+}
+ggml_tensor * ggml_sqrt(ggml_context * ctx, ggml_tensor * a) {
+    return elementwise(ctx, "ggml_sqrt", GGML_OP_SQRT, a, false);
+}
+ggml_tensor * ggml_sqrt_inplace(ggml_context * ctx, ggml_tensor * a) {
+    return elementwise(ctx, "ggml_sqrt_inplace", GGML_OP_SQRT, a, true);
+}
+
+static ggml_tensor * clamp(ggml_context * ctx, const char * name, ggml_tensor * a, float min, float max,
+                           bool inplace) {
+    Check check(ctx, name, {{"a", a}});
+    if (!check || !check.require(min <= max, "min must be <= max")) return nullptr;
+    return elementwise(ctx, name, GGML_OP_CLAMP, a, inplace, {min, max});
+}
+ggml_tensor * ggml_clamp(ggml_context * ctx, ggml_tensor * a, float min, float max) {
+    return clamp(ctx, "ggml_clamp", a, min, max, false);
+}
+ggml_tensor * ggml_clamp_inplace(ggml_context * ctx, ggml_tensor * a, float min, float max) {
+    return clamp(ctx, "ggml_clamp_inplace", a, min, max, true);
+}
+
+ggml_tensor * ggml_sum(ggml_context * ctx, ggml_tensor * a) {
+    return reduce_rows(ctx, "ggml_sum", GGML_OP_SUM, a, {1, 1, 1, 1});
+}
+ggml_tensor * ggml_sum_rows(ggml_context * ctx, ggml_tensor * a) {
+    return a ? reduce_rows(ctx, "ggml_sum_rows", GGML_OP_SUM_ROWS, a, {1, a->ne[1], a->ne[2], a->ne[3]}) : nullptr;
+}
+ggml_tensor * ggml_mean(ggml_context * ctx, ggml_tensor * a) {
+    return a ? reduce_rows(ctx, "ggml_mean", GGML_OP_MEAN, a, {1, a->ne[1], a->ne[2], a->ne[3]}) : nullptr;
+}
+
+ggml_tensor * ggml_argmax(ggml_context * ctx, ggml_tensor * a) {
+    Check check(ctx, "ggml_argmax", {{"a", a}});
+    if (!check) return nullptr;
+    check.require(a->type == GGML_TYPE_F32, "a must be f32")
+        .require(ggml_is_matrix(a), "a must be a matrix")
+        .require(a->ne[0] > 0, "rows must not be empty");
+    if (!check) return nullptr;
+    return make_node(ctx, "ggml_argmax", GGML_OP_ARGMAX, GGML_TYPE_I32, {a->ne[1], 1, 1, 1}, {a});
+}
+
+ggml_tensor * ggml_repeat(ggml_context * ctx, ggml_tensor * a, const ggml_tensor * b) {
+    Check check(ctx, "ggml_repeat", {{"a", a}, {"b", b}});
+    if (!check) return nullptr;
+    check.require(is_float(a) || a->type == GGML_TYPE_I32, "a must be f32, f16, bf16 or i32")
+        .require(ggml_can_repeat(a, b), "a cannot be tiled to b's shape (b.ne[i] % a.ne[i] != 0)");
+    if (!check) return nullptr;
+    return make_node(ctx, "ggml_repeat", GGML_OP_REPEAT, a->type, shape_of(b), {a});
+}
+
+ggml_tensor * ggml_concat(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, int dim) {
+    Check check(ctx, "ggml_concat", {{"a", a}, {"b", b}});
+    if (!check) return nullptr;
+    check.require(dim >= 0 && dim < GGML_MAX_DIMS, "dim must be 0..3")
+        .require(a->type == b->type, "a and b must have the same type")
+        .require(is_float(a) || a->type == GGML_TYPE_I32, "a must be f32, f16, bf16 or i32");
+    for (int i = 0; i < GGML_MAX_DIMS; ++i) {
+        check.require(i == dim || a->ne[i] == b->ne[i], "dimensions other than dim must match");
+    }
+    if (!check) return nullptr;
+    auto ne = shape_of(a);
+    ne[dim] += b->ne[dim];
+    ggml_tensor * result = make_node(ctx, "ggml_concat", GGML_OP_CONCAT, a->type, ne, {a, b});
+    if (result) set_param(result, 0, dim);
+    return result;
+}
+
+ggml_tensor * ggml_pad_ext(ggml_context * ctx, ggml_tensor * a, int lp0, int rp0, int lp1, int rp1, int lp2,
+                           int rp2, int lp3, int rp3) {
+    Check check(ctx, "ggml_pad_ext", {{"a", a}});
+    if (!check) return nullptr;
+    const int pads[8] = {lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3};
+    check.require(is_float(a), "a must be f32, f16 or bf16")
+        .require(std::all_of(std::begin(pads), std::end(pads), [](int p) { return p >= 0; }),
+                 "paddings must be >= 0");
+    if (!check) return nullptr;
+    auto ne = shape_of(a);
+    for (int i = 0; i < GGML_MAX_DIMS; ++i) ne[i] += pads[2 * i] + pads[2 * i + 1];
+    ggml_tensor * result = make_node(ctx, "ggml_pad_ext", GGML_OP_PAD, a->type, ne, {a});
+    if (!result) return nullptr;
+    for (int i = 0; i < 8; ++i) set_param(result, i, pads[i]);
+    return result;
+}
+
+ggml_tensor * ggml_pad(ggml_context * ctx, ggml_tensor * a, int p0, int p1, int p2, int p3) {
+    return ggml_pad_ext(ctx, a, 0, p0, 0, p1, 0, p2, 0, p3);
+}
+
+ggml_tensor * ggml_upscale_ext(ggml_context * ctx, ggml_tensor * a, int ne0, int ne1, int ne2, int ne3,
+                               ggml_scale_mode mode) {
+    Check check(ctx, "ggml_upscale_ext", {{"a", a}});
+    if (!check) return nullptr;
+    check.require(a->type == GGML_TYPE_F32, "a must be f32")
+        .require(mode == GGML_SCALE_MODE_NEAREST, "only nearest scaling is supported")
+        .require(ne0 >= 1 && ne1 >= 1 && ne2 >= 1 && ne3 >= 1, "target sizes must be >= 1")
+        .require(!ggml_is_empty(a), "a must not be empty");
+    if (!check) return nullptr;
+    ggml_tensor * result = make_node(ctx, "ggml_upscale_ext", GGML_OP_UPSCALE, a->type, {ne0, ne1, ne2, ne3}, {a});
+    if (result) set_param(result, 0, static_cast<int32_t>(mode));
+    return result;
+}
+
+ggml_tensor * ggml_upscale(ggml_context * ctx, ggml_tensor * a, int scale_factor, ggml_scale_mode mode) {
+    Check check(ctx, "ggml_upscale", {{"a", a}});
+    if (!check || !check.require(scale_factor >= 1, "scale_factor must be >= 1")) return nullptr;
+    return ggml_upscale_ext(ctx, a, static_cast<int>(a->ne[0] * scale_factor),
+                            static_cast<int>(a->ne[1] * scale_factor), static_cast<int>(a->ne[2]),
+                            static_cast<int>(a->ne[3]), mode);
+}
+
+ggml_tensor * ggml_norm(ggml_context * ctx, ggml_tensor * a, float eps) {
+    return row_norm(ctx, "ggml_norm", GGML_OP_NORM, a, eps, false);
+}
+ggml_tensor * ggml_norm_inplace(ggml_context * ctx, ggml_tensor * a, float eps) {
+    return row_norm(ctx, "ggml_norm_inplace", GGML_OP_NORM, a, eps, true);
+}
+ggml_tensor * ggml_rms_norm(ggml_context * ctx, ggml_tensor * a, float eps) {
+    return row_norm(ctx, "ggml_rms_norm", GGML_OP_RMS_NORM, a, eps, false);
+}
+ggml_tensor * ggml_rms_norm_inplace(ggml_context * ctx, ggml_tensor * a, float eps) {
+    return row_norm(ctx, "ggml_rms_norm_inplace", GGML_OP_RMS_NORM, a, eps, true);
+}
+ggml_tensor * ggml_l2_norm(ggml_context * ctx, ggml_tensor * a, float eps) {
+    return row_norm(ctx, "ggml_l2_norm", GGML_OP_L2_NORM, a, eps, false);
+}
+
+ggml_tensor * ggml_group_norm(ggml_context * ctx, ggml_tensor * a, int n_groups, float eps) {
+    Check check(ctx, "ggml_group_norm", {{"a", a}});
+    if (!check) return nullptr;
+    if (!check.require(n_groups >= 1 && n_groups <= a->ne[2], "n_groups must be in 1..ne2")) return nullptr;
+    ggml_tensor * result = row_norm(ctx, "ggml_group_norm", GGML_OP_GROUP_NORM, a, eps, false);
+    if (!result) return nullptr;
+    set_param(result, 0, n_groups);
+    set_param(result, 1, eps);
+    return result;
+}
+
+ggml_tensor * ggml_mul_mat(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+    Check check(ctx, "ggml_mul_mat", {{"a", a}, {"b", b}});
+    if (!check) return nullptr;
+    check.require(is_float_or_quantized(a), "a must be f32, f16, bf16, q8_0 or q4_0")
+        .require(is_float(b), "b must be f32, f16 or bf16")
+        .require(has_dense_blocks(a), "rows of a quantized a must be dense blocks")
+        .require(a->ne[0] == b->ne[0], "a.ne0 and b.ne0 (K) must match")
+        .require(a->ne[2] > 0 && a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0,
+                 "a cannot be broadcast over b in dims 2 and 3");
+    if (!check) return nullptr;
+    return make_node(ctx, "ggml_mul_mat", GGML_OP_MUL_MAT, GGML_TYPE_F32, {a->ne[1], b->ne[1], b->ne[2], b->ne[3]},
+                     {a, b});
+}
+
+static ggml_tensor * soft_max(ggml_context * ctx, const char * name, ggml_tensor * a, ggml_tensor * mask,
+                              float scale, float max_bias, bool inplace) {
+    Check check(ctx, name, {{"a", a}, {"mask", mask, true}});
+    if (!check) return nullptr;
+    check.require(a->type == GGML_TYPE_F32, "a must be f32")
+        .require(std::isfinite(scale), "scale must be finite")
+        .require(max_bias >= 0.0f && std::isfinite(max_bias), "max_bias must be finite and >= 0");
+    if (mask) {
+        check.require(mask->type == GGML_TYPE_F32 || mask->type == GGML_TYPE_F16, "mask must be f32 or f16")
+            .require(mask->ne[0] == a->ne[0] && mask->ne[1] >= a->ne[1],
+                     "mask must be [a.ne0, >= a.ne1, ...]")
+            .require(mask->ne[2] > 0 && mask->ne[3] > 0 && a->ne[2] % mask->ne[2] == 0 &&
+                         a->ne[3] % mask->ne[3] == 0,
+                     "mask cannot be broadcast over a in dims 2 and 3");
+    }
+    if (!check) return nullptr;
+    ggml_tensor * result = make_node(ctx, name, GGML_OP_SOFT_MAX, a->type, shape_of(a), {a, mask}, inplace ? a : nullptr);
+    if (!result) return nullptr;
+    set_param(result, 0, scale);
+    set_param(result, 1, max_bias);
+    return result;
+}
+
+ggml_tensor * ggml_soft_max(ggml_context * ctx, ggml_tensor * a) {
+    return soft_max(ctx, "ggml_soft_max", a, nullptr, 1.0f, 0.0f, false);
+}
+ggml_tensor * ggml_soft_max_inplace(ggml_context * ctx, ggml_tensor * a) {
+    return soft_max(ctx, "ggml_soft_max_inplace", a, nullptr, 1.0f, 0.0f, true);
+}
+ggml_tensor * ggml_soft_max_ext(ggml_context * ctx, ggml_tensor * a, ggml_tensor * mask, float scale,
+                                float max_bias) {
+    return soft_max(ctx, "ggml_soft_max_ext", a, mask, scale, max_bias, false);
+}
+
+ggml_tensor * ggml_rope_ext(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_tensor * c, int n_dims,
+                            int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
+                            float attn_factor, float beta_fast, float beta_slow) {
+    Check check(ctx, "ggml_rope_ext", {{"a", a}, {"b", b}, {"c", c, true}});
+    if (!check) return nullptr;
+    check.require(a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16, "a must be f32 or f16")
+        .require(b->type == GGML_TYPE_I32 && is_vector_1d(b) && b->ne[0] == a->ne[2],
+                 "b must be an i32 vector of a.ne2 positions")
+        .require(n_dims > 0 && n_dims % 2 == 0 && n_dims <= a->ne[0], "n_dims must be even and in 2..a.ne0")
+        .require(mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX, "mode must be NORMAL or NEOX")
+        .require(freq_base > 0.0f && freq_scale > 0.0f, "freq_base and freq_scale must be > 0")
+        .require(!c || (c->type == GGML_TYPE_F32 && is_vector_1d(c) && c->ne[0] >= n_dims / 2),
+                 "c must be an f32 vector of >= n_dims/2 frequency factors");
+    if (!check) return nullptr;
+    ggml_tensor * result = make_node(ctx, "ggml_rope_ext", GGML_OP_ROPE, a->type, shape_of(a), {a, b, c});
+    if (!result) return nullptr;
+    const int32_t ints[5] = {0, n_dims, mode, 0, n_ctx_orig};
+    for (int i = 0; i < 5; ++i) set_param(result, i, ints[i]);
+    const float floats[6] = {freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow};
+    for (int i = 0; i < 6; ++i) set_param(result, 5 + i, floats[i]);
+    return result;
+}
+
+ggml_tensor * ggml_flash_attn_ext(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v,
+                                  ggml_tensor * mask, float scale, float max_bias, float logit_softcap) {
+    Check check(ctx, "ggml_flash_attn_ext", {{"q", q}, {"k", k}, {"v", v}, {"mask", mask, true}});
+    if (!check) return nullptr;
+    auto kv_type = [](const ggml_tensor * t) { return t->type == GGML_TYPE_F32 || t->type == GGML_TYPE_F16; };
+    check.require(q->type == GGML_TYPE_F32, "q must be f32")
+        .require(kv_type(k) && kv_type(v), "k and v must be f16 or f32")
+        .require(q->ne[0] == k->ne[0], "q and k must have the same head size (ne0)")
+        .require(k->ne[1] == v->ne[1] && k->ne[2] == v->ne[2] && k->ne[3] == v->ne[3],
+                 "k and v must agree in dims 1..3")
+        .require(k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0, "q heads must be a multiple of k/v heads")
+        .require(k->ne[3] > 0 && q->ne[3] % k->ne[3] == 0, "q batch must be a multiple of k/v batch")
+        .require(std::isfinite(scale), "scale must be finite")
+        .require(max_bias >= 0.0f && std::isfinite(max_bias), "max_bias must be finite and >= 0")
+        .require(logit_softcap >= 0.0f && std::isfinite(logit_softcap), "logit_softcap must be finite and >= 0");
+    if (mask) {
+        check.require(mask->type == GGML_TYPE_F32 || mask->type == GGML_TYPE_F16, "mask must be f16 or f32")
+            .require(mask->ne[0] == k->ne[1] && mask->ne[1] >= q->ne[1], "mask must be [n_kv, >= n_q, ...]")
+            .require(mask->ne[2] > 0 && mask->ne[3] > 0 && q->ne[2] % mask->ne[2] == 0 &&
+                         q->ne[3] % mask->ne[3] == 0,
+                     "mask cannot be broadcast over q in dims 2 and 3");
+    }
+    if (!check) return nullptr;
+    ggml_tensor * result = make_node(ctx, "ggml_flash_attn_ext", GGML_OP_FLASH_ATTN_EXT, GGML_TYPE_F32,
+                                     {v->ne[0], q->ne[2], q->ne[1], q->ne[3]}, {q, k, v, mask});
+    if (!result) return nullptr;
+    set_param(result, 0, scale);
+    set_param(result, 1, max_bias);
+    set_param(result, 2, logit_softcap);
+    return result;
+}
+
+ggml_tensor * ggml_get_rows(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+    Check check(ctx, "ggml_get_rows", {{"a", a}, {"b", b}});
+    if (!check) return nullptr;
+    check.require(is_float_or_quantized(a) || a->type == GGML_TYPE_I32, "a must be f32, f16, bf16, q8_0, q4_0 or i32")
+        .require(has_dense_blocks(a), "rows of a quantized a must be dense blocks")
+        .require(b->type == GGML_TYPE_I32, "b must be i32")
+        .require(b->ne[1] == a->ne[2] && b->ne[2] == a->ne[3] && b->ne[3] == 1, "b must be [n, a.ne2, a.ne3]");
+    if (!check) return nullptr;
+    const ggml_type type = a->type == GGML_TYPE_I32 ? GGML_TYPE_I32 : GGML_TYPE_F32;
+    return make_node(ctx, "ggml_get_rows", GGML_OP_GET_ROWS, type, {a->ne[0], b->ne[0], b->ne[1], b->ne[2]}, {a, b});
+}
+
+ggml_tensor * ggml_set_rows(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_tensor * c) {
+    Check check(ctx, "ggml_set_rows", {{"a", a}, {"b", b}, {"c", c}});
+    if (!check) return nullptr;
+    check.require(is_float_or_quantized(a), "a must be f32, f16, bf16, q8_0 or q4_0")
+        .require(has_dense_blocks(a), "rows of a quantized a must be dense blocks")
+        .require(b->type == GGML_TYPE_F32, "b must be f32")
+        .require(c->type == GGML_TYPE_I32, "c must be i32")
+        .require(a->ne[0] == b->ne[0] && a->ne[2] == b->ne[2] && a->ne[3] == b->ne[3],
+                 "a and b must agree in dims 0, 2 and 3")
+        .require(c->ne[0] == b->ne[1] && c->ne[3] == 1, "c must be [b.ne1, ...]")
+        .require(c->ne[1] > 0 && c->ne[2] > 0 && b->ne[2] % c->ne[1] == 0 && b->ne[3] % c->ne[2] == 0,
+                 "c cannot be broadcast over b in dims 2 and 3");
+    if (!check) return nullptr;
+    return make_node(ctx, "ggml_set_rows", GGML_OP_SET_ROWS, a->type, shape_of(a), {a, b, c}, a);
+}
+
+ggml_tensor * ggml_unary(ggml_context * ctx, ggml_tensor * a, ggml_unary_op op) { return unary(ctx, a, op, false); }
+ggml_tensor * ggml_unary_inplace(ggml_context * ctx, ggml_tensor * a, ggml_unary_op op) {
+    return unary(ctx, a, op, true);
+}
+ggml_tensor * ggml_relu(ggml_context * ctx, ggml_tensor * a) { return unary(ctx, a, GGML_UNARY_OP_RELU, false); }
+ggml_tensor * ggml_silu(ggml_context * ctx, ggml_tensor * a) { return unary(ctx, a, GGML_UNARY_OP_SILU, false); }
+ggml_tensor * ggml_gelu(ggml_context * ctx, ggml_tensor * a) { return unary(ctx, a, GGML_UNARY_OP_GELU, false); }
+ggml_tensor * ggml_gelu_quick(ggml_context * ctx, ggml_tensor * a) {
+    return unary(ctx, a, GGML_UNARY_OP_GELU_QUICK, false);
+}
+ggml_tensor * ggml_sigmoid(ggml_context * ctx, ggml_tensor * a) { return unary(ctx, a, GGML_UNARY_OP_SIGMOID, false); }
+ggml_tensor * ggml_tanh(ggml_context * ctx, ggml_tensor * a) { return unary(ctx, a, GGML_UNARY_OP_TANH, false); }
+
+ggml_tensor * ggml_glu(ggml_context * ctx, ggml_tensor * a, ggml_glu_op op, bool swapped) {
+    return glu(ctx, "ggml_glu", a, nullptr, op, swapped);
+}
+ggml_tensor * ggml_glu_split(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_glu_op op) {
+    if (!b) return nullptr;
+    return glu(ctx, "ggml_glu_split", a, b, op, false);
+}
+ggml_tensor * ggml_swiglu(ggml_context * ctx, ggml_tensor * a) { return ggml_glu(ctx, a, GGML_GLU_OP_SWIGLU, false); }
+ggml_tensor * ggml_swiglu_swapped(ggml_context * ctx, ggml_tensor * a) {
+    return ggml_glu(ctx, a, GGML_GLU_OP_SWIGLU, true);
+}
+ggml_tensor * ggml_swiglu_split(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+    return ggml_glu_split(ctx, a, b, GGML_GLU_OP_SWIGLU);
+}
+ggml_tensor * ggml_geglu(ggml_context * ctx, ggml_tensor * a) { return ggml_glu(ctx, a, GGML_GLU_OP_GEGLU, false); }
+ggml_tensor * ggml_geglu_swapped(ggml_context * ctx, ggml_tensor * a) {
+    return ggml_glu(ctx, a, GGML_GLU_OP_GEGLU, true);
+}
+ggml_tensor * ggml_geglu_split(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+    return ggml_glu_split(ctx, a, b, GGML_GLU_OP_GEGLU);
+}
+
+ggml_tensor * ggml_im2col(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, int s0, int s1, int p0, int p1,
+                          int d0, int d1, bool is_2d, ggml_type dst_type) {
+    Check check(ctx, "ggml_im2col", {{"a", a}, {"b", b}});
+    if (!check) return nullptr;
+    const int64_t channels = is_2d ? b->ne[2] : b->ne[1];
+    const int64_t kw = a->ne[0], kh = is_2d ? a->ne[1] : 1;
+    const int64_t ow = conv_output_size(b->ne[0], kw, s0, p0, d0);
+    const int64_t oh = is_2d ? conv_output_size(b->ne[1], kh, s1, p1, d1) : 1;
+    check.require(b->type == GGML_TYPE_F32 || b->type == GGML_TYPE_F16, "b must be f32 or f16")
+        .require(dst_type == GGML_TYPE_F32 || dst_type == GGML_TYPE_F16, "dst_type must be f32 or f16")
+        .require(s0 >= 1 && d0 >= 1 && p0 >= 0 && (!is_2d || (s1 >= 1 && d1 >= 1 && p1 >= 0)),
+                 "strides and dilations must be >= 1, paddings >= 0")
+        .require((is_2d ? a->ne[2] : a->ne[1]) == channels, "kernel and input channel counts differ")
+        .require(is_2d || b->ne[3] == 1, "a 1-D input must be [W, C, N]")
+        .require(kw >= 1 && kh >= 1 && ow >= 1 && oh >= 1, "the kernel does not fit the padded input");
+    if (!check) return nullptr;
+    const std::array<int64_t, 4> ne = is_2d ? std::array<int64_t, 4>{channels * kh * kw, ow, oh, b->ne[3]}
+                                            : std::array<int64_t, 4>{channels * kw, ow, b->ne[2], 1};
+    ggml_tensor * result = make_node(ctx, "ggml_im2col", GGML_OP_IM2COL, dst_type, ne, {a, b});
+    if (!result) return nullptr;
+    const int32_t params[7] = {s0, s1, p0, p1, d0, d1, is_2d};
+    for (int i = 0; i < 7; ++i) set_param(result, i, params[i]);
+    return result;
+}
+
+ggml_tensor * ggml_conv_2d(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, int s0, int s1, int p0, int p1,
+                           int d0, int d1) {
+    Check check(ctx, "ggml_conv_2d", {{"a", a}, {"b", b}});
+    if (!check) return nullptr;
+    check.require(a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16, "kernel a must be f32 or f16")
+        .require(b->type == GGML_TYPE_F32, "input b must be f32");
+    if (!check) return nullptr;
+    ggml_tensor * kernel = ggml_is_contiguous(a) ? a : ggml_cont(ctx, a);
+    ggml_tensor * columns = ggml_im2col(ctx, kernel, b, s0, s1, p0, p1, d0, d1, true, a->type);
+    if (!columns) return nullptr;
+    const int64_t ow = columns->ne[1], oh = columns->ne[2], n = columns->ne[3], oc = a->ne[3];
+    ggml_tensor * product =
+        ggml_mul_mat(ctx, ggml_reshape_2d(ctx, columns, columns->ne[0], ow * oh * n),
+                     ggml_reshape_2d(ctx, kernel, a->ne[0] * a->ne[1] * a->ne[2], oc));
+    ggml_tensor * image = ggml_reshape_4d(ctx, product, ow, oh, n, oc);
+    return ggml_cont(ctx, ggml_permute(ctx, image, 0, 1, 3, 2));
+}
+
+ggml_tensor * ggml_timestep_embedding(ggml_context * ctx, ggml_tensor * timesteps, int dim, int max_period) {
+    Check check(ctx, "ggml_timestep_embedding", {{"timesteps", timesteps}});
+    if (!check) return nullptr;
+    check.require(timesteps->type == GGML_TYPE_F32 && is_vector_1d(timesteps), "timesteps must be an f32 vector")
+        .require(dim >= 2, "dim must be >= 2")
+        .require(max_period >= 1, "max_period must be >= 1");
+    if (!check) return nullptr;
+    ggml_tensor * result = make_node(ctx, "ggml_timestep_embedding", GGML_OP_TIMESTEP_EMBEDDING, GGML_TYPE_F32,
+                                     {dim, timesteps->ne[0], 1, 1}, {timesteps});
+    if (!result) return nullptr;
+    set_param(result, 0, dim);
+    set_param(result, 1, max_period);
+    return result;
+}
+
+// CPU callback nodes carry, after the marker, the thread count, the callback and its user data.
+namespace {
+struct CustomCallback {
+    uint32_t marker;
+    int32_t n_tasks;
+    ggml_custom_op_t fun;
+    void * userdata;
+};
+static_assert(sizeof(CustomCallback) <= GGML_MAX_OP_PARAMS);
+}  // namespace
+
+ggml_tensor * ggml_custom_4d(ggml_context * ctx, ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3,
+                             ggml_tensor ** args, int n_args, ggml_custom_op_t fun, int n_tasks, void * userdata) {
+    Check check(ctx, "ggml_custom_4d", {});
+    check.require(type >= 0 && type < GGML_TYPE_COUNT, "unknown type")
+        .require(n_args >= 0 && n_args <= GGML_MAX_SRC && (n_args == 0 || args), "n_args must be 0..GGML_MAX_SRC")
+        .require(fun != nullptr, "fun must not be NULL")
+        .require(n_tasks == GGML_N_TASKS_MAX || n_tasks >= 1, "n_tasks must be >= 1 or GGML_N_TASKS_MAX");
+    if (!check) return nullptr;
+    for (int i = 0; i < n_args; ++i) {
+        if (!args[i]) return nullptr;  // an earlier constructor failed and reported why
+    }
+    const int64_t ne[4] = {ne0, ne1, ne2, ne3};
+    ggml_tensor * result = ggml_new_tensor(ctx, type, 4, ne);
+    if (!result) return nullptr;
+    result->op = GGML_OP_CUSTOM;
+    for (int i = 0; i < n_args; ++i) result->src[i] = args[i];
+    const CustomCallback callback{GGML_CUSTOM_MARKER_CPU_CALLBACK, n_tasks, fun, userdata};
+    std::memcpy(result->op_params, &callback, sizeof callback);
+    return result;
+}
+
+bool ggml_get_custom_callback(const ggml_tensor * tensor, ggml_custom_op_t * fun, int * n_tasks, void ** userdata) {
+    if (ggml_get_custom_kind(tensor) != GGML_CUSTOM_KIND_CPU_CALLBACK) return false;
+    CustomCallback callback;
+    std::memcpy(&callback, tensor->op_params, sizeof callback);
+    if (fun) *fun = callback.fun;
+    if (n_tasks) *n_tasks = callback.n_tasks;
+    if (userdata) *userdata = callback.userdata;
+    return true;
+}
+
+enum ggml_custom_kind ggml_get_custom_kind(const ggml_tensor * tensor) {
+    if (tensor->op != GGML_OP_CUSTOM) return GGML_CUSTOM_KIND_NONE;
+    switch (get_param<uint32_t>(tensor, 0)) {
+        case GGML_CUSTOM_MARKER_CPU_CALLBACK: return GGML_CUSTOM_KIND_CPU_CALLBACK;
+        case GGML_CUSTOM_MARKER_EXTENSION: return GGML_CUSTOM_KIND_EXTENSION;
+        default: return GGML_CUSTOM_KIND_NONE;
+    }
+}
+
+enum ggml_unary_op ggml_get_unary_op(const ggml_tensor * tensor) {
+    return static_cast<ggml_unary_op>(get_param<int32_t>(tensor, 0));
+}
+
+enum ggml_glu_op ggml_get_glu_op(const ggml_tensor * tensor) {
+    return static_cast<ggml_glu_op>(get_param<int32_t>(tensor, 0));
+}
+
+static constexpr const char * op_names[] = {
+    "NONE",     "DUP",      "ADD",       "SUB",          "MUL",      "DIV",     "SCALE",
+    "SQR",      "SQRT",     "CLAMP",     "SUM",          "SUM_ROWS", "MEAN",    "ARGMAX",
+    "REPEAT",   "CONCAT",   "NORM",      "RMS_NORM",     "GROUP_NORM", "L2_NORM", "MUL_MAT",
+    "SOFT_MAX", "ROPE",     "FLASH_ATTN_EXT", "GET_ROWS", "SET_ROWS", "UNARY",  "GLU",
+    "IM2COL",   "PAD",      "UPSCALE",   "TIMESTEP_EMBEDDING", "CPY", "CONT",   "RESHAPE",
+    "VIEW",     "PERMUTE",  "TRANSPOSE", "CUSTOM",
+};
+static_assert(std::size(op_names) == GGML_OP_COUNT, "one name per op");
+
+static constexpr const char * unary_names[] = {"RELU", "SILU", "GELU", "GELU_QUICK", "SIGMOID", "TANH"};
+static_assert(std::size(unary_names) == GGML_UNARY_OP_COUNT, "one name per unary op");
+
+static constexpr const char * glu_names[] = {"SWIGLU", "GEGLU"};
+static_assert(std::size(glu_names) == GGML_GLU_OP_COUNT, "one name per glu op");
+
+const char * ggml_op_name(ggml_op op) { return op >= 0 && op < GGML_OP_COUNT ? op_names[op] : "unknown"; }
+const char * ggml_unary_op_name(ggml_unary_op op) {
+    return op >= 0 && op < GGML_UNARY_OP_COUNT ? unary_names[op] : "unknown";
+}
+const char * ggml_glu_op_name(ggml_glu_op op) { return op >= 0 && op < GGML_GLU_OP_COUNT ? glu_names[op] : "unknown"; }
+
+const char * ggml_op_desc(const ggml_tensor * tensor) {
+    if (tensor->op == GGML_OP_UNARY) return ggml_unary_op_name(ggml_get_unary_op(tensor));
+    if (tensor->op == GGML_OP_GLU) return ggml_glu_op_name(ggml_get_glu_op(tensor));
+    return ggml_op_name(tensor->op);
+}
+
+}  // extern "C"
