@@ -279,6 +279,7 @@ struct ggml_tensor * ggml_dup_tensor(struct ggml_context * ctx, const struct ggm
 /* A view of all of a with a's shape and strides (op VIEW). */
 struct ggml_tensor * ggml_view_tensor(struct ggml_context * ctx, struct ggml_tensor * a);
 
+/* The tensor's name (owned by the tensor; empty by default). */
 const char * ggml_get_name(const struct ggml_tensor * tensor);
 /* Set the name (truncated to GGML_MAX_NAME - 1 bytes); returns tensor. */
 struct ggml_tensor * ggml_set_name(struct ggml_tensor * tensor, const char * name);
@@ -296,12 +297,14 @@ enum ggml_custom_kind ggml_get_custom_kind(const struct ggml_tensor * tensor);
 enum ggml_unary_op ggml_get_unary_op(const struct ggml_tensor * tensor);
 enum ggml_glu_op ggml_get_glu_op(const struct ggml_tensor * tensor);
 
+/* Static upper-case names ("MUL_MAT", "SILU", "SWIGLU"); "unknown" for out-of-range values. */
 const char * ggml_op_name(enum ggml_op op);
 const char * ggml_unary_op_name(enum ggml_unary_op op);
 const char * ggml_glu_op_name(enum ggml_glu_op op);
 /* ggml_op_name, or the unary/GLU sub-operation name for UNARY and GLU nodes. */
 const char * ggml_op_desc(const struct ggml_tensor * tensor);
 
+/* Number of elements (product of ne). */
 int64_t ggml_nelements(const struct ggml_tensor * tensor);
 /* ne[1] * ne[2] * ne[3]. */
 int64_t ggml_nrows(const struct ggml_tensor * tensor);
@@ -309,8 +312,9 @@ int64_t ggml_nrows(const struct ggml_tensor * tensor);
 size_t ggml_nbytes(const struct ggml_tensor * tensor);
 /* Number of dimensions ignoring trailing ne == 1 (at least 1). */
 int ggml_n_dims(const struct ggml_tensor * tensor);
-size_t ggml_element_size(const struct ggml_tensor * tensor);
+size_t ggml_element_size(const struct ggml_tensor * tensor); /* ggml_type_size of its type */
 
+/* Shape predicates: no elements; one element; ne1..3 == 1; ne2, ne3 == 1; ne3 == 1. */
 bool ggml_is_empty(const struct ggml_tensor * tensor);
 bool ggml_is_scalar(const struct ggml_tensor * tensor);
 bool ggml_is_vector(const struct ggml_tensor * tensor);
@@ -329,8 +333,10 @@ bool ggml_is_contiguous_rows(const struct ggml_tensor * tensor);
 /* Elements occupy exactly ggml_nbytes bytes with strides in decreasing order (dims may be
  * padded only when ne == 1). */
 bool ggml_is_contiguously_allocated(const struct ggml_tensor * tensor);
+/* nb[0] > nb[1] (dims 0 and 1 swapped), or any nb[i] > nb[i+1]. */
 bool ggml_is_transposed(const struct ggml_tensor * tensor);
 bool ggml_is_permuted(const struct ggml_tensor * tensor);
+/* Equal ne / equal nb in every dimension. */
 bool ggml_are_same_shape(const struct ggml_tensor * a, const struct ggml_tensor * b);
 bool ggml_are_same_stride(const struct ggml_tensor * a, const struct ggml_tensor * b);
 /* True when every b->ne[i] is a multiple of a->ne[i] (a can be tiled to b's shape). */
@@ -505,6 +511,7 @@ struct ggml_tensor * ggml_set_rows(struct ggml_context * ctx, struct ggml_tensor
 /* ---------------------------------------------------------------------------------------------- */
 /* Activations */
 
+/* Element-wise activation (formulas in docs/ops.md); a: F32/F16/BF16; result a's shape and type. */
 struct ggml_tensor * ggml_unary(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_unary_op op);
 struct ggml_tensor * ggml_unary_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
                                         enum ggml_unary_op op);
@@ -594,6 +601,7 @@ bool ggml_graph_cpy(const struct ggml_cgraph * src, struct ggml_cgraph * dst);
 /* Remove every node and leaf. */
 void ggml_graph_clear(struct ggml_cgraph * cgraph);
 
+/* Node capacity and node count. */
 int ggml_graph_size(const struct ggml_cgraph * cgraph);
 int ggml_graph_n_nodes(const struct ggml_cgraph * cgraph);
 /* Node i; negative i counts from the end (-1 is the last node). NULL when out of range. */

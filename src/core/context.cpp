@@ -25,8 +25,8 @@ void * arena_alloc(ggml_context * ctx, size_t bytes, const char * what) {
     const size_t offset = align_up(base + ctx->used, GGML_MEM_ALIGN) - base;
     if (offset > ctx->mem_size || bytes > ctx->mem_size - offset) {
         report_error(ctx, std::string(what) + ": context arena full: need " + std::to_string(bytes) +
-                              " bytes, " + std::to_string(ctx->used) + " of " + std::to_string(ctx->mem_size) +
-                              " used");
+                              " bytes, " + std::to_string(ctx->used) + " of " +
+                              std::to_string(ctx->mem_size) + " used");
         return nullptr;
     }
     ctx->used = offset + bytes;
@@ -48,7 +48,7 @@ ggml_context * ggml_init(ggml_init_params params) {
     ctx->mem = static_cast<unsigned char *>(params.mem_buffer);
     if (!ctx->mem) {
         ctx->mem = static_cast<unsigned char *>(
-            ::operator new(params.mem_size, std::align_val_t{GGML_MEM_ALIGN}, std::nothrow));
+            ::operator new (params.mem_size, std::align_val_t{GGML_MEM_ALIGN}, std::nothrow));
         ctx->owns_mem = true;
         if (!ctx->mem) {
             delete ctx;
@@ -60,7 +60,7 @@ ggml_context * ggml_init(ggml_init_params params) {
 
 void ggml_free(ggml_context * ctx) {
     if (!ctx) return;
-    if (ctx->owns_mem) ::operator delete(ctx->mem, std::align_val_t{GGML_MEM_ALIGN});
+    if (ctx->owns_mem) ::operator delete (ctx->mem, std::align_val_t{GGML_MEM_ALIGN});
     delete ctx;
 }
 
@@ -69,7 +69,9 @@ size_t ggml_get_mem_size(const ggml_context * ctx) { return ctx->mem_size; }
 bool ggml_get_no_alloc(const ggml_context * ctx) { return ctx->no_alloc; }
 void ggml_set_no_alloc(ggml_context * ctx, bool no_alloc) { ctx->no_alloc = no_alloc; }
 
-const char * ggml_get_error(const ggml_context * ctx) { return ctx->has_error ? ctx->error.c_str() : nullptr; }
+const char * ggml_get_error(const ggml_context * ctx) {
+    return ctx->has_error ? ctx->error.c_str() : nullptr;
+}
 
 void ggml_clear_error(ggml_context * ctx) {
     ctx->error.clear();
@@ -81,7 +83,9 @@ void ggml_set_error_callback(ggml_context * ctx, ggml_error_callback cb, void * 
     ctx->error_user_data = user_data;
 }
 
-void ggml_set_abort_on_error(ggml_context * ctx, bool abort_on_error) { ctx->abort_on_error = abort_on_error; }
+void ggml_set_abort_on_error(ggml_context * ctx, bool abort_on_error) {
+    ctx->abort_on_error = abort_on_error;
+}
 
 ggml_tensor * ggml_get_first_tensor(const ggml_context * ctx) { return ctx->first_tensor; }
 

@@ -31,7 +31,8 @@ using namespace ggx::core;
 
 size_t hash_capacity_for(size_t size) {
     size_t capacity = 16;
-    while (capacity < 4 * size) capacity *= 2;
+    while (capacity < 4 * size)
+        capacity *= 2;
     return capacity;
 }
 
@@ -39,7 +40,8 @@ size_t hash_capacity_for(size_t size) {
 size_t hash_slot(const ggml_cgraph * graph, const ggml_tensor * tensor) {
     const size_t mask = graph->hash_capacity - 1;
     size_t slot = (reinterpret_cast<uintptr_t>(tensor) >> 4) * 0x9E3779B97F4A7C15ull & mask;
-    while (graph->hash_keys[slot] && graph->hash_keys[slot] != tensor) slot = (slot + 1) & mask;
+    while (graph->hash_keys[slot] && graph->hash_keys[slot] != tensor)
+        slot = (slot + 1) & mask;
     return slot;
 }
 
@@ -47,7 +49,9 @@ bool hash_contains(const ggml_cgraph * graph, const ggml_tensor * tensor) {
     return graph->hash_keys[hash_slot(graph, tensor)] == tensor;
 }
 
-void hash_insert(ggml_cgraph * graph, const ggml_tensor * tensor) { graph->hash_keys[hash_slot(graph, tensor)] = tensor; }
+void hash_insert(ggml_cgraph * graph, const ggml_tensor * tensor) {
+    graph->hash_keys[hash_slot(graph, tensor)] = tensor;
+}
 
 void count_uses(ggml_cgraph * graph, const ggml_tensor * node) {
     for (const ggml_tensor * src : node->src) {
@@ -74,7 +78,8 @@ bool append_node(ggml_cgraph * graph, ggml_tensor * tensor) {
 
 bool append_leaf(ggml_cgraph * graph, ggml_tensor * tensor) {
     if (graph->n_leafs >= graph->size) {
-        invalidate(graph, "ggml_build_forward_expand: graph is full (" + std::to_string(graph->size) + " leafs)");
+        invalidate(graph,
+                   "ggml_build_forward_expand: graph is full (" + std::to_string(graph->size) + " leafs)");
         return false;
     }
     graph->leafs[graph->n_leafs++] = tensor;
@@ -103,14 +108,16 @@ void expand(ggml_cgraph * graph, ggml_tensor * root) {
         }
         ggml_tensor * tensor = frame.tensor;
         stack.pop_back();
-        const bool added = tensor->op == GGML_OP_NONE ? append_leaf(graph, tensor) : append_node(graph, tensor);
+        const bool added =
+            tensor->op == GGML_OP_NONE ? append_leaf(graph, tensor) : append_node(graph, tensor);
         if (!added) return;
     }
 }
 
 size_t graph_bytes(size_t size) {
     const size_t capacity = hash_capacity_for(size);
-    return align_up(sizeof(ggml_cgraph), GGML_MEM_ALIGN) + 2 * align_up(size * sizeof(ggml_tensor *), GGML_MEM_ALIGN) +
+    return align_up(sizeof(ggml_cgraph), GGML_MEM_ALIGN) +
+           2 * align_up(size * sizeof(ggml_tensor *), GGML_MEM_ALIGN) +
            align_up(capacity * sizeof(ggml_tensor *), GGML_MEM_ALIGN) +
            align_up(capacity * sizeof(int32_t), GGML_MEM_ALIGN);
 }
@@ -122,8 +129,8 @@ void clear_hash(ggml_cgraph * graph) {
 
 // Replaces graph's contents with nodes, leafs and, per tensor, the given use count.
 template <class UseCount>
-void assign(ggml_cgraph * graph, const std::vector<ggml_tensor *> & nodes, const std::vector<ggml_tensor *> & leafs,
-            UseCount use_count) {
+void assign(ggml_cgraph * graph, const std::vector<ggml_tensor *> & nodes,
+            const std::vector<ggml_tensor *> & leafs, UseCount use_count) {
     clear_hash(graph);
     std::copy(nodes.begin(), nodes.end(), graph->nodes);
     std::copy(leafs.begin(), leafs.end(), graph->leafs);
@@ -158,7 +165,8 @@ size_t ggml_graph_overhead(void) { return graph_bytes(GGML_DEFAULT_GRAPH_SIZE); 
 
 ggml_cgraph * ggml_new_graph_custom(ggml_context * ctx, size_t size, bool grads) {
     Check check(ctx, "ggml_new_graph_custom", {});
-    check.require(!grads, "gradients are not supported").require(size >= 1 && size <= INT32_MAX / 4, "bad size");
+    check.require(!grads, "gradients are not supported")
+        .require(size >= 1 && size <= INT32_MAX / 4, "bad size");
     if (!check) return nullptr;
     auto * block = static_cast<unsigned char *>(arena_alloc(ctx, graph_bytes(size), "ggml_new_graph"));
     if (!block) return nullptr;
@@ -182,7 +190,9 @@ ggml_cgraph * ggml_new_graph_custom(ggml_context * ctx, size_t size, bool grads)
     return graph;
 }
 
-ggml_cgraph * ggml_new_graph(ggml_context * ctx) { return ggml_new_graph_custom(ctx, GGML_DEFAULT_GRAPH_SIZE, false); }
+ggml_cgraph * ggml_new_graph(ggml_context * ctx) {
+    return ggml_new_graph_custom(ctx, GGML_DEFAULT_GRAPH_SIZE, false);
+}
 
 void ggml_build_forward_expand(ggml_cgraph * cgraph, ggml_tensor * tensor) {
     if (!is_mutable(cgraph, "ggml_build_forward_expand")) return;
@@ -197,7 +207,8 @@ bool ggml_graph_is_valid(const ggml_cgraph * cgraph) { return cgraph->valid; }
 
 ggml_cgraph * ggml_graph_view(ggml_context * ctx, ggml_cgraph * cgraph, int i0, int i1) {
     Check check(ctx, "ggml_graph_view", {});
-    if (!check.require(0 <= i0 && i0 <= i1 && i1 <= cgraph->n_nodes, "range must lie within the graph's nodes")) {
+    if (!check.require(0 <= i0 && i0 <= i1 && i1 <= cgraph->n_nodes,
+                       "range must lie within the graph's nodes")) {
         return nullptr;
     }
     auto * view = static_cast<ggml_cgraph *>(arena_alloc(ctx, sizeof(ggml_cgraph), "ggml_graph_view"));
@@ -237,7 +248,9 @@ void ggml_graph_clear(ggml_cgraph * cgraph) {
 
 int ggml_graph_size(const ggml_cgraph * cgraph) { return cgraph->size; }
 int ggml_graph_n_nodes(const ggml_cgraph * cgraph) { return cgraph->n_nodes; }
-ggml_tensor * ggml_graph_node(const ggml_cgraph * cgraph, int i) { return at_index(cgraph->nodes, cgraph->n_nodes, i); }
+ggml_tensor * ggml_graph_node(const ggml_cgraph * cgraph, int i) {
+    return at_index(cgraph->nodes, cgraph->n_nodes, i);
+}
 ggml_tensor ** ggml_graph_nodes(const ggml_cgraph * cgraph) { return cgraph->nodes; }
 
 bool ggml_graph_add_node(ggml_cgraph * cgraph, ggml_tensor * tensor) {
@@ -262,7 +275,9 @@ ggml_tensor * ggml_graph_get_tensor(const ggml_cgraph * cgraph, const char * nam
 }
 
 int ggml_graph_n_leafs(const ggml_cgraph * cgraph) { return cgraph->n_leafs; }
-ggml_tensor * ggml_graph_leaf(const ggml_cgraph * cgraph, int i) { return at_index(cgraph->leafs, cgraph->n_leafs, i); }
+ggml_tensor * ggml_graph_leaf(const ggml_cgraph * cgraph, int i) {
+    return at_index(cgraph->leafs, cgraph->n_leafs, i);
+}
 ggml_tensor ** ggml_graph_leafs(const ggml_cgraph * cgraph) { return cgraph->leafs; }
 
 bool ggml_graph_add_leaf(ggml_cgraph * cgraph, ggml_tensor * tensor) {
@@ -288,7 +303,8 @@ int ggml_graph_get_use_count(const ggml_cgraph * cgraph, const ggml_tensor * ten
     return cgraph->hash_keys[slot] == tensor ? cgraph->use_counts[slot] : 0;
 }
 
-bool ggml_graph_copy_mapped(ggml_cgraph * dst, const ggml_cgraph * src, ggml_graph_tensor_map_t map, void * user_data) {
+bool ggml_graph_copy_mapped(ggml_cgraph * dst, const ggml_cgraph * src, ggml_graph_tensor_map_t map,
+                            void * user_data) {
     if (!is_mutable(dst, "ggml_graph_copy_mapped")) return false;
     auto fail = [dst](const std::string & why) {
         report_error(dst->ctx, "ggml_graph_copy_mapped: " + why);
@@ -299,7 +315,8 @@ bool ggml_graph_copy_mapped(ggml_cgraph * dst, const ggml_cgraph * src, ggml_gra
     // The image of every node and leaf, checked before dst is touched.
     std::vector<ggml_tensor *> nodes, leafs;
     std::vector<const ggml_tensor *> originals;
-    for (auto [items, count, out] : {std::tuple{src->nodes, src->n_nodes, &nodes}, {src->leafs, src->n_leafs, &leafs}}) {
+    for (auto [items, count, out] :
+         {std::tuple{src->nodes, src->n_nodes, &nodes}, {src->leafs, src->n_leafs, &leafs}}) {
         for (int i = 0; i < count; ++i) {
             ggml_tensor * image = map(items[i], user_data);
             if (!image) return fail(std::string("tensor '") + items[i]->name + "' maps to NULL");
@@ -332,7 +349,8 @@ bool ggml_graph_copy_mapped(ggml_cgraph * dst, const ggml_cgraph * src, ggml_gra
 void ggml_graph_copy_use_counts(ggml_cgraph * segment, const ggml_cgraph * source) {
     if (!is_mutable(segment, "ggml_graph_copy_use_counts")) return;
     for (int i = 0; i < segment->n_nodes + segment->n_leafs; ++i) {
-        const ggml_tensor * tensor = i < segment->n_nodes ? segment->nodes[i] : segment->leafs[i - segment->n_nodes];
+        const ggml_tensor * tensor =
+            i < segment->n_nodes ? segment->nodes[i] : segment->leafs[i - segment->n_nodes];
         segment->use_counts[hash_slot(segment, tensor)] = ggml_graph_get_use_count(source, tensor);
     }
 }

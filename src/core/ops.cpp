@@ -16,7 +16,6 @@ bool has_dense_blocks(const ggml_tensor * t) {
     return !ggml_is_quantized(t->type) ||
            (t->ne[0] % ggml_blck_size(t->type) == 0 && t->nb[0] == ggml_type_size(t->type));
 }
-bool is_vector_1d(const ggml_tensor * t) { return t->ne[1] == 1 && t->ne[2] == 1 && t->ne[3] == 1; }
 
 std::array<int64_t, 4> shape_of(const ggml_tensor * t) { return {t->ne[0], t->ne[1], t->ne[2], t->ne[3]}; }
 
@@ -36,7 +35,8 @@ ggml_tensor * make_node(ggml_context * ctx, const char * op_name, ggml_op op, gg
     if (!result) return nullptr;
     result->op = op;
     int i = 0;
-    for (ggml_tensor * src : srcs) result->src[i++] = src;
+    for (ggml_tensor * src : srcs)
+        result->src[i++] = src;
     return result;
 }
 
@@ -60,7 +60,8 @@ ggml_tensor * elementwise(ggml_context * ctx, const char * name, ggml_op op, ggm
     ggml_tensor * result = make_node(ctx, name, op, a->type, shape_of(a), {a}, inplace ? a : nullptr);
     if (!result) return nullptr;
     size_t slot = 0;
-    for (float p : params) set_param(result, slot++, p);
+    for (float p : params)
+        set_param(result, slot++, p);
     return result;
 }
 
@@ -91,7 +92,8 @@ ggml_tensor * unary(ggml_context * ctx, ggml_tensor * a, ggml_unary_op op, bool 
     check.require(op >= 0 && op < GGML_UNARY_OP_COUNT, "unknown unary op")
         .require(is_float(a), "a must be f32, f16 or bf16");
     if (!check) return nullptr;
-    ggml_tensor * result = make_node(ctx, name, GGML_OP_UNARY, a->type, shape_of(a), {a}, inplace ? a : nullptr);
+    ggml_tensor * result =
+        make_node(ctx, name, GGML_OP_UNARY, a->type, shape_of(a), {a}, inplace ? a : nullptr);
     if (result) set_param(result, 0, static_cast<int32_t>(op));
     return result;
 }
@@ -125,8 +127,8 @@ bool can_convert(ggml_type from, ggml_type to) {
     return ggml_is_quantized(from) && to == GGML_TYPE_F32;
 }
 
-ggml_tensor * copy_into(ggml_context * ctx, const char * name, ggml_tensor * a, ggml_tensor * b, ggml_type type,
-                        ggml_op op, const std::array<int64_t, 4> & ne) {
+ggml_tensor * copy_into(ggml_context * ctx, const char * name, ggml_tensor * a, ggml_tensor * b,
+                        ggml_type type, ggml_op op, const std::array<int64_t, 4> & ne) {
     Check check(ctx, name, {{"a", a}, {"b", b, true}});
     if (!check) return nullptr;
     const ggml_type dst_type = b ? b->type : type;
@@ -135,7 +137,8 @@ ggml_tensor * copy_into(ggml_context * ctx, const char * name, ggml_tensor * a, 
         .require(can_convert(a->type, dst_type), "unsupported type conversion")
         .require(ggml_nelements(a) == dst_elements, "element counts differ")
         .require(has_dense_blocks(a) && (!b || has_dense_blocks(b)), "quantized rows must be dense blocks")
-        .require(ne[0] % ggml_blck_size(dst_type) == 0, "ne0 must be a multiple of the destination block size");
+        .require(ne[0] % ggml_blck_size(dst_type) == 0,
+                 "ne0 must be a multiple of the destination block size");
     if (!check) return nullptr;
     return b ? make_node(ctx, name, op, b->type, ne, {a, b}, b) : make_node(ctx, name, op, dst_type, ne, {a});
 }
@@ -241,7 +244,8 @@ ggml_tensor * ggml_sum(ggml_context * ctx, ggml_tensor * a) {
     return reduce_rows(ctx, "ggml_sum", GGML_OP_SUM, a, {1, 1, 1, 1});
 }
 ggml_tensor * ggml_sum_rows(ggml_context * ctx, ggml_tensor * a) {
-    return a ? reduce_rows(ctx, "ggml_sum_rows", GGML_OP_SUM_ROWS, a, {1, a->ne[1], a->ne[2], a->ne[3]}) : nullptr;
+    return a ? reduce_rows(ctx, "ggml_sum_rows", GGML_OP_SUM_ROWS, a, {1, a->ne[1], a->ne[2], a->ne[3]})
+             : nullptr;
 }
 ggml_tensor * ggml_mean(ggml_context * ctx, ggml_tensor * a) {
     return a ? reduce_rows(ctx, "ggml_mean", GGML_OP_MEAN, a, {1, a->ne[1], a->ne[2], a->ne[3]}) : nullptr;
@@ -293,10 +297,12 @@ ggml_tensor * ggml_pad_ext(ggml_context * ctx, ggml_tensor * a, int lp0, int rp0
                  "paddings must be >= 0");
     if (!check) return nullptr;
     auto ne = shape_of(a);
-    for (int i = 0; i < GGML_MAX_DIMS; ++i) ne[i] += pads[2 * i] + pads[2 * i + 1];
+    for (int i = 0; i < GGML_MAX_DIMS; ++i)
+        ne[i] += pads[2 * i] + pads[2 * i + 1];
     ggml_tensor * result = make_node(ctx, "ggml_pad_ext", GGML_OP_PAD, a->type, ne, {a});
     if (!result) return nullptr;
-    for (int i = 0; i < 8; ++i) set_param(result, i, pads[i]);
+    for (int i = 0; i < 8; ++i)
+        set_param(result, i, pads[i]);
     return result;
 }
 
@@ -313,7 +319,8 @@ ggml_tensor * ggml_upscale_ext(ggml_context * ctx, ggml_tensor * a, int ne0, int
         .require(ne0 >= 1 && ne1 >= 1 && ne2 >= 1 && ne3 >= 1, "target sizes must be >= 1")
         .require(!ggml_is_empty(a), "a must not be empty");
     if (!check) return nullptr;
-    ggml_tensor * result = make_node(ctx, "ggml_upscale_ext", GGML_OP_UPSCALE, a->type, {ne0, ne1, ne2, ne3}, {a});
+    ggml_tensor * result =
+        make_node(ctx, "ggml_upscale_ext", GGML_OP_UPSCALE, a->type, {ne0, ne1, ne2, ne3}, {a});
     if (result) set_param(result, 0, static_cast<int32_t>(mode));
     return result;
 }
@@ -363,8 +370,8 @@ ggml_tensor * ggml_mul_mat(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b)
         .require(a->ne[2] > 0 && a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0,
                  "a cannot be broadcast over b in dims 2 and 3");
     if (!check) return nullptr;
-    return make_node(ctx, "ggml_mul_mat", GGML_OP_MUL_MAT, GGML_TYPE_F32, {a->ne[1], b->ne[1], b->ne[2], b->ne[3]},
-                     {a, b});
+    return make_node(ctx, "ggml_mul_mat", GGML_OP_MUL_MAT, GGML_TYPE_F32,
+                     {a->ne[1], b->ne[1], b->ne[2], b->ne[3]}, {a, b});
 }
 
 static ggml_tensor * soft_max(ggml_context * ctx, const char * name, ggml_tensor * a, ggml_tensor * mask,
@@ -383,7 +390,8 @@ static ggml_tensor * soft_max(ggml_context * ctx, const char * name, ggml_tensor
                      "mask cannot be broadcast over a in dims 2 and 3");
     }
     if (!check) return nullptr;
-    ggml_tensor * result = make_node(ctx, name, GGML_OP_SOFT_MAX, a->type, shape_of(a), {a, mask}, inplace ? a : nullptr);
+    ggml_tensor * result =
+        make_node(ctx, name, GGML_OP_SOFT_MAX, a->type, shape_of(a), {a, mask}, inplace ? a : nullptr);
     if (!result) return nullptr;
     set_param(result, 0, scale);
     set_param(result, 1, max_bias);
@@ -407,20 +415,22 @@ ggml_tensor * ggml_rope_ext(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b
     Check check(ctx, "ggml_rope_ext", {{"a", a}, {"b", b}, {"c", c, true}});
     if (!check) return nullptr;
     check.require(a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16, "a must be f32 or f16")
-        .require(b->type == GGML_TYPE_I32 && is_vector_1d(b) && b->ne[0] == a->ne[2],
+        .require(b->type == GGML_TYPE_I32 && ggml_is_vector(b) && b->ne[0] == a->ne[2],
                  "b must be an i32 vector of a.ne2 positions")
         .require(n_dims > 0 && n_dims % 2 == 0 && n_dims <= a->ne[0], "n_dims must be even and in 2..a.ne0")
         .require(mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX, "mode must be NORMAL or NEOX")
         .require(freq_base > 0.0f && freq_scale > 0.0f, "freq_base and freq_scale must be > 0")
-        .require(!c || (c->type == GGML_TYPE_F32 && is_vector_1d(c) && c->ne[0] >= n_dims / 2),
+        .require(!c || (c->type == GGML_TYPE_F32 && ggml_is_vector(c) && c->ne[0] >= n_dims / 2),
                  "c must be an f32 vector of >= n_dims/2 frequency factors");
     if (!check) return nullptr;
     ggml_tensor * result = make_node(ctx, "ggml_rope_ext", GGML_OP_ROPE, a->type, shape_of(a), {a, b, c});
     if (!result) return nullptr;
     const int32_t ints[5] = {0, n_dims, mode, 0, n_ctx_orig};
-    for (int i = 0; i < 5; ++i) set_param(result, i, ints[i]);
+    for (int i = 0; i < 5; ++i)
+        set_param(result, i, ints[i]);
     const float floats[6] = {freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow};
-    for (int i = 0; i < 6; ++i) set_param(result, 5 + i, floats[i]);
+    for (int i = 0; i < 6; ++i)
+        set_param(result, 5 + i, floats[i]);
     return result;
 }
 
@@ -438,7 +448,8 @@ ggml_tensor * ggml_flash_attn_ext(ggml_context * ctx, ggml_tensor * q, ggml_tens
         .require(k->ne[3] > 0 && q->ne[3] % k->ne[3] == 0, "q batch must be a multiple of k/v batch")
         .require(std::isfinite(scale), "scale must be finite")
         .require(max_bias >= 0.0f && std::isfinite(max_bias), "max_bias must be finite and >= 0")
-        .require(logit_softcap >= 0.0f && std::isfinite(logit_softcap), "logit_softcap must be finite and >= 0");
+        .require(logit_softcap >= 0.0f && std::isfinite(logit_softcap),
+                 "logit_softcap must be finite and >= 0");
     if (mask) {
         check.require(mask->type == GGML_TYPE_F32 || mask->type == GGML_TYPE_F16, "mask must be f16 or f32")
             .require(mask->ne[0] == k->ne[1] && mask->ne[1] >= q->ne[1], "mask must be [n_kv, >= n_q, ...]")
@@ -459,13 +470,17 @@ ggml_tensor * ggml_flash_attn_ext(ggml_context * ctx, ggml_tensor * q, ggml_tens
 ggml_tensor * ggml_get_rows(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
     Check check(ctx, "ggml_get_rows", {{"a", a}, {"b", b}});
     if (!check) return nullptr;
-    check.require(is_float_or_quantized(a) || a->type == GGML_TYPE_I32, "a must be f32, f16, bf16, q8_0, q4_0 or i32")
+    check
+        .require(is_float_or_quantized(a) || a->type == GGML_TYPE_I32,
+                 "a must be f32, f16, bf16, q8_0, q4_0 or i32")
         .require(has_dense_blocks(a), "rows of a quantized a must be dense blocks")
         .require(b->type == GGML_TYPE_I32, "b must be i32")
-        .require(b->ne[1] == a->ne[2] && b->ne[2] == a->ne[3] && b->ne[3] == 1, "b must be [n, a.ne2, a.ne3]");
+        .require(b->ne[1] == a->ne[2] && b->ne[2] == a->ne[3] && b->ne[3] == 1,
+                 "b must be [n, a.ne2, a.ne3]");
     if (!check) return nullptr;
     const ggml_type type = a->type == GGML_TYPE_I32 ? GGML_TYPE_I32 : GGML_TYPE_F32;
-    return make_node(ctx, "ggml_get_rows", GGML_OP_GET_ROWS, type, {a->ne[0], b->ne[0], b->ne[1], b->ne[2]}, {a, b});
+    return make_node(ctx, "ggml_get_rows", GGML_OP_GET_ROWS, type, {a->ne[0], b->ne[0], b->ne[1], b->ne[2]},
+                     {a, b});
 }
 
 ggml_tensor * ggml_set_rows(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_tensor * c) {
@@ -484,18 +499,30 @@ ggml_tensor * ggml_set_rows(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b
     return make_node(ctx, "ggml_set_rows", GGML_OP_SET_ROWS, a->type, shape_of(a), {a, b, c}, a);
 }
 
-ggml_tensor * ggml_unary(ggml_context * ctx, ggml_tensor * a, ggml_unary_op op) { return unary(ctx, a, op, false); }
+ggml_tensor * ggml_unary(ggml_context * ctx, ggml_tensor * a, ggml_unary_op op) {
+    return unary(ctx, a, op, false);
+}
 ggml_tensor * ggml_unary_inplace(ggml_context * ctx, ggml_tensor * a, ggml_unary_op op) {
     return unary(ctx, a, op, true);
 }
-ggml_tensor * ggml_relu(ggml_context * ctx, ggml_tensor * a) { return unary(ctx, a, GGML_UNARY_OP_RELU, false); }
-ggml_tensor * ggml_silu(ggml_context * ctx, ggml_tensor * a) { return unary(ctx, a, GGML_UNARY_OP_SILU, false); }
-ggml_tensor * ggml_gelu(ggml_context * ctx, ggml_tensor * a) { return unary(ctx, a, GGML_UNARY_OP_GELU, false); }
+ggml_tensor * ggml_relu(ggml_context * ctx, ggml_tensor * a) {
+    return unary(ctx, a, GGML_UNARY_OP_RELU, false);
+}
+ggml_tensor * ggml_silu(ggml_context * ctx, ggml_tensor * a) {
+    return unary(ctx, a, GGML_UNARY_OP_SILU, false);
+}
+ggml_tensor * ggml_gelu(ggml_context * ctx, ggml_tensor * a) {
+    return unary(ctx, a, GGML_UNARY_OP_GELU, false);
+}
 ggml_tensor * ggml_gelu_quick(ggml_context * ctx, ggml_tensor * a) {
     return unary(ctx, a, GGML_UNARY_OP_GELU_QUICK, false);
 }
-ggml_tensor * ggml_sigmoid(ggml_context * ctx, ggml_tensor * a) { return unary(ctx, a, GGML_UNARY_OP_SIGMOID, false); }
-ggml_tensor * ggml_tanh(ggml_context * ctx, ggml_tensor * a) { return unary(ctx, a, GGML_UNARY_OP_TANH, false); }
+ggml_tensor * ggml_sigmoid(ggml_context * ctx, ggml_tensor * a) {
+    return unary(ctx, a, GGML_UNARY_OP_SIGMOID, false);
+}
+ggml_tensor * ggml_tanh(ggml_context * ctx, ggml_tensor * a) {
+    return unary(ctx, a, GGML_UNARY_OP_TANH, false);
+}
 
 ggml_tensor * ggml_glu(ggml_context * ctx, ggml_tensor * a, ggml_glu_op op, bool swapped) {
     return glu(ctx, "ggml_glu", a, nullptr, op, swapped);
@@ -504,14 +531,18 @@ ggml_tensor * ggml_glu_split(ggml_context * ctx, ggml_tensor * a, ggml_tensor * 
     if (!b) return nullptr;
     return glu(ctx, "ggml_glu_split", a, b, op, false);
 }
-ggml_tensor * ggml_swiglu(ggml_context * ctx, ggml_tensor * a) { return ggml_glu(ctx, a, GGML_GLU_OP_SWIGLU, false); }
+ggml_tensor * ggml_swiglu(ggml_context * ctx, ggml_tensor * a) {
+    return ggml_glu(ctx, a, GGML_GLU_OP_SWIGLU, false);
+}
 ggml_tensor * ggml_swiglu_swapped(ggml_context * ctx, ggml_tensor * a) {
     return ggml_glu(ctx, a, GGML_GLU_OP_SWIGLU, true);
 }
 ggml_tensor * ggml_swiglu_split(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
     return ggml_glu_split(ctx, a, b, GGML_GLU_OP_SWIGLU);
 }
-ggml_tensor * ggml_geglu(ggml_context * ctx, ggml_tensor * a) { return ggml_glu(ctx, a, GGML_GLU_OP_GEGLU, false); }
+ggml_tensor * ggml_geglu(ggml_context * ctx, ggml_tensor * a) {
+    return ggml_glu(ctx, a, GGML_GLU_OP_GEGLU, false);
+}
 ggml_tensor * ggml_geglu_swapped(ggml_context * ctx, ggml_tensor * a) {
     return ggml_glu(ctx, a, GGML_GLU_OP_GEGLU, true);
 }
@@ -519,8 +550,8 @@ ggml_tensor * ggml_geglu_split(ggml_context * ctx, ggml_tensor * a, ggml_tensor 
     return ggml_glu_split(ctx, a, b, GGML_GLU_OP_GEGLU);
 }
 
-ggml_tensor * ggml_im2col(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, int s0, int s1, int p0, int p1,
-                          int d0, int d1, bool is_2d, ggml_type dst_type) {
+ggml_tensor * ggml_im2col(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, int s0, int s1, int p0,
+                          int p1, int d0, int d1, bool is_2d, ggml_type dst_type) {
     Check check(ctx, "ggml_im2col", {{"a", a}, {"b", b}});
     if (!check) return nullptr;
     const int64_t channels = is_2d ? b->ne[2] : b->ne[1];
@@ -540,12 +571,13 @@ ggml_tensor * ggml_im2col(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, 
     ggml_tensor * result = make_node(ctx, "ggml_im2col", GGML_OP_IM2COL, dst_type, ne, {a, b});
     if (!result) return nullptr;
     const int32_t params[7] = {s0, s1, p0, p1, d0, d1, is_2d};
-    for (int i = 0; i < 7; ++i) set_param(result, i, params[i]);
+    for (int i = 0; i < 7; ++i)
+        set_param(result, i, params[i]);
     return result;
 }
 
-ggml_tensor * ggml_conv_2d(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, int s0, int s1, int p0, int p1,
-                           int d0, int d1) {
+ggml_tensor * ggml_conv_2d(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, int s0, int s1, int p0,
+                           int p1, int d0, int d1) {
     Check check(ctx, "ggml_conv_2d", {{"a", a}, {"b", b}});
     if (!check) return nullptr;
     check.require(a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16, "kernel a must be f32 or f16")
@@ -555,9 +587,8 @@ ggml_tensor * ggml_conv_2d(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b,
     ggml_tensor * columns = ggml_im2col(ctx, kernel, b, s0, s1, p0, p1, d0, d1, true, a->type);
     if (!columns) return nullptr;
     const int64_t ow = columns->ne[1], oh = columns->ne[2], n = columns->ne[3], oc = a->ne[3];
-    ggml_tensor * product =
-        ggml_mul_mat(ctx, ggml_reshape_2d(ctx, columns, columns->ne[0], ow * oh * n),
-                     ggml_reshape_2d(ctx, kernel, a->ne[0] * a->ne[1] * a->ne[2], oc));
+    ggml_tensor * product = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, columns, columns->ne[0], ow * oh * n),
+                                         ggml_reshape_2d(ctx, kernel, a->ne[0] * a->ne[1] * a->ne[2], oc));
     ggml_tensor * image = ggml_reshape_4d(ctx, product, ow, oh, n, oc);
     return ggml_cont(ctx, ggml_permute(ctx, image, 0, 1, 3, 2));
 }
@@ -565,12 +596,14 @@ ggml_tensor * ggml_conv_2d(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b,
 ggml_tensor * ggml_timestep_embedding(ggml_context * ctx, ggml_tensor * timesteps, int dim, int max_period) {
     Check check(ctx, "ggml_timestep_embedding", {{"timesteps", timesteps}});
     if (!check) return nullptr;
-    check.require(timesteps->type == GGML_TYPE_F32 && is_vector_1d(timesteps), "timesteps must be an f32 vector")
+    check
+        .require(timesteps->type == GGML_TYPE_F32 && ggml_is_vector(timesteps),
+                 "timesteps must be an f32 vector")
         .require(dim >= 2, "dim must be >= 2")
         .require(max_period >= 1, "max_period must be >= 1");
     if (!check) return nullptr;
-    ggml_tensor * result = make_node(ctx, "ggml_timestep_embedding", GGML_OP_TIMESTEP_EMBEDDING, GGML_TYPE_F32,
-                                     {dim, timesteps->ne[0], 1, 1}, {timesteps});
+    ggml_tensor * result = make_node(ctx, "ggml_timestep_embedding", GGML_OP_TIMESTEP_EMBEDDING,
+                                     GGML_TYPE_F32, {dim, timesteps->ne[0], 1, 1}, {timesteps});
     if (!result) return nullptr;
     set_param(result, 0, dim);
     set_param(result, 1, max_period);
@@ -588,11 +621,13 @@ struct CustomCallback {
 static_assert(sizeof(CustomCallback) <= GGML_MAX_OP_PARAMS);
 }  // namespace
 
-ggml_tensor * ggml_custom_4d(ggml_context * ctx, ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3,
-                             ggml_tensor ** args, int n_args, ggml_custom_op_t fun, int n_tasks, void * userdata) {
+ggml_tensor * ggml_custom_4d(ggml_context * ctx, ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2,
+                             int64_t ne3, ggml_tensor ** args, int n_args, ggml_custom_op_t fun, int n_tasks,
+                             void * userdata) {
     Check check(ctx, "ggml_custom_4d", {});
     check.require(type >= 0 && type < GGML_TYPE_COUNT, "unknown type")
-        .require(n_args >= 0 && n_args <= GGML_MAX_SRC && (n_args == 0 || args), "n_args must be 0..GGML_MAX_SRC")
+        .require(n_args >= 0 && n_args <= GGML_MAX_SRC && (n_args == 0 || args),
+                 "n_args must be 0..GGML_MAX_SRC")
         .require(fun != nullptr, "fun must not be NULL")
         .require(n_tasks == GGML_N_TASKS_MAX || n_tasks >= 1, "n_tasks must be >= 1 or GGML_N_TASKS_MAX");
     if (!check) return nullptr;
@@ -603,13 +638,15 @@ ggml_tensor * ggml_custom_4d(ggml_context * ctx, ggml_type type, int64_t ne0, in
     ggml_tensor * result = ggml_new_tensor(ctx, type, 4, ne);
     if (!result) return nullptr;
     result->op = GGML_OP_CUSTOM;
-    for (int i = 0; i < n_args; ++i) result->src[i] = args[i];
+    for (int i = 0; i < n_args; ++i)
+        result->src[i] = args[i];
     const CustomCallback callback{GGML_CUSTOM_MARKER_CPU_CALLBACK, n_tasks, fun, userdata};
     std::memcpy(result->op_params, &callback, sizeof callback);
     return result;
 }
 
-bool ggml_get_custom_callback(const ggml_tensor * tensor, ggml_custom_op_t * fun, int * n_tasks, void ** userdata) {
+bool ggml_get_custom_callback(const ggml_tensor * tensor, ggml_custom_op_t * fun, int * n_tasks,
+                              void ** userdata) {
     if (ggml_get_custom_kind(tensor) != GGML_CUSTOM_KIND_CPU_CALLBACK) return false;
     CustomCallback callback;
     std::memcpy(&callback, tensor->op_params, sizeof callback);
@@ -622,9 +659,12 @@ bool ggml_get_custom_callback(const ggml_tensor * tensor, ggml_custom_op_t * fun
 enum ggml_custom_kind ggml_get_custom_kind(const ggml_tensor * tensor) {
     if (tensor->op != GGML_OP_CUSTOM) return GGML_CUSTOM_KIND_NONE;
     switch (get_param<uint32_t>(tensor, 0)) {
-        case GGML_CUSTOM_MARKER_CPU_CALLBACK: return GGML_CUSTOM_KIND_CPU_CALLBACK;
-        case GGML_CUSTOM_MARKER_EXTENSION: return GGML_CUSTOM_KIND_EXTENSION;
-        default: return GGML_CUSTOM_KIND_NONE;
+        case GGML_CUSTOM_MARKER_CPU_CALLBACK:
+            return GGML_CUSTOM_KIND_CPU_CALLBACK;
+        case GGML_CUSTOM_MARKER_EXTENSION:
+            return GGML_CUSTOM_KIND_EXTENSION;
+        default:
+            return GGML_CUSTOM_KIND_NONE;
     }
 }
 
@@ -637,12 +677,11 @@ enum ggml_glu_op ggml_get_glu_op(const ggml_tensor * tensor) {
 }
 
 static constexpr const char * op_names[] = {
-    "NONE",     "DUP",      "ADD",       "SUB",          "MUL",      "DIV",     "SCALE",
-    "SQR",      "SQRT",     "CLAMP",     "SUM",          "SUM_ROWS", "MEAN",    "ARGMAX",
-    "REPEAT",   "CONCAT",   "NORM",      "RMS_NORM",     "GROUP_NORM", "L2_NORM", "MUL_MAT",
-    "SOFT_MAX", "ROPE",     "FLASH_ATTN_EXT", "GET_ROWS", "SET_ROWS", "UNARY",  "GLU",
-    "IM2COL",   "PAD",      "UPSCALE",   "TIMESTEP_EMBEDDING", "CPY", "CONT",   "RESHAPE",
-    "VIEW",     "PERMUTE",  "TRANSPOSE", "CUSTOM",
+    "NONE",     "DUP",      "ADD",        "SUB",      "MUL",     "DIV",       "SCALE",   "SQR",
+    "SQRT",     "CLAMP",    "SUM",        "SUM_ROWS", "MEAN",    "ARGMAX",    "REPEAT",  "CONCAT",
+    "NORM",     "RMS_NORM", "GROUP_NORM", "L2_NORM",  "MUL_MAT", "SOFT_MAX",  "ROPE",    "FLASH_ATTN_EXT",
+    "GET_ROWS", "SET_ROWS", "UNARY",      "GLU",      "IM2COL",  "PAD",       "UPSCALE", "TIMESTEP_EMBEDDING",
+    "CPY",      "CONT",     "RESHAPE",    "VIEW",     "PERMUTE", "TRANSPOSE", "CUSTOM",
 };
 static_assert(std::size(op_names) == GGML_OP_COUNT, "one name per op");
 
@@ -656,7 +695,9 @@ const char * ggml_op_name(ggml_op op) { return op >= 0 && op < GGML_OP_COUNT ? o
 const char * ggml_unary_op_name(ggml_unary_op op) {
     return op >= 0 && op < GGML_UNARY_OP_COUNT ? unary_names[op] : "unknown";
 }
-const char * ggml_glu_op_name(ggml_glu_op op) { return op >= 0 && op < GGML_GLU_OP_COUNT ? glu_names[op] : "unknown"; }
+const char * ggml_glu_op_name(ggml_glu_op op) {
+    return op >= 0 && op < GGML_GLU_OP_COUNT ? glu_names[op] : "unknown";
+}
 
 const char * ggml_op_desc(const ggml_tensor * tensor) {
     if (tensor->op == GGML_OP_UNARY) return ggml_unary_op_name(ggml_get_unary_op(tensor));

@@ -19,7 +19,8 @@ TensorObject * object_of(ggml_tensor * tensor) { return reinterpret_cast<TensorO
 
 std::string join_ne(const int64_t * values) {
     std::string out = "[";
-    for (int i = 0; i < GGML_MAX_DIMS; ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+    for (int i = 0; i < GGML_MAX_DIMS; ++i)
+        out += (i ? ", " : "") + std::to_string(values[i]);
     return out + "]";
 }
 
@@ -68,7 +69,8 @@ ggml_tensor * make_view(ggml_context * ctx, const char * op_name, ggml_tensor * 
     }
     ggml_tensor * view = new_tensor(ctx, op_name, a->type, ne, owner, start);
     if (!view) return nullptr;
-    for (int i = 0; i < GGML_MAX_DIMS; ++i) view->nb[i] = nb[i];
+    for (int i = 0; i < GGML_MAX_DIMS; ++i)
+        view->nb[i] = nb[i];
     view->op = GGML_OP_VIEW;
     view->src[0] = a;
     return view;
@@ -106,7 +108,8 @@ namespace ggx::core {
 void set_contiguous_strides(ggml_tensor * tensor) {
     tensor->nb[0] = ggml_type_size(tensor->type);
     tensor->nb[1] = ggml_row_size(tensor->type, tensor->ne[0]);
-    for (int i = 2; i < GGML_MAX_DIMS; ++i) tensor->nb[i] = tensor->nb[i - 1] * tensor->ne[i - 1];
+    for (int i = 2; i < GGML_MAX_DIMS; ++i)
+        tensor->nb[i] = tensor->nb[i - 1] * tensor->ne[i - 1];
 }
 
 ggml_tensor * new_tensor(ggml_context * ctx, const char * op_name, ggml_type type, const int64_t ne[4],
@@ -119,14 +122,15 @@ ggml_tensor * new_tensor(ggml_context * ctx, const char * op_name, ggml_type typ
     const bool own_data = !view_src && !ctx->no_alloc;
     // One arena block: the object, then (in small-data mode) the data, both aligned.
     const size_t object_bytes = align_up(sizeof(TensorObject), GGML_MEM_ALIGN);
-    auto * block = static_cast<unsigned char *>(
-        arena_alloc(ctx, object_bytes + (own_data ? data_bytes : 0), op_name));
+    auto * block =
+        static_cast<unsigned char *>(arena_alloc(ctx, object_bytes + (own_data ? data_bytes : 0), op_name));
     if (!block) return nullptr;
 
     auto * object = new (block) TensorObject{};
     ggml_tensor * tensor = &object->tensor;
     tensor->type = type;
-    for (int i = 0; i < GGML_MAX_DIMS; ++i) tensor->ne[i] = ne[i];
+    for (int i = 0; i < GGML_MAX_DIMS; ++i)
+        tensor->ne[i] = ne[i];
     set_contiguous_strides(tensor);
     tensor->view_src = view_src;
     tensor->view_offs = view_offs;
@@ -134,8 +138,10 @@ ggml_tensor * new_tensor(ggml_context * ctx, const char * op_name, ggml_type typ
     if (view_src && view_src->data) tensor->data = static_cast<char *>(view_src->data) + view_offs;
     if (view_src) tensor->buffer = view_src->buffer;
 
-    if (ctx->last_tensor) object_of(ctx->last_tensor)->next = tensor;
-    else ctx->first_tensor = tensor;
+    if (ctx->last_tensor)
+        object_of(ctx->last_tensor)->next = tensor;
+    else
+        ctx->first_tensor = tensor;
     ctx->last_tensor = tensor;
     return tensor;
 }
@@ -189,14 +195,15 @@ ggml_tensor * ggml_new_tensor(ggml_context * ctx, ggml_type type, int n_dims, co
         .require(n_dims >= 1 && n_dims <= GGML_MAX_DIMS, "n_dims must be 1..4");
     if (!check) return nullptr;
     int64_t shape[4] = {1, 1, 1, 1};
-    for (int i = 0; i < n_dims; ++i) shape[i] = ne[i];
+    for (int i = 0; i < n_dims; ++i)
+        shape[i] = ne[i];
     const std::string dims = join_ne(shape);
-    check.require(shape[0] >= 0 && shape[1] >= 0 && shape[2] >= 0 && shape[3] >= 0,
-                  ("dimensions must be >= 0, got " + dims).c_str())
-        .require(shape[0] % ggml_blck_size(type) == 0,
-                 ("ne0 must be a multiple of the block size of " + std::string(ggml_type_name(type)) +
-                  ", got " + dims)
-                     .c_str());
+    check
+        .require(shape[0] >= 0 && shape[1] >= 0 && shape[2] >= 0 && shape[3] >= 0,
+                 ("dimensions must be >= 0, got " + dims).c_str())
+        .require(shape[0] % ggml_blck_size(type) == 0, ("ne0 must be a multiple of the block size of " +
+                                                        std::string(ggml_type_name(type)) + ", got " + dims)
+                                                           .c_str());
     if (!check) return nullptr;
     return new_tensor(ctx, "ggml_new_tensor", type, shape, nullptr, 0);
 }
@@ -259,7 +266,8 @@ size_t ggml_nbytes(const ggml_tensor * t) {
         if (t->ne[i] <= 0) return 0;
     }
     size_t bytes = ggml_row_size(t->type, t->ne[0]) - ggml_type_size(t->type) + t->nb[0];
-    for (int i = 1; i < GGML_MAX_DIMS; ++i) bytes += (t->ne[i] - 1) * t->nb[i];
+    for (int i = 1; i < GGML_MAX_DIMS; ++i)
+        bytes += (t->ne[i] - 1) * t->nb[i];
     return bytes;
 }
 
@@ -273,7 +281,9 @@ int ggml_n_dims(const ggml_tensor * t) {
 size_t ggml_element_size(const ggml_tensor * t) { return ggml_type_size(t->type); }
 
 bool ggml_is_empty(const ggml_tensor * t) { return ggml_nelements(t) == 0; }
-bool ggml_is_scalar(const ggml_tensor * t) { return t->ne[0] == 1 && t->ne[1] == 1 && t->ne[2] == 1 && t->ne[3] == 1; }
+bool ggml_is_scalar(const ggml_tensor * t) {
+    return t->ne[0] == 1 && t->ne[1] == 1 && t->ne[2] == 1 && t->ne[3] == 1;
+}
 bool ggml_is_vector(const ggml_tensor * t) { return t->ne[1] == 1 && t->ne[2] == 1 && t->ne[3] == 1; }
 bool ggml_is_matrix(const ggml_tensor * t) { return t->ne[2] == 1 && t->ne[3] == 1; }
 bool ggml_is_3d(const ggml_tensor * t) { return t->ne[3] == 1; }
@@ -296,7 +306,9 @@ bool ggml_is_contiguous(const ggml_tensor * t) { return is_contiguous_n(t, 0); }
 bool ggml_is_contiguous_0(const ggml_tensor * t) { return is_contiguous_n(t, 0); }
 bool ggml_is_contiguous_1(const ggml_tensor * t) { return is_contiguous_n(t, 1); }
 bool ggml_is_contiguous_2(const ggml_tensor * t) { return is_contiguous_n(t, 2); }
-bool ggml_is_contiguous_rows(const ggml_tensor * t) { return t->ne[0] == 1 || t->nb[0] == ggml_type_size(t->type); }
+bool ggml_is_contiguous_rows(const ggml_tensor * t) {
+    return t->ne[0] == 1 || t->nb[0] == ggml_type_size(t->type);
+}
 
 bool ggml_is_contiguously_allocated(const ggml_tensor * t) {
     return ggml_nbytes(t) == static_cast<size_t>(ggml_nelements(t)) * ggml_type_size(t->type) /
@@ -400,7 +412,8 @@ ggml_tensor * ggml_permute(ggml_context * ctx, ggml_tensor * a, int axis0, int a
     ggml_tensor * result = make_view(ctx, "ggml_permute", a, ne, nb, 0);
     if (!result) return nullptr;
     result->op = GGML_OP_PERMUTE;
-    for (int i = 0; i < GGML_MAX_DIMS; ++i) set_param(result, i, axes[i]);
+    for (int i = 0; i < GGML_MAX_DIMS; ++i)
+        set_param(result, i, axes[i]);
     return result;
 }
 

@@ -1,6 +1,6 @@
 /* A C program that uses the installed ggx headers and library. */
-#include <ggml.h>
 #include <ggml-graph.h>
+#include <ggml.h>
 #include <stdio.h>
 
 int main(void) {
