@@ -372,7 +372,7 @@ struct ggml_tensor * ggml_permute(struct ggml_context * ctx, struct ggml_tensor 
 struct ggml_tensor * ggml_transpose(struct ggml_context * ctx, struct ggml_tensor * a);
 
 /* Copy a into b (same element count, element order of each), converting to b's type; the result
- * is a view of b. F32/F16/BF16 to any of those or to Q8_0/Q4_0; I32 to I32; I8 to I8. */
+ * is a view of b. Any type to itself; F32/F16/BF16 to any of those or to Q8_0/Q4_0; Q8_0/Q4_0 to F32. */
 struct ggml_tensor * ggml_cpy(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 /* New contiguous tensor of type holding a converted (op CPY). */
 struct ggml_tensor * ggml_cast(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_type type);
@@ -457,8 +457,9 @@ struct ggml_tensor * ggml_norm_inplace(struct ggml_context * ctx, struct ggml_te
 /* x / sqrt(mean(x^2) + eps). */
 struct ggml_tensor * ggml_rms_norm(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
 struct ggml_tensor * ggml_rms_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
-/* a [W, H, C, N]: channels split into n_groups groups of ceil(C / n_groups) (last may be smaller);
- * each group of one sample normalised like ggml_norm over all its elements. */
+/* a [W, H, C, N]: channels taken in consecutive groups of ceil(C / n_groups) (the last may be smaller,
+ * and fewer than n_groups groups may result); each group of one sample normalised like ggml_norm
+ * over all its elements. */
 struct ggml_tensor * ggml_group_norm(struct ggml_context * ctx, struct ggml_tensor * a, int n_groups,
                                      float eps);
 /* x / max(||x||_2, eps). */
@@ -468,11 +469,11 @@ struct ggml_tensor * ggml_l2_norm(struct ggml_context * ctx, struct ggml_tensor 
 /* Matrix products and attention */
 
 /* a [K, M, A2, A3], b [K, N, B2, B3] -> F32 [M, N, B2, B3], result[m, n] = sum_k a[k, m] * b[k, n];
- * a broadcast over dims 2, 3 (B2 % A2 == 0, B3 % A3 == 0). a: F32/F16/BF16/Q8_0/Q4_0 (quantized
+ * a broadcast over dims 2, 3 (B2 % A2 == 0, B3 % A3 == 0; b matrix i2 uses a matrix i2 / (B2 / A2)). a: F32/F16/BF16/Q8_0/Q4_0 (quantized
  * rows dense); b: F32/F16/BF16. */
 struct ggml_tensor * ggml_mul_mat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 
-/* softmax over rows of a * scale + slope * mask (mask optional, F16/F32, [ne0, >= ne1, ...]
+/* softmax over rows of a * scale + slope * mask (an all -inf row gives zeros; mask optional, F16/F32, [ne0, >= ne1, ...]
  * broadcast over dims 2, 3); slope is 1 unless max_bias > 0 (ALiBi, head = dim 2). a: F32. */
 struct ggml_tensor * ggml_soft_max(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_soft_max_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
@@ -488,8 +489,8 @@ struct ggml_tensor * ggml_rope_ext(struct ggml_context * ctx, struct ggml_tensor
                                    float freq_base, float freq_scale, float ext_factor,
                                    float attn_factor, float beta_fast, float beta_slow);
 
-/* Attention: q [D, n_q, H, B] F32, k [D, n_kv, Hkv, B] and v [Dv, n_kv, Hkv, B] F16 or F32
- * (H % Hkv == 0), mask optional F16/F32 [n_kv, >= n_q, broadcast, broadcast]. Result F32
+/* Attention: q [D, n_q, H, B] F32, k [D, n_kv, Hkv, Bk] and v [Dv, n_kv, Hkv, Bk] F16 or F32
+ * (H % Hkv == 0, B % Bk == 0; head h reads k/v head h / (H / Hkv)), mask optional F16/F32 [n_kv, >= n_q, broadcast, broadcast]. Result F32
  * [Dv, H, n_q, B]. Score = softcap * tanh(q.k * scale / softcap) (softcap 0: q.k * scale), plus
  * slope * mask (ALiBi slope as in soft_max_ext). */
 struct ggml_tensor * ggml_flash_attn_ext(struct ggml_context * ctx, struct ggml_tensor * q,

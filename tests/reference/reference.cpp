@@ -1,0 +1,1051 @@
+// The oracle: a plain, scalar, double-precision evaluator of every operator in docs/ops.md.
+//
+// Layout of this file: small helpers (indices, parameters, rounding), host tensor I/O, the storage
+// model (Evaluator::Storage), one kernel per operator family, the dispatch, and the free helpers
+// (nmse, conv2d_direct). Kernels see the logical values (ne0 fastest) of their sources and return
+// the logical values of their result; the storage model writes those through views and rounds them
+// to the storage type.
+#include "reference/reference.h"
+
+#include <ggml-graph.h>
+
+#include <algorithm>
+#include <array>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <numbers>
+#include <set>
+#include <string>
+
+namespace ggx::ref {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Shapes, indices, messages
+
+int64_t count(const ggml_tensor * t) {
+    return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+}
+
+// Flat logical index of (i0, i1, i2, i3) in a tensor of shape ne (ne0 fastest).
+int64_t at(const int64_t * ne, int64_t i0, int64_t i1, int64_t i2 = 0, int64_t i3 = 0) {
+    return i0 + ne[0] * (i1 + ne[1] * (i2 + ne[2] * i3));
+}
+
+// Calls f(i0, i1, i2, i3) for every element of shape ne in logical order.
+template <class F> void for_each_index(const int64_t * ne, F && f) {
+    for (int64_t i3 = 0; i3 < ne[3]; ++i3)
+        for (int64_t i2 = 0; i2 < ne[2]; ++i2)
+            for (int64_t i1 = 0; i1 < ne[1]; ++i1)
+                for (int64_t i0 = 0; i0 < ne[0]; ++i0) f(i0, i1, i2, i3);
+}
+
+std::string shape_str(const ggml_tensor * t) {
+    return "[" + std::to_string(t->ne[0]) + ", " + std::to_string(t->ne[1]) + ", " +
+           std::to_string(t->ne[2]) + ", " + std::to_string(t->ne[3]) + "]";
+}
+
+std::string describe(const ggml_tensor * t) {
+    if (t == nullptr) return "(null tensor)";
+    std::string name = t->name[0] != '\0' ? std::string(t->name) : std::string("<unnamed>");
+    const char * op = t->op == GGML_OP_NONE ? "leaf" : ggml_op_desc(t);
+    return "tensor '" + name + "' (" + (op ? op : "?") + ", " + ggml_type_name(t->type) + " " +
+           shape_str(t) + ")";
+}
+
+[[noreturn]] void fail(const ggml_tensor * t, const std::string & reason) {
+    throw Error("ggx::ref: " + describe(t) + ": " + reason);
+}
+
+int32_t int_param(const ggml_tensor * t, int k) {
+    return t->op_params[k];
+}
+
+double float_param(const ggml_tensor * t, int k) {
+    float f = 0.0f;
+    std::memcpy(&f, &t->op_params[k], sizeof f);
+    return f;
+}
+
+void require(bool ok, const ggml_tensor * t, const std::string & reason) {
+    if (!ok) fail(t, reason);
+}
+
+bool same_shape(const ggml_tensor * a, const ggml_tensor * b) {
+    return std::equal(a->ne, a->ne + GGML_MAX_DIMS, b->ne);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rounding to storage types
+
+bool is_block_type(ggml_type type) {
+    return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0;
+}
+
+// IEEE double -> float, round to nearest even, overflow to infinity (a plain cast of an
+// out-of-range double is undefined behaviour in C++).
+float to_float(double v) {
+    if (std::isnan(v) || std::isinf(v)) return static_cast<float>(v);
+    // Half an ulp above FLT_MAX rounds (ties to even) to infinity.
+    const double overflow = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);
+    if (std::fabs(v) >= overflow) return v > 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+    if (std::fabs(v) > FLT_MAX) return static_cast<float>(std::copysign(static_cast<double>(FLT_MAX), v));
+    return static_cast<float>(v);
+}
+
+// Round to nearest, ties to even, saturating to [lo, hi]; NaN -> 0.
+double round_integer(double v, double lo, double hi) {
+    if (std::isnan(v)) return 0.0;
+    if (v <= lo) return lo;
+    if (v >= hi) return hi;
+    double r = std::floor(v);
+    const double frac = v - r;
+    if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
+    return std::clamp(r, lo, hi);
+}
+
+// Value v as stored in one element of a non-block type.
+double round_scalar(ggml_type type, double v) {
+    switch (type) {
+    case GGML_TYPE_F32: return static_cast<double>(to_float(v));
+    case GGML_TYPE_F16: return ggml_fp16_to_fp32(ggml_fp32_to_fp16(to_float(v)));
+    case GGML_TYPE_BF16: return ggml_bf16_to_fp32(ggml_fp32_to_bf16(to_float(v)));
+    case GGML_TYPE_I8: return round_integer(v, -128.0, 127.0);
+    case GGML_TYPE_I16: return round_integer(v, -32768.0, 32767.0);
+    case GGML_TYPE_I32: return round_integer(v, -2147483648.0, 2147483647.0);
+    default: throw Error(std::string("ggx::ref: no scalar rounding for type ") + ggml_type_name(type));
+    }
+}
+
+// Quantize then dequantize the 32 values at block[0..32) in place.
+void round_block(ggml_type type, double * block) {
+    const int64_t bs = ggml_blck_size(type);
+    std::vector<float> x(static_cast<size_t>(bs));
+    std::vector<unsigned char> bytes(ggml_type_size(type));
+    for (int64_t i = 0; i < bs; ++i) x[i] = to_float(block[i]);
+    ggml_quantize_row(type, x.data(), bytes.data(), bs);
+    ggml_dequantize_row(type, bytes.data(), x.data(), bs);
+    for (int64_t i = 0; i < bs; ++i) block[i] = x[i];
+}
+
+// Round a whole contiguous array of type `type` (logical order; blocks row-contiguous).
+void round_all(ggml_type type, std::vector<double> & v) {
+    if (is_block_type(type)) {
+        const size_t bs = static_cast<size_t>(ggml_blck_size(type));
+        for (size_t i = 0; i + bs <= v.size(); i += bs) round_block(type, v.data() + i);
+    } else {
+        for (double & x : v) x = round_scalar(type, x);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host element access
+
+// Byte offset of element (i0..i3) through strides (block types: i0 selects a block).
+size_t byte_offset(const ggml_tensor * t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    const int64_t bs = ggml_blck_size(t->type);
+    return static_cast<size_t>(i0 / bs) * t->nb[0] + static_cast<size_t>(i1) * t->nb[1] +
+           static_cast<size_t>(i2) * t->nb[2] + static_cast<size_t>(i3) * t->nb[3];
+}
+
+double read_scalar(ggml_type type, const unsigned char * p) {
+    switch (type) {
+    case GGML_TYPE_F32: { float f; std::memcpy(&f, p, sizeof f); return f; }
+    case GGML_TYPE_F16: { ggml_fp16_t h; std::memcpy(&h, p, sizeof h); return ggml_fp16_to_fp32(h); }
+    case GGML_TYPE_BF16: { ggml_bf16_t h; std::memcpy(&h, p, sizeof h); return ggml_bf16_to_fp32(h); }
+    case GGML_TYPE_I8: { int8_t i; std::memcpy(&i, p, sizeof i); return i; }
+    case GGML_TYPE_I16: { int16_t i; std::memcpy(&i, p, sizeof i); return i; }
+    case GGML_TYPE_I32: { int32_t i; std::memcpy(&i, p, sizeof i); return i; }
+    default: throw Error(std::string("ggx::ref: cannot read elements of type ") + ggml_type_name(type));
+    }
+}
+
+void write_scalar(ggml_type type, unsigned char * p, double v) {
+    const double r = round_scalar(type, v);
+    switch (type) {
+    case GGML_TYPE_F32: { const float f = static_cast<float>(r); std::memcpy(p, &f, sizeof f); return; }
+    case GGML_TYPE_F16: { const ggml_fp16_t h = ggml_fp32_to_fp16(static_cast<float>(r)); std::memcpy(p, &h, sizeof h); return; }
+    case GGML_TYPE_BF16: { const ggml_bf16_t h = ggml_fp32_to_bf16(static_cast<float>(r)); std::memcpy(p, &h, sizeof h); return; }
+    case GGML_TYPE_I8: { const int8_t i = static_cast<int8_t>(r); std::memcpy(p, &i, sizeof i); return; }
+    case GGML_TYPE_I16: { const int16_t i = static_cast<int16_t>(r); std::memcpy(p, &i, sizeof i); return; }
+    case GGML_TYPE_I32: { const int32_t i = static_cast<int32_t>(r); std::memcpy(p, &i, sizeof i); return; }
+    default: throw Error(std::string("ggx::ref: cannot write elements of type ") + ggml_type_name(type));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernels. Each receives the node and the logical values of its sources and returns the logical
+// values of the node (written: which of them to store; empty = all).
+
+struct Inputs {
+    std::array<std::vector<double>, GGML_MAX_SRC> v;
+    const std::vector<double> & operator[](int i) const { return v[static_cast<size_t>(i)]; }
+};
+
+struct Output {
+    std::vector<double> values;
+    std::vector<char> written; // empty: every element written
+};
+
+// Elements of a source read by index: src(i0, i1, i2, i3) with the source's own shape.
+struct Src {
+    const ggml_tensor * t;
+    const std::vector<double> & v;
+    double operator()(int64_t i0, int64_t i1 = 0, int64_t i2 = 0, int64_t i3 = 0) const {
+        return v[static_cast<size_t>(at(t->ne, i0, i1, i2, i3))];
+    }
+};
+
+Src src(const ggml_tensor * d, const Inputs & in, int i) {
+    require(d->src[i] != nullptr, d, "missing source " + std::to_string(i));
+    return Src{d->src[i], in[i]};
+}
+
+std::vector<double> zeros(const ggml_tensor * d) {
+    return std::vector<double>(static_cast<size_t>(count(d)), 0.0);
+}
+
+// DUP, CONT, CPY: flat copy (element i of the result is element i of a).
+Output k_copy(const ggml_tensor * d, const Inputs & in) {
+    const ggml_tensor * a = d->src[0];
+    require(a != nullptr && count(a) == count(d), d, "copy needs a source with as many elements");
+    return {in[0], {}};
+}
+
+// ADD, SUB, MUL, DIV: b tiled over a.
+Output k_binary(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0), b = src(d, in, 1);
+    require(same_shape(a.t, d), d, "result shape differs from a " + shape_str(a.t));
+    for (int k = 0; k < GGML_MAX_DIMS; ++k)
+        require(b.t->ne[k] > 0 && d->ne[k] % b.t->ne[k] == 0, d, "b " + shape_str(b.t) + " cannot be tiled");
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        const double x = a(i0, i1, i2, i3);
+        const double y = b(i0 % b.t->ne[0], i1 % b.t->ne[1], i2 % b.t->ne[2], i3 % b.t->ne[3]);
+        double z = 0.0;
+        switch (d->op) {
+        case GGML_OP_ADD: z = x + y; break;
+        case GGML_OP_SUB: z = x - y; break;
+        case GGML_OP_MUL: z = x * y; break;
+        case GGML_OP_DIV: z = x / y; break;
+        default: fail(d, "not a binary op");
+        }
+        r[static_cast<size_t>(at(d->ne, i0, i1, i2, i3))] = z;
+    });
+    return {r, {}};
+}
+
+// Element-wise maps of src[0]: SCALE, SQR, SQRT, CLAMP, UNARY.
+double gelu(double x) {
+    const double c = std::sqrt(2.0 / std::numbers::pi);
+    return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+}
+double silu(double x) {
+    return x / (1.0 + std::exp(-x));
+}
+
+double unary(const ggml_tensor * d, int op, double x) {
+    switch (op) {
+    case GGML_UNARY_OP_RELU: return x > 0.0 ? x : 0.0;
+    case GGML_UNARY_OP_SILU: return silu(x);
+    case GGML_UNARY_OP_GELU: return gelu(x);
+    case GGML_UNARY_OP_GELU_QUICK: return x / (1.0 + std::exp(-1.702 * x));
+    case GGML_UNARY_OP_SIGMOID: return 1.0 / (1.0 + std::exp(-x));
+    case GGML_UNARY_OP_TANH: return std::tanh(x);
+    default: fail(d, "unknown unary op " + std::to_string(op));
+    }
+}
+
+Output k_map(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    require(same_shape(a.t, d), d, "result shape differs from a " + shape_str(a.t));
+    std::vector<double> r = in[0];
+    for (double & x : r) {
+        switch (d->op) {
+        case GGML_OP_SCALE: x = x * float_param(d, 0) + float_param(d, 1); break;
+        case GGML_OP_SQR: x = x * x; break;
+        case GGML_OP_SQRT: x = std::sqrt(x); break;
+        case GGML_OP_CLAMP: x = std::min(std::max(x, float_param(d, 0)), float_param(d, 1)); break;
+        case GGML_OP_UNARY: x = unary(d, int_param(d, 0), x); break;
+        default: fail(d, "not an element-wise op");
+        }
+    }
+    return {r, {}};
+}
+
+// SUM, SUM_ROWS, MEAN, ARGMAX.
+Output k_reduce(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    const int64_t n0 = a.t->ne[0];
+    if (d->op == GGML_OP_SUM) {
+        double s = 0.0;
+        for (double x : a.v) s += x;
+        return {std::vector<double>(static_cast<size_t>(count(d)), s), {}};
+    }
+    const int64_t rows = a.t->ne[1] * a.t->ne[2] * a.t->ne[3];
+    require(count(d) == rows, d, "expected one result per row of a " + shape_str(a.t));
+    std::vector<double> r(static_cast<size_t>(rows));
+    for (int64_t row = 0; row < rows; ++row) {
+        const double * x = a.v.data() + row * n0;
+        if (d->op == GGML_OP_ARGMAX) {
+            int64_t best = 0;
+            for (int64_t i = 1; i < n0; ++i)
+                if (x[i] > x[best]) best = i;
+            r[row] = static_cast<double>(best);
+        } else {
+            double s = 0.0;
+            for (int64_t i = 0; i < n0; ++i) s += x[i];
+            r[row] = d->op == GGML_OP_MEAN ? s / static_cast<double>(n0) : s;
+        }
+    }
+    return {r, {}};
+}
+
+// REPEAT: r[i] = a[i mod a.ne].
+Output k_repeat(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    for (int k = 0; k < GGML_MAX_DIMS; ++k)
+        require(a.t->ne[k] > 0 && d->ne[k] % a.t->ne[k] == 0, d, "a " + shape_str(a.t) + " cannot be tiled");
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        r[at(d->ne, i0, i1, i2, i3)] = a(i0 % a.t->ne[0], i1 % a.t->ne[1], i2 % a.t->ne[2], i3 % a.t->ne[3]);
+    });
+    return {r, {}};
+}
+
+// CONCAT along op_params[0].
+Output k_concat(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0), b = src(d, in, 1);
+    const int dim = int_param(d, 0);
+    require(dim >= 0 && dim < GGML_MAX_DIMS, d, "concat dim out of range");
+    require(d->ne[dim] == a.t->ne[dim] + b.t->ne[dim], d, "concat size mismatch");
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        int64_t i[4] = {i0, i1, i2, i3};
+        double v;
+        if (i[dim] < a.t->ne[dim]) {
+            v = a(i[0], i[1], i[2], i[3]);
+        } else {
+            i[dim] -= a.t->ne[dim];
+            v = b(i[0], i[1], i[2], i[3]);
+        }
+        r[at(d->ne, i0, i1, i2, i3)] = v;
+    });
+    return {r, {}};
+}
+
+// PAD: zeros before (lp) and after (rp) each dimension.
+Output k_pad(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    int64_t lp[4];
+    for (int k = 0; k < 4; ++k) {
+        lp[k] = int_param(d, 2 * k);
+        const int64_t rp = int_param(d, 2 * k + 1);
+        require(d->ne[k] == a.t->ne[k] + lp[k] + rp, d, "padding does not match the result shape");
+    }
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        const int64_t j[4] = {i0 - lp[0], i1 - lp[1], i2 - lp[2], i3 - lp[3]};
+        bool inside = true;
+        for (int k = 0; k < 4; ++k) inside = inside && j[k] >= 0 && j[k] < a.t->ne[k];
+        if (inside) r[at(d->ne, i0, i1, i2, i3)] = a(j[0], j[1], j[2], j[3]);
+    });
+    return {r, {}};
+}
+
+// UPSCALE (nearest): source index floor(i * a.ne / ne) per dimension.
+Output k_upscale(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    require(int_param(d, 0) == GGML_SCALE_MODE_NEAREST, d, "unknown upscale mode " + std::to_string(int_param(d, 0)));
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        const int64_t i[4] = {i0, i1, i2, i3};
+        int64_t j[4];
+        for (int k = 0; k < 4; ++k) j[k] = i[k] * a.t->ne[k] / d->ne[k];
+        r[at(d->ne, i0, i1, i2, i3)] = a(j[0], j[1], j[2], j[3]);
+    });
+    return {r, {}};
+}
+
+// NORM, RMS_NORM, L2_NORM: per row, eps at op_params[0].
+Output k_norm(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    require(same_shape(a.t, d), d, "result shape differs from a");
+    const double eps = float_param(d, 0);
+    const int64_t n = a.t->ne[0];
+    std::vector<double> r = in[0];
+    for (int64_t row = 0; row * n < static_cast<int64_t>(r.size()); ++row) {
+        double * x = r.data() + row * n;
+        double sum = 0.0, sum2 = 0.0;
+        for (int64_t i = 0; i < n; ++i) sum += x[i];
+        const double mean = sum / static_cast<double>(n);
+        if (d->op == GGML_OP_NORM) {
+            for (int64_t i = 0; i < n; ++i) sum2 += (x[i] - mean) * (x[i] - mean);
+            const double inv = 1.0 / std::sqrt(sum2 / static_cast<double>(n) + eps);
+            for (int64_t i = 0; i < n; ++i) x[i] = (x[i] - mean) * inv;
+        } else if (d->op == GGML_OP_RMS_NORM) {
+            for (int64_t i = 0; i < n; ++i) sum2 += x[i] * x[i];
+            const double inv = 1.0 / std::sqrt(sum2 / static_cast<double>(n) + eps);
+            for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+        } else {
+            for (int64_t i = 0; i < n; ++i) sum2 += x[i] * x[i];
+            const double inv = 1.0 / std::max(std::sqrt(sum2), eps);
+            for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+        }
+    }
+    return {r, {}};
+}
+
+// GROUP_NORM: a [W, H, C, N]; groups of ceil(C / G) channels, normalised over W*H*channels.
+Output k_group_norm(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    require(same_shape(a.t, d), d, "result shape differs from a");
+    const int64_t groups = int_param(d, 0);
+    const double eps = float_param(d, 1);
+    const int64_t C = a.t->ne[2];
+    require(groups >= 1, d, "n_groups must be >= 1");
+    const int64_t per_group = (C + groups - 1) / groups;
+    const int64_t plane = a.t->ne[0] * a.t->ne[1];
+    std::vector<double> r = in[0];
+    for (int64_t n = 0; n < a.t->ne[3]; ++n) {
+        for (int64_t c0 = 0; c0 < C; c0 += per_group) {
+            const int64_t c1 = std::min(C, c0 + per_group);
+            double * x = r.data() + (n * C + c0) * plane;
+            const int64_t m = (c1 - c0) * plane;
+            double sum = 0.0, sum2 = 0.0;
+            for (int64_t i = 0; i < m; ++i) sum += x[i];
+            const double mean = sum / static_cast<double>(m);
+            for (int64_t i = 0; i < m; ++i) sum2 += (x[i] - mean) * (x[i] - mean);
+            const double inv = 1.0 / std::sqrt(sum2 / static_cast<double>(m) + eps);
+            for (int64_t i = 0; i < m; ++i) x[i] = (x[i] - mean) * inv;
+        }
+    }
+    return {r, {}};
+}
+
+// MUL_MAT: r[m, n, i2, i3] = sum_k a[k, m, i2 / (B2/A2), i3 / (B3/A3)] * b[k, n, i2, i3].
+Output k_mul_mat(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0), b = src(d, in, 1);
+    const int64_t K = a.t->ne[0];
+    require(b.t->ne[0] == K, d, "inner dimensions differ");
+    require(d->ne[0] == a.t->ne[1] && d->ne[1] == b.t->ne[1] && d->ne[2] == b.t->ne[2] && d->ne[3] == b.t->ne[3],
+            d, "result shape is not [a.ne1, b.ne1, b.ne2, b.ne3]");
+    require(a.t->ne[2] > 0 && a.t->ne[3] > 0 && b.t->ne[2] % a.t->ne[2] == 0 && b.t->ne[3] % a.t->ne[3] == 0, d,
+            "a cannot be broadcast over b");
+    const int64_t r2 = b.t->ne[2] / a.t->ne[2], r3 = b.t->ne[3] / a.t->ne[3];
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t m, int64_t n, int64_t i2, int64_t i3) {
+        double s = 0.0;
+        for (int64_t k = 0; k < K; ++k) s += a(k, m, i2 / r2, i3 / r3) * b(k, n, i2, i3);
+        r[at(d->ne, m, n, i2, i3)] = s;
+    });
+    return {r, {}};
+}
+
+// ALiBi slope of head h of H heads (1 when max_bias <= 0).
+double alibi_slope(double max_bias, int64_t h, int64_t H) {
+    if (!(max_bias > 0.0)) return 1.0;
+    int64_t n = 1;
+    while (n * 2 <= H) n *= 2; // 2^floor(log2 H)
+    const double m0 = std::pow(2.0, -max_bias / static_cast<double>(n));
+    const double m1 = std::pow(2.0, -max_bias / static_cast<double>(2 * n));
+    return h < n ? std::pow(m0, static_cast<double>(h + 1)) : std::pow(m1, static_cast<double>(2 * (h - n) + 1));
+}
+
+// SOFT_MAX: softmax of each row of a * scale + slope * mask; a row that is all -inf gives zeros.
+Output k_soft_max(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    require(same_shape(a.t, d), d, "result shape differs from a");
+    const ggml_tensor * mask = d->src[1];
+    if (mask != nullptr) {
+        require(mask->ne[0] == a.t->ne[0] && mask->ne[1] >= a.t->ne[1] && mask->ne[2] > 0 && mask->ne[3] > 0 &&
+                    a.t->ne[2] % mask->ne[2] == 0 && a.t->ne[3] % mask->ne[3] == 0,
+                d, "mask " + shape_str(mask) + " does not fit a");
+    }
+    const double scale = float_param(d, 0), max_bias = float_param(d, 1);
+    const int64_t n = a.t->ne[0];
+    std::vector<double> r = zeros(d);
+    std::vector<double> x(static_cast<size_t>(n));
+    for (int64_t i3 = 0; i3 < a.t->ne[3]; ++i3)
+        for (int64_t i2 = 0; i2 < a.t->ne[2]; ++i2) {
+            const double slope = alibi_slope(max_bias, i2, a.t->ne[2]);
+            for (int64_t i1 = 0; i1 < a.t->ne[1]; ++i1) {
+                double mx = -std::numeric_limits<double>::infinity();
+                for (int64_t i0 = 0; i0 < n; ++i0) {
+                    x[i0] = a(i0, i1, i2, i3) * scale;
+                    if (mask != nullptr) x[i0] += slope * in[1][at(mask->ne, i0, i1, i2 % mask->ne[2], i3 % mask->ne[3])];
+                    mx = std::max(mx, x[i0]);
+                }
+                if (mx == -std::numeric_limits<double>::infinity()) continue;  // fully masked row: zeros
+                double sum = 0.0;
+                for (int64_t i0 = 0; i0 < n; ++i0) sum += (x[i0] = std::exp(x[i0] - mx));
+                for (int64_t i0 = 0; i0 < n; ++i0) r[at(d->ne, i0, i1, i2, i3)] = x[i0] / sum;
+            }
+        }
+    return {r, {}};
+}
+
+// ROPE (with YaRN), see docs/ops.md.
+Output k_rope(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0), pos = src(d, in, 1);
+    require(same_shape(a.t, d), d, "result shape differs from a");
+    const ggml_tensor * ff_t = d->src[2];
+    const int64_t n_dims = int_param(d, 1);
+    const int mode = int_param(d, 2);
+    const double n_ctx_orig = int_param(d, 4);
+    const double base = float_param(d, 5), freq_scale = float_param(d, 6), ext_factor = float_param(d, 7);
+    const double attn_factor = float_param(d, 8), beta_fast = float_param(d, 9), beta_slow = float_param(d, 10);
+    require(mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX, d, "unknown rope mode " + std::to_string(mode));
+    require(n_dims > 0 && n_dims % 2 == 0 && n_dims <= a.t->ne[0], d, "n_dims must be even and <= ne0");
+    require(pos.t->ne[0] >= a.t->ne[2], d, "fewer positions than tokens");
+    if (ff_t != nullptr) require(count(ff_t) >= n_dims / 2, d, "too few frequency factors");
+
+    const double theta_scale = std::pow(base, -2.0 / static_cast<double>(n_dims));
+    const auto corr_dim = [&](double n_rot) {
+        return static_cast<double>(n_dims) * std::log(n_ctx_orig / (n_rot * 2.0 * std::numbers::pi)) /
+               (2.0 * std::log(base));
+    };
+    const double low = std::max(0.0, std::floor(corr_dim(beta_fast)));
+    const double high = std::min(static_cast<double>(n_dims - 1), std::ceil(corr_dim(beta_slow)));
+    const auto ramp = [&](double i) {
+        const double y = (i - low) / std::max(0.001, high - low);
+        return 1.0 - std::min(1.0, std::max(0.0, y));
+    };
+
+    std::vector<double> r = in[0]; // channels >= n_dims are copied
+    for (int64_t b = 0; b < a.t->ne[3]; ++b)
+        for (int64_t t = 0; t < a.t->ne[2]; ++t) {
+            const double p = pos(t);
+            for (int64_t h = 0; h < a.t->ne[1]; ++h)
+                for (int64_t i = 0; i < n_dims / 2; ++i) {
+                    const double ff = ff_t != nullptr ? in[2][static_cast<size_t>(i)] : 1.0;
+                    const double theta_extrap = p * std::pow(theta_scale, static_cast<double>(i)) / ff;
+                    const double theta_interp = freq_scale * theta_extrap;
+                    double theta = theta_interp, mscale = attn_factor;
+                    if (ext_factor != 0.0) {
+                        const double mix = ramp(static_cast<double>(i)) * ext_factor;
+                        theta = theta_interp * (1.0 - mix) + theta_extrap * mix;
+                        mscale = attn_factor * (1.0 + 0.1 * std::log(1.0 / freq_scale));
+                    }
+                    const double c = std::cos(theta) * mscale, s = std::sin(theta) * mscale;
+                    const int64_t j0 = mode == GGML_ROPE_TYPE_NORMAL ? 2 * i : i;
+                    const int64_t j1 = mode == GGML_ROPE_TYPE_NORMAL ? 2 * i + 1 : i + n_dims / 2;
+                    const double x0 = a(j0, h, t, b), x1 = a(j1, h, t, b);
+                    r[at(d->ne, j0, h, t, b)] = x0 * c - x1 * s;
+                    r[at(d->ne, j1, h, t, b)] = x0 * s + x1 * c;
+                }
+        }
+    return {r, {}};
+}
+
+// FLASH_ATTN_EXT: q [D, NQ, H, B], k [D, NKV, HK, BK], v [DV, NKV, HK, BV] -> [DV, H, NQ, B].
+Output k_flash_attn(const ggml_tensor * d, const Inputs & in) {
+    const Src q = src(d, in, 0), k = src(d, in, 1), v = src(d, in, 2);
+    const ggml_tensor * mask = d->src[3];
+    const int64_t D = q.t->ne[0], NQ = q.t->ne[1], H = q.t->ne[2], B = q.t->ne[3];
+    const int64_t NKV = k.t->ne[1], HK = k.t->ne[2], DV = v.t->ne[0];
+    require(k.t->ne[0] == D && v.t->ne[1] == NKV && v.t->ne[2] == HK, d, "k/v shapes do not fit q");
+    require(HK > 0 && H % HK == 0, d, "H must be a multiple of the kv heads");
+    require(k.t->ne[3] > 0 && v.t->ne[3] > 0 && B % k.t->ne[3] == 0 && B % v.t->ne[3] == 0, d, "k/v batch does not fit q");
+    require(d->ne[0] == DV && d->ne[1] == H && d->ne[2] == NQ && d->ne[3] == B, d, "result is not [Dv, H, n_q, B]");
+    if (mask != nullptr)
+        require(mask->ne[0] == NKV && mask->ne[1] >= NQ && mask->ne[2] > 0 && mask->ne[3] > 0, d,
+                "mask " + shape_str(mask) + " does not fit");
+    const double scale = float_param(d, 0), max_bias = float_param(d, 1), softcap = float_param(d, 2);
+    const int64_t group = H / HK, rk = B / k.t->ne[3], rv = B / v.t->ne[3];
+    std::vector<double> r = zeros(d);
+    std::vector<double> s(static_cast<size_t>(NKV));
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h) {
+            const double slope = alibi_slope(max_bias, h, H);
+            const int64_t hk = h / group;
+            for (int64_t t = 0; t < NQ; ++t) {
+                double mx = -std::numeric_limits<double>::infinity();
+                for (int64_t j = 0; j < NKV; ++j) {
+                    double dot = 0.0;
+                    for (int64_t c = 0; c < D; ++c) dot += q(c, t, h, b) * k(c, j, hk, b / rk);
+                    double score = softcap != 0.0 ? softcap * std::tanh(scale * dot / softcap) : scale * dot;
+                    if (mask != nullptr) score += slope * in[3][at(mask->ne, j, t, h % mask->ne[2], b % mask->ne[3])];
+                    s[j] = score;
+                    mx = std::max(mx, score);
+                }
+                if (mx == -std::numeric_limits<double>::infinity()) continue; // every key masked: 0
+                double sum = 0.0;
+                for (int64_t j = 0; j < NKV; ++j) sum += (s[j] = std::exp(s[j] - mx));
+                for (int64_t c = 0; c < DV; ++c) {
+                    double acc = 0.0;
+                    for (int64_t j = 0; j < NKV; ++j) acc += s[j] * v(c, j, hk, b / rv);
+                    r[at(d->ne, c, h, t, b)] = acc / sum;
+                }
+            }
+        }
+    return {r, {}};
+}
+
+int64_t checked_row(const ggml_tensor * d, double index, int64_t rows) {
+    if (!(index >= 0.0 && index < static_cast<double>(rows)))
+        fail(d, "row index " + std::to_string(static_cast<long long>(index)) + " out of range [0, " +
+                    std::to_string(rows) + ")");
+    return static_cast<int64_t>(index);
+}
+
+// GET_ROWS: r[:, i, j, k] = a[:, idx[i, j, k], j, k].
+Output k_get_rows(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0), idx = src(d, in, 1);
+    require(d->ne[0] == a.t->ne[0] && d->ne[1] == idx.t->ne[0] && d->ne[2] == idx.t->ne[1] &&
+                d->ne[3] == idx.t->ne[2] && d->ne[2] == a.t->ne[2] && d->ne[3] == a.t->ne[3],
+            d, "shapes of a " + shape_str(a.t) + " and indices " + shape_str(idx.t) + " do not fit");
+    std::vector<double> r = zeros(d);
+    for (int64_t k = 0; k < d->ne[3]; ++k)
+        for (int64_t j = 0; j < d->ne[2]; ++j)
+            for (int64_t i = 0; i < d->ne[1]; ++i) {
+                const int64_t row = checked_row(d, idx(i, j, k), a.t->ne[1]);
+                for (int64_t e = 0; e < d->ne[0]; ++e) r[at(d->ne, e, i, j, k)] = a(e, row, j, k);
+            }
+    return {r, {}};
+}
+
+// SET_ROWS: a[:, idx[i, j mod C2, k mod C3], j, k] = b[:, i, j, k]; the result views a.
+Output k_set_rows(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0), b = src(d, in, 1), idx = src(d, in, 2);
+    require(same_shape(a.t, d), d, "result shape differs from a");
+    require(b.t->ne[0] == a.t->ne[0] && b.t->ne[2] == a.t->ne[2] && b.t->ne[3] == a.t->ne[3] &&
+                idx.t->ne[0] == b.t->ne[1] && idx.t->ne[1] > 0 && idx.t->ne[2] > 0,
+            d, "shapes of b " + shape_str(b.t) + " and indices " + shape_str(idx.t) + " do not fit");
+    Output out{in[0], std::vector<char>(static_cast<size_t>(count(d)), 0)};
+    for (int64_t k = 0; k < b.t->ne[3]; ++k)
+        for (int64_t j = 0; j < b.t->ne[2]; ++j)
+            for (int64_t i = 0; i < b.t->ne[1]; ++i) {
+                const int64_t row = checked_row(d, idx(i, j % idx.t->ne[1], k % idx.t->ne[2]), a.t->ne[1]);
+                for (int64_t e = 0; e < b.t->ne[0]; ++e) {
+                    const size_t o = static_cast<size_t>(at(d->ne, e, row, j, k));
+                    out.values[o] = b(e, i, j, k);
+                    out.written[o] = 1;
+                }
+            }
+    return out;
+}
+
+// GLU: act(x) * g; merged (src[1] NULL) halves of each row, or split act(a) * b.
+Output k_glu(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    const int op = int_param(d, 0);
+    const bool swapped = int_param(d, 1) != 0;
+    const auto act = [&](double x) {
+        switch (op) {
+        case GGML_GLU_OP_SWIGLU: return silu(x);
+        case GGML_GLU_OP_GEGLU: return gelu(x);
+        default: fail(d, "unknown glu op " + std::to_string(op));
+        }
+    };
+    std::vector<double> r = zeros(d);
+    if (d->src[1] == nullptr) {
+        const int64_t n = d->ne[0];
+        require(a.t->ne[0] == 2 * n && a.t->ne[1] == d->ne[1] && a.t->ne[2] == d->ne[2] && a.t->ne[3] == d->ne[3],
+                d, "merged glu needs a [2 * ne0, ...]");
+        for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+            const double first = a(i0, i1, i2, i3), second = a(i0 + n, i1, i2, i3);
+            const double x = swapped ? second : first, g = swapped ? first : second;
+            r[at(d->ne, i0, i1, i2, i3)] = act(x) * g;
+        });
+    } else {
+        const Src b = src(d, in, 1);
+        require(same_shape(a.t, d) && same_shape(b.t, d), d, "split glu needs equal shapes");
+        for (size_t i = 0; i < r.size(); ++i) r[i] = act(a.v[i]) * b.v[i];
+    }
+    return {r, {}};
+}
+
+// IM2COL: r[(c*KH + kh)*KW + kw, ow, oh, n] = x[ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1, c, n].
+Output k_im2col(const ggml_tensor * d, const Inputs & in) {
+    const ggml_tensor * kernel = d->src[0];
+    const Src x = src(d, in, 1);
+    require(kernel != nullptr, d, "missing kernel");
+    const int64_t s0 = int_param(d, 0), s1 = int_param(d, 1), p0 = int_param(d, 2), p1 = int_param(d, 3);
+    const int64_t d0 = int_param(d, 4), d1 = int_param(d, 5);
+    const bool is_2d = int_param(d, 6) != 0;
+    const int64_t KW = kernel->ne[0], KH = is_2d ? kernel->ne[1] : 1;
+    const int64_t W = x.t->ne[0], H = is_2d ? x.t->ne[1] : 1;
+    const int64_t C = is_2d ? x.t->ne[2] : x.t->ne[1], N = is_2d ? x.t->ne[3] : x.t->ne[2];
+    const int64_t OW = d->ne[1], OH = is_2d ? d->ne[2] : 1;
+    require(d->ne[0] == C * KH * KW && (is_2d ? d->ne[3] == N : d->ne[2] == N), d, "result shape does not fit");
+    std::vector<double> r = zeros(d);
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t oh = 0; oh < OH; ++oh)
+            for (int64_t ow = 0; ow < OW; ++ow)
+                for (int64_t c = 0; c < C; ++c)
+                    for (int64_t kh = 0; kh < KH; ++kh)
+                        for (int64_t kw = 0; kw < KW; ++kw) {
+                            const int64_t iw = ow * s0 + kw * d0 - p0, ih = oh * s1 + kh * d1 - p1;
+                            double v = 0.0;
+                            if (iw >= 0 && iw < W && ih >= 0 && ih < H)
+                                v = is_2d ? x(iw, ih, c, n) : x(iw, c, n);
+                            const int64_t row = (c * KH + kh) * KW + kw;
+                            r[is_2d ? at(d->ne, row, ow, oh, n) : at(d->ne, row, ow, n)] = v;
+                        }
+    return {r, {}};
+}
+
+// TIMESTEP_EMBEDDING: [cos(t f_j) j < half, sin(t f_j) j < half, 0 ...].
+Output k_timestep(const ggml_tensor * d, const Inputs & in) {
+    const Src t = src(d, in, 0);
+    const int64_t dim = int_param(d, 0);
+    const double max_period = int_param(d, 1);
+    const int64_t half = dim / 2;
+    require(d->ne[0] >= 2 * half && d->ne[1] == t.t->ne[0], d, "result shape does not fit");
+    std::vector<double> r = zeros(d);
+    for (int64_t n = 0; n < d->ne[1]; ++n)
+        for (int64_t j = 0; j < half; ++j) {
+            const double f = std::exp(-std::log(max_period) * static_cast<double>(j) / static_cast<double>(half));
+            r[at(d->ne, j, n)] = std::cos(t(n) * f);
+            r[at(d->ne, j + half, n)] = std::sin(t(n) * f);
+        }
+    return {r, {}};
+}
+
+// CUSTOM (CPU callback): run the callback on host copies of the sources.
+Output k_custom(const ggml_tensor * d, const Inputs & in) {
+    const ggml_custom_kind kind = ggml_get_custom_kind(d);
+    if (kind == GGML_CUSTOM_KIND_EXTENSION) fail(d, "extension custom operators are not supported by the oracle");
+    ggml_custom_op_t fun = nullptr;
+    int n_tasks = 0;
+    void * userdata = nullptr;
+    if (kind != GGML_CUSTOM_KIND_CPU_CALLBACK || !ggml_get_custom_callback(d, &fun, &n_tasks, &userdata) || fun == nullptr)
+        fail(d, "not a CPU-callback custom node");
+
+    size_t mem = 1 << 16;
+    for (int i = 0; i < GGML_MAX_SRC; ++i)
+        if (d->src[i] != nullptr)
+            mem += ggml_tensor_overhead() + 2 * GGML_MEM_ALIGN +
+                   ggml_row_size(d->src[i]->type, d->src[i]->ne[0]) * static_cast<size_t>(ggml_nrows(d->src[i]));
+    mem += ggml_tensor_overhead() + 2 * GGML_MEM_ALIGN + ggml_row_size(d->type, d->ne[0]) * static_cast<size_t>(ggml_nrows(d));
+    std::unique_ptr<ggml_context, decltype(&ggml_free)> ctx(ggml_init({mem, nullptr, false}), &ggml_free);
+    require(ctx != nullptr, d, "cannot create a host context for the callback");
+
+    std::array<ggml_tensor *, GGML_MAX_SRC> copies{};
+    for (int i = 0; i < GGML_MAX_SRC; ++i) {
+        const ggml_tensor * s = d->src[i];
+        if (s == nullptr) continue;
+        copies[i] = ggml_new_tensor(ctx.get(), s->type, GGML_MAX_DIMS, s->ne);
+        require(copies[i] != nullptr, d, "cannot materialise source " + std::to_string(i));
+        ggml_set_name(copies[i], s->name);
+        write_tensor(copies[i], in[i]);
+    }
+    ggml_tensor * dst = ggml_new_tensor(ctx.get(), d->type, GGML_MAX_DIMS, d->ne);
+    require(dst != nullptr, d, "cannot materialise the result");
+    std::memset(dst->data, 0, ggml_nbytes(dst));
+    ggml_set_name(dst, d->name);
+    dst->op = d->op;
+    std::memcpy(dst->op_params, d->op_params, sizeof dst->op_params);
+    for (int i = 0; i < GGML_MAX_SRC; ++i) dst->src[i] = copies[i];
+    fun(dst, 0, 1, userdata);
+    return {read_tensor(dst), {}};
+}
+
+using Kernel = Output (*)(const ggml_tensor *, const Inputs &);
+
+Kernel kernel_for(const ggml_tensor * d) {
+    switch (d->op) {
+    case GGML_OP_DUP:
+    case GGML_OP_CONT:
+    case GGML_OP_CPY: return k_copy;
+    case GGML_OP_ADD:
+    case GGML_OP_SUB:
+    case GGML_OP_MUL:
+    case GGML_OP_DIV: return k_binary;
+    case GGML_OP_SCALE:
+    case GGML_OP_SQR:
+    case GGML_OP_SQRT:
+    case GGML_OP_CLAMP:
+    case GGML_OP_UNARY: return k_map;
+    case GGML_OP_SUM:
+    case GGML_OP_SUM_ROWS:
+    case GGML_OP_MEAN:
+    case GGML_OP_ARGMAX: return k_reduce;
+    case GGML_OP_REPEAT: return k_repeat;
+    case GGML_OP_CONCAT: return k_concat;
+    case GGML_OP_NORM:
+    case GGML_OP_RMS_NORM:
+    case GGML_OP_L2_NORM: return k_norm;
+    case GGML_OP_GROUP_NORM: return k_group_norm;
+    case GGML_OP_MUL_MAT: return k_mul_mat;
+    case GGML_OP_SOFT_MAX: return k_soft_max;
+    case GGML_OP_ROPE: return k_rope;
+    case GGML_OP_FLASH_ATTN_EXT: return k_flash_attn;
+    case GGML_OP_GET_ROWS: return k_get_rows;
+    case GGML_OP_SET_ROWS: return k_set_rows;
+    case GGML_OP_GLU: return k_glu;
+    case GGML_OP_IM2COL: return k_im2col;
+    case GGML_OP_PAD: return k_pad;
+    case GGML_OP_UPSCALE: return k_upscale;
+    case GGML_OP_TIMESTEP_EMBEDDING: return k_timestep;
+    case GGML_OP_CUSTOM: return k_custom;
+    default: return nullptr;
+    }
+}
+
+bool is_view_op(ggml_op op) {
+    return op == GGML_OP_RESHAPE || op == GGML_OP_VIEW || op == GGML_OP_PERMUTE || op == GGML_OP_TRANSPOSE;
+}
+
+} // namespace
+
+// -------------------------------------------------------------------------------------------------
+// Storage model
+
+struct Evaluator::Storage {
+    static const ggml_tensor * owner_of(const ggml_tensor * t) {
+        return t->view_src != nullptr ? t->view_src : t;
+    }
+
+    // Owners are contiguous: each element sits at its dense byte offset.
+    static void check_owner(const ggml_tensor * owner) {
+        const int64_t bs = ggml_blck_size(owner->type);
+        size_t expect = ggml_type_size(owner->type);
+        for (int k = 0; k < GGML_MAX_DIMS; ++k) {
+            if (owner->ne[k] != 1 && owner->nb[k] != expect)
+                fail(owner, "storage owner is not contiguous");
+            expect *= static_cast<size_t>(k == 0 ? owner->ne[0] / bs : owner->ne[k]);
+        }
+    }
+
+    // Owner element index of every logical element of t.
+    static std::vector<size_t> map(const ggml_tensor * t) {
+        const ggml_tensor * owner = owner_of(t);
+        check_owner(owner);
+        std::vector<size_t> idx(static_cast<size_t>(count(t)));
+        if (t == owner) {
+            for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+            return idx;
+        }
+        if (t->type != owner->type) fail(t, std::string("view type differs from its owner's (") + ggml_type_name(owner->type) + ")");
+        const int64_t bs = ggml_blck_size(t->type);
+        const size_t ts = ggml_type_size(t->type);
+        const size_t n_owner = static_cast<size_t>(count(owner));
+        for_each_index(t->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+            const size_t byte = t->view_offs + byte_offset(t, i0, i1, i2, i3);
+            if (byte % ts != 0) fail(t, "view element not aligned to an owner element");
+            const size_t o = (byte / ts) * static_cast<size_t>(bs) + static_cast<size_t>(i0 % bs);
+            if (o >= n_owner) fail(t, "view element outside its owner " + describe(owner));
+            idx[static_cast<size_t>(at(t->ne, i0, i1, i2, i3))] = o;
+        });
+        return idx;
+    }
+
+    static void load_leaf(Evaluator & ev, const ggml_tensor * owner) {
+        if (auto it = ev.inputs_.find(owner); it != ev.inputs_.end()) {
+            ev.owners_[owner] = it->second;
+        } else if (owner->data != nullptr) {
+            check_owner(owner);
+            ev.owners_[owner] = read_tensor(owner);
+        } else {
+            fail(owner, "leaf has neither set_input values nor host data");
+        }
+    }
+
+    // Storage of an owner, loading a leaf owner on first use.
+    static std::vector<double> & ensure(Evaluator & ev, const ggml_tensor * owner) {
+        if (auto it = ev.owners_.find(owner); it != ev.owners_.end()) return it->second;
+        if (owner->op != GGML_OP_NONE) fail(owner, "used before it was computed");
+        load_leaf(ev, owner);
+        return ev.owners_.at(owner);
+    }
+
+    static std::vector<double> get(Evaluator & ev, const ggml_tensor * t) {
+        const ggml_tensor * owner = owner_of(t);
+        const std::vector<double> & s = ensure(ev, owner);
+        if (t == owner) return s;
+        const std::vector<size_t> idx = map(t);
+        std::vector<double> out(idx.size());
+        for (size_t i = 0; i < idx.size(); ++i) out[i] = s[idx[i]];
+        return out;
+    }
+
+    // Write the logical values of t (those marked in written, or all) into its owner, rounded to
+    // the owner's type; quantized owners re-quantize every block that was touched.
+    static void store(Evaluator & ev, const ggml_tensor * t, const Output & out) {
+        const ggml_tensor * owner = owner_of(t);
+        if (out.values.size() != static_cast<size_t>(count(t))) fail(t, "kernel produced a wrong number of values");
+        if (t == owner) {
+            check_owner(owner);
+            ev.owners_[owner].assign(out.values.size(), 0.0);
+        }
+        std::vector<double> & s = ensure(ev, owner);
+        const std::vector<size_t> idx = map(t);
+        const bool blocks = is_block_type(owner->type);
+        const size_t bs = static_cast<size_t>(ggml_blck_size(owner->type));
+        std::set<size_t> touched;
+        for (size_t i = 0; i < idx.size(); ++i) {
+            if (!out.written.empty() && !out.written[i]) continue;
+            if (blocks) {
+                s[idx[i]] = out.values[i];
+                touched.insert(idx[i] / bs);
+            } else {
+                s[idx[i]] = round_scalar(owner->type, out.values[i]);
+            }
+        }
+        for (size_t blk : touched) round_block(owner->type, s.data() + blk * bs);
+        if (t != owner && owner->op == GGML_OP_NONE) ev.written_.insert(owner);
+    }
+
+    static void eval(Evaluator & ev, const ggml_tensor * node) {
+        if (is_view_op(node->op)) {
+            if (node->view_src == nullptr) fail(node, "view node without a storage owner");
+            ensure(ev, node->view_src);
+            map(node); // validates the view against its owner
+            return;
+        }
+        const Kernel kernel = kernel_for(node);
+        if (kernel == nullptr) fail(node, "operator not supported by the oracle");
+        Inputs in;
+        for (int i = 0; i < GGML_MAX_SRC; ++i)
+            if (node->src[i] != nullptr) in.v[static_cast<size_t>(i)] = get(ev, node->src[i]);
+        store(ev, node, kernel(node, in));
+    }
+};
+
+void Evaluator::set_input(const ggml_tensor * tensor, std::vector<double> values) {
+    if (tensor == nullptr) throw Error("ggx::ref: set_input on a null tensor");
+    if (tensor->view_src != nullptr) fail(tensor, "set_input needs a storage owner, not a view");
+    if (values.size() != static_cast<size_t>(count(tensor)))
+        fail(tensor, "set_input got " + std::to_string(values.size()) + " values for " +
+                         std::to_string(count(tensor)) + " elements");
+    round_all(tensor->type, values);
+    inputs_[tensor] = values;
+    owners_[tensor] = std::move(values);
+    written_.erase(tensor);
+}
+
+void Evaluator::compute(const ggml_cgraph * graph) {
+    if (graph == nullptr) throw Error("ggx::ref: compute on a null graph");
+    for (int i = 0; i < ggml_graph_n_leafs(graph); ++i) {
+        const ggml_tensor * leaf = ggml_graph_leaf(graph, i);
+        if (leaf == nullptr) continue;
+        const ggml_tensor * owner = Storage::owner_of(leaf);
+        if (owner->op != GGML_OP_NONE || written_.count(owner) != 0) continue;
+        Storage::load_leaf(*this, owner);
+    }
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
+        const ggml_tensor * node = ggml_graph_node(graph, i);
+        if (node != nullptr) Storage::eval(*this, node);
+    }
+}
+
+std::vector<double> Evaluator::values(const ggml_tensor * tensor) const {
+    if (tensor == nullptr) throw Error("ggx::ref: values of a null tensor");
+    const ggml_tensor * owner = Storage::owner_of(tensor);
+    const auto it = owners_.find(owner);
+    if (it == owners_.end()) fail(tensor, "no values known (not computed, no input)");
+    if (tensor == owner) return it->second;
+    const std::vector<size_t> idx = Storage::map(tensor);
+    std::vector<double> out(idx.size());
+    for (size_t i = 0; i < idx.size(); ++i) out[i] = it->second[idx[i]];
+    return out;
+}
+
+// -------------------------------------------------------------------------------------------------
+// Host tensor I/O
+
+std::vector<double> read_tensor(const ggml_tensor * tensor) {
+    if (tensor == nullptr) throw Error("ggx::ref: read_tensor of a null tensor");
+    if (tensor->data == nullptr) fail(tensor, "read_tensor needs host data");
+    const auto * base = static_cast<const unsigned char *>(tensor->data);
+    std::vector<double> out(static_cast<size_t>(count(tensor)));
+    if (is_block_type(tensor->type)) {
+        const int64_t bs = ggml_blck_size(tensor->type);
+        std::vector<float> buf(static_cast<size_t>(bs));
+        for_each_index(tensor->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+            if (i0 % bs != 0) return;
+            ggml_dequantize_row(tensor->type, base + byte_offset(tensor, i0, i1, i2, i3), buf.data(), bs);
+            for (int64_t j = 0; j < bs; ++j) out[static_cast<size_t>(at(tensor->ne, i0 + j, i1, i2, i3))] = buf[j];
+        });
+    } else {
+        for_each_index(tensor->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+            out[static_cast<size_t>(at(tensor->ne, i0, i1, i2, i3))] =
+                read_scalar(tensor->type, base + byte_offset(tensor, i0, i1, i2, i3));
+        });
+    }
+    return out;
+}
+
+void write_tensor(ggml_tensor * tensor, std::span<const double> values) {
+    if (tensor == nullptr) throw Error("ggx::ref: write_tensor of a null tensor");
+    if (tensor->data == nullptr) fail(tensor, "write_tensor needs host data");
+    if (values.size() != static_cast<size_t>(count(tensor)))
+        fail(tensor, "write_tensor got " + std::to_string(values.size()) + " values for " +
+                         std::to_string(count(tensor)) + " elements");
+    auto * base = static_cast<unsigned char *>(tensor->data);
+    if (is_block_type(tensor->type)) {
+        const int64_t bs = ggml_blck_size(tensor->type);
+        if (tensor->ne[0] % bs != 0) fail(tensor, "ne0 is not a multiple of the block size");
+        std::vector<float> buf(static_cast<size_t>(bs));
+        for_each_index(tensor->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+            if (i0 % bs != 0) return;
+            for (int64_t j = 0; j < bs; ++j) buf[j] = to_float(values[static_cast<size_t>(at(tensor->ne, i0 + j, i1, i2, i3))]);
+            ggml_quantize_row(tensor->type, buf.data(), base + byte_offset(tensor, i0, i1, i2, i3), bs);
+        });
+    } else {
+        for_each_index(tensor->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+            write_scalar(tensor->type, base + byte_offset(tensor, i0, i1, i2, i3),
+                         values[static_cast<size_t>(at(tensor->ne, i0, i1, i2, i3))]);
+        });
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Comparison and the direct convolution
+
+double nmse(std::span<const double> actual, std::span<const double> expected) {
+    if (actual.size() != expected.size())
+        throw Error("ggx::ref: nmse of " + std::to_string(actual.size()) + " against " +
+                    std::to_string(expected.size()) + " values");
+    const double inf = std::numeric_limits<double>::infinity();
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < actual.size(); ++i) {
+        const double a = actual[i], e = expected[i];
+        if (!std::isfinite(a) || !std::isfinite(e)) {
+            const bool agree = (std::isnan(a) && std::isnan(e)) || (std::isinf(a) && std::isinf(e) && (a > 0) == (e > 0));
+            if (!agree) return inf;
+            continue;
+        }
+        num += (a - e) * (a - e);
+        den += e * e;
+    }
+    if (den == 0.0) return num == 0.0 ? 0.0 : inf;
+    return num / den;
+}
+
+std::vector<double> conv2d_direct(std::span<const double> kernel, const int64_t kernel_ne[4],
+                                  std::span<const double> input, const int64_t input_ne[4], int s0,
+                                  int s1, int p0, int p1, int d0, int d1) {
+    const int64_t KW = kernel_ne[0], KH = kernel_ne[1], C = kernel_ne[2], O = kernel_ne[3];
+    const int64_t W = input_ne[0], H = input_ne[1], N = input_ne[3];
+    if (input_ne[2] != C) throw Error("ggx::ref: conv2d_direct: kernel and input channels differ");
+    if (kernel.size() != static_cast<size_t>(KW * KH * C * O) || input.size() != static_cast<size_t>(W * H * C * N))
+        throw Error("ggx::ref: conv2d_direct: value counts do not match the shapes");
+    if (s0 < 1 || s1 < 1 || d0 < 1 || d1 < 1 || p0 < 0 || p1 < 0)
+        throw Error("ggx::ref: conv2d_direct: invalid stride, dilation or padding");
+    const int64_t OW = (W + 2 * p0 - d0 * (KW - 1) - 1) / s0 + 1;
+    const int64_t OH = (H + 2 * p1 - d1 * (KH - 1) - 1) / s1 + 1;
+    if (OW < 1 || OH < 1) throw Error("ggx::ref: conv2d_direct: empty output");
+    const int64_t out_ne[4] = {OW, OH, O, N};
+    std::vector<double> out(static_cast<size_t>(OW * OH * O * N), 0.0);
+    for_each_index(out_ne, [&](int64_t ow, int64_t oh, int64_t o, int64_t n) {
+        double acc = 0.0;
+        for (int64_t c = 0; c < C; ++c)
+            for (int64_t kh = 0; kh < KH; ++kh)
+                for (int64_t kw = 0; kw < KW; ++kw) {
+                    const int64_t iw = ow * s0 + kw * d0 - p0, ih = oh * s1 + kh * d1 - p1;
+                    if (iw < 0 || iw >= W || ih < 0 || ih >= H) continue;
+                    acc += kernel[static_cast<size_t>(at(kernel_ne, kw, kh, c, o))] *
+                           input[static_cast<size_t>(at(input_ne, iw, ih, c, n))];
+                }
+        out[static_cast<size_t>(at(out_ne, ow, oh, o, n))] = acc;
+    });
+    return out;
+}
+
+} // namespace ggx::ref
