@@ -372,9 +372,10 @@ struct ggml_tensor * ggml_permute(struct ggml_context * ctx, struct ggml_tensor 
 struct ggml_tensor * ggml_transpose(struct ggml_context * ctx, struct ggml_tensor * a);
 
 /* Copy a into b (same element count, element order of each), converting to b's type; the result
- * is a view of b. Any type to itself; F32/F16/BF16 to any of those or to Q8_0/Q4_0; Q8_0/Q4_0 to F32. */
+ * is a view of b with src = {a, b}. Any type to itself; F32/F16/BF16 to any of those or to
+ * Q8_0/Q4_0; Q8_0/Q4_0 to F32. A CPY node always writes into itself. */
 struct ggml_tensor * ggml_cpy(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
-/* New contiguous tensor of type holding a converted (op CPY). */
+/* New contiguous tensor of type holding a converted (op CPY, src = {a, NULL}, own storage). */
 struct ggml_tensor * ggml_cast(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_type type);
 /* Contiguous copy of a with the same shape and type (op DUP). */
 struct ggml_tensor * ggml_dup(struct ggml_context * ctx, struct ggml_tensor * a);

@@ -555,14 +555,15 @@ ggml_tensor * ggml_im2col(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, 
     Check check(ctx, "ggml_im2col", {{"a", a}, {"b", b}});
     if (!check) return nullptr;
     const int64_t channels = is_2d ? b->ne[2] : b->ne[1];
-    const int64_t kw = a->ne[0], kh = is_2d ? a->ne[1] : 1;
-    const int64_t ow = conv_output_size(b->ne[0], kw, s0, p0, d0);
-    const int64_t oh = is_2d ? conv_output_size(b->ne[1], kh, s1, p1, d1) : 1;
     check.require(b->type == GGML_TYPE_F32 || b->type == GGML_TYPE_F16, "b must be f32 or f16")
         .require(dst_type == GGML_TYPE_F32 || dst_type == GGML_TYPE_F16, "dst_type must be f32 or f16")
         .require(s0 >= 1 && d0 >= 1 && p0 >= 0 && (!is_2d || (s1 >= 1 && d1 >= 1 && p1 >= 0)),
-                 "strides and dilations must be >= 1, paddings >= 0")
-        .require((is_2d ? a->ne[2] : a->ne[1]) == channels, "kernel and input channel counts differ")
+                 "strides and dilations must be >= 1, paddings >= 0");
+    if (!check) return nullptr;
+    const int64_t kw = a->ne[0], kh = is_2d ? a->ne[1] : 1;
+    const int64_t ow = conv_output_size(b->ne[0], kw, s0, p0, d0);
+    const int64_t oh = is_2d ? conv_output_size(b->ne[1], kh, s1, p1, d1) : 1;
+    check.require((is_2d ? a->ne[2] : a->ne[1]) == channels, "kernel and input channel counts differ")
         .require(is_2d || b->ne[3] == 1, "a 1-D input must be [W, C, N]")
         .require(kw >= 1 && kh >= 1 && ow >= 1 && oh >= 1, "the kernel does not fit the padded input");
     if (!check) return nullptr;

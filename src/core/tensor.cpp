@@ -265,9 +265,10 @@ size_t ggml_nbytes(const ggml_tensor * t) {
     for (int i = 0; i < GGML_MAX_DIMS; ++i) {
         if (t->ne[i] <= 0) return 0;
     }
-    size_t bytes = ggml_row_size(t->type, t->ne[0]) - ggml_type_size(t->type) + t->nb[0];
-    for (int i = 1; i < GGML_MAX_DIMS; ++i)
-        bytes += (t->ne[i] - 1) * t->nb[i];
+    // Quantized rows are whole dense blocks; other types may have any element stride.
+    const bool blocked = ggml_blck_size(t->type) != 1;
+    size_t bytes = blocked ? ggml_row_size(t->type, t->ne[0]) : ggml_type_size(t->type);
+    for (int i = blocked ? 1 : 0; i < GGML_MAX_DIMS; ++i) bytes += (t->ne[i] - 1) * t->nb[i];
     return bytes;
 }
 
@@ -390,10 +391,10 @@ ggml_tensor * ggml_reshape_4d(ggml_context * ctx, ggml_tensor * a, int64_t ne0, 
     return reshape(ctx, "ggml_reshape_4d", a, ne);
 }
 
-ggml_tensor * ggml_permute(ggml_context * ctx, ggml_tensor * a, int axis0, int axis1, int axis2, int axis3) {
-    Check check(ctx, "ggml_permute", {{"a", a}});
+static ggml_tensor * permute(ggml_context * ctx, const char * op_name, ggml_op op, ggml_tensor * a,
+                             const std::array<int, 4> & axes) {
+    Check check(ctx, op_name, {{"a", a}});
     if (!check) return nullptr;
-    const int axes[4] = {axis0, axis1, axis2, axis3};
     bool seen[4] = {};
     bool valid = true;
     for (int axis : axes) {
@@ -401,7 +402,7 @@ ggml_tensor * ggml_permute(ggml_context * ctx, ggml_tensor * a, int axis0, int a
         if (valid) seen[axis] = true;
     }
     check.require(valid, "axes must be a permutation of 0, 1, 2, 3")
-        .require(!ggml_is_quantized(a->type) || axis0 == 0, "dimension 0 of a quantized tensor cannot move");
+        .require(!ggml_is_quantized(a->type) || axes[0] == 0, "dimension 0 of a quantized tensor cannot move");
     if (!check) return nullptr;
     int64_t ne[4];
     size_t nb[4];
@@ -409,18 +410,20 @@ ggml_tensor * ggml_permute(ggml_context * ctx, ggml_tensor * a, int axis0, int a
         ne[axes[i]] = a->ne[i];
         nb[axes[i]] = a->nb[i];
     }
-    ggml_tensor * result = make_view(ctx, "ggml_permute", a, ne, nb, 0);
+    ggml_tensor * result = make_view(ctx, op_name, a, ne, nb, 0);
     if (!result) return nullptr;
-    result->op = GGML_OP_PERMUTE;
+    result->op = op;
     for (int i = 0; i < GGML_MAX_DIMS; ++i)
         set_param(result, i, axes[i]);
     return result;
 }
 
+ggml_tensor * ggml_permute(ggml_context * ctx, ggml_tensor * a, int axis0, int axis1, int axis2, int axis3) {
+    return permute(ctx, "ggml_permute", GGML_OP_PERMUTE, a, {axis0, axis1, axis2, axis3});
+}
+
 ggml_tensor * ggml_transpose(ggml_context * ctx, ggml_tensor * a) {
-    ggml_tensor * result = ggml_permute(ctx, a, 1, 0, 2, 3);
-    if (result) result->op = GGML_OP_TRANSPOSE;
-    return result;
+    return permute(ctx, "ggml_transpose", GGML_OP_TRANSPOSE, a, {1, 0, 2, 3});
 }
 
 }  // extern "C"
