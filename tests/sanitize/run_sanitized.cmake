@@ -1,4 +1,5 @@
-# Configures and builds the project with GGX_SANITIZE=${SANITIZE} in WORK_DIR and runs its unit tests.
+# Configures and builds the project with GGX_SANITIZE=${SANITIZE} in WORK_DIR and runs the tests whose
+# label (address) or name (thread) matches TESTS.
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
@@ -8,4 +9,8 @@ endfunction()
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR} -DCMAKE_BUILD_TYPE=RelWithDebInfo
     -DGGX_SANITIZE=${SANITIZE} -DGGX_WERROR=ON)
 run(${CMAKE_COMMAND} --build ${WORK_DIR} --parallel 2)
-run(${CMAKE_CTEST_COMMAND} --test-dir ${WORK_DIR} --output-on-failure -L "unit|ops" -E "^(install_consumer|sanitize_)")
+if(SANITIZE STREQUAL "thread")
+  run(${CMAKE_CTEST_COMMAND} --test-dir ${WORK_DIR} --output-on-failure -R "${TESTS}")
+else()
+  run(${CMAKE_CTEST_COMMAND} --test-dir ${WORK_DIR} --output-on-failure -L "${TESTS}")
+endif()

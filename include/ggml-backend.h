@@ -1,0 +1,211 @@
+/* ggx — backend layer: registry -> devices -> backends, buffer types -> buffers, events.
+ *
+ * Errors: functions that can fail because of their input return NULL, false or a ggml_status other
+ * than GGML_STATUS_SUCCESS, and leave a message naming the object, tensor and sizes in
+ * ggml_backend_get_last_error() of the calling thread. See docs/errors.md. */
+#ifndef GGML_BACKEND_H
+#define GGML_BACKEND_H
+
+#include "ggml.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ggml_backend_buffer_type * ggml_backend_buffer_type_t;
+typedef struct ggml_backend_buffer * ggml_backend_buffer_t;
+typedef struct ggml_backend_event * ggml_backend_event_t;
+typedef struct ggml_backend * ggml_backend_t;
+typedef struct ggml_backend_reg * ggml_backend_reg_t;
+typedef struct ggml_backend_device * ggml_backend_dev_t;
+
+/* The message of the last failure on this thread ("" if none). Valid until the next failure. */
+const char * ggml_backend_get_last_error(void);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Buffer types                                                                                    */
+
+const char * ggml_backend_buft_name(ggml_backend_buffer_type_t buft);
+/* Allocate a buffer of size bytes (0 is allowed). NULL with an error when it cannot be allocated.
+ * The caller owns the buffer: ggml_backend_buffer_free. */
+ggml_backend_buffer_t ggml_backend_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size);
+/* Byte alignment of tensor data in buffers of this type. */
+size_t ggml_backend_buft_get_alignment(ggml_backend_buffer_type_t buft);
+/* Largest buffer this type can allocate. */
+size_t ggml_backend_buft_get_max_size(ggml_backend_buffer_type_t buft);
+/* Bytes tensor needs in a buffer of this type (at least ggml_nbytes). */
+size_t ggml_backend_buft_get_alloc_size(ggml_backend_buffer_type_t buft, const struct ggml_tensor * tensor);
+/* True when the buffers' memory is directly addressable by the host. */
+bool ggml_backend_buft_is_host(ggml_backend_buffer_type_t buft);
+ggml_backend_dev_t ggml_backend_buft_get_device(ggml_backend_buffer_type_t buft);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Buffers                                                                                         */
+
+enum ggml_backend_buffer_usage {
+    GGML_BACKEND_BUFFER_USAGE_ANY = 0,
+    GGML_BACKEND_BUFFER_USAGE_WEIGHTS = 1,
+    GGML_BACKEND_BUFFER_USAGE_COMPUTE = 2,
+};
+
+/* Release a buffer and its memory; tensors placed in it become invalid. NULL is ignored. */
+void ggml_backend_buffer_free(ggml_backend_buffer_t buffer);
+const char * ggml_backend_buffer_name(ggml_backend_buffer_t buffer);
+/* Address of the first byte (an opaque device address for non-host buffers). */
+void * ggml_backend_buffer_get_base(ggml_backend_buffer_t buffer);
+size_t ggml_backend_buffer_get_size(ggml_backend_buffer_t buffer);
+size_t ggml_backend_buffer_get_alignment(ggml_backend_buffer_t buffer);
+size_t ggml_backend_buffer_get_max_size(ggml_backend_buffer_t buffer);
+size_t ggml_backend_buffer_get_alloc_size(ggml_backend_buffer_t buffer, const struct ggml_tensor * tensor);
+bool ggml_backend_buffer_is_host(ggml_backend_buffer_t buffer);
+/* Fill the whole buffer with value. */
+void ggml_backend_buffer_clear(ggml_backend_buffer_t buffer, uint8_t value);
+void ggml_backend_buffer_set_usage(ggml_backend_buffer_t buffer, enum ggml_backend_buffer_usage usage);
+enum ggml_backend_buffer_usage ggml_backend_buffer_get_usage(ggml_backend_buffer_t buffer);
+ggml_backend_buffer_type_t ggml_backend_buffer_get_type(ggml_backend_buffer_t buffer);
+
+/* Place tensor (own storage, not yet placed) at addr inside buffer; fails when it does not fit or
+ * addr is misaligned. */
+enum ggml_status ggml_backend_tensor_alloc(ggml_backend_buffer_t buffer, struct ggml_tensor * tensor, void * addr);
+/* Give a view the buffer and address of its already placed view_src. */
+enum ggml_status ggml_backend_view_init(struct ggml_tensor * tensor);
+/* Let the buffer prepare backend state for a placed tensor (called by the two functions above). */
+enum ggml_status ggml_backend_buffer_init_tensor(ggml_backend_buffer_t buffer, struct ggml_tensor * tensor);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Tensor data. The byte range [offset, offset + size) must lie within ggml_nbytes(tensor) and the
+ * tensor must be placed in a buffer; otherwise nothing is copied and an error is returned. */
+
+enum ggml_status ggml_backend_tensor_set(struct ggml_tensor * tensor, const void * data, size_t offset, size_t size);
+enum ggml_status ggml_backend_tensor_get(const struct ggml_tensor * tensor, void * data, size_t offset, size_t size);
+enum ggml_status ggml_backend_tensor_memset(struct ggml_tensor * tensor, uint8_t value, size_t offset, size_t size);
+/* Copy all bytes of src into dst (same type and shape, both contiguous), across devices if needed. */
+enum ggml_status ggml_backend_tensor_copy(const struct ggml_tensor * src, struct ggml_tensor * dst);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Backends (an execution stream on a device)                                                      */
+
+const char * ggml_backend_name(ggml_backend_t backend);
+/* Synchronize and release the backend. NULL is ignored. */
+void ggml_backend_free(ggml_backend_t backend);
+ggml_backend_dev_t ggml_backend_get_device(ggml_backend_t backend);
+ggml_backend_buffer_type_t ggml_backend_get_default_buffer_type(ggml_backend_t backend);
+/* Allocate a buffer of the default type. */
+ggml_backend_buffer_t ggml_backend_alloc_buffer(ggml_backend_t backend, size_t size);
+size_t ggml_backend_get_alignment(ggml_backend_t backend);
+size_t ggml_backend_get_max_size(ggml_backend_t backend);
+
+/* Asynchronous tensor data access ordered with the backend's work; complete after synchronize.
+ * Backends without asynchronous transfers perform them immediately. */
+enum ggml_status ggml_backend_tensor_set_async(ggml_backend_t backend, struct ggml_tensor * tensor, const void * data,
+                                               size_t offset, size_t size);
+enum ggml_status ggml_backend_tensor_get_async(ggml_backend_t backend, const struct ggml_tensor * tensor, void * data,
+                                               size_t offset, size_t size);
+enum ggml_status ggml_backend_tensor_copy_async(ggml_backend_t backend_src, ggml_backend_t backend_dst,
+                                                const struct ggml_tensor * src, struct ggml_tensor * dst);
+/* Wait until all queued work of the backend has finished. */
+void ggml_backend_synchronize(ggml_backend_t backend);
+
+/* Compute every node of an allocated, valid graph in order and wait for the result. Returns
+ * FAILED (with an error naming the node) for an invalid graph, an unallocated tensor or a node the
+ * device does not support; ABORTED when the abort callback asked to stop. */
+enum ggml_status ggml_backend_graph_compute(ggml_backend_t backend, struct ggml_cgraph * cgraph);
+/* As ggml_backend_graph_compute, but may return before the work finishes (see synchronize). */
+enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, struct ggml_cgraph * cgraph);
+
+bool ggml_backend_supports_op(ggml_backend_t backend, const struct ggml_tensor * op);
+bool ggml_backend_supports_buft(ggml_backend_t backend, ggml_backend_buffer_type_t buft);
+bool ggml_backend_offload_op(ggml_backend_t backend, const struct ggml_tensor * op);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Events                                                                                          */
+
+/* New event of a device; NULL when the device has no events. The caller frees it. */
+ggml_backend_event_t ggml_backend_event_new(ggml_backend_dev_t device);
+void ggml_backend_event_free(ggml_backend_event_t event);
+/* Mark the point after all work queued so far on backend. */
+void ggml_backend_event_record(ggml_backend_event_t event, ggml_backend_t backend);
+/* Block the host until the recorded point is reached. */
+void ggml_backend_event_synchronize(ggml_backend_event_t event);
+/* Make backend's later work wait for the recorded point. */
+void ggml_backend_event_wait(ggml_backend_t backend, ggml_backend_event_t event);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Devices                                                                                         */
+
+enum ggml_backend_dev_type {
+    GGML_BACKEND_DEVICE_TYPE_CPU,
+    GGML_BACKEND_DEVICE_TYPE_GPU,
+    GGML_BACKEND_DEVICE_TYPE_ACCEL,
+};
+
+struct ggml_backend_dev_caps {
+    bool async;                /* asynchronous compute and transfers */
+    bool host_buffer;          /* has a pinned host buffer type */
+    bool buffer_from_host_ptr; /* can wrap host memory */
+    bool events;               /* supports events */
+};
+
+struct ggml_backend_dev_props {
+    const char * name;
+    const char * description;
+    size_t memory_free;
+    size_t memory_total;
+    enum ggml_backend_dev_type type;
+    struct ggml_backend_dev_caps caps;
+};
+
+const char * ggml_backend_dev_name(ggml_backend_dev_t device);
+const char * ggml_backend_dev_description(ggml_backend_dev_t device);
+void ggml_backend_dev_memory(ggml_backend_dev_t device, size_t * free, size_t * total);
+enum ggml_backend_dev_type ggml_backend_dev_type(ggml_backend_dev_t device);
+void ggml_backend_dev_get_props(ggml_backend_dev_t device, struct ggml_backend_dev_props * props);
+ggml_backend_reg_t ggml_backend_dev_backend_reg(ggml_backend_dev_t device);
+/* New backend on the device (params: device-specific text, may be NULL). The caller frees it. */
+ggml_backend_t ggml_backend_dev_init(ggml_backend_dev_t device, const char * params);
+ggml_backend_buffer_type_t ggml_backend_dev_buffer_type(ggml_backend_dev_t device);
+/* Pinned host buffer type for fast transfers, or NULL. */
+ggml_backend_buffer_type_t ggml_backend_dev_host_buffer_type(ggml_backend_dev_t device);
+/* Whether the device can compute op (a node with its sources and types); metadata only. */
+bool ggml_backend_dev_supports_op(ggml_backend_dev_t device, const struct ggml_tensor * op);
+bool ggml_backend_dev_supports_buft(ggml_backend_dev_t device, ggml_backend_buffer_type_t buft);
+/* Whether the device wants op even when its weights live elsewhere (large batches). */
+bool ggml_backend_dev_offload_op(ggml_backend_dev_t device, const struct ggml_tensor * op);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Registry. Built-in backends register themselves on first use of these functions.               */
+
+const char * ggml_backend_reg_name(ggml_backend_reg_t reg);
+size_t ggml_backend_reg_dev_count(ggml_backend_reg_t reg);
+ggml_backend_dev_t ggml_backend_reg_dev_get(ggml_backend_reg_t reg, size_t index);
+/* A named, versioned service or function of the backend (e.g. "ggml_backend_set_n_threads"), or
+ * NULL when the backend does not provide it. */
+void * ggml_backend_reg_get_proc_address(ggml_backend_reg_t reg, const char * name);
+
+size_t ggml_backend_reg_count(void);
+ggml_backend_reg_t ggml_backend_reg_get(size_t index);
+ggml_backend_reg_t ggml_backend_reg_by_name(const char * name);
+/* Add a backend registry (and its devices). Registering the same registry twice fails. */
+bool ggml_backend_register(ggml_backend_reg_t reg);
+
+size_t ggml_backend_dev_count(void);
+ggml_backend_dev_t ggml_backend_dev_get(size_t index);
+/* Device by name (case-insensitive), or NULL. */
+ggml_backend_dev_t ggml_backend_dev_by_name(const char * name);
+/* First device of a type, or NULL. */
+ggml_backend_dev_t ggml_backend_dev_by_type(enum ggml_backend_dev_type type);
+/* Backend on the named device / first device of type / best device (GPU, else CPU); NULL if none. */
+ggml_backend_t ggml_backend_init_by_name(const char * name, const char * params);
+ggml_backend_t ggml_backend_init_by_type(enum ggml_backend_dev_type type, const char * params);
+ggml_backend_t ggml_backend_init_best(void);
+
+/* Signature of the "ggml_backend_set_n_threads" service. */
+typedef void (*ggml_backend_set_n_threads_t)(ggml_backend_t backend, int n_threads);
+/* Abort callback: polled between nodes and inside long kernels; returning true stops the graph. */
+typedef bool (*ggml_abort_callback)(void * data);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GGML_BACKEND_H */

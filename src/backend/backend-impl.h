@@ -1,0 +1,95 @@
+// The interface every backend implements: abstract registry, device, buffer type, buffer, backend
+// and event classes behind the opaque handles of ggml-backend.h.
+#pragma once
+
+#include <ggml-backend.h>
+
+#include <cstdint>
+#include <string>
+
+namespace ggx::backend {
+
+// Records the calling thread's last error (see ggml_backend_get_last_error).
+void set_last_error(std::string message);
+// Shorthand: records message and returns status.
+ggml_status fail(ggml_status status, std::string message);
+
+}  // namespace ggx::backend
+
+struct ggml_backend_buffer_type {
+    virtual ~ggml_backend_buffer_type() = default;
+    virtual const char * name() const = 0;
+    // A new buffer, or nullptr after set_last_error.
+    virtual ggml_backend_buffer_t alloc_buffer(size_t size) = 0;
+    virtual size_t alignment() const = 0;
+    virtual size_t max_size() const { return SIZE_MAX; }
+    virtual size_t alloc_size(const ggml_tensor * tensor) const { return ggml_nbytes(tensor); }
+    virtual bool is_host() const = 0;
+    virtual ggml_backend_dev_t device() const = 0;
+};
+
+struct ggml_backend_buffer {
+    ggml_backend_buffer(ggml_backend_buffer_type_t type, size_t bytes) : buft(type), size(bytes) {}
+    virtual ~ggml_backend_buffer() = default;
+    ggml_backend_buffer(const ggml_backend_buffer &) = delete;
+    ggml_backend_buffer & operator=(const ggml_backend_buffer &) = delete;
+
+    virtual void * base() = 0;
+    virtual ggml_status init_tensor(ggml_tensor *) { return GGML_STATUS_SUCCESS; }
+    // Ranges are validated by the caller: within the tensor and the buffer.
+    virtual void set_tensor(ggml_tensor * tensor, const void * data, size_t offset, size_t bytes) = 0;
+    virtual void get_tensor(const ggml_tensor * tensor, void * data, size_t offset, size_t bytes) = 0;
+    virtual void memset_tensor(ggml_tensor * tensor, uint8_t value, size_t offset, size_t bytes) = 0;
+    // Copy src (any buffer) into dst (in this buffer) directly; false when not possible this way.
+    virtual bool copy_tensor(const ggml_tensor *, ggml_tensor *) { return false; }
+    virtual void clear(uint8_t value) = 0;
+
+    ggml_backend_buffer_type_t const buft;
+    const size_t size;
+    ggml_backend_buffer_usage usage = GGML_BACKEND_BUFFER_USAGE_ANY;
+};
+
+struct ggml_backend_event {
+    virtual ~ggml_backend_event() = default;
+    virtual void record(ggml_backend_t backend) = 0;
+    virtual void synchronize() = 0;
+    virtual void wait(ggml_backend_t backend) = 0;
+};
+
+struct ggml_backend {
+    virtual ~ggml_backend() = default;
+    virtual const char * name() const = 0;
+    virtual ggml_backend_dev_t device() const = 0;
+    // Asynchronous transfers default to synchronous ones.
+    virtual void set_tensor_async(ggml_tensor * tensor, const void * data, size_t offset, size_t bytes);
+    virtual void get_tensor_async(const ggml_tensor * tensor, void * data, size_t offset, size_t bytes);
+    virtual bool copy_tensor_async(ggml_backend_t, const ggml_tensor *, ggml_tensor *) { return false; }
+    virtual void synchronize() {}
+    // Graph validity and tensor placement are checked by the caller.
+    virtual ggml_status graph_compute(ggml_cgraph * graph) = 0;
+};
+
+struct ggml_backend_device {
+    virtual ~ggml_backend_device() = default;
+    virtual const char * name() const = 0;
+    virtual const char * description() const = 0;
+    virtual void memory(size_t * free, size_t * total) const = 0;
+    virtual enum ggml_backend_dev_type type() const = 0;
+    virtual ggml_backend_dev_caps caps() const = 0;
+    virtual ggml_backend_reg_t reg() const = 0;
+    virtual ggml_backend_t init_backend(const char * params) = 0;
+    virtual ggml_backend_buffer_type_t buffer_type() = 0;
+    virtual ggml_backend_buffer_type_t host_buffer_type() { return nullptr; }
+    virtual bool supports_op(const ggml_tensor * op) const = 0;
+    virtual bool supports_buft(ggml_backend_buffer_type_t buft) const = 0;
+    virtual bool offload_op(const ggml_tensor *) const { return false; }
+    virtual ggml_backend_event_t new_event() { return nullptr; }
+};
+
+struct ggml_backend_reg {
+    virtual ~ggml_backend_reg() = default;
+    virtual const char * name() const = 0;
+    virtual size_t device_count() const = 0;
+    virtual ggml_backend_dev_t device(size_t index) = 0;
+    virtual void * proc_address(const char *) { return nullptr; }
+};

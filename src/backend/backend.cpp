@@ -1,0 +1,296 @@
+// The public backend API: argument validation around the backend interface classes.
+#include "backend/backend-impl.h"
+
+#include <cstring>
+
+namespace ggx::backend {
+
+namespace {
+thread_local std::string last_error;
+
+std::string range_text(const ggml_tensor * tensor, size_t offset, size_t size) {
+    return "tensor '" + std::string(tensor->name) + "' (" + std::to_string(ggml_nbytes(tensor)) +
+           " bytes): range [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
+           std::to_string(size) + ")";
+}
+
+// The tensor is placed and [offset, offset + size) lies inside it.
+ggml_status check_range(const char * what, const ggml_tensor * tensor, size_t offset, size_t size) {
+    if (!tensor) return fail(GGML_STATUS_FAILED, std::string(what) + ": tensor is NULL");
+    if (!tensor->buffer || !tensor->data) {
+        return fail(GGML_STATUS_FAILED,
+                    std::string(what) + ": tensor '" + tensor->name + "' is not allocated");
+    }
+    const size_t nbytes = ggml_nbytes(tensor);
+    if (offset > nbytes || size > nbytes - offset) {
+        return fail(GGML_STATUS_FAILED,
+                    std::string(what) + ": out of bounds: " + range_text(tensor, offset, size));
+    }
+    return GGML_STATUS_SUCCESS;
+}
+}  // namespace
+
+void set_last_error(std::string message) { last_error = std::move(message); }
+
+ggml_status fail(ggml_status status, std::string message) {
+    set_last_error(std::move(message));
+    return status;
+}
+
+}  // namespace ggx::backend
+
+using namespace ggx::backend;
+
+void ggml_backend::set_tensor_async(ggml_tensor * tensor, const void * data, size_t offset, size_t size) {
+    tensor->buffer->set_tensor(tensor, data, offset, size);
+}
+
+void ggml_backend::get_tensor_async(const ggml_tensor * tensor, void * data, size_t offset, size_t size) {
+    tensor->buffer->get_tensor(tensor, data, offset, size);
+}
+
+extern "C" {
+
+const char * ggml_backend_get_last_error(void) { return last_error.c_str(); }
+
+// Buffer types
+
+const char * ggml_backend_buft_name(ggml_backend_buffer_type_t buft) { return buft->name(); }
+ggml_backend_buffer_t ggml_backend_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size) {
+    if (size > buft->max_size()) {
+        set_last_error(std::string(buft->name()) + ": cannot allocate " + std::to_string(size) +
+                       " bytes: the maximum buffer size is " + std::to_string(buft->max_size()));
+        return nullptr;
+    }
+    return buft->alloc_buffer(size);
+}
+size_t ggml_backend_buft_get_alignment(ggml_backend_buffer_type_t buft) { return buft->alignment(); }
+size_t ggml_backend_buft_get_max_size(ggml_backend_buffer_type_t buft) { return buft->max_size(); }
+size_t ggml_backend_buft_get_alloc_size(ggml_backend_buffer_type_t buft, const ggml_tensor * tensor) {
+    return buft->alloc_size(tensor);
+}
+bool ggml_backend_buft_is_host(ggml_backend_buffer_type_t buft) { return buft->is_host(); }
+ggml_backend_dev_t ggml_backend_buft_get_device(ggml_backend_buffer_type_t buft) { return buft->device(); }
+
+// Buffers
+
+void ggml_backend_buffer_free(ggml_backend_buffer_t buffer) { delete buffer; }
+const char * ggml_backend_buffer_name(ggml_backend_buffer_t buffer) { return buffer->buft->name(); }
+void * ggml_backend_buffer_get_base(ggml_backend_buffer_t buffer) { return buffer->base(); }
+size_t ggml_backend_buffer_get_size(ggml_backend_buffer_t buffer) { return buffer->size; }
+size_t ggml_backend_buffer_get_alignment(ggml_backend_buffer_t buffer) { return buffer->buft->alignment(); }
+size_t ggml_backend_buffer_get_max_size(ggml_backend_buffer_t buffer) { return buffer->buft->max_size(); }
+size_t ggml_backend_buffer_get_alloc_size(ggml_backend_buffer_t buffer, const ggml_tensor * tensor) {
+    return buffer->buft->alloc_size(tensor);
+}
+bool ggml_backend_buffer_is_host(ggml_backend_buffer_t buffer) { return buffer->buft->is_host(); }
+void ggml_backend_buffer_clear(ggml_backend_buffer_t buffer, uint8_t value) { buffer->clear(value); }
+void ggml_backend_buffer_set_usage(ggml_backend_buffer_t buffer, ggml_backend_buffer_usage usage) {
+    buffer->usage = usage;
+}
+ggml_backend_buffer_usage ggml_backend_buffer_get_usage(ggml_backend_buffer_t buffer) {
+    return buffer->usage;
+}
+ggml_backend_buffer_type_t ggml_backend_buffer_get_type(ggml_backend_buffer_t buffer) { return buffer->buft; }
+
+ggml_status ggml_backend_buffer_init_tensor(ggml_backend_buffer_t buffer, ggml_tensor * tensor) {
+    return buffer->init_tensor(tensor);
+}
+
+ggml_status ggml_backend_tensor_alloc(ggml_backend_buffer_t buffer, ggml_tensor * tensor, void * addr) {
+    const std::string what = "ggml_backend_tensor_alloc: tensor '" + std::string(tensor->name) + "'";
+    if (tensor->view_src) return fail(GGML_STATUS_FAILED, what + " is a view: use ggml_backend_view_init");
+    if (tensor->data || tensor->buffer) return fail(GGML_STATUS_FAILED, what + " is already allocated");
+    auto * base = static_cast<char *>(buffer->base());
+    auto * start = static_cast<char *>(addr);
+    const size_t bytes = buffer->buft->alloc_size(tensor);
+    if (start < base || start > base + buffer->size || bytes > size_t(base + buffer->size - start)) {
+        return fail(GGML_STATUS_FAILED, what + " (" + std::to_string(bytes) +
+                                            " bytes) does not fit in buffer " + buffer->buft->name() +
+                                            " of " + std::to_string(buffer->size) + " bytes");
+    }
+    if ((start - base) % buffer->buft->alignment() != 0) {
+        return fail(GGML_STATUS_FAILED, what + ": address not aligned to " +
+                                            std::to_string(buffer->buft->alignment()) + " bytes");
+    }
+    tensor->buffer = buffer;
+    tensor->data = addr;
+    return buffer->init_tensor(tensor);
+}
+
+ggml_status ggml_backend_view_init(ggml_tensor * tensor) {
+    const ggml_tensor * owner = tensor->view_src;
+    if (!owner || !owner->buffer || !owner->data) {
+        return fail(GGML_STATUS_FAILED, "ggml_backend_view_init: tensor '" + std::string(tensor->name) +
+                                            "' has no allocated view_src");
+    }
+    tensor->buffer = owner->buffer;
+    tensor->data = static_cast<char *>(owner->data) + tensor->view_offs;
+    return tensor->buffer->init_tensor(tensor);
+}
+
+// Tensor data
+
+ggml_status ggml_backend_tensor_set(ggml_tensor * tensor, const void * data, size_t offset, size_t size) {
+    if (const ggml_status status = check_range("ggml_backend_tensor_set", tensor, offset, size))
+        return status;
+    if (size) tensor->buffer->set_tensor(tensor, data, offset, size);
+    return GGML_STATUS_SUCCESS;
+}
+
+ggml_status ggml_backend_tensor_get(const ggml_tensor * tensor, void * data, size_t offset, size_t size) {
+    if (const ggml_status status = check_range("ggml_backend_tensor_get", tensor, offset, size))
+        return status;
+    if (size) tensor->buffer->get_tensor(tensor, data, offset, size);
+    return GGML_STATUS_SUCCESS;
+}
+
+ggml_status ggml_backend_tensor_memset(ggml_tensor * tensor, uint8_t value, size_t offset, size_t size) {
+    if (const ggml_status status = check_range("ggml_backend_tensor_memset", tensor, offset, size))
+        return status;
+    if (size) tensor->buffer->memset_tensor(tensor, value, offset, size);
+    return GGML_STATUS_SUCCESS;
+}
+
+ggml_status ggml_backend_tensor_copy(const ggml_tensor * src, ggml_tensor * dst) {
+    if (const ggml_status status = check_range("ggml_backend_tensor_copy", src, 0, 0)) return status;
+    if (const ggml_status status = check_range("ggml_backend_tensor_copy", dst, 0, 0)) return status;
+    if (src->type != dst->type || !ggml_are_same_shape(src, dst) || !ggml_is_contiguous(src) ||
+        !ggml_is_contiguous(dst)) {
+        return fail(GGML_STATUS_FAILED, "ggml_backend_tensor_copy: '" + std::string(src->name) + "' and '" +
+                                            dst->name + "' must be contiguous with the same type and shape");
+    }
+    const size_t nbytes = ggml_nbytes(src);
+    if (src == dst || nbytes == 0) return GGML_STATUS_SUCCESS;
+    if (src->buffer->buft->is_host()) {
+        dst->buffer->set_tensor(dst, src->data, 0, nbytes);
+    } else if (dst->buffer->buft->is_host()) {
+        src->buffer->get_tensor(src, dst->data, 0, nbytes);
+    } else if (!dst->buffer->copy_tensor(src, dst)) {
+        std::string staging(nbytes, '\0');
+        src->buffer->get_tensor(src, staging.data(), 0, nbytes);
+        dst->buffer->set_tensor(dst, staging.data(), 0, nbytes);
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
+// Backends
+
+const char * ggml_backend_name(ggml_backend_t backend) { return backend->name(); }
+
+void ggml_backend_free(ggml_backend_t backend) {
+    if (!backend) return;
+    backend->synchronize();
+    delete backend;
+}
+
+ggml_backend_dev_t ggml_backend_get_device(ggml_backend_t backend) { return backend->device(); }
+ggml_backend_buffer_type_t ggml_backend_get_default_buffer_type(ggml_backend_t backend) {
+    return backend->device()->buffer_type();
+}
+ggml_backend_buffer_t ggml_backend_alloc_buffer(ggml_backend_t backend, size_t size) {
+    return ggml_backend_buft_alloc_buffer(ggml_backend_get_default_buffer_type(backend), size);
+}
+size_t ggml_backend_get_alignment(ggml_backend_t backend) {
+    return ggml_backend_get_default_buffer_type(backend)->alignment();
+}
+size_t ggml_backend_get_max_size(ggml_backend_t backend) {
+    return ggml_backend_get_default_buffer_type(backend)->max_size();
+}
+
+ggml_status ggml_backend_tensor_set_async(ggml_backend_t backend, ggml_tensor * tensor, const void * data,
+                                          size_t offset, size_t size) {
+    if (const ggml_status status = check_range("ggml_backend_tensor_set_async", tensor, offset, size))
+        return status;
+    if (size) backend->set_tensor_async(tensor, data, offset, size);
+    return GGML_STATUS_SUCCESS;
+}
+
+ggml_status ggml_backend_tensor_get_async(ggml_backend_t backend, const ggml_tensor * tensor, void * data,
+                                          size_t offset, size_t size) {
+    if (const ggml_status status = check_range("ggml_backend_tensor_get_async", tensor, offset, size))
+        return status;
+    if (size) backend->get_tensor_async(tensor, data, offset, size);
+    return GGML_STATUS_SUCCESS;
+}
+
+ggml_status ggml_backend_tensor_copy_async(ggml_backend_t backend_src, ggml_backend_t backend_dst,
+                                           const ggml_tensor * src, ggml_tensor * dst) {
+    if (backend_dst->copy_tensor_async(backend_src, src, dst)) return GGML_STATUS_SUCCESS;
+    ggml_backend_synchronize(backend_src);
+    ggml_backend_synchronize(backend_dst);
+    return ggml_backend_tensor_copy(src, dst);
+}
+
+void ggml_backend_synchronize(ggml_backend_t backend) { backend->synchronize(); }
+
+ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, ggml_cgraph * cgraph) {
+    if (!ggml_graph_is_valid(cgraph)) {
+        return fail(GGML_STATUS_FAILED, std::string(backend->name()) +
+                                            ": graph is invalid (it was given a NULL tensor or overflowed)");
+    }
+    return backend->graph_compute(cgraph);
+}
+
+ggml_status ggml_backend_graph_compute(ggml_backend_t backend, ggml_cgraph * cgraph) {
+    const ggml_status status = ggml_backend_graph_compute_async(backend, cgraph);
+    backend->synchronize();
+    return status;
+}
+
+bool ggml_backend_supports_op(ggml_backend_t backend, const ggml_tensor * op) {
+    return backend->device()->supports_op(op);
+}
+bool ggml_backend_supports_buft(ggml_backend_t backend, ggml_backend_buffer_type_t buft) {
+    return backend->device()->supports_buft(buft);
+}
+bool ggml_backend_offload_op(ggml_backend_t backend, const ggml_tensor * op) {
+    return backend->device()->offload_op(op);
+}
+
+// Events
+
+ggml_backend_event_t ggml_backend_event_new(ggml_backend_dev_t device) { return device->new_event(); }
+void ggml_backend_event_free(ggml_backend_event_t event) { delete event; }
+void ggml_backend_event_record(ggml_backend_event_t event, ggml_backend_t backend) { event->record(backend); }
+void ggml_backend_event_synchronize(ggml_backend_event_t event) { event->synchronize(); }
+void ggml_backend_event_wait(ggml_backend_t backend, ggml_backend_event_t event) { event->wait(backend); }
+
+// Devices
+
+const char * ggml_backend_dev_name(ggml_backend_dev_t device) { return device->name(); }
+const char * ggml_backend_dev_description(ggml_backend_dev_t device) { return device->description(); }
+void ggml_backend_dev_memory(ggml_backend_dev_t device, size_t * free, size_t * total) {
+    device->memory(free, total);
+}
+enum ggml_backend_dev_type ggml_backend_dev_type(ggml_backend_dev_t device) { return device->type(); }
+
+void ggml_backend_dev_get_props(ggml_backend_dev_t device, ggml_backend_dev_props * props) {
+    props->name = device->name();
+    props->description = device->description();
+    device->memory(&props->memory_free, &props->memory_total);
+    props->type = device->type();
+    props->caps = device->caps();
+}
+
+ggml_backend_reg_t ggml_backend_dev_backend_reg(ggml_backend_dev_t device) { return device->reg(); }
+ggml_backend_t ggml_backend_dev_init(ggml_backend_dev_t device, const char * params) {
+    return device->init_backend(params);
+}
+ggml_backend_buffer_type_t ggml_backend_dev_buffer_type(ggml_backend_dev_t device) {
+    return device->buffer_type();
+}
+ggml_backend_buffer_type_t ggml_backend_dev_host_buffer_type(ggml_backend_dev_t device) {
+    return device->host_buffer_type();
+}
+bool ggml_backend_dev_supports_op(ggml_backend_dev_t device, const ggml_tensor * op) {
+    return device->supports_op(op);
+}
+bool ggml_backend_dev_supports_buft(ggml_backend_dev_t device, ggml_backend_buffer_type_t buft) {
+    return device->supports_buft(buft);
+}
+bool ggml_backend_dev_offload_op(ggml_backend_dev_t device, const ggml_tensor * op) {
+    return device->offload_op(op);
+}
+
+}  // extern "C"

@@ -1,0 +1,59 @@
+// Shared kernel helpers and the kernels of ops without computation and of CPU callback nodes.
+#include "cpu/kernels/common.h"
+
+#include <vector>
+
+namespace ggx::cpu {
+
+void ComputeParams::fail(const std::string & message) const {
+    bool expected = false;
+    if (failed_.compare_exchange_strong(expected, true)) error_ = message;
+    thread.request_abort();
+}
+
+void load_row(ggml_type type, const char * src, size_t stride, int64_t n, float * dst) {
+    if (ggml_is_quantized(type) || stride == ggml_type_size(type)) {
+        ggml_dequantize_row(type, src, dst, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; ++i)
+        dst[i] = load_float(type, src + i * stride);
+}
+
+void store_row(ggml_type type, const float * src, char * dst, size_t stride, int64_t n) {
+    if (ggml_is_quantized(type) || stride == ggml_type_size(type)) {
+        ggml_quantize_row(type, src, dst, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; ++i)
+        store_float(type, dst + i * stride, src[i]);
+}
+
+namespace kernels {
+
+const Kernel none = {
+    .supports = [](const ggml_tensor *) { return true; },
+    .workspace = nullptr,
+    .compute = [](const ComputeParams &, ggml_tensor *) {},
+};
+
+// The application's callback computes the node; it is given this thread's index and the number of
+// threads it asked for (capped by the pool).
+const Kernel custom = {
+    .supports =
+        [](const ggml_tensor * node) { return ggml_get_custom_kind(node) == GGML_CUSTOM_KIND_CPU_CALLBACK; },
+    .workspace = nullptr,
+    .compute =
+        [](const ComputeParams & params, ggml_tensor * node) {
+            ggml_custom_op_t fun = nullptr;
+            int n_tasks = 0;
+            void * userdata = nullptr;
+            ggml_get_custom_callback(node, &fun, &n_tasks, &userdata);
+            const int nth = n_tasks == GGML_N_TASKS_MAX ? params.nth() : std::min(n_tasks, params.nth());
+            if (params.ith() < nth) fun(node, params.ith(), nth, userdata);
+        },
+};
+
+}  // namespace kernels
+
+}  // namespace ggx::cpu

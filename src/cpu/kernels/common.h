@@ -1,0 +1,113 @@
+// Helpers shared by the CPU kernel families: element addressing, float conversion of strided rows,
+// work splitting and the per-family kernel descriptors.
+#pragma once
+
+#include <ggml.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "cpu/kernel.h"
+
+namespace ggx::cpu {
+
+inline bool is_float(ggml_type type) { return ggml_is_float_type(type); }
+
+// Address of element (i0, i1, i2, i3); for quantized types i0 must be a block start.
+inline char * element_at(const ggml_tensor * t, int64_t i0, int64_t i1, int64_t i2 = 0, int64_t i3 = 0) {
+    return static_cast<char *>(t->data) + i0 / ggml_blck_size(t->type) * t->nb[0] + i1 * t->nb[1] +
+           i2 * t->nb[2] + i3 * t->nb[3];
+}
+
+inline char * row_at(const ggml_tensor * t, int64_t i1, int64_t i2 = 0, int64_t i3 = 0) {
+    return element_at(t, 0, i1, i2, i3);
+}
+
+// One element of an F32/F16/BF16/I32 tensor as float, and back (rounded to nearest even).
+inline float load_float(ggml_type type, const void * p) {
+    switch (type) {
+        case GGML_TYPE_F32: {
+            float v;
+            std::memcpy(&v, p, sizeof v);
+            return v;
+        }
+        case GGML_TYPE_F16: {
+            ggml_fp16_t h;
+            std::memcpy(&h, p, sizeof h);
+            return ggml_fp16_to_fp32(h);
+        }
+        case GGML_TYPE_BF16: {
+            ggml_bf16_t h;
+            std::memcpy(&h, p, sizeof h);
+            return ggml_bf16_to_fp32(h);
+        }
+        case GGML_TYPE_I32: {
+            int32_t v;
+            std::memcpy(&v, p, sizeof v);
+            return static_cast<float>(v);
+        }
+        default:
+            return 0.0f;
+    }
+}
+
+inline void store_float(ggml_type type, void * p, float v) {
+    switch (type) {
+        case GGML_TYPE_F32:
+            std::memcpy(p, &v, sizeof v);
+            break;
+        case GGML_TYPE_F16: {
+            const ggml_fp16_t h = ggml_fp32_to_fp16(v);
+            std::memcpy(p, &h, sizeof h);
+            break;
+        }
+        case GGML_TYPE_BF16: {
+            const ggml_bf16_t h = ggml_fp32_to_bf16(v);
+            std::memcpy(p, &h, sizeof h);
+            break;
+        }
+        default:
+            break;
+    }
+}
+
+// Converts n elements of a row of any type starting at src, elements stride bytes apart (for
+// quantized types the row must be dense), into F32 at dst.
+void load_row(ggml_type type, const char * src, size_t stride, int64_t n, float * dst);
+// Converts n F32 values into a row of type at dst, elements stride bytes apart (quantized: dense).
+void store_row(ggml_type type, const float * src, char * dst, size_t stride, int64_t n);
+
+// This thread's share [begin, end) of n items split into nth near-equal contiguous chunks.
+inline std::pair<int64_t, int64_t> split(int64_t n, int ith, int nth) {
+    const int64_t base = n / nth, extra = n % nth;
+    const int64_t begin = ith * base + std::min<int64_t>(ith, extra);
+    return {begin, begin + base + (ith < extra ? 1 : 0)};
+}
+
+// Calls f(i1, i2, i3) for this thread's share of the rows of t.
+template <class F>
+void for_each_row(const ComputeParams & params, const ggml_tensor * t, F && f) {
+    const auto [begin, end] = split(ggml_nrows(t), params.ith(), params.nth());
+    for (int64_t r = begin; r < end; ++r) {
+        const int64_t i1 = r % t->ne[1], i2 = r / t->ne[1] % t->ne[2], i3 = r / (t->ne[1] * t->ne[2]);
+        f(i1, i2, i3);
+    }
+}
+
+// Kernel descriptors, one per op family file under src/cpu/kernels/.
+namespace kernels {
+extern const Kernel none;    // VIEW, RESHAPE, PERMUTE, TRANSPOSE, NONE: nothing to compute
+extern const Kernel binary;  // ADD, SUB, MUL, DIV
+extern const Kernel scale, sqr, sqrt, clamp, unary, glu;
+extern const Kernel sum, sum_rows, mean, argmax;
+extern const Kernel copy;  // DUP, CPY, CONT
+extern const Kernel repeat, concat, pad, upscale, timestep_embedding;
+extern const Kernel norm, rms_norm, group_norm, l2_norm;
+extern const Kernel soft_max, rope;
+extern const Kernel get_rows, set_rows, im2col;
+extern const Kernel mul_mat, flash_attn_ext;
+extern const Kernel custom;  // CPU callback nodes
+}  // namespace kernels
+
+}  // namespace ggx::cpu

@@ -1,0 +1,79 @@
+// The CPU device's kernel table: one entry per ggml_op, checked at compile time.
+#include <algorithm>
+
+#include "cpu/kernels/common.h"
+
+namespace ggx::cpu {
+
+namespace {
+
+struct Entry {
+    ggml_op op;
+    const Kernel * kernel;
+};
+
+// Listed in ggml_op order so that the static_assert below proves every op has exactly one entry.
+constexpr Entry entries[] = {
+    {GGML_OP_NONE, &kernels::none},
+    {GGML_OP_DUP, &kernels::copy},
+    {GGML_OP_ADD, &kernels::binary},
+    {GGML_OP_SUB, &kernels::binary},
+    {GGML_OP_MUL, &kernels::binary},
+    {GGML_OP_DIV, &kernels::binary},
+    {GGML_OP_SCALE, &kernels::scale},
+    {GGML_OP_SQR, &kernels::sqr},
+    {GGML_OP_SQRT, &kernels::sqrt},
+    {GGML_OP_CLAMP, &kernels::clamp},
+    {GGML_OP_SUM, &kernels::sum},
+    {GGML_OP_SUM_ROWS, &kernels::sum_rows},
+    {GGML_OP_MEAN, &kernels::mean},
+    {GGML_OP_ARGMAX, &kernels::argmax},
+    {GGML_OP_REPEAT, &kernels::repeat},
+    {GGML_OP_CONCAT, &kernels::concat},
+    {GGML_OP_NORM, &kernels::norm},
+    {GGML_OP_RMS_NORM, &kernels::rms_norm},
+    {GGML_OP_GROUP_NORM, &kernels::group_norm},
+    {GGML_OP_L2_NORM, &kernels::l2_norm},
+    {GGML_OP_MUL_MAT, &kernels::mul_mat},
+    {GGML_OP_SOFT_MAX, &kernels::soft_max},
+    {GGML_OP_ROPE, &kernels::rope},
+    {GGML_OP_FLASH_ATTN_EXT, &kernels::flash_attn_ext},
+    {GGML_OP_GET_ROWS, &kernels::get_rows},
+    {GGML_OP_SET_ROWS, &kernels::set_rows},
+    {GGML_OP_UNARY, &kernels::unary},
+    {GGML_OP_GLU, &kernels::glu},
+    {GGML_OP_IM2COL, &kernels::im2col},
+    {GGML_OP_PAD, &kernels::pad},
+    {GGML_OP_UPSCALE, &kernels::upscale},
+    {GGML_OP_TIMESTEP_EMBEDDING, &kernels::timestep_embedding},
+    {GGML_OP_CPY, &kernels::copy},
+    {GGML_OP_CONT, &kernels::copy},
+    {GGML_OP_RESHAPE, &kernels::none},
+    {GGML_OP_VIEW, &kernels::none},
+    {GGML_OP_PERMUTE, &kernels::none},
+    {GGML_OP_TRANSPOSE, &kernels::none},
+    {GGML_OP_CUSTOM, &kernels::custom},
+};
+
+constexpr bool covers_every_op_in_order() {
+    if (std::size(entries) != GGML_OP_COUNT) return false;
+    for (size_t i = 0; i < std::size(entries); ++i) {
+        if (entries[i].op != static_cast<ggml_op>(i)) return false;
+    }
+    return true;
+}
+static_assert(covers_every_op_in_order(), "the CPU kernel table must list every ggml_op once, in order");
+
+}  // namespace
+
+const std::array<Kernel, GGML_OP_COUNT> & kernel_table() {
+    static const std::array<Kernel, GGML_OP_COUNT> table = [] {
+        std::array<Kernel, GGML_OP_COUNT> t{};
+        for (const Entry & entry : entries)
+            t[entry.op] = *entry.kernel;
+        return t;
+    }();
+    return table;
+}
+
+}  // namespace ggx::cpu
