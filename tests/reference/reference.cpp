@@ -219,8 +219,7 @@ Output k_copy(const ggml_tensor * d, const Inputs & in) {
 Output k_binary(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0), b = src(d, in, 1);
     require(same_shape(a.t, d), d, "result shape differs from a " + shape_str(a.t));
-    for (int k = 0; k < GGML_MAX_DIMS; ++k)
-        require(b.t->ne[k] > 0 && d->ne[k] % b.t->ne[k] == 0, d, "b " + shape_str(b.t) + " cannot be tiled");
+    require(ggml_can_repeat(b.t, d), d, "b " + shape_str(b.t) + " cannot be tiled");  // empty only over empty
     std::vector<double> r = zeros(d);
     for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
         const double x = a(i0, i1, i2, i3);
@@ -307,8 +306,7 @@ Output k_reduce(const ggml_tensor * d, const Inputs & in) {
 // REPEAT: r[i] = a[i mod a.ne].
 Output k_repeat(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0);
-    for (int k = 0; k < GGML_MAX_DIMS; ++k)
-        require(a.t->ne[k] > 0 && d->ne[k] % a.t->ne[k] == 0, d, "a " + shape_str(a.t) + " cannot be tiled");
+    require(ggml_can_repeat(a.t, d), d, "a " + shape_str(a.t) + " cannot be tiled");  // empty only to empty
     std::vector<double> r = zeros(d);
     for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
         r[at(d->ne, i0, i1, i2, i3)] = a(i0 % a.t->ne[0], i1 % a.t->ne[1], i2 % a.t->ne[2], i3 % a.t->ne[3]);

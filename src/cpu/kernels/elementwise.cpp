@@ -295,7 +295,7 @@ void compute_unary(const ComputeParams & params, ggml_tensor * node) {
 
 bool supports_binary(const ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *b = node->src[1];
-    return supports_map(node) && b && (b->type == GGML_TYPE_F32 || b->type == a->type) && !ggml_is_empty(b) &&
+    return supports_map(node) && b && (b->type == GGML_TYPE_F32 || b->type == a->type) &&
            ggml_can_repeat(b, node);
 }
 

@@ -49,7 +49,7 @@ bool same_type(const ggml_tensor * node, const ggml_tensor * a) { return a && a-
 
 bool supports_repeat(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
-    return same_type(node, a) && float_or_i32(a->type) && !ggml_is_empty(a) && ggml_can_repeat(a, node);
+    return same_type(node, a) && float_or_i32(a->type) && ggml_can_repeat(a, node);
 }
 
 void compute_repeat(const ComputeParams & params, ggml_tensor * node) {

@@ -1,0 +1,128 @@
+// ggx-ops case table: FLASH_ATTN_EXT over head sizes (Dv != D too), query and key counts, grouped
+// heads, batches, K/V dtypes, masks (none, shared F16 with -inf, per-head F32), logit softcap, ALiBi
+// and strided/permuted operands.
+#include <cmath>
+
+#include "ggx-ops/case.h"
+
+namespace ggx::ops {
+
+namespace {
+
+struct Attn {
+    int64_t d, dv, n_q, n_kv, h, hk, b, bk;
+    ggml_type k_type, v_type;
+    int mask;  // 0 none, 1 shared F16 [n_kv, n_q + 2], 2 per-head F32 [n_kv, n_q, h, b]
+    float softcap, max_bias;
+    Layout q_layout, kv_layout;
+};
+
+std::string describe(const Attn & a) {
+    static const char * masks[] = {"none", "f16-shared", "f32-per-head"};
+    return "q=" + str(Shape{a.d, a.n_q, a.h, a.b}) + " k=" + str(Shape{a.d, a.n_kv, a.hk, a.bk}) + " dv " +
+           std::to_string(a.dv) + " " + str(a.k_type) + "," + str(a.v_type) + " mask " + masks[a.mask] +
+           " softcap " + str(a.softcap) + " max_bias " + str(a.max_bias) + " q:" + layout_name(a.q_layout) +
+           " kv:" + layout_name(a.kv_layout);
+}
+
+ggml_tensor * build(Graph & g, const Attn & a) {
+    ggml_tensor * q = g.input(GGML_TYPE_F32, {a.d, a.n_q, a.h, a.b}, a.q_layout);
+    ggml_tensor * k = g.input(a.k_type, {a.d, a.n_kv, a.hk, a.bk}, a.kv_layout);
+    ggml_tensor * v = g.input(a.v_type, {a.dv, a.n_kv, a.hk, a.bk}, a.kv_layout);
+    ggml_tensor * mask = nullptr;
+    if (a.mask == 1)
+        mask = g.input(GGML_TYPE_F16, {a.n_kv, a.n_q + 2, 1, 1}, Layout::Contiguous, Gen::mask());
+    if (a.mask == 2)
+        mask = g.input(GGML_TYPE_F32, {a.n_kv, a.n_q, a.h, a.b}, Layout::Contiguous, Gen::mask());
+    const float scale = a.softcap > 0.0f ? 1.0f : 1.0f / std::sqrt(static_cast<float>(a.d));
+    return ggml_flash_attn_ext(g.ctx(), q, k, v, mask, scale, a.max_bias, a.softcap);
+}
+
+void add(CaseList & list, const Attn & a) {
+    list.add(GGML_OP_FLASH_ATTN_EXT, describe(a), [a](Graph & g) { return build(g, a); });
+}
+
+constexpr std::pair<ggml_type, ggml_type> kKvTypes[] = {
+    {GGML_TYPE_F16, GGML_TYPE_F16}, {GGML_TYPE_F32, GGML_TYPE_F32}, {GGML_TYPE_F32, GGML_TYPE_F16}};
+constexpr std::pair<Layout, Layout> kLayouts[] = {{Layout::Contiguous, Layout::Contiguous},
+                                                  {Layout::Permuted, Layout::Strided},
+                                                  {Layout::Strided, Layout::Contiguous}};
+
+// Sizes swept with the remaining options rotated, so every option meets many sizes.
+void add_size_sweep(CaseList & list) {
+    const std::pair<int64_t, int64_t> heads[] = {{32, 32}, {64, 64}, {40, 24}};
+    const std::pair<int64_t, int64_t> tokens[] = {{1, 7}, {3, 32}, {8, 65}, {1, 65}};
+    const std::pair<int64_t, int64_t> groups[] = {{1, 1}, {4, 2}, {3, 1}};
+    int i = 0;
+    for (auto [d, dv] : heads) {
+        for (auto [n_q, n_kv] : tokens) {
+            for (auto [h, hk] : groups) {
+                for (auto [tk, tv] : kKvTypes) {
+                    const int64_t b = 1 + i % 2, bk = i % 4 == 1 ? 1 : b;
+                    const auto [lq, lkv] = kLayouts[i % 3];
+                    add(list, {d, dv, n_q, n_kv, h, hk, b, bk, tk, tv, i % 3, (i / 3) % 2 ? 3.0f : 0.0f,
+                               (i / 2) % 2 ? 8.0f : 0.0f, lq, lkv});
+                    ++i;
+                }
+            }
+        }
+    }
+}
+
+// Query and key counts past the tiled path's thresholds, with remainders.
+void add_tile_sweep(CaseList & list) {
+    const std::pair<int64_t, int64_t> tokens[] = {{16, 96}, {17, 97}, {64, 200}, {70, 33}, {130, 257}};
+    int i = 0;
+    for (auto [n_q, n_kv] : tokens) {
+        for (auto [tk, tv] : kKvTypes) {
+            const auto [lq, lkv] = kLayouts[i % 3];
+            add(list, {64, 64, n_q, n_kv, 2, 1, 1, 1, tk, tv, 1 + i % 2, i % 4 == 3 ? 3.0f : 0.0f,
+                       (i / 2) % 2 ? 8.0f : 0.0f, lq, lkv});
+            add(list, {40, 24, n_q, n_kv, 3, 3, 1, 1, tk, tv, i % 3, 0.0f, 0.0f, kLayouts[(i + 1) % 3].first,
+                       kLayouts[(i + 1) % 3].second});
+            ++i;
+        }
+    }
+}
+
+// Every option combination on one size.
+void add_option_sweep(CaseList & list) {
+    for (auto [tk, tv] : kKvTypes) {
+        for (int mask = 0; mask < 3; ++mask) {
+            for (float softcap : {0.0f, 3.0f}) {
+                for (float max_bias : {0.0f, 8.0f}) {
+                    for (auto [lq, lkv] : kLayouts)
+                        add(list, {64, 64, 5, 33, 4, 2, 2, 2, tk, tv, mask, softcap, max_bias, lq, lkv});
+                }
+            }
+        }
+    }
+}
+
+// Perf: head size 128, 32 query heads over 8 K/V heads, F16 K/V; one query (decoding) and 512
+// queries with a shared mask, over 512 and 4096 keys.
+void add_perf_cases(CaseList & list) {
+    const auto f16 = GGML_TYPE_F16;
+    const auto dense = Layout::Contiguous;
+    for (int64_t n_q : {1, 512}) {
+        for (int64_t n_kv : {512, 4096}) {
+            const int mask = n_q > 1 ? 1 : 0;
+            const Attn a = {128, 128, n_q, n_kv, 32, 8, 1, 1, f16, f16, mask, 0.0f, 0.0f, dense, dense};
+            list.add_perf(GGML_OP_FLASH_ATTN_EXT,
+                          format("perf d128 h32/8 q%lld kv%lld f16 %s", static_cast<long long>(n_q),
+                                 static_cast<long long>(n_kv), mask ? "mask" : "no-mask"),
+                          4.0 * 128 * n_q * n_kv * 32, [a](Graph & g) { return build(g, a); });
+        }
+    }
+}
+
+}  // namespace
+
+void add_attention_cases(CaseList & list) {
+    add_size_sweep(list);
+    add_tile_sweep(list);
+    add_option_sweep(list);
+    add_perf_cases(list);
+}
+
+}  // namespace ggx::ops

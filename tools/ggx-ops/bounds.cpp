@@ -1,0 +1,120 @@
+// The error-bound table. Bounds are normalised mean squared errors (sum (a - e)^2 / sum e^2) of a
+// device result against the double-precision oracle, whose result is rounded to the node's type.
+// They allow the rounding a correct kernel adds on top of the oracle's:
+//  - F32 columns: float accumulation (about K * 2^-48 for a K-term sum) and transcendental
+//    approximations of a few ulp;
+//  - F16 and BF16 columns: at least one ulp of the storage type on a single element (a kernel's
+//    float result and the oracle's exact one can round to neighbouring values; on a one-element
+//    result that is up to 2^-20 for F16 and 2^-14 for BF16);
+//  - products: the conversion of the activations to the weights' precision (F16: 2^-22 / 3,
+//    BF16: 2^-16 / 3, Q8_0 blocks: about 2e-5).
+// Copies, layout, indexing and selection ops (CLAMP, ARGMAX) are exact.
+#include "bounds.h"
+
+#include <algorithm>
+#include <array>
+
+namespace ggx::ops {
+
+namespace {
+
+constexpr double kNotApplicable = -1.0;
+constexpr double na = kNotApplicable;
+
+// Columns, least precise last.
+enum Column { kF32, kF16, kBF16, kQ8_0, kQ4_0, kColumns };
+
+struct Row {
+    ggml_op op;
+    std::array<double, kColumns> nmse;  // F32, F16, BF16, Q8_0, Q4_0
+};
+
+// clang-format off
+constexpr Row kTable[] = {
+    //  op                          F32    F16    BF16   Q8_0   Q4_0
+    {GGML_OP_DUP,                  {0,     0,     0,     na,    na}},
+    {GGML_OP_CPY,                  {0,     0,     0,     0,     0}},
+    {GGML_OP_CONT,                 {0,     0,     0,     na,    na}},
+    {GGML_OP_VIEW,                 {0,     0,     0,     0,     0}},
+    {GGML_OP_RESHAPE,              {0,     0,     0,     0,     0}},
+    {GGML_OP_PERMUTE,              {0,     0,     0,     0,     0}},
+    {GGML_OP_TRANSPOSE,            {0,     0,     0,     0,     0}},
+    {GGML_OP_ADD,                  {1e-12, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_SUB,                  {1e-12, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_MUL,                  {1e-12, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_DIV,                  {1e-12, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_SCALE,                {1e-12, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_SQR,                  {1e-12, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_SQRT,                 {1e-12, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_CLAMP,                {0,     0,     0,     na,    na}},
+    {GGML_OP_UNARY,                {1e-7,  2e-6,  1e-4,  na,    na}},
+    {GGML_OP_GLU,                  {1e-7,  2e-6,  1e-4,  na,    na}},
+    {GGML_OP_SUM,                  {1e-10, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_SUM_ROWS,             {1e-10, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_MEAN,                 {1e-10, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_ARGMAX,               {0,     na,    na,    na,    na}},
+    {GGML_OP_REPEAT,               {0,     0,     0,     na,    na}},
+    {GGML_OP_CONCAT,               {0,     0,     0,     na,    na}},
+    {GGML_OP_PAD,                  {0,     0,     0,     na,    na}},
+    {GGML_OP_UPSCALE,              {0,     na,    na,    na,    na}},
+    {GGML_OP_TIMESTEP_EMBEDDING,   {1e-6,  na,    na,    na,    na}},
+    {GGML_OP_NORM,                 {1e-8,  na,    na,    na,    na}},
+    {GGML_OP_RMS_NORM,             {1e-8,  na,    na,    na,    na}},
+    {GGML_OP_GROUP_NORM,           {1e-8,  na,    na,    na,    na}},
+    {GGML_OP_L2_NORM,              {1e-8,  na,    na,    na,    na}},
+    {GGML_OP_MUL_MAT,              {1e-8,  2e-6,  1e-4,  5e-4,  5e-4}},
+    {GGML_OP_SOFT_MAX,             {1e-8,  2e-6,  na,    na,    na}},
+    {GGML_OP_ROPE,                 {1e-6,  2e-6,  na,    na,    na}},
+    {GGML_OP_FLASH_ATTN_EXT,       {1e-6,  5e-4,  na,    na,    na}},
+    {GGML_OP_GET_ROWS,             {0,     0,     0,     0,     0}},
+    {GGML_OP_SET_ROWS,             {0,     0,     0,     0,     0}},
+    {GGML_OP_IM2COL,               {0,     0,     na,    na,    na}},
+    {GGML_OP_CUSTOM,               {0,     0,     0,     0,     0}},
+};
+// clang-format on
+
+int column_of(ggml_type type) {
+    switch (type) {
+        case GGML_TYPE_F32:
+            return kF32;
+        case GGML_TYPE_F16:
+            return kF16;
+        case GGML_TYPE_BF16:
+            return kBF16;
+        case GGML_TYPE_Q8_0:
+            return kQ8_0;
+        case GGML_TYPE_Q4_0:
+            return kQ4_0;
+        default:
+            return -1;  // integer types do not lower precision
+    }
+}
+
+int key_column(const ggml_tensor * node) {
+    int column = std::max<int>(kF32, column_of(node->type));
+    for (const ggml_tensor * src : node->src) {
+        if (src) column = std::max(column, column_of(src->type));
+    }
+    return column;
+}
+
+const Row * row_of(ggml_op op) {
+    for (const Row & row : kTable) {
+        if (row.op == op) return &row;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+double nmse_bound(const ggml_tensor * node) {
+    if (!ggml_is_float_type(node->type) && !ggml_is_quantized(node->type)) return 0.0;
+    const Row * row = row_of(node->op);
+    if (!row) return 0.0;  // an op without a row must match exactly
+    const double bound = row->nmse[key_column(node)];
+    if (bound != kNotApplicable) return bound;
+    // A dtype the table does not expect for this op: the op's loosest documented bound.
+    return *std::max_element(row->nmse.begin(), row->nmse.end());
+}
+
+}  // namespace ggx::ops

@@ -1,0 +1,14 @@
+// The one error-bound table of ggx-ops: the largest normalised mean squared error a node may show
+// against the oracle, per op and dtype; 0 means the result must be exact.
+#pragma once
+
+#include <ggml.h>
+
+namespace ggx::ops {
+
+// The bound for a computed node. Integer results are always exact. Otherwise the dtype column is
+// the least precise of the node's type and its float/quantized sources' types (F32 < F16 < BF16
+// < Q8_0 < Q4_0), since kernels may compute in that precision.
+double nmse_bound(const ggml_tensor * node);
+
+}  // namespace ggx::ops

@@ -1,0 +1,76 @@
+// ggx-ops: proves every operator right on every device (check) and measures it (perf).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "runner.h"
+
+namespace {
+
+void usage() {
+    std::printf(
+        "usage: ggx-ops check|perf [options]\n"
+        "  check            run every case on every device against the reference; the last line\n"
+        "                   is 'N passed, M failed'\n"
+        "  perf             time the large-shape cases: time, GFLOP/s or GB/s, ratio to the roofline\n"
+        "  --device D       only device D (default: every device; check also runs the CPU with three\n"
+        "                   threads as device CPU/3t)\n"
+        "  --op OP          only cases of op OP (MUL_MAT) or sub-op (SILU, SWIGLU)\n"
+        "  --case TEXT      only cases whose name contains TEXT\n"
+        "  --seed S         run seed (default 1234); every failure prints it\n"
+        "  --list           list the selected cases instead of running them\n"
+        "  --verbose        print passing and skipped cases too\n"
+        "  --roofline R     perf: roofline JSON text or a file holding it (default: run\n"
+        "                   ../shared/tools/roofline)\n");
+}
+
+int list_cases(const std::vector<ggx::ops::Case> & cases, const ggx::ops::Options & options, bool perf) {
+    int n = 0;
+    for (const ggx::ops::Case & c : cases) {
+        if (c.perf != perf || !ggx::ops::selected(c, options)) continue;
+        std::printf("%s\n", c.name.c_str());
+        ++n;
+    }
+    std::printf("%d cases\n", n);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char ** argv) {
+    ggx::ops::Options options;
+    std::string mode;
+    bool list = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (arg == "check" || arg == "perf") {
+            mode = arg;
+        } else if (arg == "--list") {
+            list = true;
+        } else if (arg == "--verbose" || arg == "-v") {
+            options.verbose = true;
+        } else if (arg == "--device" && has_value) {
+            options.device = argv[++i];
+        } else if (arg == "--op" && has_value) {
+            options.op = argv[++i];
+        } else if (arg == "--case" && has_value) {
+            options.match = argv[++i];
+        } else if (arg == "--seed" && has_value) {
+            options.seed = std::strtoull(argv[++i], nullptr, 0);
+        } else if (arg == "--roofline" && has_value) {
+            options.roofline = argv[++i];
+        } else {
+            usage();
+            return arg == "--help" || arg == "-h" ? 0 : 2;
+        }
+    }
+    if (mode.empty() && !list) {
+        usage();
+        return 2;
+    }
+    const std::vector<ggx::ops::Case> cases = ggx::ops::all_cases();
+    if (list) return list_cases(cases, options, mode == "perf");
+    return mode == "check" ? ggx::ops::run_check(cases, options) : ggx::ops::run_perf(cases, options);
+}
