@@ -66,7 +66,8 @@ ggml_backend_buffer_type_t ggml_backend_buffer_get_type(ggml_backend_buffer_t bu
 
 /* Place tensor (own storage, not yet placed) at addr inside buffer; fails when it does not fit or
  * addr is misaligned. */
-enum ggml_status ggml_backend_tensor_alloc(ggml_backend_buffer_t buffer, struct ggml_tensor * tensor, void * addr);
+enum ggml_status ggml_backend_tensor_alloc(ggml_backend_buffer_t buffer, struct ggml_tensor * tensor,
+                                           void * addr);
 /* Give a view the buffer and address of its already placed view_src. */
 enum ggml_status ggml_backend_view_init(struct ggml_tensor * tensor);
 /* Let the buffer prepare backend state for a placed tensor (called by the two functions above). */
@@ -76,9 +77,12 @@ enum ggml_status ggml_backend_buffer_init_tensor(ggml_backend_buffer_t buffer, s
 /* Tensor data. The byte range [offset, offset + size) must lie within ggml_nbytes(tensor) and the
  * tensor must be placed in a buffer; otherwise nothing is copied and an error is returned. */
 
-enum ggml_status ggml_backend_tensor_set(struct ggml_tensor * tensor, const void * data, size_t offset, size_t size);
-enum ggml_status ggml_backend_tensor_get(const struct ggml_tensor * tensor, void * data, size_t offset, size_t size);
-enum ggml_status ggml_backend_tensor_memset(struct ggml_tensor * tensor, uint8_t value, size_t offset, size_t size);
+enum ggml_status ggml_backend_tensor_set(struct ggml_tensor * tensor, const void * data, size_t offset,
+                                         size_t size);
+enum ggml_status ggml_backend_tensor_get(const struct ggml_tensor * tensor, void * data, size_t offset,
+                                         size_t size);
+enum ggml_status ggml_backend_tensor_memset(struct ggml_tensor * tensor, uint8_t value, size_t offset,
+                                            size_t size);
 /* Copy all bytes of src into dst (same type and shape, both contiguous), across devices if needed. */
 enum ggml_status ggml_backend_tensor_copy(const struct ggml_tensor * src, struct ggml_tensor * dst);
 
@@ -97,10 +101,10 @@ size_t ggml_backend_get_max_size(ggml_backend_t backend);
 
 /* Asynchronous tensor data access ordered with the backend's work; complete after synchronize.
  * Backends without asynchronous transfers perform them immediately. */
-enum ggml_status ggml_backend_tensor_set_async(ggml_backend_t backend, struct ggml_tensor * tensor, const void * data,
-                                               size_t offset, size_t size);
-enum ggml_status ggml_backend_tensor_get_async(ggml_backend_t backend, const struct ggml_tensor * tensor, void * data,
-                                               size_t offset, size_t size);
+enum ggml_status ggml_backend_tensor_set_async(ggml_backend_t backend, struct ggml_tensor * tensor,
+                                               const void * data, size_t offset, size_t size);
+enum ggml_status ggml_backend_tensor_get_async(ggml_backend_t backend, const struct ggml_tensor * tensor,
+                                               void * data, size_t offset, size_t size);
 enum ggml_status ggml_backend_tensor_copy_async(ggml_backend_t backend_src, ggml_backend_t backend_dst,
                                                 const struct ggml_tensor * src, struct ggml_tensor * dst);
 /* Wait until all queued work of the backend has finished. */

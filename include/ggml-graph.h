@@ -30,7 +30,8 @@ bool ggml_graph_contains(const struct ggml_cgraph * cgraph, const struct ggml_te
 int ggml_graph_get_use_count(const struct ggml_cgraph * cgraph, const struct ggml_tensor * tensor);
 
 /* Caller-supplied mapping from a tensor of the source graph to its caller-owned copy. */
-typedef struct ggml_tensor * (*ggml_graph_tensor_map_t)(const struct ggml_tensor * original, void * user_data);
+typedef struct ggml_tensor * (*ggml_graph_tensor_map_t)(const struct ggml_tensor * original,
+                                                        void * user_data);
 
 /* Fill dst with the mapped nodes and leafs of src, in src's order, recording for each copy the
  * use count the original has in src (for a view, its whole graph's count). The caller owns the

@@ -348,13 +348,13 @@ bool ggml_can_repeat(const struct ggml_tensor * a, const struct ggml_tensor * b)
 /* Views with explicit shape, byte strides and byte offset; must lie inside a's storage. */
 struct ggml_tensor * ggml_view_1d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0,
                                   size_t offset);
-struct ggml_tensor * ggml_view_2d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0,
-                                  int64_t ne1, size_t nb1, size_t offset);
-struct ggml_tensor * ggml_view_3d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0,
-                                  int64_t ne1, int64_t ne2, size_t nb1, size_t nb2, size_t offset);
-struct ggml_tensor * ggml_view_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0,
-                                  int64_t ne1, int64_t ne2, int64_t ne3, size_t nb1, size_t nb2,
-                                  size_t nb3, size_t offset);
+struct ggml_tensor * ggml_view_2d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
+                                  size_t nb1, size_t offset);
+struct ggml_tensor * ggml_view_3d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
+                                  int64_t ne2, size_t nb1, size_t nb2, size_t offset);
+struct ggml_tensor * ggml_view_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
+                                  int64_t ne2, int64_t ne3, size_t nb1, size_t nb2, size_t nb3,
+                                  size_t offset);
 /* Reshapes of a contiguous a to b's shape / the given shape (same element count). */
 struct ggml_tensor * ggml_reshape(struct ggml_context * ctx, struct ggml_tensor * a,
                                   const struct ggml_tensor * b);
@@ -366,8 +366,8 @@ struct ggml_tensor * ggml_reshape_3d(struct ggml_context * ctx, struct ggml_tens
 struct ggml_tensor * ggml_reshape_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0,
                                      int64_t ne1, int64_t ne2, int64_t ne3);
 /* Dimension i of a becomes dimension axis_i of the result; the axes are a permutation of 0..3. */
-struct ggml_tensor * ggml_permute(struct ggml_context * ctx, struct ggml_tensor * a, int axis0,
-                                  int axis1, int axis2, int axis3);
+struct ggml_tensor * ggml_permute(struct ggml_context * ctx, struct ggml_tensor * a, int axis0, int axis1,
+                                  int axis2, int axis3);
 /* Swap dimensions 0 and 1. */
 struct ggml_tensor * ggml_transpose(struct ggml_context * ctx, struct ggml_tensor * a);
 
@@ -381,8 +381,8 @@ struct ggml_tensor * ggml_cast(struct ggml_context * ctx, struct ggml_tensor * a
 struct ggml_tensor * ggml_dup(struct ggml_context * ctx, struct ggml_tensor * a);
 /* Contiguous copy of a (op CONT), optionally with a new shape of the same element count. */
 struct ggml_tensor * ggml_cont(struct ggml_context * ctx, struct ggml_tensor * a);
-struct ggml_tensor * ggml_cont_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0,
-                                  int64_t ne1, int64_t ne2, int64_t ne3);
+struct ggml_tensor * ggml_cont_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
+                                  int64_t ne2, int64_t ne3);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Element-wise arithmetic. b is broadcast (tiled) over a: a->ne[i] % b->ne[i] == 0. The result has
@@ -405,8 +405,8 @@ struct ggml_tensor * ggml_div_inplace(struct ggml_context * ctx, struct ggml_ten
 struct ggml_tensor * ggml_scale(struct ggml_context * ctx, struct ggml_tensor * a, float s);
 struct ggml_tensor * ggml_scale_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float s);
 struct ggml_tensor * ggml_scale_bias(struct ggml_context * ctx, struct ggml_tensor * a, float s, float bias);
-struct ggml_tensor * ggml_scale_bias_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
-                                             float s, float bias);
+struct ggml_tensor * ggml_scale_bias_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float s,
+                                             float bias);
 struct ggml_tensor * ggml_sqr(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_sqr_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_sqrt(struct ggml_context * ctx, struct ggml_tensor * a);
@@ -470,12 +470,12 @@ struct ggml_tensor * ggml_l2_norm(struct ggml_context * ctx, struct ggml_tensor 
 /* Matrix products and attention */
 
 /* a [K, M, A2, A3], b [K, N, B2, B3] -> F32 [M, N, B2, B3], result[m, n] = sum_k a[k, m] * b[k, n];
- * a broadcast over dims 2, 3 (B2 % A2 == 0, B3 % A3 == 0; b matrix i2 uses a matrix i2 / (B2 / A2)). a: F32/F16/BF16/Q8_0/Q4_0 (quantized
- * rows dense); b: F32/F16/BF16. */
+ * a broadcast over dims 2, 3 (B2 % A2 == 0, B3 % A3 == 0; b matrix i2 uses a matrix i2 / (B2 / A2)). a:
+ * F32/F16/BF16/Q8_0/Q4_0 (quantized rows dense); b: F32/F16/BF16. */
 struct ggml_tensor * ggml_mul_mat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 
-/* softmax over rows of a * scale + slope * mask (an all -inf row gives zeros; mask optional, F16/F32, [ne0, >= ne1, ...]
- * broadcast over dims 2, 3); slope is 1 unless max_bias > 0 (ALiBi, head = dim 2). a: F32. */
+/* softmax over rows of a * scale + slope * mask (an all -inf row gives zeros; mask optional, F16/F32, [ne0,
+ * >= ne1, ...] broadcast over dims 2, 3); slope is 1 unless max_bias > 0 (ALiBi, head = dim 2). a: F32. */
 struct ggml_tensor * ggml_soft_max(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_soft_max_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_soft_max_ext(struct ggml_context * ctx, struct ggml_tensor * a,
@@ -487,13 +487,13 @@ struct ggml_tensor * ggml_soft_max_ext(struct ggml_context * ctx, struct ggml_te
  * YaRN parameters as in ggml. */
 struct ggml_tensor * ggml_rope_ext(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                    struct ggml_tensor * c, int n_dims, int mode, int n_ctx_orig,
-                                   float freq_base, float freq_scale, float ext_factor,
-                                   float attn_factor, float beta_fast, float beta_slow);
+                                   float freq_base, float freq_scale, float ext_factor, float attn_factor,
+                                   float beta_fast, float beta_slow);
 
 /* Attention: q [D, n_q, H, B] F32, k [D, n_kv, Hkv, Bk] and v [Dv, n_kv, Hkv, Bk] F16 or F32
- * (H % Hkv == 0, B % Bk == 0; head h reads k/v head h / (H / Hkv)), mask optional F16/F32 [n_kv, >= n_q, broadcast, broadcast]. Result F32
- * [Dv, H, n_q, B]. Score = softcap * tanh(q.k * scale / softcap) (softcap 0: q.k * scale), plus
- * slope * mask (ALiBi slope as in soft_max_ext). */
+ * (H % Hkv == 0, B % Bk == 0; head h reads k/v head h / (H / Hkv)), mask optional F16/F32 [n_kv, >= n_q,
+ * broadcast, broadcast]. Result F32 [Dv, H, n_q, B]. Score = softcap * tanh(q.k * scale / softcap) (softcap
+ * 0: q.k * scale), plus slope * mask (ALiBi slope as in soft_max_ext). */
 struct ggml_tensor * ggml_flash_attn_ext(struct ggml_context * ctx, struct ggml_tensor * q,
                                          struct ggml_tensor * k, struct ggml_tensor * v,
                                          struct ggml_tensor * mask, float scale, float max_bias,
@@ -572,9 +572,9 @@ typedef void (*ggml_custom_op_t)(struct ggml_tensor * dst, int ith, int nth, voi
 /* Node of type and shape ne0..ne3 computed by fun on the CPU (n_tasks threads, GGML_N_TASKS_MAX =
  * all); args (at most GGML_MAX_SRC) become src. op_params carry GGML_CUSTOM_MARKER_CPU_CALLBACK.
  * userdata must stay alive while the graph is in use. */
-struct ggml_tensor * ggml_custom_4d(struct ggml_context * ctx, enum ggml_type type, int64_t ne0,
-                                    int64_t ne1, int64_t ne2, int64_t ne3, struct ggml_tensor ** args,
-                                    int n_args, ggml_custom_op_t fun, int n_tasks, void * userdata);
+struct ggml_tensor * ggml_custom_4d(struct ggml_context * ctx, enum ggml_type type, int64_t ne0, int64_t ne1,
+                                    int64_t ne2, int64_t ne3, struct ggml_tensor ** args, int n_args,
+                                    ggml_custom_op_t fun, int n_tasks, void * userdata);
 /* The callback, thread count and user data of a CPU-callback node (false for other nodes). */
 bool ggml_get_custom_callback(const struct ggml_tensor * tensor, ggml_custom_op_t * fun, int * n_tasks,
                               void ** userdata);

@@ -268,7 +268,8 @@ size_t ggml_nbytes(const ggml_tensor * t) {
     // Quantized rows are whole dense blocks; other types may have any element stride.
     const bool blocked = ggml_blck_size(t->type) != 1;
     size_t bytes = blocked ? ggml_row_size(t->type, t->ne[0]) : ggml_type_size(t->type);
-    for (int i = blocked ? 1 : 0; i < GGML_MAX_DIMS; ++i) bytes += (t->ne[i] - 1) * t->nb[i];
+    for (int i = blocked ? 1 : 0; i < GGML_MAX_DIMS; ++i)
+        bytes += (t->ne[i] - 1) * t->nb[i];
     return bytes;
 }
 
@@ -402,7 +403,8 @@ static ggml_tensor * permute(ggml_context * ctx, const char * op_name, ggml_op o
         if (valid) seen[axis] = true;
     }
     check.require(valid, "axes must be a permutation of 0, 1, 2, 3")
-        .require(!ggml_is_quantized(a->type) || axes[0] == 0, "dimension 0 of a quantized tensor cannot move");
+        .require(!ggml_is_quantized(a->type) || axes[0] == 0,
+                 "dimension 0 of a quantized tensor cannot move");
     if (!check) return nullptr;
     int64_t ne[4];
     size_t nb[4];

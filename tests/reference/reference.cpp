@@ -26,9 +26,7 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Shapes, indices, messages
 
-int64_t count(const ggml_tensor * t) {
-    return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
-}
+int64_t count(const ggml_tensor * t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
 
 // Flat logical index of (i0, i1, i2, i3) in a tensor of shape ne (ne0 fastest).
 int64_t at(const int64_t * ne, int64_t i0, int64_t i1, int64_t i2 = 0, int64_t i3 = 0) {
@@ -36,11 +34,13 @@ int64_t at(const int64_t * ne, int64_t i0, int64_t i1, int64_t i2 = 0, int64_t i
 }
 
 // Calls f(i0, i1, i2, i3) for every element of shape ne in logical order.
-template <class F> void for_each_index(const int64_t * ne, F && f) {
+template <class F>
+void for_each_index(const int64_t * ne, F && f) {
     for (int64_t i3 = 0; i3 < ne[3]; ++i3)
         for (int64_t i2 = 0; i2 < ne[2]; ++i2)
             for (int64_t i1 = 0; i1 < ne[1]; ++i1)
-                for (int64_t i0 = 0; i0 < ne[0]; ++i0) f(i0, i1, i2, i3);
+                for (int64_t i0 = 0; i0 < ne[0]; ++i0)
+                    f(i0, i1, i2, i3);
 }
 
 std::string shape_str(const ggml_tensor * t) {
@@ -52,17 +52,15 @@ std::string describe(const ggml_tensor * t) {
     if (t == nullptr) return "(null tensor)";
     std::string name = t->name[0] != '\0' ? std::string(t->name) : std::string("<unnamed>");
     const char * op = t->op == GGML_OP_NONE ? "leaf" : ggml_op_desc(t);
-    return "tensor '" + name + "' (" + (op ? op : "?") + ", " + ggml_type_name(t->type) + " " +
-           shape_str(t) + ")";
+    return "tensor '" + name + "' (" + (op ? op : "?") + ", " + ggml_type_name(t->type) + " " + shape_str(t) +
+           ")";
 }
 
 [[noreturn]] void fail(const ggml_tensor * t, const std::string & reason) {
     throw Error("ggx::ref: " + describe(t) + ": " + reason);
 }
 
-int32_t int_param(const ggml_tensor * t, int k) {
-    return t->op_params[k];
-}
+int32_t int_param(const ggml_tensor * t, int k) { return t->op_params[k]; }
 
 double float_param(const ggml_tensor * t, int k) {
     float f = 0.0f;
@@ -81,9 +79,7 @@ bool same_shape(const ggml_tensor * a, const ggml_tensor * b) {
 // ---------------------------------------------------------------------------------------------
 // Rounding to storage types
 
-bool is_block_type(ggml_type type) {
-    return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0;
-}
+bool is_block_type(ggml_type type) { return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0; }
 
 // IEEE double -> float, round to nearest even, overflow to infinity (a plain cast of an
 // out-of-range double is undefined behaviour in C++).
@@ -91,7 +87,8 @@ float to_float(double v) {
     if (std::isnan(v) || std::isinf(v)) return static_cast<float>(v);
     // Half an ulp above FLT_MAX rounds (ties to even) to infinity.
     const double overflow = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);
-    if (std::fabs(v) >= overflow) return v > 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+    if (std::fabs(v) >= overflow)
+        return v > 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
     if (std::fabs(v) > FLT_MAX) return static_cast<float>(std::copysign(static_cast<double>(FLT_MAX), v));
     return static_cast<float>(v);
 }
@@ -110,13 +107,20 @@ double round_integer(double v, double lo, double hi) {
 // Value v as stored in one element of a non-block type.
 double round_scalar(ggml_type type, double v) {
     switch (type) {
-    case GGML_TYPE_F32: return static_cast<double>(to_float(v));
-    case GGML_TYPE_F16: return ggml_fp16_to_fp32(ggml_fp32_to_fp16(to_float(v)));
-    case GGML_TYPE_BF16: return ggml_bf16_to_fp32(ggml_fp32_to_bf16(to_float(v)));
-    case GGML_TYPE_I8: return round_integer(v, -128.0, 127.0);
-    case GGML_TYPE_I16: return round_integer(v, -32768.0, 32767.0);
-    case GGML_TYPE_I32: return round_integer(v, -2147483648.0, 2147483647.0);
-    default: throw Error(std::string("ggx::ref: no scalar rounding for type ") + ggml_type_name(type));
+        case GGML_TYPE_F32:
+            return static_cast<double>(to_float(v));
+        case GGML_TYPE_F16:
+            return ggml_fp16_to_fp32(ggml_fp32_to_fp16(to_float(v)));
+        case GGML_TYPE_BF16:
+            return ggml_bf16_to_fp32(ggml_fp32_to_bf16(to_float(v)));
+        case GGML_TYPE_I8:
+            return round_integer(v, -128.0, 127.0);
+        case GGML_TYPE_I16:
+            return round_integer(v, -32768.0, 32767.0);
+        case GGML_TYPE_I32:
+            return round_integer(v, -2147483648.0, 2147483647.0);
+        default:
+            throw Error(std::string("ggx::ref: no scalar rounding for type ") + ggml_type_name(type));
     }
 }
 
@@ -125,19 +129,23 @@ void round_block(ggml_type type, double * block) {
     const int64_t bs = ggml_blck_size(type);
     std::vector<float> x(static_cast<size_t>(bs));
     std::vector<unsigned char> bytes(ggml_type_size(type));
-    for (int64_t i = 0; i < bs; ++i) x[i] = to_float(block[i]);
+    for (int64_t i = 0; i < bs; ++i)
+        x[i] = to_float(block[i]);
     ggml_quantize_row(type, x.data(), bytes.data(), bs);
     ggml_dequantize_row(type, bytes.data(), x.data(), bs);
-    for (int64_t i = 0; i < bs; ++i) block[i] = x[i];
+    for (int64_t i = 0; i < bs; ++i)
+        block[i] = x[i];
 }
 
 // Round a whole contiguous array of type `type` (logical order; blocks row-contiguous).
 void round_all(ggml_type type, std::vector<double> & v) {
     if (is_block_type(type)) {
         const size_t bs = static_cast<size_t>(ggml_blck_size(type));
-        for (size_t i = 0; i + bs <= v.size(); i += bs) round_block(type, v.data() + i);
+        for (size_t i = 0; i + bs <= v.size(); i += bs)
+            round_block(type, v.data() + i);
     } else {
-        for (double & x : v) x = round_scalar(type, x);
+        for (double & x : v)
+            x = round_scalar(type, x);
     }
 }
 
@@ -153,26 +161,76 @@ size_t byte_offset(const ggml_tensor * t, int64_t i0, int64_t i1, int64_t i2, in
 
 double read_scalar(ggml_type type, const unsigned char * p) {
     switch (type) {
-    case GGML_TYPE_F32: { float f; std::memcpy(&f, p, sizeof f); return f; }
-    case GGML_TYPE_F16: { ggml_fp16_t h; std::memcpy(&h, p, sizeof h); return ggml_fp16_to_fp32(h); }
-    case GGML_TYPE_BF16: { ggml_bf16_t h; std::memcpy(&h, p, sizeof h); return ggml_bf16_to_fp32(h); }
-    case GGML_TYPE_I8: { int8_t i; std::memcpy(&i, p, sizeof i); return i; }
-    case GGML_TYPE_I16: { int16_t i; std::memcpy(&i, p, sizeof i); return i; }
-    case GGML_TYPE_I32: { int32_t i; std::memcpy(&i, p, sizeof i); return i; }
-    default: throw Error(std::string("ggx::ref: cannot read elements of type ") + ggml_type_name(type));
+        case GGML_TYPE_F32: {
+            float f;
+            std::memcpy(&f, p, sizeof f);
+            return f;
+        }
+        case GGML_TYPE_F16: {
+            ggml_fp16_t h;
+            std::memcpy(&h, p, sizeof h);
+            return ggml_fp16_to_fp32(h);
+        }
+        case GGML_TYPE_BF16: {
+            ggml_bf16_t h;
+            std::memcpy(&h, p, sizeof h);
+            return ggml_bf16_to_fp32(h);
+        }
+        case GGML_TYPE_I8: {
+            int8_t i;
+            std::memcpy(&i, p, sizeof i);
+            return i;
+        }
+        case GGML_TYPE_I16: {
+            int16_t i;
+            std::memcpy(&i, p, sizeof i);
+            return i;
+        }
+        case GGML_TYPE_I32: {
+            int32_t i;
+            std::memcpy(&i, p, sizeof i);
+            return i;
+        }
+        default:
+            throw Error(std::string("ggx::ref: cannot read elements of type ") + ggml_type_name(type));
     }
 }
 
 void write_scalar(ggml_type type, unsigned char * p, double v) {
     const double r = round_scalar(type, v);
     switch (type) {
-    case GGML_TYPE_F32: { const float f = static_cast<float>(r); std::memcpy(p, &f, sizeof f); return; }
-    case GGML_TYPE_F16: { const ggml_fp16_t h = ggml_fp32_to_fp16(static_cast<float>(r)); std::memcpy(p, &h, sizeof h); return; }
-    case GGML_TYPE_BF16: { const ggml_bf16_t h = ggml_fp32_to_bf16(static_cast<float>(r)); std::memcpy(p, &h, sizeof h); return; }
-    case GGML_TYPE_I8: { const int8_t i = static_cast<int8_t>(r); std::memcpy(p, &i, sizeof i); return; }
-    case GGML_TYPE_I16: { const int16_t i = static_cast<int16_t>(r); std::memcpy(p, &i, sizeof i); return; }
-    case GGML_TYPE_I32: { const int32_t i = static_cast<int32_t>(r); std::memcpy(p, &i, sizeof i); return; }
-    default: throw Error(std::string("ggx::ref: cannot write elements of type ") + ggml_type_name(type));
+        case GGML_TYPE_F32: {
+            const float f = static_cast<float>(r);
+            std::memcpy(p, &f, sizeof f);
+            return;
+        }
+        case GGML_TYPE_F16: {
+            const ggml_fp16_t h = ggml_fp32_to_fp16(static_cast<float>(r));
+            std::memcpy(p, &h, sizeof h);
+            return;
+        }
+        case GGML_TYPE_BF16: {
+            const ggml_bf16_t h = ggml_fp32_to_bf16(static_cast<float>(r));
+            std::memcpy(p, &h, sizeof h);
+            return;
+        }
+        case GGML_TYPE_I8: {
+            const int8_t i = static_cast<int8_t>(r);
+            std::memcpy(p, &i, sizeof i);
+            return;
+        }
+        case GGML_TYPE_I16: {
+            const int16_t i = static_cast<int16_t>(r);
+            std::memcpy(p, &i, sizeof i);
+            return;
+        }
+        case GGML_TYPE_I32: {
+            const int32_t i = static_cast<int32_t>(r);
+            std::memcpy(p, &i, sizeof i);
+            return;
+        }
+        default:
+            throw Error(std::string("ggx::ref: cannot write elements of type ") + ggml_type_name(type));
     }
 }
 
@@ -187,7 +245,7 @@ struct Inputs {
 
 struct Output {
     std::vector<double> values;
-    std::vector<char> written; // empty: every element written
+    std::vector<char> written;  // empty: every element written
 };
 
 // Elements of a source read by index: src(i0, i1, i2, i3) with the source's own shape.
@@ -226,11 +284,20 @@ Output k_binary(const ggml_tensor * d, const Inputs & in) {
         const double y = b(i0 % b.t->ne[0], i1 % b.t->ne[1], i2 % b.t->ne[2], i3 % b.t->ne[3]);
         double z = 0.0;
         switch (d->op) {
-        case GGML_OP_ADD: z = x + y; break;
-        case GGML_OP_SUB: z = x - y; break;
-        case GGML_OP_MUL: z = x * y; break;
-        case GGML_OP_DIV: z = x / y; break;
-        default: fail(d, "not a binary op");
+            case GGML_OP_ADD:
+                z = x + y;
+                break;
+            case GGML_OP_SUB:
+                z = x - y;
+                break;
+            case GGML_OP_MUL:
+                z = x * y;
+                break;
+            case GGML_OP_DIV:
+                z = x / y;
+                break;
+            default:
+                fail(d, "not a binary op");
         }
         r[static_cast<size_t>(at(d->ne, i0, i1, i2, i3))] = z;
     });
@@ -242,19 +309,24 @@ double gelu(double x) {
     const double c = std::sqrt(2.0 / std::numbers::pi);
     return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
 }
-double silu(double x) {
-    return x / (1.0 + std::exp(-x));
-}
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
 double unary(const ggml_tensor * d, int op, double x) {
     switch (op) {
-    case GGML_UNARY_OP_RELU: return x > 0.0 ? x : 0.0;
-    case GGML_UNARY_OP_SILU: return silu(x);
-    case GGML_UNARY_OP_GELU: return gelu(x);
-    case GGML_UNARY_OP_GELU_QUICK: return x / (1.0 + std::exp(-1.702 * x));
-    case GGML_UNARY_OP_SIGMOID: return 1.0 / (1.0 + std::exp(-x));
-    case GGML_UNARY_OP_TANH: return std::tanh(x);
-    default: fail(d, "unknown unary op " + std::to_string(op));
+        case GGML_UNARY_OP_RELU:
+            return x > 0.0 ? x : 0.0;
+        case GGML_UNARY_OP_SILU:
+            return silu(x);
+        case GGML_UNARY_OP_GELU:
+            return gelu(x);
+        case GGML_UNARY_OP_GELU_QUICK:
+            return x / (1.0 + std::exp(-1.702 * x));
+        case GGML_UNARY_OP_SIGMOID:
+            return 1.0 / (1.0 + std::exp(-x));
+        case GGML_UNARY_OP_TANH:
+            return std::tanh(x);
+        default:
+            fail(d, "unknown unary op " + std::to_string(op));
     }
 }
 
@@ -264,12 +336,23 @@ Output k_map(const ggml_tensor * d, const Inputs & in) {
     std::vector<double> r = in[0];
     for (double & x : r) {
         switch (d->op) {
-        case GGML_OP_SCALE: x = x * float_param(d, 0) + float_param(d, 1); break;
-        case GGML_OP_SQR: x = x * x; break;
-        case GGML_OP_SQRT: x = std::sqrt(x); break;
-        case GGML_OP_CLAMP: x = std::min(std::max(x, float_param(d, 0)), float_param(d, 1)); break;
-        case GGML_OP_UNARY: x = unary(d, int_param(d, 0), x); break;
-        default: fail(d, "not an element-wise op");
+            case GGML_OP_SCALE:
+                x = x * float_param(d, 0) + float_param(d, 1);
+                break;
+            case GGML_OP_SQR:
+                x = x * x;
+                break;
+            case GGML_OP_SQRT:
+                x = std::sqrt(x);
+                break;
+            case GGML_OP_CLAMP:
+                x = std::min(std::max(x, float_param(d, 0)), float_param(d, 1));
+                break;
+            case GGML_OP_UNARY:
+                x = unary(d, int_param(d, 0), x);
+                break;
+            default:
+                fail(d, "not an element-wise op");
         }
     }
     return {r, {}};
@@ -281,7 +364,8 @@ Output k_reduce(const ggml_tensor * d, const Inputs & in) {
     const int64_t n0 = a.t->ne[0];
     if (d->op == GGML_OP_SUM) {
         double s = 0.0;
-        for (double x : a.v) s += x;
+        for (double x : a.v)
+            s += x;
         return {std::vector<double>(static_cast<size_t>(count(d)), s), {}};
     }
     const int64_t rows = a.t->ne[1] * a.t->ne[2] * a.t->ne[3];
@@ -296,7 +380,8 @@ Output k_reduce(const ggml_tensor * d, const Inputs & in) {
             r[row] = static_cast<double>(best);
         } else {
             double s = 0.0;
-            for (int64_t i = 0; i < n0; ++i) s += x[i];
+            for (int64_t i = 0; i < n0; ++i)
+                s += x[i];
             r[row] = d->op == GGML_OP_MEAN ? s / static_cast<double>(n0) : s;
         }
     }
@@ -348,7 +433,8 @@ Output k_pad(const ggml_tensor * d, const Inputs & in) {
     for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
         const int64_t j[4] = {i0 - lp[0], i1 - lp[1], i2 - lp[2], i3 - lp[3]};
         bool inside = true;
-        for (int k = 0; k < 4; ++k) inside = inside && j[k] >= 0 && j[k] < a.t->ne[k];
+        for (int k = 0; k < 4; ++k)
+            inside = inside && j[k] >= 0 && j[k] < a.t->ne[k];
         if (inside) r[at(d->ne, i0, i1, i2, i3)] = a(j[0], j[1], j[2], j[3]);
     });
     return {r, {}};
@@ -357,12 +443,14 @@ Output k_pad(const ggml_tensor * d, const Inputs & in) {
 // UPSCALE (nearest): source index floor(i * a.ne / ne) per dimension.
 Output k_upscale(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0);
-    require(int_param(d, 0) == GGML_SCALE_MODE_NEAREST, d, "unknown upscale mode " + std::to_string(int_param(d, 0)));
+    require(int_param(d, 0) == GGML_SCALE_MODE_NEAREST, d,
+            "unknown upscale mode " + std::to_string(int_param(d, 0)));
     std::vector<double> r = zeros(d);
     for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
         const int64_t i[4] = {i0, i1, i2, i3};
         int64_t j[4];
-        for (int k = 0; k < 4; ++k) j[k] = i[k] * a.t->ne[k] / d->ne[k];
+        for (int k = 0; k < 4; ++k)
+            j[k] = i[k] * a.t->ne[k] / d->ne[k];
         r[at(d->ne, i0, i1, i2, i3)] = a(j[0], j[1], j[2], j[3]);
     });
     return {r, {}};
@@ -378,20 +466,27 @@ Output k_norm(const ggml_tensor * d, const Inputs & in) {
     for (int64_t row = 0; row * n < static_cast<int64_t>(r.size()); ++row) {
         double * x = r.data() + row * n;
         double sum = 0.0, sum2 = 0.0;
-        for (int64_t i = 0; i < n; ++i) sum += x[i];
+        for (int64_t i = 0; i < n; ++i)
+            sum += x[i];
         const double mean = sum / static_cast<double>(n);
         if (d->op == GGML_OP_NORM) {
-            for (int64_t i = 0; i < n; ++i) sum2 += (x[i] - mean) * (x[i] - mean);
+            for (int64_t i = 0; i < n; ++i)
+                sum2 += (x[i] - mean) * (x[i] - mean);
             const double inv = 1.0 / std::sqrt(sum2 / static_cast<double>(n) + eps);
-            for (int64_t i = 0; i < n; ++i) x[i] = (x[i] - mean) * inv;
+            for (int64_t i = 0; i < n; ++i)
+                x[i] = (x[i] - mean) * inv;
         } else if (d->op == GGML_OP_RMS_NORM) {
-            for (int64_t i = 0; i < n; ++i) sum2 += x[i] * x[i];
+            for (int64_t i = 0; i < n; ++i)
+                sum2 += x[i] * x[i];
             const double inv = 1.0 / std::sqrt(sum2 / static_cast<double>(n) + eps);
-            for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+            for (int64_t i = 0; i < n; ++i)
+                x[i] *= inv;
         } else {
-            for (int64_t i = 0; i < n; ++i) sum2 += x[i] * x[i];
+            for (int64_t i = 0; i < n; ++i)
+                sum2 += x[i] * x[i];
             const double inv = 1.0 / std::max(std::sqrt(sum2), eps);
-            for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+            for (int64_t i = 0; i < n; ++i)
+                x[i] *= inv;
         }
     }
     return {r, {}};
@@ -414,11 +509,14 @@ Output k_group_norm(const ggml_tensor * d, const Inputs & in) {
             double * x = r.data() + (n * C + c0) * plane;
             const int64_t m = (c1 - c0) * plane;
             double sum = 0.0, sum2 = 0.0;
-            for (int64_t i = 0; i < m; ++i) sum += x[i];
+            for (int64_t i = 0; i < m; ++i)
+                sum += x[i];
             const double mean = sum / static_cast<double>(m);
-            for (int64_t i = 0; i < m; ++i) sum2 += (x[i] - mean) * (x[i] - mean);
+            for (int64_t i = 0; i < m; ++i)
+                sum2 += (x[i] - mean) * (x[i] - mean);
             const double inv = 1.0 / std::sqrt(sum2 / static_cast<double>(m) + eps);
-            for (int64_t i = 0; i < m; ++i) x[i] = (x[i] - mean) * inv;
+            for (int64_t i = 0; i < m; ++i)
+                x[i] = (x[i] - mean) * inv;
         }
     }
     return {r, {}};
@@ -429,15 +527,17 @@ Output k_mul_mat(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0), b = src(d, in, 1);
     const int64_t K = a.t->ne[0];
     require(b.t->ne[0] == K, d, "inner dimensions differ");
-    require(d->ne[0] == a.t->ne[1] && d->ne[1] == b.t->ne[1] && d->ne[2] == b.t->ne[2] && d->ne[3] == b.t->ne[3],
-            d, "result shape is not [a.ne1, b.ne1, b.ne2, b.ne3]");
-    require(a.t->ne[2] > 0 && a.t->ne[3] > 0 && b.t->ne[2] % a.t->ne[2] == 0 && b.t->ne[3] % a.t->ne[3] == 0, d,
-            "a cannot be broadcast over b");
+    require(
+        d->ne[0] == a.t->ne[1] && d->ne[1] == b.t->ne[1] && d->ne[2] == b.t->ne[2] && d->ne[3] == b.t->ne[3],
+        d, "result shape is not [a.ne1, b.ne1, b.ne2, b.ne3]");
+    require(a.t->ne[2] > 0 && a.t->ne[3] > 0 && b.t->ne[2] % a.t->ne[2] == 0 && b.t->ne[3] % a.t->ne[3] == 0,
+            d, "a cannot be broadcast over b");
     const int64_t r2 = b.t->ne[2] / a.t->ne[2], r3 = b.t->ne[3] / a.t->ne[3];
     std::vector<double> r = zeros(d);
     for_each_index(d->ne, [&](int64_t m, int64_t n, int64_t i2, int64_t i3) {
         double s = 0.0;
-        for (int64_t k = 0; k < K; ++k) s += a(k, m, i2 / r2, i3 / r3) * b(k, n, i2, i3);
+        for (int64_t k = 0; k < K; ++k)
+            s += a(k, m, i2 / r2, i3 / r3) * b(k, n, i2, i3);
         r[at(d->ne, m, n, i2, i3)] = s;
     });
     return {r, {}};
@@ -447,10 +547,12 @@ Output k_mul_mat(const ggml_tensor * d, const Inputs & in) {
 double alibi_slope(double max_bias, int64_t h, int64_t H) {
     if (!(max_bias > 0.0)) return 1.0;
     int64_t n = 1;
-    while (n * 2 <= H) n *= 2; // 2^floor(log2 H)
+    while (n * 2 <= H)
+        n *= 2;  // 2^floor(log2 H)
     const double m0 = std::pow(2.0, -max_bias / static_cast<double>(n));
     const double m1 = std::pow(2.0, -max_bias / static_cast<double>(2 * n));
-    return h < n ? std::pow(m0, static_cast<double>(h + 1)) : std::pow(m1, static_cast<double>(2 * (h - n) + 1));
+    return h < n ? std::pow(m0, static_cast<double>(h + 1))
+                 : std::pow(m1, static_cast<double>(2 * (h - n) + 1));
 }
 
 // SOFT_MAX: softmax of each row of a * scale + slope * mask; a row that is all -inf gives zeros.
@@ -459,8 +561,8 @@ Output k_soft_max(const ggml_tensor * d, const Inputs & in) {
     require(same_shape(a.t, d), d, "result shape differs from a");
     const ggml_tensor * mask = d->src[1];
     if (mask != nullptr) {
-        require(mask->ne[0] == a.t->ne[0] && mask->ne[1] >= a.t->ne[1] && mask->ne[2] > 0 && mask->ne[3] > 0 &&
-                    a.t->ne[2] % mask->ne[2] == 0 && a.t->ne[3] % mask->ne[3] == 0,
+        require(mask->ne[0] == a.t->ne[0] && mask->ne[1] >= a.t->ne[1] && mask->ne[2] > 0 &&
+                    mask->ne[3] > 0 && a.t->ne[2] % mask->ne[2] == 0 && a.t->ne[3] % mask->ne[3] == 0,
                 d, "mask " + shape_str(mask) + " does not fit a");
     }
     const double scale = float_param(d, 0), max_bias = float_param(d, 1);
@@ -474,13 +576,16 @@ Output k_soft_max(const ggml_tensor * d, const Inputs & in) {
                 double mx = -std::numeric_limits<double>::infinity();
                 for (int64_t i0 = 0; i0 < n; ++i0) {
                     x[i0] = a(i0, i1, i2, i3) * scale;
-                    if (mask != nullptr) x[i0] += slope * in[1][at(mask->ne, i0, i1, i2 % mask->ne[2], i3 % mask->ne[3])];
+                    if (mask != nullptr)
+                        x[i0] += slope * in[1][at(mask->ne, i0, i1, i2 % mask->ne[2], i3 % mask->ne[3])];
                     mx = std::max(mx, x[i0]);
                 }
                 if (mx == -std::numeric_limits<double>::infinity()) continue;  // fully masked row: zeros
                 double sum = 0.0;
-                for (int64_t i0 = 0; i0 < n; ++i0) sum += (x[i0] = std::exp(x[i0] - mx));
-                for (int64_t i0 = 0; i0 < n; ++i0) r[at(d->ne, i0, i1, i2, i3)] = x[i0] / sum;
+                for (int64_t i0 = 0; i0 < n; ++i0)
+                    sum += (x[i0] = std::exp(x[i0] - mx));
+                for (int64_t i0 = 0; i0 < n; ++i0)
+                    r[at(d->ne, i0, i1, i2, i3)] = x[i0] / sum;
             }
         }
     return {r, {}};
@@ -495,8 +600,10 @@ Output k_rope(const ggml_tensor * d, const Inputs & in) {
     const int mode = int_param(d, 2);
     const double n_ctx_orig = int_param(d, 4);
     const double base = float_param(d, 5), freq_scale = float_param(d, 6), ext_factor = float_param(d, 7);
-    const double attn_factor = float_param(d, 8), beta_fast = float_param(d, 9), beta_slow = float_param(d, 10);
-    require(mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX, d, "unknown rope mode " + std::to_string(mode));
+    const double attn_factor = float_param(d, 8), beta_fast = float_param(d, 9),
+                 beta_slow = float_param(d, 10);
+    require(mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX, d,
+            "unknown rope mode " + std::to_string(mode));
     require(n_dims > 0 && n_dims % 2 == 0 && n_dims <= a.t->ne[0], d, "n_dims must be even and <= ne0");
     require(pos.t->ne[0] >= a.t->ne[2], d, "fewer positions than tokens");
     if (ff_t != nullptr) require(count(ff_t) >= n_dims / 2, d, "too few frequency factors");
@@ -513,7 +620,7 @@ Output k_rope(const ggml_tensor * d, const Inputs & in) {
         return 1.0 - std::min(1.0, std::max(0.0, y));
     };
 
-    std::vector<double> r = in[0]; // channels >= n_dims are copied
+    std::vector<double> r = in[0];  // channels >= n_dims are copied
     for (int64_t b = 0; b < a.t->ne[3]; ++b)
         for (int64_t t = 0; t < a.t->ne[2]; ++t) {
             const double p = pos(t);
@@ -547,8 +654,10 @@ Output k_flash_attn(const ggml_tensor * d, const Inputs & in) {
     const int64_t NKV = k.t->ne[1], HK = k.t->ne[2], DV = v.t->ne[0];
     require(k.t->ne[0] == D && v.t->ne[1] == NKV && v.t->ne[2] == HK, d, "k/v shapes do not fit q");
     require(HK > 0 && H % HK == 0, d, "H must be a multiple of the kv heads");
-    require(k.t->ne[3] > 0 && v.t->ne[3] > 0 && B % k.t->ne[3] == 0 && B % v.t->ne[3] == 0, d, "k/v batch does not fit q");
-    require(d->ne[0] == DV && d->ne[1] == H && d->ne[2] == NQ && d->ne[3] == B, d, "result is not [Dv, H, n_q, B]");
+    require(k.t->ne[3] > 0 && v.t->ne[3] > 0 && B % k.t->ne[3] == 0 && B % v.t->ne[3] == 0, d,
+            "k/v batch does not fit q");
+    require(d->ne[0] == DV && d->ne[1] == H && d->ne[2] == NQ && d->ne[3] == B, d,
+            "result is not [Dv, H, n_q, B]");
     if (mask != nullptr)
         require(mask->ne[0] == NKV && mask->ne[1] >= NQ && mask->ne[2] > 0 && mask->ne[3] > 0, d,
                 "mask " + shape_str(mask) + " does not fit");
@@ -564,18 +673,22 @@ Output k_flash_attn(const ggml_tensor * d, const Inputs & in) {
                 double mx = -std::numeric_limits<double>::infinity();
                 for (int64_t j = 0; j < NKV; ++j) {
                     double dot = 0.0;
-                    for (int64_t c = 0; c < D; ++c) dot += q(c, t, h, b) * k(c, j, hk, b / rk);
+                    for (int64_t c = 0; c < D; ++c)
+                        dot += q(c, t, h, b) * k(c, j, hk, b / rk);
                     double score = softcap != 0.0 ? softcap * std::tanh(scale * dot / softcap) : scale * dot;
-                    if (mask != nullptr) score += slope * in[3][at(mask->ne, j, t, h % mask->ne[2], b % mask->ne[3])];
+                    if (mask != nullptr)
+                        score += slope * in[3][at(mask->ne, j, t, h % mask->ne[2], b % mask->ne[3])];
                     s[j] = score;
                     mx = std::max(mx, score);
                 }
-                if (mx == -std::numeric_limits<double>::infinity()) continue; // every key masked: 0
+                if (mx == -std::numeric_limits<double>::infinity()) continue;  // every key masked: 0
                 double sum = 0.0;
-                for (int64_t j = 0; j < NKV; ++j) sum += (s[j] = std::exp(s[j] - mx));
+                for (int64_t j = 0; j < NKV; ++j)
+                    sum += (s[j] = std::exp(s[j] - mx));
                 for (int64_t c = 0; c < DV; ++c) {
                     double acc = 0.0;
-                    for (int64_t j = 0; j < NKV; ++j) acc += s[j] * v(c, j, hk, b / rv);
+                    for (int64_t j = 0; j < NKV; ++j)
+                        acc += s[j] * v(c, j, hk, b / rv);
                     r[at(d->ne, c, h, t, b)] = acc / sum;
                 }
             }
@@ -601,7 +714,8 @@ Output k_get_rows(const ggml_tensor * d, const Inputs & in) {
         for (int64_t j = 0; j < d->ne[2]; ++j)
             for (int64_t i = 0; i < d->ne[1]; ++i) {
                 const int64_t row = checked_row(d, idx(i, j, k), a.t->ne[1]);
-                for (int64_t e = 0; e < d->ne[0]; ++e) r[at(d->ne, e, i, j, k)] = a(e, row, j, k);
+                for (int64_t e = 0; e < d->ne[0]; ++e)
+                    r[at(d->ne, e, i, j, k)] = a(e, row, j, k);
             }
     return {r, {}};
 }
@@ -634,16 +748,20 @@ Output k_glu(const ggml_tensor * d, const Inputs & in) {
     const bool swapped = int_param(d, 1) != 0;
     const auto act = [&](double x) {
         switch (op) {
-        case GGML_GLU_OP_SWIGLU: return silu(x);
-        case GGML_GLU_OP_GEGLU: return gelu(x);
-        default: fail(d, "unknown glu op " + std::to_string(op));
+            case GGML_GLU_OP_SWIGLU:
+                return silu(x);
+            case GGML_GLU_OP_GEGLU:
+                return gelu(x);
+            default:
+                fail(d, "unknown glu op " + std::to_string(op));
         }
     };
     std::vector<double> r = zeros(d);
     if (d->src[1] == nullptr) {
         const int64_t n = d->ne[0];
-        require(a.t->ne[0] == 2 * n && a.t->ne[1] == d->ne[1] && a.t->ne[2] == d->ne[2] && a.t->ne[3] == d->ne[3],
-                d, "merged glu needs a [2 * ne0, ...]");
+        require(
+            a.t->ne[0] == 2 * n && a.t->ne[1] == d->ne[1] && a.t->ne[2] == d->ne[2] && a.t->ne[3] == d->ne[3],
+            d, "merged glu needs a [2 * ne0, ...]");
         for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
             const double first = a(i0, i1, i2, i3), second = a(i0 + n, i1, i2, i3);
             const double x = swapped ? second : first, g = swapped ? first : second;
@@ -652,7 +770,8 @@ Output k_glu(const ggml_tensor * d, const Inputs & in) {
     } else {
         const Src b = src(d, in, 1);
         require(same_shape(a.t, d) && same_shape(b.t, d), d, "split glu needs equal shapes");
-        for (size_t i = 0; i < r.size(); ++i) r[i] = act(a.v[i]) * b.v[i];
+        for (size_t i = 0; i < r.size(); ++i)
+            r[i] = act(a.v[i]) * b.v[i];
     }
     return {r, {}};
 }
@@ -669,7 +788,8 @@ Output k_im2col(const ggml_tensor * d, const Inputs & in) {
     const int64_t W = x.t->ne[0], H = is_2d ? x.t->ne[1] : 1;
     const int64_t C = is_2d ? x.t->ne[2] : x.t->ne[1], N = is_2d ? x.t->ne[3] : x.t->ne[2];
     const int64_t OW = d->ne[1], OH = is_2d ? d->ne[2] : 1;
-    require(d->ne[0] == C * KH * KW && (is_2d ? d->ne[3] == N : d->ne[2] == N), d, "result shape does not fit");
+    require(d->ne[0] == C * KH * KW && (is_2d ? d->ne[3] == N : d->ne[2] == N), d,
+            "result shape does not fit");
     std::vector<double> r = zeros(d);
     for (int64_t n = 0; n < N; ++n)
         for (int64_t oh = 0; oh < OH; ++oh)
@@ -697,7 +817,8 @@ Output k_timestep(const ggml_tensor * d, const Inputs & in) {
     std::vector<double> r = zeros(d);
     for (int64_t n = 0; n < d->ne[1]; ++n)
         for (int64_t j = 0; j < half; ++j) {
-            const double f = std::exp(-std::log(max_period) * static_cast<double>(j) / static_cast<double>(half));
+            const double f =
+                std::exp(-std::log(max_period) * static_cast<double>(j) / static_cast<double>(half));
             r[at(d->ne, j, n)] = std::cos(t(n) * f);
             r[at(d->ne, j + half, n)] = std::sin(t(n) * f);
         }
@@ -707,19 +828,23 @@ Output k_timestep(const ggml_tensor * d, const Inputs & in) {
 // CUSTOM (CPU callback): run the callback on host copies of the sources.
 Output k_custom(const ggml_tensor * d, const Inputs & in) {
     const ggml_custom_kind kind = ggml_get_custom_kind(d);
-    if (kind == GGML_CUSTOM_KIND_EXTENSION) fail(d, "extension custom operators are not supported by the oracle");
+    if (kind == GGML_CUSTOM_KIND_EXTENSION)
+        fail(d, "extension custom operators are not supported by the oracle");
     ggml_custom_op_t fun = nullptr;
     int n_tasks = 0;
     void * userdata = nullptr;
-    if (kind != GGML_CUSTOM_KIND_CPU_CALLBACK || !ggml_get_custom_callback(d, &fun, &n_tasks, &userdata) || fun == nullptr)
+    if (kind != GGML_CUSTOM_KIND_CPU_CALLBACK || !ggml_get_custom_callback(d, &fun, &n_tasks, &userdata) ||
+        fun == nullptr)
         fail(d, "not a CPU-callback custom node");
 
     size_t mem = 1 << 16;
     for (int i = 0; i < GGML_MAX_SRC; ++i)
         if (d->src[i] != nullptr)
-            mem += ggml_tensor_overhead() + 2 * GGML_MEM_ALIGN +
-                   ggml_row_size(d->src[i]->type, d->src[i]->ne[0]) * static_cast<size_t>(ggml_nrows(d->src[i]));
-    mem += ggml_tensor_overhead() + 2 * GGML_MEM_ALIGN + ggml_row_size(d->type, d->ne[0]) * static_cast<size_t>(ggml_nrows(d));
+            mem +=
+                ggml_tensor_overhead() + 2 * GGML_MEM_ALIGN +
+                ggml_row_size(d->src[i]->type, d->src[i]->ne[0]) * static_cast<size_t>(ggml_nrows(d->src[i]));
+    mem += ggml_tensor_overhead() + 2 * GGML_MEM_ALIGN +
+           ggml_row_size(d->type, d->ne[0]) * static_cast<size_t>(ggml_nrows(d));
     std::unique_ptr<ggml_context, decltype(&ggml_free)> ctx(ggml_init({mem, nullptr, false}), &ggml_free);
     require(ctx != nullptr, d, "cannot create a host context for the callback");
 
@@ -738,7 +863,8 @@ Output k_custom(const ggml_tensor * d, const Inputs & in) {
     ggml_set_name(dst, d->name);
     dst->op = d->op;
     std::memcpy(dst->op_params, d->op_params, sizeof dst->op_params);
-    for (int i = 0; i < GGML_MAX_SRC; ++i) dst->src[i] = copies[i];
+    for (int i = 0; i < GGML_MAX_SRC; ++i)
+        dst->src[i] = copies[i];
     fun(dst, 0, 1, userdata);
     return {read_tensor(dst), {}};
 }
@@ -747,41 +873,62 @@ using Kernel = Output (*)(const ggml_tensor *, const Inputs &);
 
 Kernel kernel_for(const ggml_tensor * d) {
     switch (d->op) {
-    case GGML_OP_DUP:
-    case GGML_OP_CONT:
-    case GGML_OP_CPY: return k_copy;
-    case GGML_OP_ADD:
-    case GGML_OP_SUB:
-    case GGML_OP_MUL:
-    case GGML_OP_DIV: return k_binary;
-    case GGML_OP_SCALE:
-    case GGML_OP_SQR:
-    case GGML_OP_SQRT:
-    case GGML_OP_CLAMP:
-    case GGML_OP_UNARY: return k_map;
-    case GGML_OP_SUM:
-    case GGML_OP_SUM_ROWS:
-    case GGML_OP_MEAN:
-    case GGML_OP_ARGMAX: return k_reduce;
-    case GGML_OP_REPEAT: return k_repeat;
-    case GGML_OP_CONCAT: return k_concat;
-    case GGML_OP_NORM:
-    case GGML_OP_RMS_NORM:
-    case GGML_OP_L2_NORM: return k_norm;
-    case GGML_OP_GROUP_NORM: return k_group_norm;
-    case GGML_OP_MUL_MAT: return k_mul_mat;
-    case GGML_OP_SOFT_MAX: return k_soft_max;
-    case GGML_OP_ROPE: return k_rope;
-    case GGML_OP_FLASH_ATTN_EXT: return k_flash_attn;
-    case GGML_OP_GET_ROWS: return k_get_rows;
-    case GGML_OP_SET_ROWS: return k_set_rows;
-    case GGML_OP_GLU: return k_glu;
-    case GGML_OP_IM2COL: return k_im2col;
-    case GGML_OP_PAD: return k_pad;
-    case GGML_OP_UPSCALE: return k_upscale;
-    case GGML_OP_TIMESTEP_EMBEDDING: return k_timestep;
-    case GGML_OP_CUSTOM: return k_custom;
-    default: return nullptr;
+        case GGML_OP_DUP:
+        case GGML_OP_CONT:
+        case GGML_OP_CPY:
+            return k_copy;
+        case GGML_OP_ADD:
+        case GGML_OP_SUB:
+        case GGML_OP_MUL:
+        case GGML_OP_DIV:
+            return k_binary;
+        case GGML_OP_SCALE:
+        case GGML_OP_SQR:
+        case GGML_OP_SQRT:
+        case GGML_OP_CLAMP:
+        case GGML_OP_UNARY:
+            return k_map;
+        case GGML_OP_SUM:
+        case GGML_OP_SUM_ROWS:
+        case GGML_OP_MEAN:
+        case GGML_OP_ARGMAX:
+            return k_reduce;
+        case GGML_OP_REPEAT:
+            return k_repeat;
+        case GGML_OP_CONCAT:
+            return k_concat;
+        case GGML_OP_NORM:
+        case GGML_OP_RMS_NORM:
+        case GGML_OP_L2_NORM:
+            return k_norm;
+        case GGML_OP_GROUP_NORM:
+            return k_group_norm;
+        case GGML_OP_MUL_MAT:
+            return k_mul_mat;
+        case GGML_OP_SOFT_MAX:
+            return k_soft_max;
+        case GGML_OP_ROPE:
+            return k_rope;
+        case GGML_OP_FLASH_ATTN_EXT:
+            return k_flash_attn;
+        case GGML_OP_GET_ROWS:
+            return k_get_rows;
+        case GGML_OP_SET_ROWS:
+            return k_set_rows;
+        case GGML_OP_GLU:
+            return k_glu;
+        case GGML_OP_IM2COL:
+            return k_im2col;
+        case GGML_OP_PAD:
+            return k_pad;
+        case GGML_OP_UPSCALE:
+            return k_upscale;
+        case GGML_OP_TIMESTEP_EMBEDDING:
+            return k_timestep;
+        case GGML_OP_CUSTOM:
+            return k_custom;
+        default:
+            return nullptr;
     }
 }
 
@@ -789,7 +936,7 @@ bool is_view_op(ggml_op op) {
     return op == GGML_OP_RESHAPE || op == GGML_OP_VIEW || op == GGML_OP_PERMUTE || op == GGML_OP_TRANSPOSE;
 }
 
-} // namespace
+}  // namespace
 
 // -------------------------------------------------------------------------------------------------
 // Storage model
@@ -804,8 +951,7 @@ struct Evaluator::Storage {
         const int64_t bs = ggml_blck_size(owner->type);
         size_t expect = ggml_type_size(owner->type);
         for (int k = 0; k < GGML_MAX_DIMS; ++k) {
-            if (owner->ne[k] != 1 && owner->nb[k] != expect)
-                fail(owner, "storage owner is not contiguous");
+            if (owner->ne[k] != 1 && owner->nb[k] != expect) fail(owner, "storage owner is not contiguous");
             expect *= static_cast<size_t>(k == 0 ? owner->ne[0] / bs : owner->ne[k]);
         }
     }
@@ -816,10 +962,12 @@ struct Evaluator::Storage {
         check_owner(owner);
         std::vector<size_t> idx(static_cast<size_t>(count(t)));
         if (t == owner) {
-            for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+            for (size_t i = 0; i < idx.size(); ++i)
+                idx[i] = i;
             return idx;
         }
-        if (t->type != owner->type) fail(t, std::string("view type differs from its owner's (") + ggml_type_name(owner->type) + ")");
+        if (t->type != owner->type)
+            fail(t, std::string("view type differs from its owner's (") + ggml_type_name(owner->type) + ")");
         const int64_t bs = ggml_blck_size(t->type);
         const size_t ts = ggml_type_size(t->type);
         const size_t n_owner = static_cast<size_t>(count(owner));
@@ -858,7 +1006,8 @@ struct Evaluator::Storage {
         if (t == owner) return s;
         const std::vector<size_t> idx = map(t);
         std::vector<double> out(idx.size());
-        for (size_t i = 0; i < idx.size(); ++i) out[i] = s[idx[i]];
+        for (size_t i = 0; i < idx.size(); ++i)
+            out[i] = s[idx[i]];
         return out;
     }
 
@@ -866,7 +1015,8 @@ struct Evaluator::Storage {
     // the owner's type; quantized owners re-quantize every block that was touched.
     static void store(Evaluator & ev, const ggml_tensor * t, const Output & out) {
         const ggml_tensor * owner = owner_of(t);
-        if (out.values.size() != static_cast<size_t>(count(t))) fail(t, "kernel produced a wrong number of values");
+        if (out.values.size() != static_cast<size_t>(count(t)))
+            fail(t, "kernel produced a wrong number of values");
         if (t == owner) {
             check_owner(owner);
             ev.owners_[owner].assign(out.values.size(), 0.0);
@@ -885,7 +1035,8 @@ struct Evaluator::Storage {
                 s[idx[i]] = round_scalar(owner->type, out.values[i]);
             }
         }
-        for (size_t blk : touched) round_block(owner->type, s.data() + blk * bs);
+        for (size_t blk : touched)
+            round_block(owner->type, s.data() + blk * bs);
         if (t != owner && owner->op == GGML_OP_NONE) ev.written_.insert(owner);
     }
 
@@ -893,7 +1044,7 @@ struct Evaluator::Storage {
         if (is_view_op(node->op)) {
             if (node->view_src == nullptr) fail(node, "view node without a storage owner");
             ensure(ev, node->view_src);
-            map(node); // validates the view against its owner
+            map(node);  // validates the view against its owner
             return;
         }
         const Kernel kernel = kernel_for(node);
@@ -940,7 +1091,8 @@ std::vector<double> Evaluator::values(const ggml_tensor * tensor) const {
     if (tensor == owner) return it->second;
     const std::vector<size_t> idx = Storage::map(tensor);
     std::vector<double> out(idx.size());
-    for (size_t i = 0; i < idx.size(); ++i) out[i] = it->second[idx[i]];
+    for (size_t i = 0; i < idx.size(); ++i)
+        out[i] = it->second[idx[i]];
     return out;
 }
 
@@ -958,7 +1110,8 @@ std::vector<double> read_tensor(const ggml_tensor * tensor) {
         for_each_index(tensor->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
             if (i0 % bs != 0) return;
             ggml_dequantize_row(tensor->type, base + byte_offset(tensor, i0, i1, i2, i3), buf.data(), bs);
-            for (int64_t j = 0; j < bs; ++j) out[static_cast<size_t>(at(tensor->ne, i0 + j, i1, i2, i3))] = buf[j];
+            for (int64_t j = 0; j < bs; ++j)
+                out[static_cast<size_t>(at(tensor->ne, i0 + j, i1, i2, i3))] = buf[j];
         });
     } else {
         for_each_index(tensor->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
@@ -982,7 +1135,8 @@ void write_tensor(ggml_tensor * tensor, std::span<const double> values) {
         std::vector<float> buf(static_cast<size_t>(bs));
         for_each_index(tensor->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
             if (i0 % bs != 0) return;
-            for (int64_t j = 0; j < bs; ++j) buf[j] = to_float(values[static_cast<size_t>(at(tensor->ne, i0 + j, i1, i2, i3))]);
+            for (int64_t j = 0; j < bs; ++j)
+                buf[j] = to_float(values[static_cast<size_t>(at(tensor->ne, i0 + j, i1, i2, i3))]);
             ggml_quantize_row(tensor->type, buf.data(), base + byte_offset(tensor, i0, i1, i2, i3), bs);
         });
     } else {
@@ -1005,7 +1159,8 @@ double nmse(std::span<const double> actual, std::span<const double> expected) {
     for (size_t i = 0; i < actual.size(); ++i) {
         const double a = actual[i], e = expected[i];
         if (!std::isfinite(a) || !std::isfinite(e)) {
-            const bool agree = (std::isnan(a) && std::isnan(e)) || (std::isinf(a) && std::isinf(e) && (a > 0) == (e > 0));
+            const bool agree =
+                (std::isnan(a) && std::isnan(e)) || (std::isinf(a) && std::isinf(e) && (a > 0) == (e > 0));
             if (!agree) return inf;
             continue;
         }
@@ -1017,12 +1172,13 @@ double nmse(std::span<const double> actual, std::span<const double> expected) {
 }
 
 std::vector<double> conv2d_direct(std::span<const double> kernel, const int64_t kernel_ne[4],
-                                  std::span<const double> input, const int64_t input_ne[4], int s0,
-                                  int s1, int p0, int p1, int d0, int d1) {
+                                  std::span<const double> input, const int64_t input_ne[4], int s0, int s1,
+                                  int p0, int p1, int d0, int d1) {
     const int64_t KW = kernel_ne[0], KH = kernel_ne[1], C = kernel_ne[2], O = kernel_ne[3];
     const int64_t W = input_ne[0], H = input_ne[1], N = input_ne[3];
     if (input_ne[2] != C) throw Error("ggx::ref: conv2d_direct: kernel and input channels differ");
-    if (kernel.size() != static_cast<size_t>(KW * KH * C * O) || input.size() != static_cast<size_t>(W * H * C * N))
+    if (kernel.size() != static_cast<size_t>(KW * KH * C * O) ||
+        input.size() != static_cast<size_t>(W * H * C * N))
         throw Error("ggx::ref: conv2d_direct: value counts do not match the shapes");
     if (s0 < 1 || s1 < 1 || d0 < 1 || d1 < 1 || p0 < 0 || p1 < 0)
         throw Error("ggx::ref: conv2d_direct: invalid stride, dilation or padding");
@@ -1046,4 +1202,4 @@ std::vector<double> conv2d_direct(std::span<const double> kernel, const int64_t 
     return out;
 }
 
-} // namespace ggx::ref
+}  // namespace ggx::ref

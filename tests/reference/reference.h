@@ -58,7 +58,7 @@ double nmse(std::span<const double> actual, std::span<const double> expected);
 // Direct 2-D convolution (no im2col), kernel [KW, KH, C, O] and input [W, H, C, N] as flat
 // ne0-fastest arrays; returns [OW, OH, O, N]. Used to check the ggml_conv_2d composite.
 std::vector<double> conv2d_direct(std::span<const double> kernel, const int64_t kernel_ne[4],
-                                  std::span<const double> input, const int64_t input_ne[4], int s0,
-                                  int s1, int p0, int p1, int d0, int d1);
+                                  std::span<const double> input, const int64_t input_ne[4], int s0, int s1,
+                                  int p0, int p1, int d0, int d1);
 
-} // namespace ggx::ref
+}  // namespace ggx::ref

@@ -25,7 +25,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kF32 = 1e-6;
 
 // |a - e| <= tol * max(1, |e|) element-wise; NaN matches NaN, infinities must be equal.
-void expect_values(const std::vector<double> & actual, const std::vector<double> & expected, double tol = 0.0) {
+void expect_values(const std::vector<double> & actual, const std::vector<double> & expected,
+                   double tol = 0.0) {
     ASSERT_EQ(actual.size(), expected.size());
     for (size_t i = 0; i < actual.size(); ++i) {
         SCOPED_TRACE("element " + std::to_string(i));
@@ -35,7 +36,8 @@ void expect_values(const std::vector<double> & actual, const std::vector<double>
         } else if (std::isinf(e)) {
             EXPECT_EQ(a, e);
         } else {
-            EXPECT_LE(std::fabs(a - e), tol * std::max(1.0, std::fabs(e))) << "actual " << a << " expected " << e;
+            EXPECT_LE(std::fabs(a - e), tol * std::max(1.0, std::fabs(e)))
+                << "actual " << a << " expected " << e;
         }
     }
 }
@@ -110,10 +112,16 @@ TEST_F(Reference, ReadThroughStrides) {
 TEST_F(Reference, QuantizedHostRoundTrip) {
     // Q8_0 block with amax 127: d = 1, q = round-half-away(x): 0.4 -> 0, 0.6 -> 1, -63.5 -> -64.
     std::vector<double> x(32, 0.0);
-    x[0] = 127; x[1] = 0.4; x[2] = 0.6; x[3] = -63.5;
+    x[0] = 127;
+    x[1] = 0.4;
+    x[2] = 0.6;
+    x[3] = -63.5;
     ggml_tensor * q = leaf(GGML_TYPE_Q8_0, {32}, x);
     std::vector<double> e(32, 0.0);
-    e[0] = 127; e[1] = 0; e[2] = 1; e[3] = -64;
+    e[0] = 127;
+    e[1] = 0;
+    e[2] = 1;
+    e[3] = -64;
     expect_values(ggx::ref::read_tensor(q), e);
 }
 
@@ -170,8 +178,13 @@ TEST_F(Reference, CpyIntoQuantizedRoundsEachBlock) {
     // Q8_0, one block with amax 127 -> d = 127 / 127 = 1: q = round-half-away(x).
     // x = [127, 0.4, 0.6, -63.5, 0...] -> [127, 0, 1, -64, 0...].
     std::vector<double> x(32, 0.0), e8(32, 0.0);
-    x[0] = 127; x[1] = 0.4; x[2] = 0.6; x[3] = -63.5;
-    e8[0] = 127; e8[2] = 1; e8[3] = -64;
+    x[0] = 127;
+    x[1] = 0.4;
+    x[2] = 0.6;
+    x[3] = -63.5;
+    e8[0] = 127;
+    e8[2] = 1;
+    e8[3] = -64;
     ggml_tensor * q8 = leaf(GGML_TYPE_Q8_0, {32}, std::vector<double>(32, 0.0));
     expect_values(run(ggml_cpy(ctx_, f32({32}, x), q8)), e8);
 
@@ -179,8 +192,18 @@ TEST_F(Reference, CpyIntoQuantizedRoundsEachBlock) {
     // 0.4 -> trunc(8.9) = 8 -> 0; 0.6 -> 9 -> 1; 7.7 -> min(15, 16) -> 7; -3.5 -> 5 -> -3;
     // -3.6 -> trunc(4.9) = 4 -> -4.
     std::vector<double> y(32, 0.0), e4(32, 0.0);
-    y[0] = -8; y[1] = 0.4; y[2] = 0.6; y[3] = 7.7; y[4] = -3.5; y[5] = -3.6;
-    e4[0] = -8; e4[1] = 0; e4[2] = 1; e4[3] = 7; e4[4] = -3; e4[5] = -4;
+    y[0] = -8;
+    y[1] = 0.4;
+    y[2] = 0.6;
+    y[3] = 7.7;
+    y[4] = -3.5;
+    y[5] = -3.6;
+    e4[0] = -8;
+    e4[1] = 0;
+    e4[2] = 1;
+    e4[3] = 7;
+    e4[4] = -3;
+    e4[5] = -4;
     ggml_tensor * q4 = leaf(GGML_TYPE_Q4_0, {32}, std::vector<double>(32, 0.0));
     expect_values(run(ggml_cpy(ctx_, f32({32}, y), q4)), e4);
 
@@ -324,9 +347,11 @@ TEST_F(Reference, RepeatAndConcat) {
     ggml_tensor * shape = f32({4, 2}, std::vector<double>(8, 0.0));
     expect_values(run(ggml_repeat(ctx_, f32({2, 1}, {1, 2}), shape)), {1, 2, 1, 2, 1, 2, 1, 2});
     // Along dim 1: a [2, 1] = (1 2) then b [2, 2] = (3 4), (5 6).
-    expect_values(run(ggml_concat(ctx_, f32({2, 1}, {1, 2}), f32({2, 2}, {3, 4, 5, 6}), 1)), {1, 2, 3, 4, 5, 6});
+    expect_values(run(ggml_concat(ctx_, f32({2, 1}, {1, 2}), f32({2, 2}, {3, 4, 5, 6}), 1)),
+                  {1, 2, 3, 4, 5, 6});
     // Along dim 0: a [1, 2] = (1), (2) and b [2, 2] = (3 4), (5 6) -> (1 3 4), (2 5 6).
-    expect_values(run(ggml_concat(ctx_, f32({1, 2}, {1, 2}), f32({2, 2}, {3, 4, 5, 6}), 0)), {1, 3, 4, 2, 5, 6});
+    expect_values(run(ggml_concat(ctx_, f32({1, 2}, {1, 2}), f32({2, 2}, {3, 4, 5, 6}), 0)),
+                  {1, 3, 4, 2, 5, 6});
     // I32 along dim 2.
     expect_values(run(ggml_concat(ctx_, i32({1, 1, 1}, {7}), i32({1, 1, 2}, {8, 9}), 2)), {7, 8, 9});
 }
@@ -374,12 +399,14 @@ TEST_F(Reference, GroupNormWithNonDivisibleGroups) {
     // c2 = (10 14): mean 12, variance 4 -> (-1 1). eps 0.
     ggml_tensor * a = f32({2, 1, 3, 1}, {1, 2, 3, 4, 10, 14});
     expect_values(run(ggml_group_norm(ctx_, a, 2, 0.0f)),
-                  {-1.3416407864998738, -0.4472135954999579, 0.4472135954999579, 1.3416407864998738, -1, 1}, kF32);
+                  {-1.3416407864998738, -0.4472135954999579, 0.4472135954999579, 1.3416407864998738, -1, 1},
+                  kF32);
     // C = 5, G = 4: ceil(5 / 4) = 2 channels per group -> groups {0, 1}, {2, 3}, {4} (3 groups).
     // (1 3): mean 2, var 1, + eps 1 -> +-1/sqrt(2); (2 6): mean 4, var 4 + 1 -> +-2/sqrt(5); (5): 0.
     ggml_tensor * b = f32({1, 1, 5, 1}, {1, 3, 2, 6, 5});
     expect_values(run(ggml_group_norm(ctx_, b, 4, 1.0f)),
-                  {-0.7071067811865475, 0.7071067811865475, -0.8944271909999159, 0.8944271909999159, 0}, kF32);
+                  {-0.7071067811865475, 0.7071067811865475, -0.8944271909999159, 0.8944271909999159, 0},
+                  kF32);
     // Two samples (dim 3) are normalised separately: (1 3) -> (-1 1), (5 9) -> (-1 1).
     ggml_tensor * c = f32({2, 1, 1, 2}, {1, 3, 5, 9});
     expect_values(run(ggml_group_norm(ctx_, c, 1, 0.0f)), {-1, 1, -1, 1});
@@ -411,13 +438,15 @@ TEST_F(Reference, MulMatQuantizedA) {
     // Q8_0 row (127, 1, 2, ..., 31): amax 127 -> d = 1, exact. Dot with ones: 127 + 496 = 623.
     std::vector<double> row8(32);
     row8[0] = 127;
-    for (int i = 1; i < 32; ++i) row8[i] = i;
+    for (int i = 1; i < 32; ++i)
+        row8[i] = i;
     ggml_tensor * ones = f32({32, 1}, std::vector<double>(32, 1.0));
     expect_values(run(ggml_mul_mat(ctx_, leaf(GGML_TYPE_Q8_0, {32, 1}, row8), ones)), {623});
     // Q4_0 row x_i = (i mod 16) - 8: largest magnitude -8 (first at i = 0) -> d = 1, exact.
     // Sum: i = 0 and 16 give -8 each, the others -7..7 twice -> -16.
     std::vector<double> row4(32);
-    for (int i = 0; i < 32; ++i) row4[i] = (i % 16) - 8;
+    for (int i = 0; i < 32; ++i)
+        row4[i] = (i % 16) - 8;
     expect_values(run(ggml_mul_mat(ctx_, leaf(GGML_TYPE_Q4_0, {32, 1}, row4), ones)), {-16});
 }
 
@@ -431,25 +460,32 @@ TEST_F(Reference, SoftMaxWithMaskAndAlibi) {
     // a [2, 2, 3]: three heads (dim 2) of two rows; mask [2, 2] shared by every head.
     // scale 2, max_bias 2: H = 3 -> n = 2, m0 = 2^(-2/2) = 0.5, m1 = 2^(-2/4) = 0.70711;
     // slopes h0 = m0 = 0.5, h1 = m0^2 = 0.25, h2 = m1^1 = 0.70711.
-    ggml_tensor * a = f32({2, 2, 3}, {0, 0, 3, 7,   // h0: rows (0 0), (3 7)
-                                      0.5, 0, 0, 0, // h1
-                                      0, 0, 1, 1}); // h2
+    ggml_tensor * a = f32({2, 2, 3}, {0, 0, 3, 7,    // h0: rows (0 0), (3 7)
+                                      0.5, 0, 0, 0,  // h1
+                                      0, 0, 1, 1});  // h2
     ggml_tensor * mask = f32({2, 2}, {0, 2, -kInf, 0});
     ggml_tensor * r = ggml_soft_max_ext(ctx_, a, mask, 2.0f, 2.0f);
-    expect_values(run(r), {
-                              // h0 row 0: (0 0)*2 + 0.5*(0 2) = (0 1) -> (1/(1+e), e/(1+e))
-                              0.2689414213699951, 0.7310585786300049,
-                              // h0 row 1: (6 + -inf, 14 + 0) -> (0 1)
-                              0, 1,
-                              // h1 row 0: (1 0) + 0.25*(0 2) = (1 0.5) -> sigma(0.5), sigma(-0.5)
-                              0.6224593312018546, 0.3775406687981454,
-                              // h1 row 1: (-inf 0) -> (0 1)
-                              0, 1,
-                              // h2 row 0: (0 0) + 0.70711*(0 2) = (0 sqrt 2) -> 1/(1+e^sqrt2), ...
-                              0.1955703174930431, 0.8044296825069569,
-                              // h2 row 1: (-inf 2) -> (0 1)
-                              0, 1,
-                          },
+    expect_values(run(r),
+                  {
+                      // h0 row 0: (0 0)*2 + 0.5*(0 2) = (0 1) -> (1/(1+e), e/(1+e))
+                      0.2689414213699951,
+                      0.7310585786300049,
+                      // h0 row 1: (6 + -inf, 14 + 0) -> (0 1)
+                      0,
+                      1,
+                      // h1 row 0: (1 0) + 0.25*(0 2) = (1 0.5) -> sigma(0.5), sigma(-0.5)
+                      0.6224593312018546,
+                      0.3775406687981454,
+                      // h1 row 1: (-inf 0) -> (0 1)
+                      0,
+                      1,
+                      // h2 row 0: (0 0) + 0.70711*(0 2) = (0 sqrt 2) -> 1/(1+e^sqrt2), ...
+                      0.1955703174930431,
+                      0.8044296825069569,
+                      // h2 row 1: (-inf 2) -> (0 1)
+                      0,
+                      1,
+                  },
                   kF32);
 }
 
@@ -469,8 +505,9 @@ TEST_F(Reference, RopeNormalPartialRotation) {
                                     1.0f, 0.0f, 0.0f);
     // Token 0 (pos 0) is unchanged. Token 1: (x0 x1) = (1 0) by 2 -> (cos 2, sin 2);
     // (x2 x3) = (0 1) by 0.02 -> (-sin 0.02, cos 0.02).
-    expect_values(run(r), {1, 2, 3, 4, 5, 6, -0.4161468365471424, 0.9092974268256817, -0.01999866669333308,
-                           0.9998000066665778, 5, 6},
+    expect_values(run(r),
+                  {1, 2, 3, 4, 5, 6, -0.4161468365471424, 0.9092974268256817, -0.01999866669333308,
+                   0.9998000066665778, 5, 6},
                   kF32);
 }
 
@@ -479,18 +516,20 @@ TEST_F(Reference, RopeNeoxPartialRotationWithFreqFactors) {
     ggml_tensor * pos = i32({2}, {0, 2});
     // NEOX pairs (0 2) and (1 3). Token 1: (x0 x2) = (1 0) by 2 -> x0 = cos 2, x2 = sin 2;
     // (x1 x3) = (0 1) by 0.02 -> x1 = -sin 0.02, x3 = cos 0.02.
-    ggml_tensor * r = ggml_rope_ext(ctx_, a, pos, nullptr, 4, GGML_ROPE_TYPE_NEOX, 0, 10000.0f, 1.0f, 0.0f, 1.0f,
-                                    0.0f, 0.0f);
-    expect_values(run(r), {1, 2, 3, 4, 5, 6, -0.4161468365471424, -0.01999866669333308, 0.9092974268256817,
-                           0.9998000066665778, 5, 6},
+    ggml_tensor * r = ggml_rope_ext(ctx_, a, pos, nullptr, 4, GGML_ROPE_TYPE_NEOX, 0, 10000.0f, 1.0f, 0.0f,
+                                    1.0f, 0.0f, 0.0f);
+    expect_values(run(r),
+                  {1, 2, 3, 4, 5, 6, -0.4161468365471424, -0.01999866669333308, 0.9092974268256817,
+                   0.9998000066665778, 5, 6},
                   kF32);
     // Frequency factors (1 2) halve pair 1's angle (0.02 / 2 = 0.01); attn_factor 2 scales the
     // rotated channels: x0 = 2 cos 2, x1 = -2 sin 0.01, x2 = 2 sin 2, x3 = 2 cos 0.01.
     ggml_tensor * ff = f32({2}, {1, 2});
-    ggml_tensor * r2 = ggml_rope_ext(ctx_, a, pos, ff, 4, GGML_ROPE_TYPE_NEOX, 0, 10000.0f, 1.0f, 0.0f, 2.0f,
-                                     0.0f, 0.0f);
-    expect_values(run(r2), {2, 4, 6, 8, 5, 6, 2 * -0.4161468365471424, 2 * -0.009999833334166664,
-                            2 * 0.9092974268256817, 2 * 0.9999500004166653, 5, 6},
+    ggml_tensor * r2 =
+        ggml_rope_ext(ctx_, a, pos, ff, 4, GGML_ROPE_TYPE_NEOX, 0, 10000.0f, 1.0f, 0.0f, 2.0f, 0.0f, 0.0f);
+    expect_values(run(r2),
+                  {2, 4, 6, 8, 5, 6, 2 * -0.4161468365471424, 2 * -0.009999833334166664,
+                   2 * 0.9092974268256817, 2 * 0.9999500004166653, 5, 6},
                   kF32);
 }
 
@@ -502,16 +541,18 @@ TEST_F(Reference, RopeYarn) {
     // mscale = 1 + 0.1 ln(1 / 0.5) = 1.0693147180559945.
     ggml_tensor * a = f32({6, 1, 1}, {1, 0, 0, 1, 5, 6});
     ggml_tensor * pos = i32({1}, {2});
-    ggml_tensor * r = ggml_rope_ext(ctx_, a, pos, nullptr, 4, GGML_ROPE_TYPE_NORMAL, 4096, 10000.0f, 0.5f, 1.0f,
-                                    1.0f, 32.0f, 1.0f);
+    ggml_tensor * r = ggml_rope_ext(ctx_, a, pos, nullptr, 4, GGML_ROPE_TYPE_NORMAL, 4096, 10000.0f, 0.5f,
+                                    1.0f, 1.0f, 32.0f, 1.0f);
     // (m cos 2, m sin 2, -m sin 0.015, m cos 0.015, 5, 6).
-    expect_values(run(r), {-0.4449919371923016, 0.9723251215951452, -0.016039119288077733, 1.069194422405782, 5, 6},
+    expect_values(run(r),
+                  {-0.4449919371923016, 0.9723251215951452, -0.016039119288077733, 1.069194422405782, 5, 6},
                   kF32);
     // Without ext_factor the angle is freq_scale * theta_extrap and mscale = attn_factor:
     // pair 0 turns by 1, pair 1 by 0.01: (cos 1, sin 1, -sin 0.01, cos 0.01).
-    ggml_tensor * r2 = ggml_rope_ext(ctx_, a, pos, nullptr, 4, GGML_ROPE_TYPE_NORMAL, 4096, 10000.0f, 0.5f, 0.0f,
-                                     1.0f, 32.0f, 1.0f);
-    expect_values(run(r2), {0.5403023058681398, 0.8414709848078965, -0.009999833334166664, 0.9999500004166653, 5, 6},
+    ggml_tensor * r2 = ggml_rope_ext(ctx_, a, pos, nullptr, 4, GGML_ROPE_TYPE_NORMAL, 4096, 10000.0f, 0.5f,
+                                     0.0f, 1.0f, 32.0f, 1.0f);
+    expect_values(run(r2),
+                  {0.5403023058681398, 0.8414709848078965, -0.009999833334166664, 0.9999500004166653, 5, 6},
                   kF32);
 }
 
@@ -536,7 +577,7 @@ TEST_F(Reference, FlashAttentionMaskSoftcapAlibiAndLayout) {
     // scale 0.5, softcap 2, max_bias 2 -> slopes h0 = 0.5, h1 = 0.25 (H = 2, n = 2, m0 = 0.5).
     // Mask rows: t0 = (0 2), t1 = (-inf 0).
     ggml_tensor * q = f32({2, 2, 2}, {2, 0, 1, 1,    // h0: t0 = (2 0), t1 = (1 1)
-                                      0, 2, 3, 3}); // h1: t0 = (0 2), t1 = (3 3)
+                                      0, 2, 3, 3});  // h1: t0 = (0 2), t1 = (3 3)
     ggml_tensor * k = f32({2, 2, 1}, {1, 0, 0, 1});
     ggml_tensor * v = f32({1, 2, 1}, {1, 3});
     ggml_tensor * mask = leaf(GGML_TYPE_F16, {2, 2}, {0, 2, -kInf, 0});
@@ -622,11 +663,16 @@ TEST_F(Reference, SetRowsIntoQuantizedRowsRequantizesOnlyWrittenBlocks) {
     init[1] = 0.5;
     ggml_tensor * a = leaf(GGML_TYPE_Q8_0, {32, 2}, init);
     std::vector<double> row(32, 0.0);
-    row[0] = 127; row[1] = 0.4; row[2] = 0.6; row[3] = -63.5;
+    row[0] = 127;
+    row[1] = 0.4;
+    row[2] = 0.6;
+    row[3] = -63.5;
     std::vector<double> expect(64, 0.0);
     expect[0] = -127;
     expect[1] = 1;
-    expect[32] = 127; expect[34] = 1; expect[35] = -64;
+    expect[32] = 127;
+    expect[34] = 1;
+    expect[35] = -64;
     expect_values(run(ggml_set_rows(ctx_, a, f32({32, 1}, row), i32({1}, {1}))), expect);
 }
 
@@ -659,10 +705,10 @@ TEST_F(Reference, Im2Col2D) {
     ggml_tensor * kernel = f32({2, 2, 1, 1}, {0, 0, 0, 0});
     ggml_tensor * x = f32({3, 3, 1, 1}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
     ggml_tensor * r = ggml_im2col(ctx_, kernel, x, 2, 2, 1, 1, 1, 1, true, GGML_TYPE_F32);
-    expect_values(run(r), {0, 0, 0, 1,   // (ow 0, oh 0): x[-1,-1], x[0,-1], x[-1,0], x[0,0]
-                           0, 0, 2, 3,   // (1, 0): x[1,-1], x[2,-1], x[1,0], x[2,0]
-                           0, 4, 0, 7,   // (0, 1): x[-1,1], x[0,1], x[-1,2], x[0,2]
-                           5, 6, 8, 9}); // (1, 1)
+    expect_values(run(r), {0, 0, 0, 1,    // (ow 0, oh 0): x[-1,-1], x[0,-1], x[-1,0], x[0,0]
+                           0, 0, 2, 3,    // (1, 0): x[1,-1], x[2,-1], x[1,0], x[2,0]
+                           0, 4, 0, 7,    // (0, 1): x[-1,1], x[0,1], x[-1,2], x[0,2]
+                           5, 6, 8, 9});  // (1, 1)
     // Two channels, kernel 1 x 2 with vertical dilation 2, F16 result: OW = 3, OH = (3 - 2 - 1) + 1 = 1.
     // r[c * 2 + kh, ow] = x[ow, 2 kh, c]: c0 = 1..9, c1 = 10 * (1..9).
     ggml_tensor * x2 = f32({3, 3, 2, 1}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 30, 40, 50, 60, 70, 80, 90});
@@ -690,8 +736,10 @@ TEST_F(Reference, Conv2dCompositeEqualsDirect) {
     // kernel [3, 3, 2, 2], input [5, 4, 2, 2]; s = (2, 1), p = (1, 1), d = (1, 2).
     const int64_t kne[4] = {3, 3, 2, 2}, ine[4] = {5, 4, 2, 2};
     std::vector<double> k(3 * 3 * 2 * 2), x(5 * 4 * 2 * 2);
-    for (double & v : k) v = static_cast<float>(dist(rng));
-    for (double & v : x) v = static_cast<float>(dist(rng));
+    for (double & v : k)
+        v = static_cast<float>(dist(rng));
+    for (double & v : x)
+        v = static_cast<float>(dist(rng));
     ggml_tensor * kt = f32({3, 3, 2, 2}, k);
     ggml_tensor * xt = f32({5, 4, 2, 2}, x);
     ggml_tensor * r = ggml_conv_2d(ctx_, kt, xt, 2, 1, 1, 1, 1, 2);
@@ -716,9 +764,10 @@ TEST_F(Reference, TimestepEmbeddingOddDim) {
     ggml_tensor * r = ggml_timestep_embedding(ctx_, f32({2}, {0, 2}), 5, 10000);
     ASSERT_NE(r, nullptr);
     EXPECT_EQ(r->ne[0], 5);
-    expect_values(run(r), {1, 1, 0, 0, 0, -0.4161468365471424, 0.9998000066665778, 0.9092974268256817,
-                           0.01999866669333308, 0},
-                  kF32);
+    expect_values(
+        run(r),
+        {1, 1, 0, 0, 0, -0.4161468365471424, 0.9998000066665778, 0.9092974268256817, 0.01999866669333308, 0},
+        kF32);
 }
 
 struct CallbackLog {
@@ -735,7 +784,8 @@ void twice_plus(ggml_tensor * dst, int ith, int nth, void * userdata) {
     const float * a = static_cast<const float *>(dst->src[0]->data);
     const float * b = static_cast<const float *>(dst->src[1]->data);
     float * out = static_cast<float *>(dst->data);
-    for (int64_t i = 0; i < ggml_nelements(dst); ++i) out[i] = 2.0f * a[i] + b[i];
+    for (int64_t i = 0; i < ggml_nelements(dst); ++i)
+        out[i] = 2.0f * a[i] + b[i];
 }
 
 TEST_F(Reference, CustomCpuCallback) {
@@ -744,7 +794,8 @@ TEST_F(Reference, CustomCpuCallback) {
     ggml_tensor * a = ggml_transpose(ctx_, f32({2, 2}, {1, 2, 3, 4}));
     ggml_tensor * b = f32({2, 2}, {10, 20, 30, 40});
     ggml_tensor * args[2] = {a, b};
-    ggml_tensor * r = ggml_custom_4d(ctx_, GGML_TYPE_F32, 2, 2, 1, 1, args, 2, twice_plus, GGML_N_TASKS_MAX, &log);
+    ggml_tensor * r =
+        ggml_custom_4d(ctx_, GGML_TYPE_F32, 2, 2, 1, 1, args, 2, twice_plus, GGML_N_TASKS_MAX, &log);
     ASSERT_NE(r, nullptr);
     // 2 * (1 3 2 4) + (10 20 30 40) = (12 26 34 48).
     expect_values(run(r), {12, 26, 34, 48});
@@ -835,4 +886,4 @@ TEST(ReferenceNmse, Semantics) {
     EXPECT_THROW(nmse(std::vector<double>{1}, one_two), Error);
 }
 
-} // namespace
+}  // namespace
