@@ -1,0 +1,1149 @@
+// Matrix product kernel (GGML_OP_MUL_MAT): dst[m, n, i2, i3] = sum_k a[k, m, i2 / r2, i3 / r3] *
+// b[k, n, i2, i3], accumulated in F32.
+//
+// Four paths, all compiled for every Highway target and chosen at run time:
+//
+//  * GEMM (any N; the only path for a without dense rows). A BLIS-style blocked product. Both
+//    operands are packed into F32 panels in the workspace: a in panels of MR = 2 vectors of rows
+//    stored k-major ([k][MR], loaded as vectors), b in panels of NR columns ([k][NR], broadcast);
+//    MR x NR = 32 x 12 with AVX-512 (24 accumulators), 16 x 6 with AVX2. Packing converts
+//    F16/BF16/Q8_0/Q4_0 and any strides to F32 (8 x 8 register transposes), so the micro-kernel only
+//    sees dense F32. All threads first pack b for all of K (up to kBPackBytes of columns at a time),
+//    one barrier, then take (m block, n chunk) tiles from a shared counter; per tile and k block of
+//    KC, the a block (MC x KC) is packed privately while the next one's source rows are prefetched.
+//    Many small independent batches are instead given whole to threads (private buffers, no
+//    barriers).
+//  * Small N (2..8, a with dense rows): dot products along k of R rows of a against all N columns
+//    of b (converted to F32 once), a streamed once, no packing.
+//  * Float matrix-vector (N == 1, F32/F16/BF16 a with dense rows). Memory bound: each row of a is
+//    streamed once (software prefetch), four rows at a time, against b converted to F32 once.
+//  * Quantized matrix-vector (N == 1, Q8_0/Q4_0 a). b is quantized per 32-block to int8 with an F32
+//    scale (d = amax / 127, q = round(x / d)); each block product is an exact int32 dot product
+//    (AVX2 maddubs/madd inside the AVX2/AVX-512 targets, portable loops elsewhere) scaled by
+//    d_a * d_b. This adds the activation rounding error (at most d / 2 per element of b).
+
+// clang-format off
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/kernels/matmul.cpp"
+#include <hwy/foreach_target.h>
+#include <hwy/highway.h>
+#include <hwy/cache_control.h>
+// clang-format on
+
+#include <ggml.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "cpu/kernels/common.h"
+
+#if HWY_ARCH_X86
+#include <immintrin.h>
+#endif
+
+#ifndef GGX_CPU_MATMUL_SHARED
+#define GGX_CPU_MATMUL_SHARED
+namespace ggx::cpu::mm {
+
+// What the implementation needs from the runtime; decoupled from ComputeParams so the kernels can be
+// driven by other harnesses too.
+struct Exec {
+    int ith = 0, nth = 1;
+    char * workspace = nullptr;
+    size_t workspace_size = 0;
+    const void * ctx = nullptr;
+    void (*barrier)(const void * ctx) = nullptr;
+    bool (*stop)(const void * ctx) = nullptr;
+    void (*fail)(const void * ctx, const char * message) = nullptr;
+
+    void sync() const {
+        if (nth > 1) barrier(ctx);
+    }
+    bool should_stop() const { return stop && stop(ctx); }
+};
+
+// Blocking parameters (elements). KC and MC are multiples of 32 (the quantization block) and of every
+// x86 target's MR; kNCSolo is a multiple of every target's NR. A k block of a micro-panel of b (KC x NR
+// floats, 24 KiB with AVX-512) stays in L1, an a block (MC x KC, 512 KiB) in L2.
+inline constexpr int64_t kKC = 512;
+inline constexpr int64_t kMC = 256;
+inline constexpr int64_t kNCSolo = 240;                    // columns of b per private k block (solo mode)
+inline constexpr int64_t kBPackBytes = int64_t(32) << 20;  // cap of packed b (shared mode)
+// Software prefetch distance (bytes) of the row-streaming paths: the hardware prefetchers alone
+// leave the quantized matrix-vector product at a third of DRAM bandwidth.
+inline constexpr int64_t kRowPrefetch = 4096;
+
+inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+inline size_t align64(size_t x) { return (x + 63) & ~size_t(63); }
+
+// b quantized to int8 per 32-block for the quantized matrix-vector path, as separate arrays:
+// qs[nb][32], d[nb] (scale) and dsum8[nb] = -8 * d * sum(qs) (folds the Q4_0 offset into one term).
+struct QuantVec {
+    int8_t * qs;
+    float * d;
+    float * dsum8;
+
+    static size_t bytes(int64_t nb) {
+        return align64(32 * static_cast<size_t>(nb)) + 2 * align64(4 * static_cast<size_t>(nb));
+    }
+    static QuantVec at(char * p, int64_t nb) {
+        QuantVec q;
+        q.qs = reinterpret_cast<int8_t *>(p);
+        q.d = reinterpret_cast<float *>(p + align64(32 * static_cast<size_t>(nb)));
+        q.dsum8 = q.d + align64(4 * static_cast<size_t>(nb)) / 4;
+        return q;
+    }
+};
+
+inline float fp16_to_f32(const void * p) {
+    ggml_fp16_t h;
+    std::memcpy(&h, p, sizeof h);
+    return ggml_fp16_to_fp32(h);
+}
+
+// Where one batch's matrix of an operand starts, and how to reach its rows and elements.
+struct Operand {
+    const char * base;
+    ggml_type type;
+    size_t nb0, nb1;
+    int64_t blck;
+
+    const char * at(int64_t row, int64_t k) const { return base + row * nb1 + (k / blck) * nb0; }
+    bool dense() const { return nb0 == ggml_type_size(type); }
+};
+
+}  // namespace ggx::cpu::mm
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace ggx::cpu::mm::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Register tile: MR = kVecs * lanes rows of a (vectors), NR columns of b (broadcasts).
+constexpr int kVecs = 2;
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
+constexpr int kNR = 12;  // 32 vector registers: 24 accumulators
+#else
+constexpr int kNR = 6;  // 16 vector registers: 12 accumulators
+#endif
+
+HWY_INLINE int64_t mr_of() { return kVecs * static_cast<int64_t>(hn::Lanes(DF())); }
+constexpr int64_t kMaxMR = kVecs * HWY_MAX_BYTES / sizeof(float);  // bound of mr_of() for buffers
+constexpr int64_t kMaxPanel = kMaxMR > kNR ? kMaxMR : kNR;          // rows of a packed panel
+
+// ---------------------------------------------------------------------------------------------
+// Conversion of one row segment of any type into dense F32.
+
+// n elements from src (elements nb0 bytes apart; quantized: dense blocks, n a multiple of 32).
+HWY_NOINLINE void convert_row(ggml_type type, const char * src, size_t nb0, int64_t n, float * dst) {
+    const DF df;
+    const int64_t L = static_cast<int64_t>(hn::Lanes(df));
+    if (type == GGML_TYPE_Q8_0) {
+        const hn::Rebind<int8_t, DF> d8;
+        const hn::Rebind<int32_t, DF> d32;
+        for (int64_t b = 0; b < n / 32; ++b) {
+            const char * blk = src + b * sizeof(ggml_block_q8_0);
+            const VF d = hn::Set(df, fp16_to_f32(blk));
+            const int8_t * qs = reinterpret_cast<const int8_t *>(blk + 2);
+            for (int64_t i = 0; i < 32; i += L) {
+                const VF v = hn::ConvertTo(df, hn::PromoteTo(d32, hn::LoadU(d8, qs + i)));
+                hn::StoreU(hn::Mul(v, d), df, dst + b * 32 + i);
+            }
+        }
+        return;
+    }
+    if (type == GGML_TYPE_Q4_0) {
+        const hn::Rebind<uint8_t, DF> d8;
+        const hn::Rebind<int32_t, DF> d32;
+        const auto low = hn::Set(d8, uint8_t{0x0F});
+        const auto eight = hn::Set(d32, 8);
+        for (int64_t b = 0; b < n / 32; ++b) {
+            const char * blk = src + b * sizeof(ggml_block_q4_0);
+            const VF d = hn::Set(df, fp16_to_f32(blk));
+            const uint8_t * qs = reinterpret_cast<const uint8_t *>(blk + 2);
+            float * out = dst + b * 32;
+            // Byte j holds element j (low nibble) and element j + 16 (high nibble).
+            for (int64_t j = 0; j < 16; j += L) {
+                const auto q = hn::LoadU(d8, qs + j);
+                const auto lo = hn::Sub(hn::PromoteTo(d32, hn::And(q, low)), eight);
+                const auto hi = hn::Sub(hn::PromoteTo(d32, hn::ShiftRight<4>(q)), eight);
+                hn::StoreU(hn::Mul(hn::ConvertTo(df, lo), d), df, out + j);
+                hn::StoreU(hn::Mul(hn::ConvertTo(df, hi), d), df, out + 16 + j);
+            }
+        }
+        return;
+    }
+    if (nb0 != ggml_type_size(type)) {
+        for (int64_t i = 0; i < n; ++i)
+            dst[i] = load_float(type, src + i * nb0);
+        return;
+    }
+    int64_t i = 0;
+    switch (type) {
+        case GGML_TYPE_F32:
+            std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+            return;
+        case GGML_TYPE_F16: {
+            const hn::Rebind<hwy::float16_t, DF> dh;
+            const hwy::float16_t * s = reinterpret_cast<const hwy::float16_t *>(src);
+            for (; i + L <= n; i += L)
+                hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, s + i)), df, dst + i);
+            break;
+        }
+        case GGML_TYPE_BF16: {
+            const hn::Rebind<uint16_t, DF> d16;
+            const hn::Rebind<uint32_t, DF> du;
+            const uint16_t * s = reinterpret_cast<const uint16_t *>(src);
+            for (; i + L <= n; i += L) {
+                const auto w = hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, s + i)));
+                hn::StoreU(hn::BitCast(df, w), df, dst + i);
+            }
+            break;
+        }
+        default:
+            break;
+    }
+    for (; i < n; ++i)
+        dst[i] = load_float(type, src + i * nb0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Packing.
+
+// Panel of R interleaved rows r0 .. r0+rows-1 of op over k in [k0, k0 + kc): out[k * R + r]; rows
+// beyond `rows` are zero. tmp holds rows * kc floats of conversion scratch.
+HWY_NOINLINE void pack_panel(const Operand & op, int64_t r0, int64_t rows, int64_t R, int64_t k0, int64_t kc,
+                             float * HWY_RESTRICT out, float * HWY_RESTRICT tmp) {
+    const float * src[kMaxPanel];
+    const bool direct = op.type == GGML_TYPE_F32 && op.nb0 == sizeof(float);
+    for (int64_t r = 0; r < rows; ++r) {
+        const char * p = op.at(r0 + r, k0);
+        if (direct) {
+            src[r] = reinterpret_cast<const float *>(p);
+        } else {
+            convert_row(op.type, p, op.nb0, kc, tmp + r * kc);
+            src[r] = tmp + r * kc;
+        }
+    }
+    // Rows [0, rv) and k [0, kv) go through register transposes, the rest element by element.
+    int64_t rv = 0, kv = 0;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+    kv = kc / 8 * 8;
+    for (; rv + 8 <= rows; rv += 8) {
+        const float *s0 = src[rv], *s1 = src[rv + 1], *s2 = src[rv + 2], *s3 = src[rv + 3];
+        const float *s4 = src[rv + 4], *s5 = src[rv + 5], *s6 = src[rv + 6], *s7 = src[rv + 7];
+        for (int64_t k = 0; k < kv; k += 8) {
+            __m256 x0 = _mm256_loadu_ps(s0 + k), x1 = _mm256_loadu_ps(s1 + k);
+            __m256 x2 = _mm256_loadu_ps(s2 + k), x3 = _mm256_loadu_ps(s3 + k);
+            __m256 x4 = _mm256_loadu_ps(s4 + k), x5 = _mm256_loadu_ps(s5 + k);
+            __m256 x6 = _mm256_loadu_ps(s6 + k), x7 = _mm256_loadu_ps(s7 + k);
+            const __m256 t0 = _mm256_unpacklo_ps(x0, x1), t1 = _mm256_unpackhi_ps(x0, x1);
+            const __m256 t2 = _mm256_unpacklo_ps(x2, x3), t3 = _mm256_unpackhi_ps(x2, x3);
+            const __m256 t4 = _mm256_unpacklo_ps(x4, x5), t5 = _mm256_unpackhi_ps(x4, x5);
+            const __m256 t6 = _mm256_unpacklo_ps(x6, x7), t7 = _mm256_unpackhi_ps(x6, x7);
+            const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+            const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+            const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+            const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+            x0 = _mm256_permute2f128_ps(u0, u4, 0x20);
+            x1 = _mm256_permute2f128_ps(u1, u5, 0x20);
+            x2 = _mm256_permute2f128_ps(u2, u6, 0x20);
+            x3 = _mm256_permute2f128_ps(u3, u7, 0x20);
+            x4 = _mm256_permute2f128_ps(u0, u4, 0x31);
+            x5 = _mm256_permute2f128_ps(u1, u5, 0x31);
+            x6 = _mm256_permute2f128_ps(u2, u6, 0x31);
+            x7 = _mm256_permute2f128_ps(u3, u7, 0x31);
+            float * o = out + k * R + rv;
+            _mm256_storeu_ps(o + 0 * R, x0);
+            _mm256_storeu_ps(o + 1 * R, x1);
+            _mm256_storeu_ps(o + 2 * R, x2);
+            _mm256_storeu_ps(o + 3 * R, x3);
+            _mm256_storeu_ps(o + 4 * R, x4);
+            _mm256_storeu_ps(o + 5 * R, x5);
+            _mm256_storeu_ps(o + 6 * R, x6);
+            _mm256_storeu_ps(o + 7 * R, x7);
+        }
+    }
+    for (; rv + 4 <= rows; rv += 4) {
+        const float *s0 = src[rv], *s1 = src[rv + 1], *s2 = src[rv + 2], *s3 = src[rv + 3];
+        for (int64_t k = 0; k < kv; k += 4) {
+            __m128 x0 = _mm_loadu_ps(s0 + k), x1 = _mm_loadu_ps(s1 + k);
+            __m128 x2 = _mm_loadu_ps(s2 + k), x3 = _mm_loadu_ps(s3 + k);
+            _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
+            float * o = out + k * R + rv;
+            _mm_storeu_ps(o + 0 * R, x0);
+            _mm_storeu_ps(o + 1 * R, x1);
+            _mm_storeu_ps(o + 2 * R, x2);
+            _mm_storeu_ps(o + 3 * R, x3);
+        }
+    }
+#endif
+    for (int64_t r = 0; r < rv; ++r)
+        for (int64_t k = kv; k < kc; ++k)
+            out[k * R + r] = src[r][k];
+    for (int64_t r = rv; r < rows; ++r)
+        for (int64_t k = 0; k < kc; ++k)
+            out[k * R + r] = src[r][k];
+    for (int64_t r = rows; r < R; ++r)
+        for (int64_t k = 0; k < kc; ++k)
+            out[k * R + r] = 0.0f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Micro-kernel: C[j][i] (+)= sum_k A[k][i] * B[k][j] for i < MR, j < NR <= kNR (B panels hold kNR
+// columns); C rows ldc floats apart.
+
+template <int NR>
+HWY_INLINE void micro(const float * HWY_RESTRICT A, const float * HWY_RESTRICT B, int64_t kc,
+                      float * HWY_RESTRICT C, int64_t ldc, bool accumulate) {
+    const DF d;
+    const size_t L = hn::Lanes(d);
+    VF c0[NR], c1[NR];
+    for (int j = 0; j < NR; ++j) {
+        c0[j] = hn::Zero(d);
+        c1[j] = hn::Zero(d);
+        // The C tile is touched only after the k loop: start bringing it in now.
+        hwy::Prefetch(C + j * ldc);
+        hwy::Prefetch(C + j * ldc + 2 * L - 1);
+    }
+    for (int64_t k = 0; k < kc; ++k) {
+        const VF a0 = hn::Load(d, A);
+        const VF a1 = hn::Load(d, A + L);
+        A += 2 * L;
+        for (int j = 0; j < NR; ++j) {
+            const VF bj = hn::Set(d, B[j]);
+            c0[j] = hn::MulAdd(a0, bj, c0[j]);
+            c1[j] = hn::MulAdd(a1, bj, c1[j]);
+        }
+        B += kNR;
+    }
+    for (int j = 0; j < NR; ++j) {
+        float * c = C + j * ldc;
+        if (accumulate) {
+            c0[j] = hn::Add(c0[j], hn::LoadU(d, c));
+            c1[j] = hn::Add(c1[j], hn::LoadU(d, c + L));
+        }
+        hn::StoreU(c0[j], d, c);
+        hn::StoreU(c1[j], d, c + L);
+    }
+}
+
+// Full-height tile of nr <= kNR columns.
+HWY_NOINLINE void micro_cols(const float * HWY_RESTRICT A, const float * HWY_RESTRICT B, int64_t kc,
+                             float * HWY_RESTRICT C, int64_t ldc, bool accumulate, int64_t nr) {
+    switch (nr) {
+        case 1:
+            micro<1>(A, B, kc, C, ldc, accumulate);
+            break;
+        case 2:
+            micro<2>(A, B, kc, C, ldc, accumulate);
+            break;
+        case 3:
+            micro<3>(A, B, kc, C, ldc, accumulate);
+            break;
+        case 4:
+            micro<4>(A, B, kc, C, ldc, accumulate);
+            break;
+        case 5:
+            micro<5>(A, B, kc, C, ldc, accumulate);
+            break;
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
+        case 6:
+            micro<6>(A, B, kc, C, ldc, accumulate);
+            break;
+        case 7:
+            micro<7>(A, B, kc, C, ldc, accumulate);
+            break;
+        case 8:
+            micro<8>(A, B, kc, C, ldc, accumulate);
+            break;
+        case 9:
+            micro<9>(A, B, kc, C, ldc, accumulate);
+            break;
+        case 10:
+            micro<10>(A, B, kc, C, ldc, accumulate);
+            break;
+        case 11:
+            micro<11>(A, B, kc, C, ldc, accumulate);
+            break;
+#endif
+        default:
+            micro<kNR>(A, B, kc, C, ldc, accumulate);
+            break;
+    }
+}
+
+// Edge tile: only mr (< MR) x nr of the tile is stored.
+HWY_NOINLINE void micro_edge(const float * HWY_RESTRICT A, const float * HWY_RESTRICT B, int64_t kc,
+                             float * HWY_RESTRICT C, int64_t ldc, bool accumulate, int64_t mr, int64_t nr) {
+    const int64_t MR = mr_of();
+    HWY_ALIGN float tile[kNR * kMaxMR];
+    micro<kNR>(A, B, kc, tile, MR, false);
+    for (int64_t j = 0; j < nr; ++j) {
+        float * c = C + j * ldc;
+        const float * t = tile + j * MR;
+        if (accumulate)
+            for (int64_t i = 0; i < mr; ++i)
+                c[i] += t[i];
+        else
+            for (int64_t i = 0; i < mr; ++i)
+                c[i] = t[i];
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GEMM driver.
+
+struct Gemm {
+    Operand a, b;
+    float * c;  // dst of the batch: row n at c + n * ldc
+    int64_t ldc;
+    int64_t M, N, K;
+};
+
+// Spreads prefetches of the source rows of the next a block over the current block's computation,
+// so that packing it finds them in cache instead of waiting for DRAM.
+struct APrefetch {
+    const Operand * a = nullptr;
+    int64_t row0 = 0, k0 = 0;
+    int64_t lines_per_row = 0, total = 0, next = 0;
+
+    void start(const Operand & op, int64_t r0, int64_t rows, int64_t k, int64_t kc) {
+        a = &op;
+        row0 = r0;
+        k0 = k;
+        next = 0;
+        const size_t bytes = static_cast<size_t>(kc / op.blck) * op.nb0;
+        const bool dense = op.nb0 == ggml_type_size(op.type);
+        lines_per_row = dense && kc > 0 ? static_cast<int64_t>((bytes + 63) / 64) : 0;
+        total = rows * lines_per_row;
+    }
+    // Issues this step's share of the prefetches when `steps` steps remain.
+    void step(int64_t steps) {
+        if (next >= total || steps <= 0) return;
+        const int64_t end = std::min(total, next + (total - next + steps - 1) / steps);
+        for (; next < end; ++next) {
+            const char * p = a->at(row0 + next / lines_per_row, k0) + (next % lines_per_row) * 64;
+#if HWY_ARCH_X86
+            _mm_prefetch(p, _MM_HINT_T1);  // into L2: the block being computed owns L1
+#else
+            hwy::Prefetch(p);
+#endif
+        }
+    }
+};
+
+// C (+)= Ã * B̃ for the m panels [mp0, mp1) of g (packed consecutively in abuf) and the b panels
+// [q0, q1) of a packed k block whose panel q starts at bk + q * kc * NR (panel 0 is column n0).
+HWY_INLINE void macro_tile(const Gemm & g, const float * abuf, int64_t mp0, int64_t mp1, const float * bk,
+                           int64_t n0, int64_t q0, int64_t q1, int64_t kc, bool accumulate,
+                           APrefetch * prefetch) {
+    const int64_t MR = mr_of();
+    for (int64_t q = q0; q < q1; ++q) {
+        if (prefetch) prefetch->step(q1 - q);
+        const int64_t nn = n0 + q * kNR;
+        const int64_t nr = std::min<int64_t>(kNR, g.N - nn);
+        const float * bp = bk + q * kc * kNR;
+        for (int64_t p = mp0; p < mp1; ++p) {
+            const int64_t m0 = p * MR;
+            const int64_t mr = std::min(MR, g.M - m0);
+            float * c = g.c + nn * g.ldc + m0;
+            const float * ap = abuf + (p - mp0) * MR * kc;
+            if (mr == MR && nr == kNR)
+                micro<kNR>(ap, bp, kc, c, g.ldc, accumulate);
+            else if (mr == MR)
+                micro_cols(ap, bp, kc, c, g.ldc, accumulate, nr);
+            else
+                micro_edge(ap, bp, kc, c, g.ldc, accumulate, mr, nr);
+        }
+    }
+}
+
+HWY_INLINE void pack_a_block(const Gemm & g, int64_t mp0, int64_t mp1, int64_t k0, int64_t kc, float * abuf,
+                             float * tmp) {
+    const int64_t MR = mr_of();
+    for (int64_t p = mp0; p < mp1; ++p) {
+        const int64_t m0 = p * MR;
+        pack_panel(g.a, m0, std::min(MR, g.M - m0), MR, k0, kc, abuf + (p - mp0) * MR * kc, tmp);
+    }
+}
+
+// Workspace layout. Shared mode: a work counter and b packed for all of K and nc columns, then per
+// thread an a block and conversion scratch. Solo mode: per thread an a block, scratch and one packed
+// k block of b (nc_solo columns).
+struct Layout {
+    bool solo;
+    int64_t nc;  // columns of b packed at a time
+    size_t shared, abuf, tmp, bsolo, per_thread;
+    size_t total(int nth) const { return shared + per_thread * static_cast<size_t>(nth); }
+};
+
+HWY_INLINE Layout layout_for(const ggml_tensor * a, const ggml_tensor * b, int64_t nbatch, int nth) {
+    const int64_t MR = mr_of();
+    const int64_t M = a->ne[1], N = std::max<int64_t>(b->ne[1], 1), K = std::max<int64_t>(a->ne[0], 1);
+    Layout l;
+    // Threads take whole batches when there are plenty of them, or enough of them and each is small.
+    const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+    l.solo =
+        nth > 1 && (nbatch >= 4 * nth || (nbatch >= nth && nbatch % nth == 0 && work < 64.0 * 1024 * 1024));
+    l.abuf = align64(sizeof(float) * kKC * kMC);
+    l.tmp = align64(sizeof(float) * kKC * std::max<int64_t>(MR, kNR));
+    if (l.solo) {
+        l.nc = std::min(kNCSolo, round_up(N, kNR));
+        l.bsolo = align64(sizeof(float) * kKC * l.nc);
+        l.shared = 0;
+    } else {
+        const int64_t cap_cols = std::max<int64_t>(kNR, kBPackBytes / (sizeof(float) * K) / kNR * kNR);
+        l.nc = std::min(round_up(N, kNR), cap_cols);
+        l.bsolo = 0;
+        l.shared = 64 + align64(sizeof(float) * static_cast<size_t>(K) * static_cast<size_t>(l.nc));
+    }
+    l.per_thread = l.abuf + l.tmp + l.bsolo;
+    return l;
+}
+
+struct Batches {
+    const ggml_tensor *a, *b;
+    ggml_tensor * dst;
+    int64_t nbatch, B2, r2, r3;
+
+    Gemm gemm(int64_t bi) const {
+        const int64_t i2 = bi % B2, i3 = bi / B2;
+        Gemm g;
+        g.a = {static_cast<const char *>(a->data) + (i2 / r2) * a->nb[2] + (i3 / r3) * a->nb[3], a->type,
+               a->nb[0], a->nb[1], ggml_blck_size(a->type)};
+        g.b = {static_cast<const char *>(b->data) + i2 * b->nb[2] + i3 * b->nb[3], b->type, b->nb[0],
+               b->nb[1], 1};
+        g.c = reinterpret_cast<float *>(static_cast<char *>(dst->data) + i2 * dst->nb[2] + i3 * dst->nb[3]);
+        g.ldc = static_cast<int64_t>(dst->nb[1] / sizeof(float));
+        g.M = a->ne[1];
+        g.N = b->ne[1];
+        g.K = a->ne[0];
+        return g;
+    }
+};
+
+// All threads cooperate on each batch: they pack b (nc columns, all of K) together, then take
+// (m block, n chunk) tiles from a shared counter, each computed over all of K.
+HWY_NOINLINE void gemm_shared(const Exec & ex, const Batches & bt, const Layout & l) {
+    const int64_t MR = mr_of();
+    char * ws = ex.workspace;
+    std::atomic_ref<int64_t> counter(*reinterpret_cast<int64_t *>(ws));
+    float * bpack = reinterpret_cast<float *>(ws + 64);
+    char * mine = ws + l.shared + static_cast<size_t>(ex.ith) * l.per_thread;
+    float * abuf = reinterpret_cast<float *>(mine);
+    float * tmp = reinterpret_cast<float *>(mine + l.abuf);
+    const int64_t mcp = kMC / MR;  // panels per m block
+
+    for (int64_t bi = 0; bi < bt.nbatch; ++bi) {
+        const Gemm g = bt.gemm(bi);
+        const int64_t mpanels = (g.M + MR - 1) / MR;
+        const int64_t mblocks = (mpanels + mcp - 1) / mcp;
+        const int64_t kblocks = (g.K + kKC - 1) / kKC;
+        for (int64_t n0 = 0; n0 < g.N; n0 += l.nc) {
+            const int64_t nc = std::min(l.nc, g.N - n0);
+            const int64_t nq = (nc + kNR - 1) / kNR;
+            // Pack b: units (panel, k block).
+            bool stop = ex.should_stop();
+            if (!stop) {
+                const auto [u0, u1] = split(nq * kblocks, ex.ith, ex.nth);
+                for (int64_t u = u0; u < u1; ++u) {
+                    const int64_t q = u % nq, k0 = (u / nq) * kKC;
+                    const int64_t kc = std::min(kKC, g.K - k0), nn = n0 + q * kNR;
+                    pack_panel(g.b, nn, std::min<int64_t>(kNR, g.N - nn), kNR, k0, kc,
+                               bpack + k0 * nq * kNR + q * kc * kNR, tmp);
+                }
+            }
+            if (ex.ith == 0) counter.store(0, std::memory_order_relaxed);
+            ex.sync();
+            // Tiles: split n into chunks when there are too few m blocks to share.
+            const int64_t nchunks = std::min<int64_t>(nq, (3 * ex.nth + mblocks - 1) / mblocks);
+            const int64_t tiles = mblocks * nchunks;
+            for (;;) {
+                const int64_t t = counter.fetch_add(1, std::memory_order_relaxed);
+                if (t >= tiles || stop) break;
+                const int64_t mb = t / nchunks, nchunk = t % nchunks;
+                const int64_t mp0 = mb * mcp, mp1 = std::min(mpanels, mp0 + mcp);
+                const auto [q0, q1] = split(nq, static_cast<int>(nchunk), static_cast<int>(nchunks));
+                APrefetch prefetch;
+                for (int64_t k0 = 0; k0 < g.K; k0 += kKC) {
+                    const int64_t kc = std::min(kKC, g.K - k0);
+                    pack_a_block(g, mp0, mp1, k0, kc, abuf, tmp);
+                    const int64_t k1 = k0 + kKC;
+                    prefetch.start(g.a, mp0 * MR, std::min(g.M, mp1 * MR) - mp0 * MR, k1,
+                                   std::max<int64_t>(0, std::min(kKC, g.K - k1)));
+                    macro_tile(g, abuf, mp0, mp1, bpack + k0 * nq * kNR, n0, q0, q1, kc, k0 > 0, &prefetch);
+                }
+                stop = ex.should_stop();
+            }
+            const bool last = bi + 1 == bt.nbatch && n0 + l.nc >= g.N;
+            if (!last) ex.sync();
+        }
+    }
+}
+
+// Each thread computes whole batches alone.
+HWY_NOINLINE void gemm_solo(const Exec & ex, const Batches & bt, const Layout & l) {
+    const int64_t MR = mr_of();
+    char * mine = ex.workspace + l.shared + static_cast<size_t>(ex.ith) * l.per_thread;
+    float * abuf = reinterpret_cast<float *>(mine);
+    float * tmp = reinterpret_cast<float *>(mine + l.abuf);
+    float * bblock = reinterpret_cast<float *>(mine + l.abuf + l.tmp);
+    const int64_t mcp = kMC / MR;
+    const auto [b0, b1] = split(bt.nbatch, ex.ith, ex.nth);
+    for (int64_t bi = b0; bi < b1; ++bi) {
+        if (ex.should_stop()) return;
+        const Gemm g = bt.gemm(bi);
+        const int64_t mpanels = (g.M + MR - 1) / MR;
+        for (int64_t n0 = 0; n0 < g.N; n0 += l.nc) {
+            const int64_t nq = (std::min(l.nc, g.N - n0) + kNR - 1) / kNR;
+            for (int64_t k0 = 0; k0 < g.K; k0 += kKC) {
+                const int64_t kc = std::min(kKC, g.K - k0);
+                for (int64_t q = 0; q < nq; ++q) {
+                    const int64_t nn = n0 + q * kNR;
+                    pack_panel(g.b, nn, std::min<int64_t>(kNR, g.N - nn), kNR, k0, kc, bblock + q * kc * kNR,
+                               tmp);
+                }
+                for (int64_t mp0 = 0; mp0 < mpanels; mp0 += mcp) {
+                    const int64_t mp1 = std::min(mpanels, mp0 + mcp);
+                    pack_a_block(g, mp0, mp1, k0, kc, abuf, tmp);
+                    macro_tile(g, abuf, mp0, mp1, bblock, n0, 0, nq, kc, k0 > 0, nullptr);
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Float matrix-vector: y[m] = dot(a row m, x), rows dense.
+
+template <ggml_type T>
+HWY_INLINE VF load_as_f32(const char * p) {
+    const DF df;
+    if constexpr (T == GGML_TYPE_F32) {
+        return hn::LoadU(df, reinterpret_cast<const float *>(p));
+    } else if constexpr (T == GGML_TYPE_F16) {
+        const hn::Rebind<hwy::float16_t, DF> dh;
+        return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t *>(p)));
+    } else {
+        const hn::Rebind<uint16_t, DF> d16;
+        const hn::Rebind<uint32_t, DF> du;
+        return hn::BitCast(
+            df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, reinterpret_cast<const uint16_t *>(p)))));
+    }
+}
+
+template <ggml_type T>
+HWY_NOINLINE void gemv_float_rows(const Operand & a, int64_t m0, int64_t m1, int64_t K, const float * x,
+                                  float * y) {
+    const DF df;
+    const int64_t L = static_cast<int64_t>(hn::Lanes(df));
+    constexpr size_t es = T == GGML_TYPE_F32 ? 4 : 2;
+    const int64_t kv = K / L * L;
+    int64_t m = m0;
+    for (; m + 4 <= m1; m += 4) {
+        const char * r0 = a.at(m, 0);
+        const char * r1 = a.at(m + 1, 0);
+        const char * r2 = a.at(m + 2, 0);
+        const char * r3 = a.at(m + 3, 0);
+        VF s0 = hn::Zero(df), s1 = s0, s2 = s0, s3 = s0;
+        for (int64_t k = 0; k < kv; k += L) {
+            // Prefetch ahead in each row (harmless past the end: prefetches do not fault).
+            hwy::Prefetch(r0 + k * es + kRowPrefetch);
+            hwy::Prefetch(r1 + k * es + kRowPrefetch);
+            hwy::Prefetch(r2 + k * es + kRowPrefetch);
+            hwy::Prefetch(r3 + k * es + kRowPrefetch);
+            const VF xv = hn::LoadU(df, x + k);
+            s0 = hn::MulAdd(load_as_f32<T>(r0 + k * es), xv, s0);
+            s1 = hn::MulAdd(load_as_f32<T>(r1 + k * es), xv, s1);
+            s2 = hn::MulAdd(load_as_f32<T>(r2 + k * es), xv, s2);
+            s3 = hn::MulAdd(load_as_f32<T>(r3 + k * es), xv, s3);
+        }
+        float t[4] = {hn::GetLane(hn::SumOfLanes(df, s0)), hn::GetLane(hn::SumOfLanes(df, s1)),
+                      hn::GetLane(hn::SumOfLanes(df, s2)), hn::GetLane(hn::SumOfLanes(df, s3))};
+        const char * rows[4] = {r0, r1, r2, r3};
+        for (int r = 0; r < 4; ++r)
+            for (int64_t k = kv; k < K; ++k)
+                t[r] += load_float(T, rows[r] + k * es) * x[k];
+        for (int r = 0; r < 4; ++r)
+            y[m + r] = t[r];
+    }
+    for (; m < m1; ++m) {
+        const char * r0 = a.at(m, 0);
+        VF s0 = hn::Zero(df);
+        for (int64_t k = 0; k < kv; k += L)
+            s0 = hn::MulAdd(load_as_f32<T>(r0 + k * es), hn::LoadU(df, x + k), s0);
+        float t = hn::GetLane(hn::SumOfLanes(df, s0));
+        for (int64_t k = kv; k < K; ++k)
+            t += load_float(T, r0 + k * es) * x[k];
+        y[m] = t;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantized matrix-vector: y[m] = sum over blocks of d_a * d_x * (int dot), rows of dense blocks.
+
+// Quantizes n F32 values (n a multiple of 32) into blocks [b0, b0 + n / 32) of q: per block
+// d = amax / 127, q = round-to-nearest-even(x / d).
+HWY_NOINLINE void quantize_q8(const float * HWY_RESTRICT x, int64_t n, const QuantVec & q, int64_t b0) {
+    const DF df;
+    const hn::RebindToSigned<DF> di;
+    const hn::Rebind<int8_t, DF> d8;
+    const int64_t L = static_cast<int64_t>(hn::Lanes(df));
+    for (int64_t b = 0; b < n / 32; ++b) {
+        const float * xb = x + b * 32;
+        VF mx = hn::Zero(df);
+        for (int64_t i = 0; i < 32; i += L)
+            mx = hn::Max(mx, hn::Abs(hn::LoadU(df, xb + i)));
+        const float amax = hn::GetLane(hn::MaxOfLanes(df, mx));
+        const float d = amax / 127.0f;
+        const VF id = hn::Set(df, d != 0.0f ? 1.0f / d : 0.0f);
+        int8_t * out = q.qs + (b0 + b) * 32;
+        auto sum = hn::Zero(di);
+        for (int64_t i = 0; i < 32; i += L) {
+            const auto v = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), id));
+            sum = hn::Add(sum, v);
+            hn::StoreU(hn::DemoteTo(d8, v), d8, out + i);
+        }
+        q.d[b0 + b] = d;
+        q.dsum8[b0 + b] = -8.0f * d * static_cast<float>(hn::GetLane(hn::SumOfLanes(di, sum)));
+    }
+}
+
+// Portable block dot products.
+HWY_INLINE int32_t dot_q8_block(const int8_t * a, const int8_t * x) {
+    int32_t s = 0;
+    for (int i = 0; i < 32; ++i)
+        s += static_cast<int32_t>(a[i]) * x[i];
+    return s;
+}
+HWY_INLINE int32_t dot_q4_block(const uint8_t * a, const int8_t * x) {  // unsigned nibbles, no -8
+    int32_t s = 0;
+    for (int j = 0; j < 16; ++j)
+        s += static_cast<int32_t>(a[j] & 0x0F) * x[j] + static_cast<int32_t>(a[j] >> 4) * x[j + 16];
+    return s;
+}
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+// acc + (sum of the 32 products of one weight block and one int8 block of x) * scale[0]; Q4_0
+// nibbles are used as unsigned 0..15 (the -8 is folded into dsum8). Prefetches the row ahead.
+template <ggml_type T>
+HWY_INLINE __m256 block_dot(const char * blk, const int8_t * xqs, const float * scale, __m256 acc) {
+    _mm_prefetch(blk + kRowPrefetch, _MM_HINT_T0);
+    const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i *>(xqs));
+    __m256i p16;
+    if constexpr (T == GGML_TYPE_Q8_0) {
+        const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk + 2));
+        p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(aq, aq), _mm256_sign_epi8(xq, aq));
+    } else {
+        const __m256i q2 =
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(blk + 2)));
+        const __m256i nib =
+            _mm256_and_si256(_mm256_srlv_epi64(q2, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
+        p16 = _mm256_maddubs_epi16(nib, xq);
+    }
+    const __m256 pf = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+    return _mm256_fmadd_ps(pf, _mm256_broadcast_ss(scale), acc);
+}
+#endif
+
+template <ggml_type T>
+HWY_NOINLINE void gemv_quant_rows(const Operand & a, int64_t m0, int64_t m1, int64_t K, const QuantVec & x,
+                                  float * y) {
+    const int64_t nb = K / 32;
+    constexpr size_t bs = T == GGML_TYPE_Q8_0 ? sizeof(ggml_block_q8_0) : sizeof(ggml_block_q4_0);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+    // R rows at a time (one sequential stream per thread measured best), in chunks of kCh blocks:
+    // first the chunk's scales d_a * d_x (eight blocks per vector), then the int8 dot products into
+    // NA independent accumulators per row.
+    constexpr int R = 1;
+    constexpr int NA = R >= 4 ? 1 : 4 / R;
+    constexpr int64_t kCh = 64;
+    HWY_ALIGN float scale[R][kCh];
+    int64_t m = m0;
+    for (; m + R <= m1; m += R) {
+        const char * rows[R];
+        for (int r = 0; r < R; ++r)
+            rows[r] = a.at(m + r, 0);
+        __m256 acc[R][NA], corr[R];
+        for (int r = 0; r < R; ++r) {
+            corr[r] = _mm256_setzero_ps();
+            for (int u = 0; u < NA; ++u)
+                acc[r][u] = _mm256_setzero_ps();
+        }
+        for (int64_t c0 = 0; c0 < nb; c0 += kCh) {
+            const int64_t nc = std::min(kCh, nb - c0);
+            const int64_t nc8 = nc / 8 * 8;
+            for (int r = 0; r < R; ++r) {
+                const char * p = rows[r] + c0 * bs;
+                int64_t b = 0;
+                for (; b < nc8; b += 8) {
+                    uint16_t h[8];
+                    for (int i = 0; i < 8; ++i)
+                        std::memcpy(&h[i], p + (b + i) * bs, 2);
+                    const __m256 da = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(h)));
+                    _mm256_store_ps(scale[r] + b, _mm256_mul_ps(da, _mm256_loadu_ps(x.d + c0 + b)));
+                    if constexpr (T == GGML_TYPE_Q4_0)
+                        corr[r] = _mm256_fmadd_ps(da, _mm256_loadu_ps(x.dsum8 + c0 + b), corr[r]);
+                }
+                for (; b < nc; ++b) {
+                    const float da = fp16_to_f32(p + b * bs);
+                    scale[r][b] = da * x.d[c0 + b];
+                    if constexpr (T == GGML_TYPE_Q4_0)
+                        corr[r] =
+                            _mm256_add_ps(corr[r], _mm256_setr_ps(da * x.dsum8[c0 + b], 0, 0, 0, 0, 0, 0, 0));
+                }
+            }
+            int64_t b = 0;
+            for (; b + NA <= nc; b += NA)
+                for (int u = 0; u < NA; ++u)
+                    for (int r = 0; r < R; ++r)
+                        acc[r][u] = block_dot<T>(rows[r] + (c0 + b + u) * bs, x.qs + (c0 + b + u) * 32,
+                                                 scale[r] + b + u, acc[r][u]);
+            for (; b < nc; ++b)
+                for (int r = 0; r < R; ++r)
+                    acc[r][0] =
+                        block_dot<T>(rows[r] + (c0 + b) * bs, x.qs + (c0 + b) * 32, scale[r] + b, acc[r][0]);
+        }
+        for (int r = 0; r < R; ++r) {
+            __m256 v = corr[r];
+            for (int u = 0; u < NA; ++u)
+                v = _mm256_add_ps(v, acc[r][u]);
+            __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+            s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+            s = _mm_add_ss(s, _mm_movehdup_ps(s));
+            y[m + r] = _mm_cvtss_f32(s);
+        }
+    }
+    m0 = m;
+#endif
+    for (int64_t m = m0; m < m1; ++m) {
+        const char * row = a.at(m, 0);
+        float s = 0.0f;
+        for (int64_t b = 0; b < nb; ++b) {
+            const char * blk = row + b * bs;
+            const float da = fp16_to_f32(blk);
+            const int8_t * xq = x.qs + b * 32;
+            if constexpr (T == GGML_TYPE_Q8_0) {
+                s += da * x.d[b] *
+                     static_cast<float>(dot_q8_block(reinterpret_cast<const int8_t *>(blk + 2), xq));
+            } else {
+                s += da * (x.d[b] * static_cast<float>(
+                                        dot_q4_block(reinterpret_cast<const uint8_t *>(blk + 2), xq)) +
+                           x.dsum8[b]);
+            }
+        }
+        y[m] = s;
+    }
+}
+
+HWY_INLINE size_t gemv_per_thread(const ggml_tensor * a) {
+    const int64_t K = a->ne[0];
+    if (ggml_is_quantized(a->type)) return QuantVec::bytes(K / 32);
+    return align64(sizeof(float) * static_cast<size_t>(K));
+}
+
+HWY_INLINE bool use_gemv(const ggml_tensor * a, const ggml_tensor * b) {
+    return b->ne[1] == 1 && a->ne[0] > 0 &&
+           (ggml_is_quantized(a->type) || a->nb[0] == ggml_type_size(a->type));
+}
+
+HWY_NOINLINE void gemv(const Exec & ex, const Batches & bt) {
+    const ggml_tensor * a = bt.a;
+    const int64_t M = a->ne[1], K = a->ne[0];
+    const int64_t total = M * bt.nbatch;
+    const auto [r0, r1] = split(total, ex.ith, ex.nth);
+    char * mine = ex.workspace + static_cast<size_t>(ex.ith) * gemv_per_thread(a);
+    int64_t cur = -1;
+    constexpr int64_t kChunk = 256;
+    for (int64_t r = r0; r < r1;) {
+        if (ex.should_stop()) return;
+        const int64_t bi = r / M;
+        const int64_t m0 = r % M;
+        const int64_t m1 = std::min(M, m0 + std::min(kChunk, r1 - r));
+        const Gemm g = bt.gemm(bi);
+        if (bi != cur) {
+            cur = bi;
+            float * xf = reinterpret_cast<float *>(mine);
+            if (ggml_is_quantized(a->type)) {
+                // Convert in 256-element pieces through the tail of y's row? Use a stack buffer.
+                HWY_ALIGN float piece[kKC];
+                const QuantVec xq = QuantVec::at(mine, K / 32);
+                for (int64_t k = 0; k < K; k += kKC) {
+                    const int64_t n = std::min(kKC, K - k);
+                    const float * src = piece;
+                    if (g.b.type == GGML_TYPE_F32 && g.b.nb0 == sizeof(float))
+                        src = reinterpret_cast<const float *>(g.b.at(0, k));
+                    else
+                        convert_row(g.b.type, g.b.at(0, k), g.b.nb0, n, piece);
+                    quantize_q8(src, n, xq, k / 32);
+                }
+            } else {
+                convert_row(g.b.type, g.b.at(0, 0), g.b.nb0, K, xf);
+            }
+        }
+        float * y = g.c;
+        switch (a->type) {
+            case GGML_TYPE_F32:
+                gemv_float_rows<GGML_TYPE_F32>(g.a, m0, m1, K, reinterpret_cast<float *>(mine), y);
+                break;
+            case GGML_TYPE_F16:
+                gemv_float_rows<GGML_TYPE_F16>(g.a, m0, m1, K, reinterpret_cast<float *>(mine), y);
+                break;
+            case GGML_TYPE_BF16:
+                gemv_float_rows<GGML_TYPE_BF16>(g.a, m0, m1, K, reinterpret_cast<float *>(mine), y);
+                break;
+            case GGML_TYPE_Q8_0:
+                gemv_quant_rows<GGML_TYPE_Q8_0>(g.a, m0, m1, K, QuantVec::at(mine, K / 32), y);
+                break;
+            case GGML_TYPE_Q4_0:
+                gemv_quant_rows<GGML_TYPE_Q4_0>(g.a, m0, m1, K, QuantVec::at(mine, K / 32), y);
+                break;
+            default:
+                break;
+        }
+        r += m1 - m0;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small N (2 <= N <= kSmallN, a with dense rows): dot products along k, R rows of a against all N
+// columns of b at once in R x N vector accumulators; a is read once, converted kSmallChunk elements
+// at a time (F32 rows are used in place), b converted to F32 once per batch. No packing: for so few
+// columns the GEMM's transposing packs of a cost more than the products.
+
+inline constexpr int64_t kSmallN = 8;
+inline constexpr int64_t kSmallChunk = 256;
+
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
+constexpr int kSmallAcc = 24;  // accumulators that fit in 32 registers with the operands
+#else
+constexpr int kSmallAcc = 12;
+#endif
+
+// Rows [m0, m1) of y (columns n at y + n * ldy), R rows at a time over all of K (b, N x K floats,
+// stays in L2).
+template <int N>
+HWY_NOINLINE void small_n_rows(const Operand & a, int64_t m0, int64_t m1, int64_t K,
+                               const float * HWY_RESTRICT x, float * y, int64_t ldy,
+                               float * HWY_RESTRICT buf) {
+    constexpr int R = std::max(1, std::min(4, kSmallAcc / N));
+    const DF df;
+    const int64_t L = static_cast<int64_t>(hn::Lanes(df));
+    const bool direct = a.type == GGML_TYPE_F32 && a.nb0 == sizeof(float);
+    for (int64_t m = m0; m < m1; m += R) {
+        const int64_t rows = std::min<int64_t>(R, m1 - m);
+        VF acc[R][N];
+        for (int r = 0; r < R; ++r)
+            for (int n = 0; n < N; ++n)
+                acc[r][n] = hn::Zero(df);
+        float tail[R][N] = {};
+        for (int64_t k0 = 0; k0 < K; k0 += kSmallChunk) {
+            const int64_t kc = std::min(kSmallChunk, K - k0);
+            const float * ar[R];
+            for (int r = 0; r < R; ++r) {
+                const int64_t row = m + std::min<int64_t>(r, rows - 1);  // missing rows repeat the last
+                const char * p = a.at(row, k0);
+                if (direct) {
+                    ar[r] = reinterpret_cast<const float *>(p);
+                    hwy::Prefetch(p + kRowPrefetch);
+                } else {
+                    convert_row(a.type, p, a.nb0, kc, buf + r * kSmallChunk);
+                    ar[r] = buf + r * kSmallChunk;
+                }
+            }
+            const int64_t kv = kc / L * L;
+            for (int64_t k = 0; k < kv; k += L) {
+                VF av[R];
+                for (int r = 0; r < R; ++r)
+                    av[r] = hn::LoadU(df, ar[r] + k);
+                for (int n = 0; n < N; ++n) {
+                    const VF bv = hn::LoadU(df, x + n * K + k0 + k);
+                    for (int r = 0; r < R; ++r)
+                        acc[r][n] = hn::MulAdd(av[r], bv, acc[r][n]);
+                }
+            }
+            for (int64_t k = kv; k < kc; ++k)
+                for (int r = 0; r < R; ++r)
+                    for (int n = 0; n < N; ++n)
+                        tail[r][n] += ar[r][k] * x[n * K + k0 + k];
+        }
+        for (int r = 0; r < rows; ++r)
+            for (int n = 0; n < N; ++n)
+                y[n * ldy + m + r] = hn::GetLane(hn::SumOfLanes(df, acc[r][n])) + tail[r][n];
+    }
+}
+
+HWY_INLINE bool use_small_n(const ggml_tensor * a, const ggml_tensor * b) {
+    return b->ne[1] >= 2 && b->ne[1] <= kSmallN && a->ne[0] > 0 &&
+           (ggml_is_quantized(a->type) || a->nb[0] == ggml_type_size(a->type));
+}
+
+HWY_INLINE size_t small_n_per_thread(const ggml_tensor * a, const ggml_tensor * b) {
+    return align64(sizeof(float) * static_cast<size_t>(a->ne[0] * b->ne[1])) +
+           align64(sizeof(float) * 4 * kSmallChunk);
+}
+
+HWY_NOINLINE void small_n(const Exec & ex, const Batches & bt) {
+    const ggml_tensor * a = bt.a;
+    const int64_t M = a->ne[1], K = a->ne[0], N = bt.b->ne[1];
+    const auto [r0, r1] = split(M * bt.nbatch, ex.ith, ex.nth);
+    char * mine = ex.workspace + static_cast<size_t>(ex.ith) * small_n_per_thread(a, bt.b);
+    float * x = reinterpret_cast<float *>(mine);
+    float * buf = reinterpret_cast<float *>(mine + align64(sizeof(float) * static_cast<size_t>(K * N)));
+    int64_t cur = -1;
+    constexpr int64_t kRows = 192;  // rows between stop polls
+    for (int64_t r = r0; r < r1;) {
+        if (ex.should_stop()) return;
+        const int64_t bi = r / M, m0 = r % M;
+        const int64_t m1 = std::min(M, m0 + std::min(kRows, r1 - r));
+        const Gemm g = bt.gemm(bi);
+        if (bi != cur) {
+            cur = bi;
+            for (int64_t n = 0; n < N; ++n)
+                convert_row(g.b.type, g.b.at(n, 0), g.b.nb0, K, x + n * K);
+        }
+        switch (N) {
+            case 2:
+                small_n_rows<2>(g.a, m0, m1, K, x, g.c, g.ldc, buf);
+                break;
+            case 3:
+                small_n_rows<3>(g.a, m0, m1, K, x, g.c, g.ldc, buf);
+                break;
+            case 4:
+                small_n_rows<4>(g.a, m0, m1, K, x, g.c, g.ldc, buf);
+                break;
+            case 5:
+                small_n_rows<5>(g.a, m0, m1, K, x, g.c, g.ldc, buf);
+                break;
+            case 6:
+                small_n_rows<6>(g.a, m0, m1, K, x, g.c, g.ldc, buf);
+                break;
+            case 7:
+                small_n_rows<7>(g.a, m0, m1, K, x, g.c, g.ldc, buf);
+                break;
+            default:
+                small_n_rows<8>(g.a, m0, m1, K, x, g.c, g.ldc, buf);
+                break;
+        }
+        r += m1 - m0;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry points.
+
+HWY_INLINE Batches batches_of(const ggml_tensor * dst) {
+    Batches bt;
+    bt.a = dst->src[0];
+    bt.b = dst->src[1];
+    bt.dst = const_cast<ggml_tensor *>(dst);
+    bt.B2 = dst->ne[2];
+    bt.nbatch = dst->ne[2] * dst->ne[3];
+    bt.r2 = dst->ne[2] / bt.a->ne[2];
+    bt.r3 = dst->ne[3] / bt.a->ne[3];
+    return bt;
+}
+
+size_t Workspace(const ggml_tensor * node, int n_threads) {
+    const Batches bt = batches_of(node);
+    if (use_gemv(bt.a, bt.b)) return gemv_per_thread(bt.a) * static_cast<size_t>(n_threads) + 64;
+    if (use_small_n(bt.a, bt.b)) return small_n_per_thread(bt.a, bt.b) * static_cast<size_t>(n_threads) + 64;
+    return layout_for(bt.a, bt.b, bt.nbatch, n_threads).total(n_threads) + 64;
+}
+
+void Compute(const Exec & ex, ggml_tensor * dst) {
+    const Batches bt = batches_of(dst);
+    const int64_t M = bt.a->ne[1], N = bt.b->ne[1], K = bt.a->ne[0];
+    if (M == 0 || N == 0 || bt.nbatch == 0) return;
+    if (K == 0) {
+        const int64_t rows = N * bt.nbatch;
+        const auto [r0, r1] = split(rows, ex.ith, ex.nth);
+        for (int64_t r = r0; r < r1; ++r) {
+            const int64_t n = r % N, bi = r / N;
+            char * row = static_cast<char *>(dst->data) + n * dst->nb[1] + (bi % bt.B2) * dst->nb[2] +
+                         (bi / bt.B2) * dst->nb[3];
+            std::memset(row, 0, static_cast<size_t>(M) * sizeof(float));
+        }
+        return;
+    }
+    const size_t need = Workspace(dst, ex.nth);
+    if (ex.workspace_size < need || (need > 0 && ex.workspace == nullptr)) {
+        if (ex.fail && ex.ith == 0)
+            ex.fail(ex.ctx, "mul_mat: workspace smaller than Kernel::workspace asked for");
+        return;
+    }
+    if (use_gemv(bt.a, bt.b)) {
+        gemv(ex, bt);
+        return;
+    }
+    if (use_small_n(bt.a, bt.b)) {
+        small_n(ex, bt);
+        return;
+    }
+    const Layout l = layout_for(bt.a, bt.b, bt.nbatch, ex.nth);
+    if (l.solo)
+        gemm_solo(ex, bt, l);
+    else
+        gemm_shared(ex, bt, l);
+}
+
+}  // namespace ggx::cpu::mm::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace ggx::cpu {
+namespace mm {
+HWY_EXPORT(Workspace);
+HWY_EXPORT(Compute);
+
+static bool supports(const ggml_tensor * node) {
+    if (node->op != GGML_OP_MUL_MAT || node->type != GGML_TYPE_F32) return false;
+    const ggml_tensor * a = node->src[0];
+    const ggml_tensor * b = node->src[1];
+    if (!a || !b) return false;
+    const bool a_ok = ggml_is_float_type(a->type) || a->type == GGML_TYPE_Q8_0 || a->type == GGML_TYPE_Q4_0;
+    if (!a_ok || !ggml_is_float_type(b->type)) return false;
+    if (ggml_is_quantized(a->type) && (a->nb[0] != ggml_type_size(a->type) || a->ne[0] % 32 != 0))
+        return false;
+    if (a->ne[0] != b->ne[0] || a->ne[2] <= 0 || a->ne[3] <= 0) return false;
+    if (b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0) return false;
+    return node->ne[0] == a->ne[1] && node->ne[1] == b->ne[1] && node->ne[2] == b->ne[2] &&
+           node->ne[3] == b->ne[3] && node->nb[0] == sizeof(float);
+}
+
+static size_t workspace(const ggml_tensor * node, int n_threads) {
+    return HWY_DYNAMIC_DISPATCH(Workspace)(node, std::max(n_threads, 1));
+}
+
+static void compute(const ComputeParams & params, ggml_tensor * node) {
+    Exec ex;
+    ex.ith = params.ith();
+    ex.nth = params.nth();
+    ex.workspace = static_cast<char *>(params.workspace);
+    ex.workspace_size = params.workspace_size;
+    ex.ctx = &params;
+    ex.barrier = [](const void * p) { static_cast<const ComputeParams *>(p)->thread.barrier(); };
+    // Asks the abort callback too: the runtime polls it only between nodes.
+    ex.stop = [](const void * c) {
+        const auto * cp = static_cast<const ComputeParams *>(c);
+        return cp->thread.poll_abort() || cp->should_stop();
+    };
+    ex.fail = [](const void * p, const char * message) {
+        static_cast<const ComputeParams *>(p)->fail(message);
+    };
+    HWY_DYNAMIC_DISPATCH(Compute)(ex, node);
+}
+}  // namespace mm
+
+namespace kernels {
+const Kernel mul_mat = {mm::supports, mm::workspace, mm::compute};
+}  // namespace kernels
+}  // namespace ggx::cpu
+#endif  // HWY_ONCE
