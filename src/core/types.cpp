@@ -1,4 +1,12 @@
 // Type traits, exact F16/BF16 conversions and row quantization (see the "Types" section of ggml.h).
+//
+// The single-value conversions below are the definition; the row functions run vectorised code
+// (Highway, dispatched at run time to the best target the CPU supports) that produces the same bits
+// for every input, NaN payloads included. This file is compiled once per Highway target through
+// foreach_target.h: everything outside the per-target namespace is guarded to compile only once.
+#ifndef GGX_CORE_TYPES_ONCE
+#define GGX_CORE_TYPES_ONCE
+
 #include <ggml.h>
 
 #include <algorithm>
@@ -140,84 +148,374 @@ void dequantize_int(const void * x, float * y, int64_t n) {
         y[i] = static_cast<float>(in[i]);
 }
 
-// ---- Q8_0 / Q4_0 --------------------------------------------------------------------------------
+}  // namespace
 
-// roundf(v) limited to [-127, 127]; NaN (from inf * 0 or a NaN input) gives 0. For finite input
-// and a finite scale the limit never binds.
-int8_t q8_value(float v) {
-    if (std::isnan(v)) return 0;
-    return static_cast<int8_t>(std::roundf(std::clamp(v, -127.0f, 127.0f)));
+#endif  // GGX_CORE_TYPES_ONCE
+
+// ---- Vectorised rows (compiled once per Highway target) -----------------------------------------
+//
+// Exactness: every lane computes what the single-value function computes for it.
+//  - F16 -> F32 and F32 -> F16 on x86 targets with F16C (AVX2 and up) use the hardware conversions:
+//    vcvtph2ps is exact, quiets a NaN by setting bit 22 and keeps its payload (mantissa << 13), as
+//    f16_to_f32_bits does; vcvtps2ph with an immediate rounding mode of nearest-even (which ignores
+//    MXCSR.RC) rounds like f32_bits_to_f16, overflows to infinity at 65520, and turns a NaN into
+//    sign | 0x7e00 | (mantissa >> 13), the quiet bit set and the top ten payload bits kept, which is
+//    exactly the scalar NaN rule. Both were compared with the scalar functions over all 2^32 floats
+//    and all 2^16 halves, also with MXCSR.FTZ and DAZ set (a float subnormal gives a signed zero
+//    either way). Other targets (and Highway's own emulation, which truncates) use the integer code
+//    below, which is the scalar algorithm lane by lane.
+//  - BF16 both ways: integer arithmetic on the bit patterns, the scalar algorithm lane by lane.
+//  - Q8_0 / Q4_0: the same IEEE operations on the same operands as the scalar block code, each
+//    rounded once (the file is compiled with -ffp-contract=off, and x * id + 8.5 is an explicit Mul
+//    then Add, never MulAdd): amax / 127, max / -8, 1 / d and x * id, for several blocks at a time.
+//    Maxima use the scalar comparisons, so NaN elements are skipped the same way and Q4_0 keeps the
+//    first element of largest magnitude. roundf (half away from zero) is rebuilt exactly from a
+//    truncating conversion and the exact fraction |v| - trunc|v|; NaN lanes are zeroed before any
+//    conversion and given the scalar results (0, or nibble 8) afterwards.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "core/types.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace ggx::core::convert_simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#undef GGX_CONVERT_F16C
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+#define GGX_CONVERT_F16C 1
+#else
+#define GGX_CONVERT_F16C 0
+#endif
+
+// At most 16 lanes of float (512 bits): bounds the tail buffers, and 16 and 32 are multiples of it.
+constexpr size_t kMaxLanes = 16;
+using DF = hn::CappedTag<float, kMaxLanes>;
+using DU = hn::RebindToUnsigned<DF>;
+using DI = hn::RebindToSigned<DF>;
+using DU16 = hn::Rebind<uint16_t, DF>;
+using VF = hn::Vec<DF>;
+using VU = hn::Vec<DU>;
+using VU16 = hn::Vec<DU16>;
+
+HWY_INLINE VF F16ToF32(VU16 h) {
+    const DF df;
+#if GGX_CONVERT_F16C
+    return hn::PromoteTo(df, hn::BitCast(hn::Rebind<hwy::float16_t, DF>(), h));
+#else
+    const DU du;
+    const DI di;
+    const VU h32 = hn::PromoteTo(du, h);
+    const VU sign = hn::ShiftLeft<16>(hn::And(h32, hn::Set(du, 0x8000u)));
+    const auto em = hn::BitCast(di, hn::And(h32, hn::Set(du, 0x7fffu)));  // exponent and mantissa
+    const auto rebias = hn::Set(di, 0x38000000);                          // (127 - 15) << 23
+    // Exponent 1..30: shift the fields into place and rebias the exponent.
+    auto bits = hn::Add(hn::ShiftLeft<13>(em), rebias);
+    // Exponent 31 gave 0x47800000 | mantissa << 13; adding the rebias again gives the F32 infinity
+    // exponent with the mantissa kept; a NaN also gets the quiet bit.
+    bits = hn::IfThenElse(hn::Gt(em, hn::Set(di, 0x7bff)), hn::Add(bits, rebias), bits);
+    bits = hn::IfThenElse(hn::Gt(em, hn::Set(di, 0x7c00)), hn::Or(bits, hn::Set(di, 0x00400000)), bits);
+    // Exponent 0: mantissa * 2^-24, exact (both factors and the product are normal floats).
+    const auto subnormal = hn::BitCast(di, hn::Mul(hn::ConvertTo(df, em), hn::Set(df, 0x1p-24f)));
+    bits = hn::IfThenElse(hn::Lt(em, hn::Set(di, 0x0400)), subnormal, bits);
+    return hn::BitCast(df, hn::Or(hn::BitCast(du, bits), sign));
+#endif
 }
 
-void quantize_block_q8_0(const float * x, ggml_block_q8_0 * block) {
-    float amax = 0.0f;
-    for (int i = 0; i < GGML_QK8_0; ++i)
-        amax = std::max(amax, std::fabs(x[i]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    block->d = ggml_fp32_to_fp16(d);
-    for (int i = 0; i < GGML_QK8_0; ++i)
-        block->qs[i] = q8_value(x[i] * id);
+HWY_INLINE VU16 F32ToF16(VF v) {
+#if GGX_CONVERT_F16C
+    return hn::BitCast(DU16(), hn::DemoteTo(hn::Rebind<hwy::float16_t, DF>(), v));
+#else
+    const DU du;
+    const DI di;
+    const VU one = hn::Set(du, 1u);
+    const VU bits = hn::BitCast(du, v);
+    const VU sign = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 0x8000u));
+    const VU abs = hn::And(bits, hn::Set(du, kF32AbsMask));
+    const auto abs_i = hn::BitCast(di, abs);  // at most 0x7fffffff: signed compares are exact
+    // Normal result: (abs - rebias) >> 13 to nearest even. Adding half - 1 plus the lowest kept bit
+    // carries into the kept bits exactly when the discarded part is above half, or is half and the
+    // kept part is odd.
+    const VU rebased = hn::Sub(abs, hn::Set(du, 0x38000000u));
+    const VU normal = hn::ShiftRight<13>(
+        hn::Add(hn::Add(rebased, hn::Set(du, 0x0fffu)), hn::And(hn::ShiftRight<13>(rebased), one)));
+    // Subnormal result: (1.mantissa) >> (126 - exponent) to nearest even, the same way with a
+    // per-lane shift. Clamping abs into [2^-25, 2^-14) keeps the shift in [14, 24] on every lane;
+    // everything at or below 2^-25 gives zero from the clamped value, as in the scalar code.
+    const VU clamped =
+        hn::BitCast(du, hn::Min(hn::Max(abs_i, hn::Set(di, 0x33000000)), hn::Set(di, 0x387fffff)));
+    const VU shift = hn::Sub(hn::Set(du, 126u), hn::ShiftRight<23>(clamped));
+    const VU mantissa = hn::Or(hn::And(clamped, hn::Set(du, 0x007fffffu)), hn::Set(du, 0x00800000u));
+    const VU half_minus_one = hn::Sub(one << hn::Sub(shift, one), one);
+    const VU subnormal = hn::Add(hn::Add(mantissa, half_minus_one), hn::And(mantissa >> shift, one)) >> shift;
+    VU r = hn::IfThenElse(hn::RebindMask(du, hn::Gt(abs_i, hn::Set(di, 0x387fffff))), normal, subnormal);
+    r = hn::IfThenElse(hn::RebindMask(du, hn::Gt(abs_i, hn::Set(di, 0x477fefff))), hn::Set(du, 0x7c00u), r);
+    const VU nan = hn::Or(hn::Set(du, 0x7e00u), hn::And(hn::ShiftRight<13>(abs), hn::Set(du, 0x03ffu)));
+    r = hn::IfThenElse(hn::RebindMask(du, hn::Gt(abs_i, hn::Set(di, 0x7f800000))), nan, r);
+    return hn::DemoteTo(DU16(), hn::BitCast(di, hn::Or(r, sign)));  // every lane fits 16 bits
+#endif
 }
 
-// min(15, trunc(v)) clamped below at 0; NaN gives 8, the nibble of value zero.
-uint8_t q4_nibble(float v) {
-    if (std::isnan(v)) return 8;
-    return static_cast<uint8_t>(std::clamp(v, 0.0f, 15.0f));
+HWY_INLINE VF Bf16ToF32(VU16 h) {
+    const DU du;
+    const DI di;
+    const VU bits = hn::ShiftLeft<16>(hn::PromoteTo(du, h));
+    const auto is_nan =
+        hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, kF32AbsMask))), hn::Set(di, 0x7f800000));
+    return hn::BitCast(
+        DF(), hn::IfThenElse(hn::RebindMask(du, is_nan), hn::Or(bits, hn::Set(du, kF32QuietBit)), bits));
 }
 
-void quantize_block_q4_0(const float * x, ggml_block_q4_0 * block) {
-    // Starting from +0 and replacing only on a strictly larger magnitude keeps the first of equal
-    // maxima; an all-zero block gives d = +0 / -8 = -0, which like any zero scale yields id = 0.
-    float amax = 0.0f;
-    float max = 0.0f;
-    for (int i = 0; i < GGML_QK4_0; ++i) {
-        if (std::fabs(x[i]) > amax) {
-            amax = std::fabs(x[i]);
-            max = x[i];
+HWY_INLINE VU16 F32ToBf16(VF v) {
+    const DU du;
+    const DI di;
+    const VU bits = hn::BitCast(du, v);
+    const VU high = hn::ShiftRight<16>(bits);
+    // Nearest even as in F32ToF16 (wraps only for NaN lanes, which are replaced).
+    const VU rounded =
+        hn::ShiftRight<16>(hn::Add(hn::Add(bits, hn::Set(du, 0x7fffu)), hn::And(high, hn::Set(du, 1u))));
+    const auto is_nan =
+        hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, kF32AbsMask))), hn::Set(di, 0x7f800000));
+    const VU r = hn::IfThenElse(hn::RebindMask(du, is_nan), hn::Or(high, hn::Set(du, 0x0040u)), rounded);
+    return hn::DemoteTo(DU16(), hn::BitCast(di, r));  // every lane fits 16 bits
+}
+
+// Converts n elements N at a time; the last partial vector goes through a zero-padded buffer.
+template <class Src, class Dst, class Convert>
+HWY_INLINE void ConvertRow(const Src * x, Dst * y, int64_t n, Convert convert) {
+    const auto N = static_cast<int64_t>(hn::Lanes(DF()));
+    int64_t i = 0;
+    for (; i + 2 * N <= n; i += 2 * N) {
+        convert(x + i, y + i);
+        convert(x + i + N, y + i + N);
+    }
+    for (; i + N <= n; i += N)
+        convert(x + i, y + i);
+    if (i < n) {
+        const auto rest = static_cast<size_t>(n - i);
+        Src in[kMaxLanes] = {};
+        Dst out[kMaxLanes];
+        std::memcpy(in, x + i, rest * sizeof(Src));
+        convert(in, out);
+        std::memcpy(y + i, out, rest * sizeof(Dst));
+    }
+}
+
+void Fp16ToFp32Row(const uint16_t * x, float * y, int64_t n) {
+    ConvertRow(x, y, n, [](const uint16_t * in, float * out) {
+        hn::StoreU(F16ToF32(hn::LoadU(DU16(), in)), DF(), out);
+    });
+}
+
+void Fp32ToFp16Row(const float * x, uint16_t * y, int64_t n) {
+    ConvertRow(x, y, n, [](const float * in, uint16_t * out) {
+        hn::StoreU(F32ToF16(hn::LoadU(DF(), in)), DU16(), out);
+    });
+}
+
+void Bf16ToFp32Row(const uint16_t * x, float * y, int64_t n) {
+    ConvertRow(x, y, n, [](const uint16_t * in, float * out) {
+        hn::StoreU(Bf16ToF32(hn::LoadU(DU16(), in)), DF(), out);
+    });
+}
+
+void Fp32ToBf16Row(const float * x, uint16_t * y, int64_t n) {
+    ConvertRow(x, y, n, [](const float * in, uint16_t * out) {
+        hn::StoreU(F32ToBf16(hn::LoadU(DF(), in)), DU16(), out);
+    });
+}
+
+// Largest |x[i]| of a block, skipping NaN like std::max(amax, std::fabs(x)) from amax = 0: a lane
+// is replaced only when the new magnitude compares greater. The result holds no NaN, so the order
+// of the lane reduction does not matter.
+template <int kBlock>
+HWY_INLINE float BlockAbsMax(const float * x) {
+    const DF df;
+    const size_t N = hn::Lanes(df);
+    VF amax = hn::Zero(df);
+    for (size_t i = 0; i < kBlock; i += N) {
+        const VF a = hn::Abs(hn::LoadU(df, x + i));
+        amax = hn::IfThenElse(hn::Gt(a, amax), a, amax);
+    }
+    return hn::GetLane(hn::MaxOfLanes(df, amax));
+}
+
+// q8_value(x * id) on N lanes: NaN gives 0, else roundf of the value clamped to [-127, 127].
+HWY_INLINE hn::Vec<DI> Q8Values(VF x, VF id) {
+    const DF df;
+    const DI di;
+    const VF v = hn::Mul(x, id);
+    const VF clamped =
+        hn::Min(hn::Max(hn::IfThenZeroElse(hn::IsNaN(v), v), hn::Set(df, -127.0f)), hn::Set(df, 127.0f));
+    // roundf: half away from zero. For |v| <= 127 the fraction |v| - trunc|v| is exact.
+    const VF a = hn::Abs(clamped);
+    auto q = hn::ConvertTo(di, a);  // truncates
+    const VF fraction = hn::Sub(a, hn::ConvertTo(df, q));
+    q = hn::Add(q,
+                hn::IfThenElseZero(hn::RebindMask(di, hn::Ge(fraction, hn::Set(df, 0.5f))), hn::Set(di, 1)));
+    return hn::IfThenElse(hn::RebindMask(di, hn::Lt(clamped, hn::Zero(df))), hn::Neg(q), q);
+}
+
+// Blocks whose scales are computed together, as vectors (a multiple of the lane count).
+constexpr int64_t kGroup = static_cast<int64_t>(kMaxLanes);
+
+// For kGroup blocks: d = m / divisor, id = d != 0 ? 1 / d : 0 and the F16 code of d, with the
+// scalar expressions' operations (d == 0 lanes divide 1 by 1 instead, then take 0).
+HWY_INLINE void BlockScales(const float * m, float divisor, float * id, uint16_t * d16) {
+    const DF df;
+    const size_t N = hn::Lanes(df);
+    for (size_t k = 0; k < static_cast<size_t>(kGroup); k += N) {
+        const VF d = hn::Div(hn::LoadU(df, m + k), hn::Set(df, divisor));
+        const auto is_zero = hn::Eq(d, hn::Zero(df));
+        const VF inverse = hn::Div(hn::Set(df, 1.0f), hn::IfThenElse(is_zero, hn::Set(df, 1.0f), d));
+        hn::StoreU(hn::IfThenZeroElse(is_zero, inverse), df, id + k);
+        hn::StoreU(F32ToF16(d), DU16(), d16 + k);
+    }
+}
+
+void QuantizeRowQ8_0(const float * x, ggml_block_q8_0 * y, int64_t blocks) {
+    const DF df;
+    const hn::Rebind<int8_t, DF> d8;
+    const size_t N = hn::Lanes(df);
+    for (int64_t b0 = 0; b0 < blocks; b0 += kGroup) {
+        const int64_t group = std::min(kGroup, blocks - b0);
+        float amax[kGroup] = {};
+        float id[kGroup];
+        uint16_t d16[kGroup];
+        for (int64_t k = 0; k < group; ++k)
+            amax[k] = BlockAbsMax<GGML_QK8_0>(x + (b0 + k) * GGML_QK8_0);
+        BlockScales(amax, 127.0f, id, d16);
+        for (int64_t k = 0; k < group; ++k) {
+            const float * xb = x + (b0 + k) * GGML_QK8_0;
+            ggml_block_q8_0 & block = y[b0 + k];
+            block.d = d16[k];
+            const VF vid = hn::Set(df, id[k]);
+            for (size_t i = 0; i < GGML_QK8_0; i += N)
+                hn::StoreU(hn::DemoteTo(d8, Q8Values(hn::LoadU(df, xb + i), vid)), d8, block.qs + i);
         }
     }
-    const float d = max / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    block->d = ggml_fp32_to_fp16(d);
-    constexpr int half = GGML_QK4_0 / 2;
-    for (int j = 0; j < half; ++j) {
-        const uint8_t lo = q4_nibble(x[j] * id + 8.5f);
-        const uint8_t hi = q4_nibble(x[j + half] * id + 8.5f);
-        block->qs[j] = static_cast<uint8_t>(lo | (hi << 4));
+}
+
+void DequantizeRowQ8_0(const ggml_block_q8_0 * x, float * y, int64_t blocks) {
+    const DF df;
+    const DI di;
+    const hn::Rebind<int8_t, DF> d8;
+    const size_t N = hn::Lanes(df);
+    for (int64_t b = 0; b < blocks; ++b, y += GGML_QK8_0) {
+        const VF d = hn::Set(df, std::bit_cast<float>(f16_to_f32_bits(x[b].d)));
+        for (size_t i = 0; i < GGML_QK8_0; i += N) {
+            const VF q = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, x[b].qs + i)));
+            hn::StoreU(hn::Mul(d, q), df, y + i);
+        }
     }
 }
 
-void dequantize_block_q8_0(const ggml_block_q8_0 * block, float * y) {
-    const float d = ggml_fp16_to_fp32(block->d);
-    for (int i = 0; i < GGML_QK8_0; ++i)
-        y[i] = d * static_cast<float>(block->qs[i]);
+// q4_nibble(x * id + 8.5f) on N lanes: NaN gives 8, else the value clamped to [0, 15], truncated.
+HWY_INLINE hn::Vec<DI> Q4Nibbles(VF x, VF id) {
+    const DF df;
+    const DI di;
+    const VF v = hn::Add(hn::Mul(x, id), hn::Set(df, 8.5f));  // two roundings, as in the scalar code
+    const auto is_nan = hn::IsNaN(v);
+    const VF clamped = hn::Min(hn::Max(hn::IfThenZeroElse(is_nan, v), hn::Zero(df)), hn::Set(df, 15.0f));
+    return hn::IfThenElse(hn::RebindMask(di, is_nan), hn::Set(di, 8), hn::ConvertTo(di, clamped));
 }
 
-void dequantize_block_q4_0(const ggml_block_q4_0 * block, float * y) {
-    const float d = ggml_fp16_to_fp32(block->d);
-    constexpr int half = GGML_QK4_0 / 2;
-    for (int j = 0; j < half; ++j) {
-        y[j] = d * static_cast<float>((block->qs[j] & 0x0f) - 8);
-        y[j + half] = d * static_cast<float>((block->qs[j] >> 4) - 8);
+// The scalar loop keeps the first element of largest magnitude (strictly-greater updates from +0):
+// the first element whose magnitude equals amax, or +0 when amax is 0 (a -0 element or a block of
+// NaN must not replace it).
+template <int kBlock>
+HWY_INLINE float BlockFirstMax(const float * x, float amax) {
+    static_assert(kBlock <= 32);
+    const DF df;
+    const size_t N = hn::Lanes(df);
+    const VF vamax = hn::Set(df, amax);
+    // Bit i set where |x[i]| == amax, gathered without branches; bit 32 ends an empty search.
+    uint64_t matches = uint64_t{1} << 32;
+    for (size_t i = 0; i < kBlock; i += N) {
+        uint8_t bytes[8] = {};
+        hn::StoreMaskBits(df, hn::Eq(hn::Abs(hn::LoadU(df, x + i)), vamax), bytes);
+        uint64_t bits = 0;
+        std::memcpy(&bits, bytes, sizeof(bits));
+        matches |= (bits & ((uint64_t{1} << N) - 1)) << i;
+    }
+    const float first = x[std::countr_zero(matches) & (kBlock - 1)];
+    return amax != 0.0f ? first : 0.0f;
+}
+
+void QuantizeRowQ4_0(const float * x, ggml_block_q4_0 * y, int64_t blocks) {
+    const DF df;
+    const hn::Rebind<uint8_t, DF> d8;
+    const size_t N = hn::Lanes(df);
+    constexpr int kHalf = GGML_QK4_0 / 2;
+    for (int64_t b0 = 0; b0 < blocks; b0 += kGroup) {
+        const int64_t group = std::min(kGroup, blocks - b0);
+        float max[kGroup] = {};
+        float id[kGroup];
+        uint16_t d16[kGroup];
+        for (int64_t k = 0; k < group; ++k) {
+            const float * xb = x + (b0 + k) * GGML_QK4_0;
+            max[k] = BlockFirstMax<GGML_QK4_0>(xb, BlockAbsMax<GGML_QK4_0>(xb));
+        }
+        BlockScales(max, -8.0f, id, d16);
+        for (int64_t k = 0; k < group; ++k) {
+            const float * xb = x + (b0 + k) * GGML_QK4_0;
+            ggml_block_q4_0 & block = y[b0 + k];
+            block.d = d16[k];
+            const VF vid = hn::Set(df, id[k]);
+            for (size_t j = 0; j < kHalf; j += N) {
+                const auto lo = Q4Nibbles(hn::LoadU(df, xb + j), vid);
+                const auto hi = Q4Nibbles(hn::LoadU(df, xb + j + kHalf), vid);
+                hn::StoreU(hn::DemoteTo(d8, hn::Or(lo, hn::ShiftLeft<4>(hi))), d8, block.qs + j);
+            }
+        }
     }
 }
 
-template <class Block, void (*quantize_block)(const float *, Block *), int64_t kBlock>
-void quantize_blocks(const float * x, void * y, int64_t n) {
-    auto * blocks = static_cast<Block *>(y);
-    for (int64_t b = 0; b < n / kBlock; ++b)
-        quantize_block(x + b * kBlock, blocks + b);
+void DequantizeRowQ4_0(const ggml_block_q4_0 * x, float * y, int64_t blocks) {
+    const DF df;
+    const DI di;
+    const hn::Rebind<uint8_t, DF> d8;
+    const size_t N = hn::Lanes(df);
+    constexpr int kHalf = GGML_QK4_0 / 2;
+    for (int64_t b = 0; b < blocks; ++b, y += GGML_QK4_0) {
+        const VF d = hn::Set(df, std::bit_cast<float>(f16_to_f32_bits(x[b].d)));
+        const auto eight = hn::Set(di, 8);
+        for (size_t j = 0; j < kHalf; j += N) {
+            const auto bytes = hn::PromoteTo(di, hn::LoadU(d8, x[b].qs + j));
+            const VF lo = hn::ConvertTo(df, hn::Sub(hn::And(bytes, hn::Set(di, 0x0f)), eight));
+            const VF hi = hn::ConvertTo(df, hn::Sub(hn::ShiftRight<4>(bytes), eight));
+            hn::StoreU(hn::Mul(d, lo), df, y + j);
+            hn::StoreU(hn::Mul(d, hi), df, y + j + kHalf);
+        }
+    }
 }
 
-template <class Block, void (*dequantize_block)(const Block *, float *), int64_t kBlock>
-void dequantize_blocks(const void * x, float * y, int64_t n) {
-    const auto * blocks = static_cast<const Block *>(x);
-    for (int64_t b = 0; b < n / kBlock; ++b)
-        dequantize_block(blocks + b, y + b * kBlock);
-}
+// The HWY_TARGET of the code that runs (for tests that select targets).
+int64_t Target() { return HWY_TARGET; }
 
-}  // namespace
+}  // namespace ggx::core::convert_simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+
+namespace ggx::core {
+namespace convert_simd {
+HWY_EXPORT(Fp16ToFp32Row);
+HWY_EXPORT(Fp32ToFp16Row);
+HWY_EXPORT(Bf16ToFp32Row);
+HWY_EXPORT(Fp32ToBf16Row);
+HWY_EXPORT(QuantizeRowQ8_0);
+HWY_EXPORT(DequantizeRowQ8_0);
+HWY_EXPORT(QuantizeRowQ4_0);
+HWY_EXPORT(DequantizeRowQ4_0);
+HWY_EXPORT(Target);
+}  // namespace convert_simd
+
+// Not in a header: for tests only. The Highway target (HWY_AVX2, HWY_SCALAR, ...) whose code the row
+// conversions dispatch to now (which hwy::SetSupportedTargetsForTest changes).
+int64_t convert_dispatch_target() { return HWY_DYNAMIC_DISPATCH(convert_simd::Target)(); }
+
+}  // namespace ggx::core
 
 extern "C" {
 
@@ -245,23 +543,19 @@ float ggml_bf16_to_fp32(ggml_bf16_t h) { return std::bit_cast<float>(bf16_to_f32
 ggml_bf16_t ggml_fp32_to_bf16(float f) { return f32_bits_to_bf16(std::bit_cast<uint32_t>(f)); }
 
 void ggml_fp16_to_fp32_row(const ggml_fp16_t * x, float * y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i)
-        y[i] = ggml_fp16_to_fp32(x[i]);
+    if (n > 0) HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::Fp16ToFp32Row)(x, y, n);
 }
 
 void ggml_fp32_to_fp16_row(const float * x, ggml_fp16_t * y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i)
-        y[i] = ggml_fp32_to_fp16(x[i]);
+    if (n > 0) HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::Fp32ToFp16Row)(x, y, n);
 }
 
 void ggml_bf16_to_fp32_row(const ggml_bf16_t * x, float * y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i)
-        y[i] = ggml_bf16_to_fp32(x[i]);
+    if (n > 0) HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::Bf16ToFp32Row)(x, y, n);
 }
 
 void ggml_fp32_to_bf16_row(const float * x, ggml_bf16_t * y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i)
-        y[i] = ggml_fp32_to_bf16(x[i]);
+    if (n > 0) HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::Fp32ToBf16Row)(x, y, n);
 }
 
 size_t ggml_quantize_row(enum ggml_type type, const float * x, void * y, int64_t n) {
@@ -286,10 +580,12 @@ size_t ggml_quantize_row(enum ggml_type type, const float * x, void * y, int64_t
             quantize_int<int32_t>(x, y, n);
             break;
         case GGML_TYPE_Q8_0:
-            quantize_blocks<ggml_block_q8_0, quantize_block_q8_0, GGML_QK8_0>(x, y, n);
+            HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::QuantizeRowQ8_0)
+            (x, static_cast<ggml_block_q8_0 *>(y), n / GGML_QK8_0);
             break;
         case GGML_TYPE_Q4_0:
-            quantize_blocks<ggml_block_q4_0, quantize_block_q4_0, GGML_QK4_0>(x, y, n);
+            HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::QuantizeRowQ4_0)
+            (x, static_cast<ggml_block_q4_0 *>(y), n / GGML_QK4_0);
             break;
         default:
             return 0;
@@ -319,10 +615,12 @@ void ggml_dequantize_row(enum ggml_type type, const void * x, float * y, int64_t
             dequantize_int<int32_t>(x, y, n);
             break;
         case GGML_TYPE_Q8_0:
-            dequantize_blocks<ggml_block_q8_0, dequantize_block_q8_0, GGML_QK8_0>(x, y, n);
+            HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::DequantizeRowQ8_0)
+            (static_cast<const ggml_block_q8_0 *>(x), y, n / GGML_QK8_0);
             break;
         case GGML_TYPE_Q4_0:
-            dequantize_blocks<ggml_block_q4_0, dequantize_block_q4_0, GGML_QK4_0>(x, y, n);
+            HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::DequantizeRowQ4_0)
+            (static_cast<const ggml_block_q4_0 *>(x), y, n / GGML_QK4_0);
             break;
         default:
             break;
@@ -330,3 +628,5 @@ void ggml_dequantize_row(enum ggml_type type, const void * x, float * y, int64_t
 }
 
 }  // extern "C"
+
+#endif  // HWY_ONCE

@@ -9,6 +9,9 @@ endfunction()
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR} -DCMAKE_BUILD_TYPE=RelWithDebInfo
     -DGGX_SANITIZE=${SANITIZE} -DGGX_WERROR=ON)
 run(${CMAKE_COMMAND} --build ${WORK_DIR} --parallel 2)
+# Tests of failed allocations expect NULL rather than a sanitizer abort.
+set(ENV{ASAN_OPTIONS} "allocator_may_return_null=1")
+set(ENV{TSAN_OPTIONS} "allocator_may_return_null=1")
 if(SANITIZE STREQUAL "thread")
   run(${CMAKE_CTEST_COMMAND} --test-dir ${WORK_DIR} --output-on-failure -R "${TESTS}")
 else()

@@ -1,6 +1,9 @@
 // Type traits, F16/BF16 conversions and row quantization, checked against oracles written here from
-// the format definitions (field decoding with std::ldexp, nearest-even search over all values).
+// the format definitions (field decoding with std::ldexp, nearest-even search over all values); the
+// vectorised row functions are checked bit for bit against the single-value functions (and scalar
+// Q8_0 / Q4_0 references) on every Highway target compiled in.
 #include <ggml.h>
+#include <hwy/targets.h>
 
 #include <gtest/gtest.h>
 
@@ -9,11 +12,19 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <limits>
 #include <random>
+#include <string>
+#include <type_traits>
 #include <vector>
+
+namespace ggx::core {
+// The Highway target the row conversions dispatch to now (src/core/types.cpp; for tests only).
+int64_t convert_dispatch_target();
+}  // namespace ggx::core
 
 namespace {
 
@@ -819,6 +830,429 @@ TEST(Quantized, NonFiniteInputsStayDefined) {
     x[1] = kInf;
     EXPECT_EQ(quantize_q8(x).d, 0x7c00);
     (void)quantize_q4(x);
+}
+
+// ---- Vectorised rows on every Highway target ----------------------------------------------------
+//
+// The row functions run Highway code chosen at run time; hwy::SetSupportedTargetsForTest restricts
+// the choice to one target at a time, so each target compiled in (and supported by this CPU) is
+// checked against the single-value functions, which are the definition.
+
+// Restores the normal target choice when a check returns early.
+struct TargetReset {
+    ~TargetReset() { hwy::SetSupportedTargetsForTest(0); }
+};
+
+// Runs check() once per target, best first; requires the best target and a scalar one among them.
+template <class Check>
+void on_every_target(bool verbose, Check check) {
+    TargetReset reset;
+    hwy::SetSupportedTargetsForTest(0);
+    const int64_t best = ggx::core::convert_dispatch_target();
+    const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+    ASSERT_FALSE(targets.empty());
+    EXPECT_EQ(targets.front(), best) << hwy::TargetName(best);
+    // Without -march flags the scalar fallback (HWY_SCALAR or HWY_EMU128) is compiled in too.
+    if constexpr ((HWY_TARGETS & (HWY_SCALAR | HWY_EMU128)) != 0) {
+        EXPECT_TRUE(std::find(targets.begin(), targets.end(), HWY_SCALAR) != targets.end() ||
+                    std::find(targets.begin(), targets.end(), HWY_EMU128) != targets.end());
+    }
+    std::string names;
+    for (int64_t target : targets) {
+        names += std::string(" ") + hwy::TargetName(target);
+        SCOPED_TRACE(hwy::TargetName(target));
+        hwy::SetSupportedTargetsForTest(target);
+        ASSERT_EQ(ggx::core::convert_dispatch_target(), target) << hwy::TargetName(target);
+        check();
+        if (testing::Test::HasFatalFailure()) return;
+    }
+    if (verbose) std::printf("checked on targets:%s\n", names.c_str());
+}
+
+template <class Check>
+void on_every_target(Check check) {
+    on_every_target(true, check);
+}
+
+// Splits [0, n) into consecutive pieces of assorted lengths (so the pieces start at every alignment
+// and end with every tail length) and calls convert(offset, length) on each.
+template <class Convert>
+void in_pieces(int64_t n, Convert convert) {
+    static constexpr int64_t kLengths[] = {1,   2,   3,    4,    5,    6,  7,  8,  9,   11,  15,   16,  17,
+                                           23,  31,  32,   33,   47,   63, 64, 65, 100, 127, 128,  129, 255,
+                                           256, 257, 1000, 1023, 4099, 13, 10, 14, 12,  29,  4096, 36,  18};
+    size_t k = 0;
+    for (int64_t i = 0; i < n; ++k) {
+        const int64_t length = std::min(kLengths[k % std::size(kLengths)], n - i);
+        convert(i, length);
+        i += length;
+    }
+}
+
+// A buffer of n elements starting one element past an aligned allocation (so no row begins on a
+// vector boundary by accident), with one sentinel element after the end.
+template <class T>
+class Shifted {
+public:
+    explicit Shifted(size_t n, T fill = T{}) : storage_(n + 2, fill), n_(n) {}
+    explicit Shifted(const std::vector<T> & contents) : storage_(1), n_(contents.size()) {
+        storage_.insert(storage_.end(), contents.begin(), contents.end());
+        storage_.emplace_back();
+    }
+    T * data() { return storage_.data() + 1; }
+    const T * data() const { return storage_.data() + 1; }
+    T & operator[](size_t i) { return storage_[i + 1]; }
+    const T & operator[](size_t i) const { return storage_[i + 1]; }
+    size_t size() const { return n_; }
+
+private:
+    std::vector<T> storage_;
+    size_t n_;
+};
+
+constexpr uint16_t kSentinel16 = 0x5a5a;
+constexpr uint32_t kSentinel32 = 0x5a5a5a5au;
+
+TEST(RowsOnEveryTarget, AllHalfPatternsToFp32) {
+    constexpr size_t kCount = 0x10000;
+    Shifted<uint16_t> halves(kCount);
+    for (size_t u = 0; u < kCount; ++u)
+        halves[u] = u16(static_cast<unsigned>(u));
+    std::vector<uint32_t> f16_expected(kCount), bf16_expected(kCount);
+    for (size_t u = 0; u < kCount; ++u) {
+        f16_expected[u] = bits_of(ggml_fp16_to_fp32(halves[u]));
+        bf16_expected[u] = bits_of(ggml_bf16_to_fp32(halves[u]));
+    }
+    // Through the row functions and through ggml_dequantize_row, alternating by piece.
+    for (const bool bf16 : {false, true}) {
+        SCOPED_TRACE(bf16 ? "bf16" : "f16");
+        const std::vector<uint32_t> & expected = bf16 ? bf16_expected : f16_expected;
+        on_every_target([&] {
+            Shifted<float> out(kCount + 1);
+            for (size_t i = 0; i <= kCount; ++i)
+                out[i] = float_of(kSentinel32);
+            size_t piece = 0;
+            in_pieces(static_cast<int64_t>(kCount), [&](int64_t i, int64_t n) {
+                const auto at = static_cast<size_t>(i);
+                if (piece++ % 2 == 0) {
+                    if (bf16)
+                        ggml_bf16_to_fp32_row(halves.data() + at, out.data() + at, n);
+                    else
+                        ggml_fp16_to_fp32_row(halves.data() + at, out.data() + at, n);
+                } else {
+                    ggml_dequantize_row(bf16 ? GGML_TYPE_BF16 : GGML_TYPE_F16, halves.data() + at,
+                                        out.data() + at, n);
+                }
+                ASSERT_EQ(bits_of(out[at + static_cast<size_t>(n)]), kSentinel32) << "overrun at " << i;
+            });
+            for (size_t u = 0; u < kCount; ++u)
+                ASSERT_EQ(bits_of(out[u]), expected[u]) << std::hex << "half " << u;
+        });
+    }
+}
+
+// Floats that probe every rounding decision of F32 -> F16 and F32 -> BF16: both formats' midpoints
+// and their neighbours, every F16 and BF16 value, a sweep over all patterns, NaNs with payloads in
+// every bit (and only in the low 16 bits), infinities, zeros, subnormals, the overflow and underflow
+// boundaries, random patterns and random floats in the F16-subnormal range.
+std::vector<float> f32_probes() {
+    std::vector<float> v = midpoint_probes(f16_oracle());
+    const auto bf16_mid = midpoint_probes(bf16_oracle());
+    v.insert(v.end(), bf16_mid.begin(), bf16_mid.end());
+    for (unsigned u = 0; u <= 0xffffu; ++u) {
+        v.push_back(ggml_fp16_to_fp32(u16(u)));
+        v.push_back(float_of(u << 16));
+        v.push_back(float_of((u << 16) | 0x8000u));  // BF16 ties
+    }
+    const auto sweep = sweep_probes();
+    v.insert(v.end(), sweep.begin(), sweep.end());
+    for (uint32_t sign : {0u, 0x80000000u}) {
+        for (int bit = 0; bit < 23; ++bit) {
+            v.push_back(float_of(sign | 0x7f800000u | (1u << bit)));                  // signalling
+            v.push_back(float_of(sign | 0x7fc00000u | (1u << bit)));                  // quiet
+            v.push_back(float_of(sign | 0x7f800000u | ((0x7fffffu >> bit) << bit)));  // high bits
+            v.push_back(float_of(sign | 0x7f800000u | (0x7fffffu >> bit)));           // low bits
+        }
+        for (uint32_t u : {0x00000000u, 0x7f800000u, 0x7f7fffffu, 0x00000001u, 0x007fffffu, 0x00800000u,
+                           0x477fe000u, 0x477fefffu, 0x477ff000u, 0x477ff001u, 0x33000000u, 0x33000001u,
+                           0x32ffffffu, 0x387fffffu, 0x38800000u, 0x387fe000u, 0x387ff000u, 0x7f7f8000u})
+            v.push_back(float_of(sign | u));
+    }
+    std::mt19937 rng(kSeed);
+    std::uniform_int_distribution<uint32_t> any;
+    for (int i = 0; i < (1 << 20); ++i)
+        v.push_back(float_of(any(rng)));
+    std::uniform_int_distribution<uint32_t> tiny(0x32800000u, 0x38800000u), subnormal(0u, 0x007fffffu);
+    for (int i = 0; i < (1 << 18); ++i) {
+        v.push_back(float_of(tiny(rng) | (any(rng) & 0x80000000u)));
+        if (i % 4 == 0) v.push_back(float_of(subnormal(rng) | (any(rng) & 0x80000000u)));
+    }
+    return v;
+}
+
+TEST(RowsOnEveryTarget, Fp32ProbesToHalves) {
+    const std::vector<float> probes = f32_probes();
+    const size_t count = probes.size();
+    const Shifted<float> in(probes);
+    std::vector<uint16_t> f16_expected(count), bf16_expected(count);
+    for (size_t i = 0; i < count; ++i) {
+        f16_expected[i] = ggml_fp32_to_fp16(probes[i]);
+        bf16_expected[i] = ggml_fp32_to_bf16(probes[i]);
+    }
+    for (const bool bf16 : {false, true}) {
+        SCOPED_TRACE(bf16 ? "bf16" : "f16");
+        const std::vector<uint16_t> & expected = bf16 ? bf16_expected : f16_expected;
+        on_every_target([&] {
+            Shifted<uint16_t> out(count + 1, kSentinel16);
+            size_t piece = 0;
+            in_pieces(static_cast<int64_t>(count), [&](int64_t i, int64_t n) {
+                const auto at = static_cast<size_t>(i);
+                if (piece++ % 2 == 0) {
+                    if (bf16)
+                        ggml_fp32_to_bf16_row(in.data() + at, out.data() + at, n);
+                    else
+                        ggml_fp32_to_fp16_row(in.data() + at, out.data() + at, n);
+                } else {
+                    const size_t bytes = ggml_quantize_row(bf16 ? GGML_TYPE_BF16 : GGML_TYPE_F16,
+                                                           in.data() + at, out.data() + at, n);
+                    ASSERT_EQ(bytes, static_cast<size_t>(n) * 2);
+                }
+                ASSERT_EQ(out[at + static_cast<size_t>(n)], kSentinel16) << "overrun at " << i;
+            });
+            for (size_t i = 0; i < count; ++i)
+                ASSERT_EQ(out[i], expected[i]) << std::hex << "input " << bits_of(probes[i]);
+        });
+    }
+}
+
+// Every one of the 2^32 float patterns through both F32 -> F16 and F32 -> BF16 rows on every target:
+// about two minutes, so only with GGX_EXHAUSTIVE_CONVERT=1 in the environment.
+TEST(RowsOnEveryTarget, ExhaustiveFp32ToHalves) {
+    if (std::getenv("GGX_EXHAUSTIVE_CONVERT") == nullptr) GTEST_SKIP() << "set GGX_EXHAUSTIVE_CONVERT=1";
+    constexpr size_t kChunk = size_t{1} << 22;
+    std::vector<float> in(kChunk);
+    std::vector<uint16_t> f16_expected(kChunk), bf16_expected(kChunk), out(kChunk);
+    for (uint64_t base = 0; base <= 0xffffffffull; base += kChunk) {
+        for (size_t i = 0; i < kChunk; ++i) {
+            in[i] = float_of(static_cast<uint32_t>(base + i));
+            f16_expected[i] = ggml_fp32_to_fp16(in[i]);
+            bf16_expected[i] = ggml_fp32_to_bf16(in[i]);
+        }
+        on_every_target(/*verbose=*/base == 0, [&] {
+            ggml_fp32_to_fp16_row(in.data(), out.data(), static_cast<int64_t>(kChunk));
+            for (size_t i = 0; i < kChunk; ++i)
+                ASSERT_EQ(out[i], f16_expected[i]) << std::hex << "f16 input " << bits_of(in[i]);
+            ggml_fp32_to_bf16_row(in.data(), out.data(), static_cast<int64_t>(kChunk));
+            for (size_t i = 0; i < kChunk; ++i)
+                ASSERT_EQ(out[i], bf16_expected[i]) << std::hex << "bf16 input " << bits_of(in[i]);
+        });
+        if (testing::Test::HasFatalFailure()) return;
+    }
+}
+
+// Scalar references of the block formats, written from their definitions.
+ggml_block_q8_0 reference_q8(const float * x) {
+    float amax = 0.0f;
+    for (int i = 0; i < 32; ++i)
+        amax = std::max(amax, std::fabs(x[i]));  // a NaN compares false and is skipped
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    ggml_block_q8_0 block{};
+    block.d = ggml_fp32_to_fp16(d);
+    for (int i = 0; i < 32; ++i) {
+        const float v = x[i] * id;
+        block.qs[i] =
+            std::isnan(v) ? int8_t{0} : static_cast<int8_t>(std::roundf(std::clamp(v, -127.0f, 127.0f)));
+    }
+    return block;
+}
+
+ggml_block_q4_0 reference_q4(const float * x) {
+    float amax = 0.0f, max = 0.0f;
+    for (int i = 0; i < 32; ++i) {
+        if (std::fabs(x[i]) > amax) {
+            amax = std::fabs(x[i]);
+            max = x[i];
+        }
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    ggml_block_q4_0 block{};
+    block.d = ggml_fp32_to_fp16(d);
+    const auto q = [id](float x_i) {
+        const volatile float scaled = x_i * id;  // two roundings: never contracted into an FMA
+        const float v = scaled + 8.5f;
+        return std::isnan(v) ? 8 : static_cast<int>(std::clamp(v, 0.0f, 15.0f));
+    };
+    for (int j = 0; j < 16; ++j)
+        block.qs[j] = static_cast<uint8_t>(q(x[j]) | (q(x[j + 16]) << 4));
+    return block;
+}
+
+// Blocks of 32 floats of many kinds: random values at scales from 1e-40 to 1e38, exact rounding
+// ties, zeros of both signs, NaN / infinity elements, all-NaN blocks, largest magnitudes repeated
+// with both signs, F16 overflow of the scale, tiny scales whose inverse overflows, random patterns.
+std::vector<float> quant_probe_blocks() {
+    std::mt19937 rng(kSeed);
+    std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+    std::uniform_int_distribution<int> decade(-40, 38), position(0, 31), kind_of(0, 13), small(-8, 8);
+    std::uniform_int_distribution<uint32_t> any;
+    std::vector<float> x;
+    for (int b = 0; b < 6000; ++b) {
+        float block[32];
+        const int kind = b < 12 ? b : kind_of(rng);
+        const auto scale = static_cast<float>(std::pow(10.0, decade(rng)));
+        for (float & v : block)
+            v = scale * unit(rng);
+        switch (kind) {
+            case 0:  // Q8_0 ties: amax 127 gives id 1, so k + 0.5 is an exact tie
+                for (int i = 0; i < 32; ++i)
+                    block[i] = static_cast<float>(small(rng) * 15) + (i % 2 ? 0.5f : -0.5f);
+                block[position(rng)] = any(rng) % 2 ? 127.0f : -127.0f;
+                break;
+            case 1:  // Q4_0 ties: max -8 gives id 1, so x + 8.5 lands on integers and just beside them
+                for (int i = 0; i < 32; ++i) {
+                    const float t = static_cast<float>(small(rng)) - 0.5f;
+                    block[i] = i % 3 == 0 ? t : std::nextafter(t, i % 3 == 1 ? 100.0f : -100.0f);
+                }
+                block[position(rng)] = -8.0f;
+                break;
+            case 2:  // zeros of both signs, maybe one NaN
+                for (float & v : block)
+                    v = any(rng) % 2 ? 0.0f : -0.0f;
+                if (any(rng) % 2) block[position(rng)] = kNaN;
+                break;
+            case 3:  // NaN and infinities mixed in
+                block[position(rng)] = kNaN;
+                block[position(rng)] = float_of(0xff800001u);
+                if (any(rng) % 2) block[position(rng)] = any(rng) % 2 ? kInf : -kInf;
+                break;
+            case 4:  // all NaN
+                for (float & v : block)
+                    v = float_of(0x7f800001u | (any(rng) & 0x807fffffu));
+                break;
+            case 5:  // the largest magnitude repeated with both signs
+                block[position(rng)] = 2.0f * scale;
+                block[position(rng)] = -2.0f * scale;
+                block[position(rng)] = 2.0f * scale;
+                break;
+            case 6:  // scale past the F16 range
+                block[position(rng)] = 65504.0f * 127.0f * (1.0f + unit(rng) * unit(rng));
+                break;
+            case 7:  // subnormal magnitudes: the scale underflows or its inverse overflows
+                for (float & v : block)
+                    v = float_of((any(rng) & 0x801fffffu));
+                break;
+            case 8:  // random bit patterns
+                for (float & v : block)
+                    v = float_of(any(rng));
+                break;
+            case 9:  // the largest finite floats
+                block[position(rng)] = std::numeric_limits<float>::max();
+                block[position(rng)] = -std::numeric_limits<float>::max();
+                break;
+            case 10:    // Q4_0: x * id + 8.5 within ulps of integers with an inexact id (two roundings)
+            case 11: {  // Q8_0: x * id within ulps of ties with an inexact id
+                const float d = (1.0f + std::fabs(unit(rng))) * scale;
+                for (int i = 0; i < 32; ++i) {
+                    const float t = kind == 10 ? static_cast<float>(small(rng)) - 0.5f
+                                               : static_cast<float>(small(rng) * 15) + 0.5f;
+                    float v = t * d;
+                    for (int step = static_cast<int>(any(rng) % 5) - 2; step != 0; step += step > 0 ? -1 : 1)
+                        v = std::nextafter(v, step > 0 ? kInf : -kInf);
+                    block[i] = v;
+                }
+                block[position(rng)] = kind == 10 ? -8.0f * d : 127.0f * d;
+                break;
+            }
+            default:
+                break;
+        }
+        x.insert(x.end(), std::begin(block), std::end(block));
+    }
+    return x;
+}
+
+template <class Block>
+void expect_quantize_rows_match(ggml_type type, Block (*reference)(const float *)) {
+    SCOPED_TRACE(testing::Message() << ggml_type_name(type) << " seed " << kSeed);
+    const std::vector<float> probes = quant_probe_blocks();
+    const size_t blocks = probes.size() / 32;
+    const Shifted<float> in(probes);
+    std::vector<Block> expected(blocks);
+    for (size_t b = 0; b < blocks; ++b)
+        expected[b] = reference(&probes[b * 32]);
+    on_every_target([&] {
+        std::vector<Block> out(blocks + 1);
+        std::memset(static_cast<void *>(out.data()), 0x5a, out.size() * sizeof(Block));
+        const Block sentinel = out.back();
+        in_pieces(static_cast<int64_t>(blocks), [&](int64_t b, int64_t n) {
+            const auto at = static_cast<size_t>(b);
+            // A trailing partial block is not written.
+            const int64_t extra = n % 7;
+            ASSERT_EQ(ggml_quantize_row(type, in.data() + at * 32, out.data() + at, n * 32 + extra),
+                      static_cast<size_t>(n) * sizeof(Block));
+            ASSERT_EQ(std::memcmp(&out[at + static_cast<size_t>(n)], &sentinel, sizeof(Block)), 0)
+                << "overrun at block " << b;
+        });
+        for (size_t b = 0; b < blocks; ++b)
+            ASSERT_EQ(std::memcmp(&out[b], &expected[b], sizeof(Block)), 0) << "block " << b;
+    });
+}
+
+template <class Block>
+void expect_dequantize_rows_match(ggml_type type) {
+    SCOPED_TRACE(testing::Message() << ggml_type_name(type) << " seed " << kSeed);
+    // One block per F16 scale pattern (NaN, infinities and subnormals included), random quants.
+    constexpr size_t kBlocks = 0x10000;
+    std::mt19937 rng(kSeed);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::vector<Block> blocks(kBlocks);
+    for (size_t b = 0; b < kBlocks; ++b) {
+        blocks[b].d = u16(static_cast<unsigned>(b));
+        for (auto & q : blocks[b].qs)
+            q = static_cast<std::remove_reference_t<decltype(q)>>(byte(rng));
+    }
+    std::vector<uint32_t> expected(kBlocks * 32);
+    for (size_t b = 0; b < kBlocks; ++b) {
+        const float d = ggml_fp16_to_fp32(blocks[b].d);
+        for (int i = 0; i < 32; ++i) {
+            int q = 0;
+            if constexpr (sizeof(Block) == sizeof(ggml_block_q8_0))
+                q = blocks[b].qs[i];
+            else
+                q = (i < 16 ? blocks[b].qs[i] & 0x0f : blocks[b].qs[i - 16] >> 4) - 8;
+            expected[b * 32 + static_cast<size_t>(i)] = bits_of(d * static_cast<float>(q));
+        }
+    }
+    on_every_target([&] {
+        Shifted<float> out(kBlocks * 32 + 1);
+        in_pieces(static_cast<int64_t>(kBlocks), [&](int64_t b, int64_t n) {
+            const auto at = static_cast<size_t>(b) * 32;
+            out[at + static_cast<size_t>(n) * 32] = float_of(kSentinel32);
+            ggml_dequantize_row(type, &blocks[static_cast<size_t>(b)], out.data() + at, n * 32);
+            ASSERT_EQ(bits_of(out[at + static_cast<size_t>(n) * 32]), kSentinel32)
+                << "overrun at block " << b;
+        });
+        for (size_t i = 0; i < kBlocks * 32; ++i)
+            ASSERT_EQ(bits_of(out[i]), expected[i]) << "block " << i / 32 << " element " << i % 32;
+    });
+}
+
+TEST(RowsOnEveryTarget, Q8_0QuantizeMatchesScalarReference) {
+    expect_quantize_rows_match<ggml_block_q8_0>(GGML_TYPE_Q8_0, reference_q8);
+}
+
+TEST(RowsOnEveryTarget, Q4_0QuantizeMatchesScalarReference) {
+    expect_quantize_rows_match<ggml_block_q4_0>(GGML_TYPE_Q4_0, reference_q4);
+}
+
+TEST(RowsOnEveryTarget, Q8_0DequantizeMatchesScalarReference) {
+    expect_dequantize_rows_match<ggml_block_q8_0>(GGML_TYPE_Q8_0);
+}
+
+TEST(RowsOnEveryTarget, Q4_0DequantizeMatchesScalarReference) {
+    expect_dequantize_rows_match<ggml_block_q4_0>(GGML_TYPE_Q4_0);
 }
 
 }  // namespace
