@@ -329,6 +329,7 @@ struct TileBuffers {
     float * st;            // S^T / P^T: [kBk][kBq]
     float * ot;            // O^T: [Dvp][kBq]
     float * mt;            // mask^T * slope: [kBk][kBq]
+    float * mrows;         // mask rows of the tile: [kBq][kBk]
     float *m, *l, *alpha;  // [kBq] each
     float * row;           // scratch row: max(kBk, D, Dv) floats
     // Whole-sequence K/V of one kv head, converted once per thread and reused by all its tiles
@@ -353,9 +354,9 @@ HWY_INLINE size_t tile_bytes(const Problem & p) {
     const size_t D = static_cast<size_t>(std::max<int64_t>(p.D, 1)), Dvp = static_cast<size_t>(dv_pad(p.Dv));
     const size_t f = sizeof(float);
     return align64(f * D * kBq) + align64(f * kBk * std::max<size_t>(D, Dvp)) + align64(f * D * kBk) +
-           align64(f * kBk * Dvp) + align64(f * kBk * kBq) + align64(f * Dvp * kBq) + align64(f * kBk * kBq) +
-           3 * align64(f * kBq) + align64(f * static_cast<size_t>(std::max<int64_t>({kBk, p.D, p.Dv}))) +
-           cache_bytes(p);
+           align64(f * kBk * Dvp) + align64(f * kBk * kBq) + align64(f * Dvp * kBq) +
+           2 * align64(f * kBk * kBq) + 3 * align64(f * kBq) +
+           align64(f * static_cast<size_t>(std::max<int64_t>({kBk, p.D, p.Dv}))) + cache_bytes(p);
 }
 
 HWY_INLINE TileBuffers tile_buffers(const Problem & p, char * base) {
@@ -374,6 +375,7 @@ HWY_INLINE TileBuffers tile_buffers(const Problem & p, char * base) {
     t.st = take(f * kBk * kBq);
     t.ot = take(f * Dvp * kBq);
     t.mt = take(f * kBk * kBq);
+    t.mrows = take(f * kBq * kBk);
     t.m = take(f * kBq);
     t.l = take(f * kBq);
     t.alpha = take(f * kBq);
@@ -503,20 +505,31 @@ HWY_NOINLINE void tile(const Problem & p, int64_t h, int64_t b, int64_t t0, int6
         const int64_t bkp = round_up(bk, kNR);
         // Mask (times slope), transposed; a block masked out for every query is skipped.
         if (p.mask) {
-            bool any = false;
+            const DF df;
+            const int64_t L = lanes();
+            VF mx = hn::Set(df, -inf);
             for (int64_t i = 0; i < nq; ++i) {
-                const char * mrow = p.mask_row(t0 + i, h, b) + j0 * p.mask->nb[0];
-                convert_row(p.mask->type, mrow, p.mask->nb[0], bk, w.row);
-                for (int64_t j = 0; j < bk; ++j) {
-                    const float mv = w.row[j] * slope;
-                    any |= mv != -inf;
-                    w.mt[j * kBq + i] = mv;
-                }
+                float * mrow = w.mrows + i * kBk;
+                convert_row(p.mask->type, p.mask_row(t0 + i, h, b) + j0 * p.mask->nb[0], p.mask->nb[0], bk,
+                            mrow);
+                int64_t j = 0;
+                for (; j + L <= bk; j += L)
+                    mx = hn::Max(mx, hn::LoadU(df, mrow + j));
+                for (; j < bk; ++j)
+                    mx = hn::Max(mx, hn::Set(df, mrow[j]));
             }
-            if (!any) continue;
-            for (int64_t j = 0; j < bk; ++j)
+            // The slope is positive: -inf stays -inf.
+            if (hn::GetLane(hn::MaxOfLanes(df, mx)) == -inf) continue;
+            transpose(w.mrows, kBk, nq, bk, w.mt, kBq);
+            const VF vs = hn::Set(df, slope);
+            for (int64_t j = 0; j < bk; ++j) {
+                float * row = w.mt + j * kBq;
                 for (int64_t i = nq; i < nqp; ++i)
-                    w.mt[j * kBq + i] = 0.0f;
+                    row[i] = 0.0f;
+                if (slope != 1.0f)
+                    for (int64_t i = 0; i < nqp; i += L)
+                        hn::StoreU(hn::Mul(hn::LoadU(df, row + i), vs), df, row + i);
+            }
         }
         const float * kt = w.kt;
         const float * vf = w.vf;
