@@ -40,6 +40,7 @@
 
 #include "core/internal.h"
 #include "cpu/kernels/common.h"
+#include "cpu/kernels/exec.h"
 
 #if HWY_ARCH_X86
 #include <immintrin.h>
@@ -48,21 +49,6 @@
 #ifndef GGX_CPU_ATTENTION_SHARED
 #define GGX_CPU_ATTENTION_SHARED
 namespace ggx::cpu::fa {
-
-struct Exec {
-    int ith = 0, nth = 1;
-    char * workspace = nullptr;
-    size_t workspace_size = 0;
-    const void * ctx = nullptr;
-    void (*barrier)(const void * ctx) = nullptr;
-    bool (*stop)(const void * ctx) = nullptr;
-    void (*fail)(const void * ctx, const char * message) = nullptr;
-
-    void sync() const {
-        if (nth > 1) barrier(ctx);
-    }
-    bool should_stop() const { return stop && stop(ctx); }
-};
 
 inline constexpr int64_t kBq = 64;        // queries per tile (a multiple of every target's MR)
 inline constexpr int64_t kBk = 96;        // keys per block (a multiple of every target's NR)
@@ -826,8 +812,7 @@ void Compute(const Exec & ex, ggml_tensor * node) {
     const Problem p(node);
     const size_t need = Workspace(node, ex.nth);
     if (ex.workspace_size < need || ex.workspace == nullptr) {
-        if (ex.fail && ex.ith == 0)
-            ex.fail(ex.ctx, "flash_attn_ext: workspace smaller than Kernel::workspace asked for");
+        if (ex.ith == 0) ex.fail("flash_attn_ext: workspace smaller than Kernel::workspace asked for");
         return;
     }
     if (p.NQ == 0 || p.H == 0 || p.B == 0 || p.Dv == 0) return;
@@ -907,22 +892,7 @@ static size_t workspace(const ggml_tensor * node, int n_threads) {
 }
 
 static void compute(const ComputeParams & params, ggml_tensor * node) {
-    Exec ex;
-    ex.ith = params.ith();
-    ex.nth = params.nth();
-    ex.workspace = static_cast<char *>(params.workspace);
-    ex.workspace_size = params.workspace_size;
-    ex.ctx = &params;
-    ex.barrier = [](const void * c) { static_cast<const ComputeParams *>(c)->thread.barrier(); };
-    // Asks the abort callback too: the runtime polls it only between nodes.
-    ex.stop = [](const void * c) {
-        const auto * cp = static_cast<const ComputeParams *>(c);
-        return cp->thread.poll_abort() || cp->should_stop();
-    };
-    ex.fail = [](const void * c, const char * message) {
-        static_cast<const ComputeParams *>(c)->fail(message);
-    };
-    HWY_DYNAMIC_DISPATCH(Compute)(ex, node);
+    HWY_DYNAMIC_DISPATCH(Compute)(Exec::of(params), node);
 }
 }  // namespace fa
 

@@ -39,6 +39,7 @@
 #include <cstring>
 
 #include "cpu/kernels/common.h"
+#include "cpu/kernels/exec.h"
 
 #if HWY_ARCH_X86
 #include <immintrin.h>
@@ -47,23 +48,6 @@
 #ifndef GGX_CPU_MATMUL_SHARED
 #define GGX_CPU_MATMUL_SHARED
 namespace ggx::cpu::mm {
-
-// What the implementation needs from the runtime; decoupled from ComputeParams so the kernels can be
-// driven by other harnesses too.
-struct Exec {
-    int ith = 0, nth = 1;
-    char * workspace = nullptr;
-    size_t workspace_size = 0;
-    const void * ctx = nullptr;
-    void (*barrier)(const void * ctx) = nullptr;
-    bool (*stop)(const void * ctx) = nullptr;
-    void (*fail)(const void * ctx, const char * message) = nullptr;
-
-    void sync() const {
-        if (nth > 1) barrier(ctx);
-    }
-    bool should_stop() const { return stop && stop(ctx); }
-};
 
 // Blocking parameters (elements). KC and MC are multiples of 32 (the quantization block) and of every
 // x86 target's MR; kNCSolo is a multiple of every target's NR. A k block of a micro-panel of b (KC x NR
@@ -1079,8 +1063,7 @@ void Compute(const Exec & ex, ggml_tensor * dst) {
     }
     const size_t need = Workspace(dst, ex.nth);
     if (ex.workspace_size < need || (need > 0 && ex.workspace == nullptr)) {
-        if (ex.fail && ex.ith == 0)
-            ex.fail(ex.ctx, "mul_mat: workspace smaller than Kernel::workspace asked for");
+        if (ex.ith == 0) ex.fail("mul_mat: workspace smaller than Kernel::workspace asked for");
         return;
     }
     if (use_gemv(bt.a, bt.b)) {
@@ -1127,22 +1110,7 @@ static size_t workspace(const ggml_tensor * node, int n_threads) {
 }
 
 static void compute(const ComputeParams & params, ggml_tensor * node) {
-    Exec ex;
-    ex.ith = params.ith();
-    ex.nth = params.nth();
-    ex.workspace = static_cast<char *>(params.workspace);
-    ex.workspace_size = params.workspace_size;
-    ex.ctx = &params;
-    ex.barrier = [](const void * p) { static_cast<const ComputeParams *>(p)->thread.barrier(); };
-    // Asks the abort callback too: the runtime polls it only between nodes.
-    ex.stop = [](const void * c) {
-        const auto * cp = static_cast<const ComputeParams *>(c);
-        return cp->thread.poll_abort() || cp->should_stop();
-    };
-    ex.fail = [](const void * p, const char * message) {
-        static_cast<const ComputeParams *>(p)->fail(message);
-    };
-    HWY_DYNAMIC_DISPATCH(Compute)(ex, node);
+    HWY_DYNAMIC_DISPATCH(Compute)(Exec::of(params), node);
 }
 }  // namespace mm
 
