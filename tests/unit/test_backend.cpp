@@ -10,19 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "unit/test_util.h"
+
 namespace {
 
-struct ContextDeleter {
-    void operator()(ggml_context * ctx) const { ggml_free(ctx); }
-};
-struct BackendDeleter {
-    void operator()(ggml_backend_t backend) const { ggml_backend_free(backend); }
-};
+using ggx::test::Backend;
+using ggx::test::Context;
+
 struct BufferDeleter {
     void operator()(ggml_backend_buffer_t buffer) const { ggml_backend_buffer_free(buffer); }
 };
-using Context = std::unique_ptr<ggml_context, ContextDeleter>;
-using Backend = std::unique_ptr<ggml_backend, BackendDeleter>;
 using Buffer = std::unique_ptr<ggml_backend_buffer, BufferDeleter>;
 
 Context metadata_context() { return Context(ggml_init({1 << 20, nullptr, true})); }

@@ -26,31 +26,13 @@
 
 #include "cpu/kernel.h"
 #include "reference/reference.h"
+#include "unit/test_util.h"
 
 namespace {
 
-using Shape = std::array<int64_t, 4>;
+using namespace ggx::test;
 
-struct Rng {
-    std::mt19937 gen{1234};
-    double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(gen); }
-};
-
-using Build = std::function<ggml_tensor *(ggml_context *, Rng &)>;
-
-struct BackendDeleter {
-    void operator()(ggml_backend_t backend) const { ggml_backend_free(backend); }
-};
-struct ContextDeleter {
-    void operator()(ggml_context * ctx) const { ggml_free(ctx); }
-};
-
-ggml_backend_t backend() {
-    static const std::unique_ptr<ggml_backend, BackendDeleter> cpu(ggml_backend_cpu_init());
-    return cpu.get();
-}
-
-constexpr ggml_type kFloatTypes[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16};
+constexpr uint32_t kSeed = 1234;
 
 double arithmetic_bound(ggml_type type) {
     switch (type) {
@@ -103,7 +85,8 @@ void expect_matches(const Build & build, double bound, const std::string & what)
         SCOPED_TRACE(what + ", " + std::to_string(n_threads) + " thread(s)");
         std::unique_ptr<ggml_context, ContextDeleter> ctx(ggml_init({64u << 20, nullptr, false}));
         ASSERT_NE(ctx, nullptr);
-        Rng rng;
+        Rng rng(kSeed);
+        SCOPED_TRACE(rng.trace());
         ggml_tensor * out = build(ctx.get(), rng);
         ASSERT_NE(out, nullptr) << ggml_get_error(ctx.get());
         ggml_cgraph * graph = ggml_new_graph(ctx.get());
@@ -111,8 +94,8 @@ void expect_matches(const Build & build, double bound, const std::string & what)
         ggx::ref::Evaluator oracle;
         oracle.compute(graph);
         const std::vector<double> expected = oracle.values(out);
-        ggml_backend_cpu_set_n_threads(backend(), n_threads);
-        ASSERT_EQ(ggml_backend_graph_compute(backend(), graph), GGML_STATUS_SUCCESS);
+        ggml_backend_cpu_set_n_threads(cpu_backend(), n_threads);
+        ASSERT_EQ(ggml_backend_graph_compute(cpu_backend(), graph), GGML_STATUS_SUCCESS);
         const std::vector<double> actual = ggx::ref::read_tensor(out);
         const double error = ggx::ref::nmse(actual, expected);
         EXPECT_LE(error, bound);

@@ -38,31 +38,13 @@
 #include "cpu/kernel.h"
 #include "cpu/kernels/common.h"
 #include "reference/reference.h"
+#include "unit/test_util.h"
 
 namespace {
 
-using Shape = std::array<int64_t, 4>;
+using namespace ggx::test;
 
-struct Rng {
-    std::mt19937 gen{4321};
-    double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(gen); }
-};
-
-using Build = std::function<ggml_tensor *(ggml_context *, Rng &)>;
-
-struct BackendDeleter {
-    void operator()(ggml_backend_t backend) const { ggml_backend_free(backend); }
-};
-struct ContextDeleter {
-    void operator()(ggml_context * ctx) const { ggml_free(ctx); }
-};
-
-ggml_backend_t backend() {
-    static const std::unique_ptr<ggml_backend, BackendDeleter> cpu(ggml_backend_cpu_init());
-    return cpu.get();
-}
-
-constexpr ggml_type kFloatTypes[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16};
+constexpr uint32_t kSeed = 4321;
 constexpr ggml_type kATypes[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q8_0,
                                  GGML_TYPE_Q4_0};
 
@@ -129,7 +111,8 @@ void run_all_threads(const Build & build, const std::string & what,
     SCOPED_TRACE(what);
     std::unique_ptr<ggml_context, ContextDeleter> ctx(ggml_init({16u << 20, nullptr, false}));
     ASSERT_NE(ctx, nullptr);
-    Rng rng;
+    Rng rng(kSeed);
+    SCOPED_TRACE(rng.trace());
     Result r;
     r.out = build(ctx.get(), rng);
     ASSERT_NE(r.out, nullptr) << ggml_get_error(ctx.get());
@@ -145,8 +128,8 @@ void run_all_threads(const Build & build, const std::string & what,
             SCOPED_TRACE(std::to_string(n_threads) + " thread(s), " + hwy::TargetName(target));
             hwy::SetSupportedTargetsForTest(target);
             std::fill_n(static_cast<float *>(r.out->data), ggml_nelements(r.out), std::nanf(""));
-            ggml_backend_cpu_set_n_threads(backend(), n_threads);
-            ASSERT_EQ(ggml_backend_graph_compute(backend(), r.graph), GGML_STATUS_SUCCESS);
+            ggml_backend_cpu_set_n_threads(cpu_backend(), n_threads);
+            ASSERT_EQ(ggml_backend_graph_compute(cpu_backend(), r.graph), GGML_STATUS_SUCCESS);
             r.actual = ggx::ref::read_tensor(r.out);
             check(r);
         }
@@ -377,12 +360,12 @@ TEST(CpuMulMat, Aborts) {
         ggml_cgraph * graph = ggml_new_graph(ctx.get());
         ggml_build_forward_expand(graph, ggml_mul_mat(ctx.get(), a, b));
         std::atomic<int> calls{0};
-        ggml_backend_cpu_set_n_threads(backend(), 2);
+        ggml_backend_cpu_set_n_threads(cpu_backend(), 2);
         ggml_backend_cpu_set_abort_callback(
-            backend(), [](void * data) { return static_cast<std::atomic<int> *>(data)->fetch_add(1) >= 0; },
-            &calls);
-        EXPECT_EQ(ggml_backend_graph_compute(backend(), graph), GGML_STATUS_ABORTED);
-        ggml_backend_cpu_set_abort_callback(backend(), nullptr, nullptr);
+            cpu_backend(),
+            [](void * data) { return static_cast<std::atomic<int> *>(data)->fetch_add(1) >= 0; }, &calls);
+        EXPECT_EQ(ggml_backend_graph_compute(cpu_backend(), graph), GGML_STATUS_ABORTED);
+        ggml_backend_cpu_set_abort_callback(cpu_backend(), nullptr, nullptr);
         EXPECT_GE(calls.load(), 1);
     }
 }
@@ -515,20 +498,21 @@ TEST(CpuFlashAttn, SupportsExactlyTheDocumentedTypes) {
 
 TEST(CpuFlashAttn, Aborts) {
     std::unique_ptr<ggml_context, ContextDeleter> ctx(ggml_init({64u << 20, nullptr, false}));
-    Rng rng;
+    Rng rng(kSeed);
+    SCOPED_TRACE(rng.trace());
     const Attn c{128, 128, 2048, 2048, 2, 2, 1, 1, GGML_TYPE_F16, GGML_TYPE_F16, 0, 0.0f, 0.0f};
     ggml_tensor * out = build_attention(ctx.get(), rng, c, false);
     ggml_cgraph * graph = ggml_new_graph(ctx.get());
     ggml_build_forward_expand(graph, out);
     std::atomic<int> calls{0};
-    ggml_backend_cpu_set_n_threads(backend(), 2);
+    ggml_backend_cpu_set_n_threads(cpu_backend(), 2);
     ggml_backend_cpu_set_abort_callback(
-        backend(), [](void * data) { return static_cast<std::atomic<int> *>(data)->fetch_add(1) >= 0; },
+        cpu_backend(), [](void * data) { return static_cast<std::atomic<int> *>(data)->fetch_add(1) >= 0; },
         &calls);
     const auto start = std::chrono::steady_clock::now();
-    EXPECT_EQ(ggml_backend_graph_compute(backend(), graph), GGML_STATUS_ABORTED);
+    EXPECT_EQ(ggml_backend_graph_compute(cpu_backend(), graph), GGML_STATUS_ABORTED);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    ggml_backend_cpu_set_abort_callback(backend(), nullptr, nullptr);
+    ggml_backend_cpu_set_abort_callback(cpu_backend(), nullptr, nullptr);
     EXPECT_GE(calls.load(), 1);
     EXPECT_LT(seconds, 1.0);  // the whole computation takes several times longer
 }

@@ -1,0 +1,49 @@
+// Helpers shared by the CPU kernel test suites: seeded random numbers, owners of contexts and
+// backends, and the shared CPU backend.
+#pragma once
+
+#include <ggml-backend.h>
+#include <ggml-cpu.h>
+#include <ggml.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+
+namespace ggx::test {
+
+using Shape = std::array<int64_t, 4>;
+
+// Uniform random numbers from a fixed seed, which trace() names for failure messages.
+struct Rng {
+    explicit Rng(uint32_t s) : seed(s), gen(s) {}
+    double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(gen); }
+    std::string trace() const { return "seed " + std::to_string(seed); }
+
+    uint32_t seed;
+    std::mt19937 gen;
+};
+
+using Build = std::function<ggml_tensor *(ggml_context *, Rng &)>;
+
+struct BackendDeleter {
+    void operator()(ggml_backend_t backend) const { ggml_backend_free(backend); }
+};
+struct ContextDeleter {
+    void operator()(ggml_context * ctx) const { ggml_free(ctx); }
+};
+using Backend = std::unique_ptr<ggml_backend, BackendDeleter>;
+using Context = std::unique_ptr<ggml_context, ContextDeleter>;
+
+// One CPU backend for the whole test program.
+inline ggml_backend_t cpu_backend() {
+    static const Backend cpu(ggml_backend_cpu_init());
+    return cpu.get();
+}
+
+inline constexpr ggml_type kFloatTypes[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16};
+
+}  // namespace ggx::test
