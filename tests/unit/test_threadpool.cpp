@@ -388,40 +388,4 @@ TEST(ThreadPoolDeathTest, ReentrantRunAborts) {
         "not reentrant");
 }
 
-// Reports overheads; asserts nothing about speed.
-TEST(ThreadPoolPerf, ReportsOverheads) {
-    ThreadPool pool(2);
-    constexpr int kBarriers = 10'000;
-    pool.run([](const ThreadContext & ctx) {  // warm up
-        for (int i = 0; i < 1000; ++i)
-            ctx.barrier();
-    });
-    auto start = Clock::now();
-    pool.run([](const ThreadContext & ctx) {
-        for (int i = 0; i < kBarriers; ++i)
-            ctx.barrier();
-    });
-    const double barrier_ns = seconds_since(start) * 1e9 / kBarriers;
-
-    constexpr int kRuns = 10'000;
-    auto empty = [](const ThreadContext &) {};
-    start = Clock::now();
-    for (int i = 0; i < kRuns; ++i)
-        pool.run(empty);
-    const double hot_us = seconds_since(start) * 1e6 / kRuns;
-
-    constexpr int kColdRuns = 20;
-    double cold_total = 0;
-    for (int i = 0; i < kColdRuns; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let the worker fall asleep
-        start = Clock::now();
-        pool.run(empty);
-        cold_total += seconds_since(start);
-    }
-    std::printf(
-        "[ perf     ] 2 threads: %.0f ns per barrier, %.2f us per empty run (back to back), "
-        "%.1f us per empty run (sleeping worker)\n",
-        barrier_ns, hot_us, cold_total * 1e6 / kColdRuns);
-}
-
 }  // namespace
