@@ -784,7 +784,7 @@ public:
     int64_t next() {
         for (int k = 0; k < nth_; ++k) {
             const int j = (ith_ + k) % nth_;
-            const auto [begin, end] = split(units_, j, nth_);
+            const auto [begin, end] = chunk_range(units_, j, nth_);
             if (begin + counter(j).load(std::memory_order_relaxed) >= end) continue;
             const int64_t u = begin + counter(j).fetch_add(1, std::memory_order_relaxed);
             if (u < end) return u;

@@ -78,17 +78,10 @@ void load_row(ggml_type type, const char * src, size_t stride, int64_t n, float 
 // Converts n F32 values into a row of type at dst, elements stride bytes apart (quantized: dense).
 void store_row(ggml_type type, const float * src, char * dst, size_t stride, int64_t n);
 
-// This thread's share [begin, end) of n items split into nth near-equal contiguous chunks.
-inline std::pair<int64_t, int64_t> split(int64_t n, int ith, int nth) {
-    const int64_t base = n / nth, extra = n % nth;
-    const int64_t begin = ith * base + std::min<int64_t>(ith, extra);
-    return {begin, begin + base + (ith < extra ? 1 : 0)};
-}
-
 // Calls f(i1, i2, i3) for this thread's share of the rows of t.
 template <class F>
 void for_each_row(const ComputeParams & params, const ggml_tensor * t, F && f) {
-    const auto [begin, end] = split(ggml_nrows(t), params.ith(), params.nth());
+    const auto [begin, end] = chunk_range(ggml_nrows(t), params.ith(), params.nth());
     for (int64_t r = begin; r < end; ++r) {
         const int64_t i1 = r % t->ne[1], i2 = r / t->ne[1] % t->ne[2], i3 = r / (t->ne[1] * t->ne[2]);
         f(i1, i2, i3);

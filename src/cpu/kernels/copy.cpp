@@ -53,7 +53,7 @@ void for_each_run(const Grid & g, int64_t k, int64_t n, F && f) {
 // Calls f(row pointer, k) for this thread's share of g's rows; k is the row's first flat unit.
 template <class F>
 void for_each_grid_row(const ComputeParams & params, const Grid & g, F && f) {
-    const auto [begin, end] = split(g.nrows(), params.ith(), params.nth());
+    const auto [begin, end] = chunk_range(g.nrows(), params.ith(), params.nth());
     for (int64_t r = begin; r < end && !params.should_stop(); ++r)
         f(g.row(r), r * g.ne[0]);
 }
@@ -114,7 +114,8 @@ size_t copy_workspace(const ggml_tensor * node, int n_threads) {
 }
 
 void copy_contiguous(const ComputeParams & params, ggml_tensor * node) {
-    const auto [begin, end] = split(static_cast<int64_t>(ggml_nbytes(node)), params.ith(), params.nth());
+    const auto [begin, end] =
+        chunk_range(static_cast<int64_t>(ggml_nbytes(node)), params.ith(), params.nth());
     if (end > begin)
         std::memcpy(static_cast<char *>(node->data) + begin,
                     static_cast<const char *>(node->src[0]->data) + begin, static_cast<size_t>(end - begin));
@@ -140,7 +141,7 @@ void copy_tiled(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const size_t unit = ggml_type_size(node->type);
     const int64_t tiles = (node->ne[1] + kTile - 1) / kTile;
-    const auto [begin, end] = split(tiles * node->ne[2] * node->ne[3], params.ith(), params.nth());
+    const auto [begin, end] = chunk_range(tiles * node->ne[2] * node->ne[3], params.ith(), params.nth());
     for (int64_t t = begin; t < end && !params.should_stop(); ++t) {
         const int64_t i1 = t % tiles * kTile, i2 = t / tiles % node->ne[2], i3 = t / tiles / node->ne[2];
         const int64_t rows = std::min(kTile, node->ne[1] - i1);

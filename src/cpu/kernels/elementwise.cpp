@@ -180,7 +180,7 @@ constexpr int64_t kChunk = 1024;
 template <class F>
 void for_each_chunk(const ComputeParams & params, const ggml_tensor * t, F && f) {
     const int64_t per_row = (t->ne[0] + kChunk - 1) / kChunk;
-    const auto [begin, end] = split(ggml_nrows(t) * per_row, params.ith(), params.nth());
+    const auto [begin, end] = chunk_range(ggml_nrows(t) * per_row, params.ith(), params.nth());
     for (int64_t c = begin; c < end && !params.should_stop(); ++c) {
         const int64_t r = c / per_row, j0 = c % per_row * kChunk;
         const int64_t i1 = r % t->ne[1], i2 = r / t->ne[1] % t->ne[2], i3 = r / (t->ne[1] * t->ne[2]);

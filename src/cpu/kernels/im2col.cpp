@@ -60,7 +60,7 @@ void column(const Geometry & g, const char * x, char * dst, int64_t ow, int64_t 
 
 template <ggml_type In, ggml_type Out>
 void columns(const ComputeParams & params, const Geometry & g, const char * x, char * dst) {
-    const auto [begin, end] = split(g.ow * g.oh * g.batch, params.ith(), params.nth());
+    const auto [begin, end] = chunk_range(g.ow * g.oh * g.batch, params.ith(), params.nth());
     for (int64_t u = begin; u < end && !params.should_stop(); ++u)
         column<In, Out>(g, x, dst, u % g.ow, u / g.ow % g.oh, u / (g.ow * g.oh));
 }

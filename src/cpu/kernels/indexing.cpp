@@ -72,7 +72,7 @@ void get_rows_compute(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * idx = node->src[1];
     const int64_t n = node->ne[0];
-    const auto [begin, end] = split(ggml_nrows(node), params.ith(), params.nth());
+    const auto [begin, end] = chunk_range(ggml_nrows(node), params.ith(), params.nth());
     for (int64_t r = begin; r < end && !params.should_stop(); ++r) {
         const int64_t i = r % node->ne[1], j = r / node->ne[1] % node->ne[2],
                       k = r / (node->ne[1] * node->ne[2]);

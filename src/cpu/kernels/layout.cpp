@@ -150,7 +150,7 @@ void compute_timestep_embedding(const ComputeParams & params, ggml_tensor * node
     const ggml_tensor * t = node->src[0];
     const int64_t half = core::get_param<int32_t>(node, 0) / 2;
     const double log_period = std::log(static_cast<double>(core::get_param<int32_t>(node, 1)));
-    const auto [begin, end] = split(node->ne[1], params.ith(), params.nth());
+    const auto [begin, end] = chunk_range(node->ne[1], params.ith(), params.nth());
     for (int64_t n = begin; n < end && !params.should_stop(); ++n) {
         const double time = load_float(GGML_TYPE_F32, element_at(t, n, 0));
         char * row = row_at(node, n);

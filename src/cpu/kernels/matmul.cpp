@@ -536,7 +536,7 @@ HWY_NOINLINE void gemm_shared(const Exec & ex, const Batches & bt, const Layout 
             // Pack b: units (panel, k block).
             bool stop = ex.should_stop();
             if (!stop) {
-                const auto [u0, u1] = split(nq * kblocks, ex.ith, ex.nth);
+                const auto [u0, u1] = chunk_range(nq * kblocks, ex.ith, ex.nth);
                 for (int64_t u = u0; u < u1; ++u) {
                     const int64_t q = u % nq, k0 = (u / nq) * kKC;
                     const int64_t kc = std::min(kKC, g.K - k0), nn = n0 + q * kNR;
@@ -554,7 +554,7 @@ HWY_NOINLINE void gemm_shared(const Exec & ex, const Batches & bt, const Layout 
                 if (t >= tiles || stop) break;
                 const int64_t mb = t / nchunks, nchunk = t % nchunks;
                 const int64_t mp0 = mb * mcp, mp1 = std::min(mpanels, mp0 + mcp);
-                const auto [q0, q1] = split(nq, static_cast<int>(nchunk), static_cast<int>(nchunks));
+                const auto [q0, q1] = chunk_range(nq, static_cast<int>(nchunk), static_cast<int>(nchunks));
                 APrefetch prefetch;
                 for (int64_t k0 = 0; k0 < g.K; k0 += kKC) {
                     const int64_t kc = std::min(kKC, g.K - k0);
@@ -580,7 +580,7 @@ HWY_NOINLINE void gemm_solo(const Exec & ex, const Batches & bt, const Layout & 
     float * tmp = reinterpret_cast<float *>(mine + l.abuf);
     float * bblock = reinterpret_cast<float *>(mine + l.abuf + l.tmp);
     const int64_t mcp = kMC / MR;
-    const auto [b0, b1] = split(bt.nbatch, ex.ith, ex.nth);
+    const auto [b0, b1] = chunk_range(bt.nbatch, ex.ith, ex.nth);
     for (int64_t bi = b0; bi < b1; ++bi) {
         if (ex.should_stop()) return;
         const Gemm g = bt.gemm(bi);
@@ -846,7 +846,7 @@ HWY_NOINLINE void gemv(const Exec & ex, const Batches & bt) {
     const ggml_tensor * a = bt.a;
     const int64_t M = a->ne[1], K = a->ne[0];
     const int64_t total = M * bt.nbatch;
-    const auto [r0, r1] = split(total, ex.ith, ex.nth);
+    const auto [r0, r1] = chunk_range(total, ex.ith, ex.nth);
     char * mine = ex.workspace + static_cast<size_t>(ex.ith) * gemv_per_thread(a);
     int64_t cur = -1;
     constexpr int64_t kChunk = 256;
@@ -981,7 +981,7 @@ HWY_INLINE size_t small_n_per_thread(const ggml_tensor * a, const ggml_tensor * 
 HWY_NOINLINE void small_n(const Exec & ex, const Batches & bt) {
     const ggml_tensor * a = bt.a;
     const int64_t M = a->ne[1], K = a->ne[0], N = bt.b->ne[1];
-    const auto [r0, r1] = split(M * bt.nbatch, ex.ith, ex.nth);
+    const auto [r0, r1] = chunk_range(M * bt.nbatch, ex.ith, ex.nth);
     char * mine = ex.workspace + static_cast<size_t>(ex.ith) * small_n_per_thread(a, bt.b);
     float * x = reinterpret_cast<float *>(mine);
     float * buf = reinterpret_cast<float *>(mine + align64(sizeof(float) * static_cast<size_t>(K * N)));
@@ -1052,7 +1052,7 @@ void Compute(const Exec & ex, ggml_tensor * dst) {
     if (M == 0 || N == 0 || bt.nbatch == 0) return;
     if (K == 0) {
         const int64_t rows = N * bt.nbatch;
-        const auto [r0, r1] = split(rows, ex.ith, ex.nth);
+        const auto [r0, r1] = chunk_range(rows, ex.ith, ex.nth);
         for (int64_t r = r0; r < r1; ++r) {
             const int64_t n = r % N, bi = r / N;
             char * row = static_cast<char *>(dst->data) + n * dst->nb[1] + (bi % bt.B2) * dst->nb[2] +

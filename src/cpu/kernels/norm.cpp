@@ -168,7 +168,7 @@ void compute_row_norm(const ComputeParams & params, ggml_tensor * node) {
     const int64_t n = node->ne[0];
     if (n == 0) return;
     float * buf = scratch(params, node);
-    const auto [begin, end] = split(ggml_nrows(node), params.ith(), params.nth());
+    const auto [begin, end] = chunk_range(ggml_nrows(node), params.ith(), params.nth());
     for (int64_t r = begin; r < end && !params.should_stop(); ++r) {
         const int64_t i1 = r % node->ne[1], i2 = r / node->ne[1] % node->ne[2],
                       i3 = r / (node->ne[1] * node->ne[2]);
@@ -187,7 +187,7 @@ void compute_group_norm(const ComputeParams & params, ggml_tensor * node) {
     const int64_t n_groups = (channels + per_group - 1) / per_group;  // ceil(C / per_group) <= groups
     if (node->ne[0] == 0 || node->ne[1] == 0) return;
     float * buf = scratch(params, node);
-    const auto [begin, end] = split(n_groups * node->ne[3], params.ith(), params.nth());
+    const auto [begin, end] = chunk_range(n_groups * node->ne[3], params.ith(), params.nth());
     for (int64_t u = begin; u < end && !params.should_stop(); ++u) {
         const int64_t sample = u / n_groups, c0 = u % n_groups * per_group;
         const int64_t c1 = std::min(channels, c0 + per_group);

@@ -82,7 +82,7 @@ size_t sum_workspace(const ggml_tensor *, int n_threads) { return kSlot * static
 void compute_sum(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const int64_t per_row = (a->ne[0] + kChunk - 1) / kChunk;
-    const auto [begin, end] = split(ggml_nrows(a) * per_row, params.ith(), params.nth());
+    const auto [begin, end] = chunk_range(ggml_nrows(a) * per_row, params.ith(), params.nth());
     double s = 0.0;
     for (int64_t c = begin; c < end && !params.should_stop(); ++c) {
         const int64_t r = c / per_row, j0 = c % per_row * kChunk;
@@ -112,7 +112,7 @@ bool supports_argmax(const ggml_tensor * node) {
 
 void compute_argmax(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
-    const auto [begin, end] = split(a->ne[1], params.ith(), params.nth());
+    const auto [begin, end] = chunk_range(a->ne[1], params.ith(), params.nth());
     for (int64_t i1 = begin; i1 < end && !params.should_stop(); ++i1) {
         const char * row = row_at(a, i1);
         float best_value = load_float(GGML_TYPE_F32, row);

@@ -108,7 +108,7 @@ void compute(const ComputeParams & params, ggml_tensor * node) {
     float * in = reinterpret_cast<float *>(scratch + cache_bytes(node));
     float * out = reinterpret_cast<float *>(scratch + cache_bytes(node) + row_bytes(node));
     int64_t cached_token = -1;
-    const auto [begin, end] = split(ggml_nrows(node), params.ith(), params.nth());
+    const auto [begin, end] = chunk_range(ggml_nrows(node), params.ith(), params.nth());
     for (int64_t r = begin; r < end && !params.should_stop(); ++r) {
         const int64_t i1 = r % node->ne[1], i2 = r / node->ne[1] % node->ne[2],
                       i3 = r / (node->ne[1] * node->ne[2]);

@@ -191,7 +191,7 @@ void compute(const ComputeParams & params, ggml_tensor * node) {
     float * mask_buf = buf + row_bytes(node) / sizeof(float);
     int64_t slope_head = -1;
     float slope = 1.0f;
-    const auto [begin, end] = split(ggml_nrows(node), params.ith(), params.nth());
+    const auto [begin, end] = chunk_range(ggml_nrows(node), params.ith(), params.nth());
     for (int64_t r = begin; r < end && !params.should_stop(); ++r) {
         const int64_t i1 = r % node->ne[1], i2 = r / node->ne[1] % node->ne[2],
                       i3 = r / (node->ne[1] * node->ne[2]);
