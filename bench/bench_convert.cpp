@@ -8,37 +8,19 @@
 // counter bw_ratio (GBs / dram_triad_gbs_1t, the single-thread streaming bandwidth) is added, e.g.
 //   GGX_ROOFLINE="$(../shared/tools/roofline)" ./bench_convert
 #include <benchmark/benchmark.h>
+
 #include <ggml.h>
+#include "common/roofline.h"
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace {
 
 constexpr int64_t kElements = int64_t(16) << 20;
-
-// A number after "key": in the roofline JSON, or 0.
-double roofline_value(const char * key) {
-    const char * env = std::getenv("GGX_ROOFLINE");
-    if (!env) return 0.0;
-    std::string text = env;
-    if (text.find('{') == std::string::npos) {
-        std::ifstream file(text);
-        std::stringstream ss;
-        ss << file.rdbuf();
-        text = ss.str();
-    }
-    const std::string needle = std::string("\"") + key + "\"";
-    const size_t at = text.find(needle);
-    if (at == std::string::npos) return 0.0;
-    const size_t colon = text.find(':', at + needle.size());
-    return colon == std::string::npos ? 0.0 : std::strtod(text.c_str() + colon + 1, nullptr);
-}
 
 // Deterministic pseudo-random values in [-1, 1).
 std::vector<float> random_floats(int64_t n) {
@@ -64,7 +46,7 @@ void run(benchmark::State & state, double bytes_per_pass, Body && body) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     state.counters["GBs"] =
         benchmark::Counter(bytes_per_pass * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-    const double bw = roofline_value("dram_triad_gbs_1t");
+    const double bw = ggx::tools::roofline_from_env("dram_triad_gbs_1t");
     if (bw > 0 && seconds > 0 && state.iterations() > 0)
         state.counters["bw_ratio"] =
             bytes_per_pass * static_cast<double>(state.iterations()) / seconds / (bw * 1e9);

@@ -12,17 +12,17 @@
 // (GBs / dram_read_gbs_all; n == 1 and decoding) are added, e.g.
 //   GGX_ROOFLINE="$(../shared/tools/roofline)" ./bench_matmul
 #include <benchmark/benchmark.h>
+
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
 #include <ggml.h>
+#include "common/roofline.h"
 
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -44,27 +44,10 @@ ggml_backend_t backend() {
     return cpu.get();
 }
 
-// A number after "key": in the roofline JSON, or 0.
-double roofline_value(const char * key) {
-    const char * env = std::getenv("GGX_ROOFLINE");
-    if (!env) return 0.0;
-    std::string text = env;
-    if (text.find('{') == std::string::npos) {
-        std::ifstream file(text);
-        std::stringstream ss;
-        ss << file.rdbuf();
-        text = ss.str();
-    }
-    const std::string needle = std::string("\"") + key + "\"";
-    const size_t at = text.find(needle);
-    if (at == std::string::npos) return 0.0;
-    const size_t colon = text.find(':', at + needle.size());
-    return colon == std::string::npos ? 0.0 : std::strtod(text.c_str() + colon + 1, nullptr);
-}
-
 // Ratios to the roofline from this benchmark's own real time per iteration.
 void add_ratios(benchmark::State & state, double seconds, double flops, double bytes) {
-    const double peak = roofline_value("fp32_fma_gflops_all"), bw = roofline_value("dram_read_gbs_all");
+    const double peak = ggx::tools::roofline_from_env("fp32_fma_gflops_all"),
+                 bw = ggx::tools::roofline_from_env("dram_read_gbs_all");
     if (seconds <= 0.0) return;
     if (peak > 0 && flops > 0) state.counters["peak_ratio"] = flops / seconds / (peak * 1e9);
     if (bw > 0 && bytes > 0) state.counters["bw_ratio"] = bytes / seconds / (bw * 1e9);

@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
+#include "common/roofline.h"
 #include "inputs.h"
 #include "runner.h"
 
@@ -25,14 +24,6 @@ struct Roofline {
     std::string note;                // why the ratio is unavailable, if it is
 };
 
-// The number following "key": in a one-line JSON object, or 0.
-double json_number(const std::string & json, const std::string & key) {
-    const size_t at = json.find("\"" + key + "\"");
-    if (at == std::string::npos) return 0.0;
-    const size_t colon = json.find(':', at);
-    return colon == std::string::npos ? 0.0 : std::strtod(json.c_str() + colon + 1, nullptr);
-}
-
 std::string roofline_tool() { return std::string(GGX_OPS_SOURCE_DIR) + "/../shared/tools/roofline"; }
 
 std::string run_roofline_tool() {
@@ -46,20 +37,13 @@ std::string run_roofline_tool() {
 }
 
 Roofline load_roofline(const std::string & option) {
-    std::string json = option;
-    if (option.empty()) {
-        json = run_roofline_tool();
-    } else if (option.front() != '{') {
-        std::ifstream file(option);
-        std::stringstream text;
-        text << file.rdbuf();
-        json = text.str();
-    }
+    const std::string json = option.empty() ? run_roofline_tool() : tools::roofline_json(option);
     Roofline r;
-    r.gflops = std::max(json_number(json, "fp32_fma_gflops_all"), json_number(json, "fp32_fma_gflops_1t"));
+    r.gflops = std::max(tools::roofline_number(json, "fp32_fma_gflops_all"),
+                        tools::roofline_number(json, "fp32_fma_gflops_1t"));
     for (const char * key :
          {"dram_triad_gbs_all", "dram_read_gbs_all", "dram_triad_gbs_1t", "dram_read_gbs_1t"}) {
-        r.gbs = std::max(r.gbs, json_number(json, key));
+        r.gbs = std::max(r.gbs, tools::roofline_number(json, key));
     }
     if (r.gflops <= 0.0 || r.gbs <= 0.0) {
         r.note = "roofline unavailable (no figures from " +
