@@ -283,6 +283,9 @@ void add_perf_cases(CaseList & list) {
                   [big](Graph & g) { return ggml_scale(g.ctx(), g.input(GGML_TYPE_F32, big), 0.5f); });
     list.add_perf(GGML_OP_UNARY, "perf silu f32 [4096,4096]", 4 * n,
                   [big](Graph & g) { return ggml_silu(g.ctx(), g.input(GGML_TYPE_F32, big)); });
+    list.add_perf(GGML_OP_GLU, "perf swiglu split f32 [4096,4096]", 5 * n, [big](Graph & g) {
+        return ggml_swiglu_split(g.ctx(), g.input(GGML_TYPE_F32, big), g.input(GGML_TYPE_F32, big));
+    });
 }
 
 }  // namespace

@@ -57,9 +57,13 @@ void add_group_norm_cases(CaseList & list) {
     }
 }
 
+// Perf: F32 tensors of 64 MiB, well beyond the last-level cache.
 void add_perf_cases(CaseList & list) {
-    list.add_perf(GGML_OP_RMS_NORM, "perf f32 [4096,4096]", 4.0 * 4096 * 4096, [](Graph & g) {
+    list.add_perf(GGML_OP_RMS_NORM, "perf f32 [4096,4096]", 3.0 * 4096 * 4096, [](Graph & g) {
         return ggml_rms_norm(g.ctx(), g.input(GGML_TYPE_F32, {4096, 4096, 1, 1}), 1e-6f);
+    });
+    list.add_perf(GGML_OP_NORM, "perf f32 [4096,4096]", 5.0 * 4096 * 4096, [](Graph & g) {
+        return ggml_norm(g.ctx(), g.input(GGML_TYPE_F32, {4096, 4096, 1, 1}), 1e-6f);
     });
 }
 

@@ -41,10 +41,10 @@ void add_case(CaseList & list, ggml_type type, int mode, const RopeShape & s, bo
 }
 
 void add_perf_cases(CaseList & list) {
-    const Shape ne = {128, 32, 2048, 1};
+    const Shape ne = {128, 32, 4096, 1};  // 64 MiB in F32, 32 MiB in F16: beyond the last-level cache
     for (ggml_type type : {GGML_TYPE_F32, GGML_TYPE_F16}) {
         list.add_perf(
-            GGML_OP_ROPE, "perf neox " + str(type) + " " + str(ne), 6.0 * 128 * 32 * 2048, [=](Graph & g) {
+            GGML_OP_ROPE, "perf neox " + str(type) + " " + str(ne), 6.0 * 128 * 32 * 4096, [=](Graph & g) {
                 ggml_tensor * pos =
                     g.input(GGML_TYPE_I32, {ne[2], 1, 1, 1}, Layout::Contiguous, Gen::integer(0, 4096));
                 return ggml_rope_ext(g.ctx(), g.input(type, ne), pos, nullptr, 128, GGML_ROPE_TYPE_NEOX, 0,

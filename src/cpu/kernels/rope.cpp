@@ -1,89 +1,209 @@
 // CPU kernel of ROPE: rotary position embedding with YaRN scaling, a [D, H, T, B] F32/F16 (any
 // strides) at positions pos (I32 [T]), optional F32 frequency factors; the result has a's type.
 //
-// Each thread walks its rows (head fastest, then token, then batch) and refills a cache of
-// mscale * (cos, sin) of the n_dims / 2 angles whenever the token changes; the angles are computed
-// in double (positions can be large), the rotation itself in F32.
-#include <algorithm>
+// Pair i of a row turns by theta_i = pos * coef_i, where coef_i folds the frequency, the frequency
+// factor and the YaRN interpolation mix together; the coefficients are computed once per thread and
+// node. Each thread walks its rows (head fastest, then token, then batch) and refills its table of
+// mscale * (cos, sin) whenever the token changes: the angles are reduced to [-pi, pi] in double
+// (positions can be large) and their sine and cosine evaluated in double SIMD lanes; the rotation
+// itself is F32 SIMD.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/kernels/rope.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
 #include <cmath>
+#include <cstdint>
+
+HWY_BEFORE_NAMESPACE();
+namespace ggx::cpu::rope_simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr double kTwoPiHi = 6.283185307179586;       // 2 pi rounded to double
+constexpr double kTwoPiLo = 2.4492935982947064e-16;  // 2 pi - kTwoPiHi
+constexpr double kInvTwoPi = 0.15915494309189535;
+
+// cos_out[i] = mscale * cos(pos * coef[i]), sin_out[i] = mscale * sin(pos * coef[i]) for i < n.
+void SinCos(double pos, const double * coef, int64_t n, double mscale, float * cos_out, float * sin_out) {
+    const hn::ScalableTag<double> dd;
+    const hn::Rebind<float, decltype(dd)> df;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+    const auto vpos = hn::Set(dd, pos), vscale = hn::Set(dd, mscale);
+    int64_t i = 0;
+    for (; i + lanes <= n; i += lanes) {
+        const auto theta = hn::Mul(vpos, hn::LoadU(dd, coef + i));
+        const auto turns = hn::Round(hn::Mul(theta, hn::Set(dd, kInvTwoPi)));
+        const auto reduced = hn::NegMulAdd(turns, hn::Set(dd, kTwoPiLo),
+                                           hn::NegMulAdd(turns, hn::Set(dd, kTwoPiHi), theta));
+        hn::StoreU(hn::DemoteTo(df, hn::Mul(hn::Cos(dd, reduced), vscale)), df, cos_out + i);
+        hn::StoreU(hn::DemoteTo(df, hn::Mul(hn::Sin(dd, reduced), vscale)), df, sin_out + i);
+    }
+    for (; i < n; ++i) {
+        const double theta = pos * coef[i];
+        cos_out[i] = static_cast<float>(std::cos(theta) * mscale);
+        sin_out[i] = static_cast<float>(std::sin(theta) * mscale);
+    }
+}
+
+// NEOX layout: pair i is (x[i], x[i + half]). y may be x.
+void RotateHalves(const float * x, float * y, int64_t half, const float * c, const float * s) {
+    const hn::ScalableTag<float> d;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+    int64_t i = 0;
+    for (; i + lanes <= half; i += lanes) {
+        const auto x0 = hn::LoadU(d, x + i), x1 = hn::LoadU(d, x + half + i);
+        const auto vc = hn::LoadU(d, c + i), vs = hn::LoadU(d, s + i);
+        hn::StoreU(hn::MulSub(x0, vc, hn::Mul(x1, vs)), d, y + i);
+        hn::StoreU(hn::MulAdd(x0, vs, hn::Mul(x1, vc)), d, y + half + i);
+    }
+    for (; i < half; ++i) {
+        const float x0 = x[i], x1 = x[i + half];
+        y[i] = x0 * c[i] - x1 * s[i];
+        y[i + half] = x0 * s[i] + x1 * c[i];
+    }
+}
+
+// Normal layout: pair i is (x[2i], x[2i + 1]); c2 holds each cosine twice, s2 each sine as
+// (-s, s), so y = x * c2 + (x with the members of each pair swapped) * s2. y may be x.
+void RotatePairs(const float * x, float * y, int64_t n, const float * c2, const float * s2) {
+    const hn::ScalableTag<float> d;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+    int64_t j = 0;
+    if (lanes % 2 == 0) {
+        for (; j + lanes <= n; j += lanes) {
+            const auto v = hn::LoadU(d, x + j);
+            hn::StoreU(hn::MulAdd(v, hn::LoadU(d, c2 + j), hn::Mul(hn::Reverse2(d, v), hn::LoadU(d, s2 + j))),
+                       d, y + j);
+        }
+    }
+    for (; j < n; j += 2) {
+        const float x0 = x[j], x1 = x[j + 1];
+        y[j] = x0 * c2[j] - x1 * s2[j + 1];
+        y[j + 1] = x0 * s2[j + 1] + x1 * c2[j];
+    }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace ggx::cpu::rope_simd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+
+#include <algorithm>
 #include <numbers>
+#include <utility>
 
 #include "core/internal.h"
 #include "cpu/kernels/common.h"
 
 namespace ggx::cpu {
+
+namespace rope_simd {
+HWY_EXPORT(SinCos);
+HWY_EXPORT(RotateHalves);
+HWY_EXPORT(RotatePairs);
+}  // namespace rope_simd
+
 namespace {
 
 constexpr size_t kAlign = 64;
 
 // The node's rotation parameters (op_params ints [1] n_dims, [2] mode, [4] n_ctx_orig; floats [5..10]).
-struct Rope {
-    explicit Rope(const ggml_tensor * node)
+struct RopeParams {
+    explicit RopeParams(const ggml_tensor * node)
         : n_dims(core::get_param<int32_t>(node, 1)),
           neox(core::get_param<int32_t>(node, 2) == GGML_ROPE_TYPE_NEOX),
-          freq_factors(node->src[2]),
-          theta_scale(std::pow(static_cast<double>(core::get_param<float>(node, 5)), -2.0 / n_dims)),
+          base(core::get_param<float>(node, 5)),
           freq_scale(core::get_param<float>(node, 6)),
           ext_factor(core::get_param<float>(node, 7)),
-          attn_factor(core::get_param<float>(node, 8)) {
-        const double n_ctx_orig = core::get_param<int32_t>(node, 4);
-        const double base = core::get_param<float>(node, 5);
+          attn_factor(core::get_param<float>(node, 8)),
+          n_ctx_orig(core::get_param<int32_t>(node, 4)),
+          beta_fast(core::get_param<float>(node, 9)),
+          beta_slow(core::get_param<float>(node, 10)) {}
+
+    // coef[i] for the n_dims / 2 pairs: theta_i = pos * coef[i].
+    void coefficients(const ggml_tensor * freq_factors, double * coef) const {
+        const double theta_scale = std::pow(base, -2.0 / n_dims);
         const auto corr_dim = [&](double n_rot) {
             return n_dims * std::log(n_ctx_orig / (n_rot * 2.0 * std::numbers::pi)) / (2.0 * std::log(base));
         };
-        low = std::max(0.0, std::floor(corr_dim(core::get_param<float>(node, 9))));
-        high =
-            std::min(static_cast<double>(n_dims - 1), std::ceil(corr_dim(core::get_param<float>(node, 10))));
-    }
-
-    // cache[2i], cache[2i + 1] = mscale * (cos, sin) of pair i's angle at position pos.
-    void fill(double pos, float * cache) const {
+        const double low = std::max(0.0, std::floor(corr_dim(beta_fast)));
+        const double high = std::min(static_cast<double>(n_dims - 1), std::ceil(corr_dim(beta_slow)));
         for (int64_t i = 0; i < n_dims / 2; ++i) {
             const double factor =
                 freq_factors ? load_float(GGML_TYPE_F32, element_at(freq_factors, i, 0)) : 1.0;
-            const double extrap = pos * std::pow(theta_scale, static_cast<double>(i)) / factor;
-            const double interp = freq_scale * extrap;
-            double theta = interp, mscale = attn_factor;
-            if (ext_factor != 0.0) {
-                const double ramp =
-                    1.0 - std::min(1.0, std::max(0.0, (i - low) / std::max(0.001, high - low)));
-                const double mix = ramp * ext_factor;
-                theta = interp * (1.0 - mix) + extrap * mix;
-                mscale *= 1.0 + 0.1 * std::log(1.0 / freq_scale);
-            }
-            cache[2 * i] = static_cast<float>(std::cos(theta) * mscale);
-            cache[2 * i + 1] = static_cast<float>(std::sin(theta) * mscale);
+            const double extrap = std::pow(theta_scale, static_cast<double>(i)) / factor;
+            double mix = 0.0;  // interpolated (freq_scale) at 0, extrapolated at 1
+            if (ext_factor != 0.0)
+                mix = ext_factor * (1.0 - std::clamp((i - low) / std::max(0.001, high - low), 0.0, 1.0));
+            coef[i] = extrap * (freq_scale * (1.0 - mix) + mix);
         }
     }
 
-    // y = x rotated with cache; channels from n_dims on are copied. x and y hold d floats.
-    void rotate(const float * x, float * y, int64_t d, const float * cache) const {
-        const int64_t half = n_dims / 2, step = neox ? 1 : 2, offset = neox ? half : 1;
-        for (int64_t i = 0; i < half; ++i) {
-            const int64_t j0 = i * step, j1 = j0 + offset;
-            const float x0 = x[j0], x1 = x[j1], c = cache[2 * i], s = cache[2 * i + 1];
-            y[j0] = x0 * c - x1 * s;
-            y[j1] = x0 * s + x1 * c;
-        }
-        std::copy(x + n_dims, x + d, y + n_dims);
+    double mscale() const {
+        return ext_factor != 0.0 ? attn_factor * (1.0 + 0.1 * std::log(1.0 / freq_scale)) : attn_factor;
     }
 
     int64_t n_dims;
     bool neox;
-    const ggml_tensor * freq_factors;
-    double theta_scale, freq_scale, ext_factor, attn_factor;
-    double low = 0.0, high = 0.0;
+    double base, freq_scale, ext_factor, attn_factor, n_ctx_orig, beta_fast, beta_slow;
 };
 
-bool dense_f32(const ggml_tensor * t) { return t->type == GGML_TYPE_F32 && t->nb[0] == sizeof(float); }
+// Per-thread scratch, each part 64-byte aligned: coef (n_dims / 2 doubles), the cos and sin tables
+// (n_dims floats each: NORMAL mode stores every entry twice), and an input and an output row.
+struct Scratch {
+    double * coef;
+    float *cos, *sin, *in, *out;
+};
 
-// Per thread: the angle cache (n_dims floats), then an input and an output row (ne0 floats each).
-size_t cache_bytes(const ggml_tensor * node) {
-    return core::align_up(core::get_param<int32_t>(node, 1) * sizeof(float), kAlign);
+size_t part_bytes(size_t n, size_t size) { return core::align_up(n * size, kAlign); }
+
+size_t thread_bytes(const ggml_tensor * node) {
+    const size_t n_dims = core::get_param<int32_t>(node, 1), d = node->ne[0];
+    return part_bytes(n_dims / 2, sizeof(double)) + 2 * part_bytes(n_dims, sizeof(float)) +
+           2 * part_bytes(d, sizeof(float));
 }
-size_t row_bytes(const ggml_tensor * node) { return core::align_up(node->ne[0] * sizeof(float), kAlign); }
-size_t thread_bytes(const ggml_tensor * node) { return cache_bytes(node) + 2 * row_bytes(node); }
+
 size_t workspace(const ggml_tensor * node, int n_threads) { return thread_bytes(node) * n_threads; }
+
+Scratch scratch(const ComputeParams & params, const ggml_tensor * node) {
+    const size_t n_dims = core::get_param<int32_t>(node, 1), d = node->ne[0];
+    char * p = static_cast<char *>(params.workspace) + thread_bytes(node) * params.ith();
+    const auto take = [&p](size_t bytes) { return std::exchange(p, p + bytes); };
+    Scratch s;
+    s.coef = reinterpret_cast<double *>(take(part_bytes(n_dims / 2, sizeof(double))));
+    s.cos = reinterpret_cast<float *>(take(part_bytes(n_dims, sizeof(float))));
+    s.sin = reinterpret_cast<float *>(take(part_bytes(n_dims, sizeof(float))));
+    s.in = reinterpret_cast<float *>(take(part_bytes(d, sizeof(float))));
+    s.out = reinterpret_cast<float *>(take(part_bytes(d, sizeof(float))));
+    return s;
+}
+
+// Fills the tables for position pos; NORMAL mode spreads them to (c, c) and (-s, s) per pair.
+void fill_tables(const RopeParams & rope, const Scratch & s, double pos) {
+    const int64_t half = rope.n_dims / 2;
+    HWY_DYNAMIC_DISPATCH(rope_simd::SinCos)(pos, s.coef, half, rope.mscale(), s.cos, s.sin);
+    if (rope.neox) return;
+    for (int64_t i = half - 1; i >= 0; --i) {
+        s.cos[2 * i] = s.cos[2 * i + 1] = s.cos[i];
+        const float sin_i = s.sin[i];
+        s.sin[2 * i] = -sin_i;
+        s.sin[2 * i + 1] = sin_i;
+    }
+}
+
+// y = x rotated with the tables; channels from n_dims on are copied. x and y hold d floats.
+void rotate(const RopeParams & rope, const Scratch & s, const float * x, float * y, int64_t d) {
+    if (rope.neox)
+        HWY_DYNAMIC_DISPATCH(rope_simd::RotateHalves)(x, y, rope.n_dims / 2, s.cos, s.sin);
+    else
+        HWY_DYNAMIC_DISPATCH(rope_simd::RotatePairs)(x, y, rope.n_dims, s.cos, s.sin);
+    if (x != y) std::copy(x + rope.n_dims, x + d, y + rope.n_dims);
+}
+
+bool dense_f32(const ggml_tensor * t) { return t->type == GGML_TYPE_F32 && t->nb[0] == sizeof(float); }
 
 bool supports(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
@@ -101,12 +221,10 @@ bool supports(const ggml_tensor * node) {
 void compute(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * pos = node->src[1];
-    const Rope rope(node);
+    const RopeParams rope(node);
+    const Scratch s = scratch(params, node);
+    rope.coefficients(node->src[2], s.coef);
     const int64_t d = node->ne[0];
-    char * scratch = static_cast<char *>(params.workspace) + thread_bytes(node) * params.ith();
-    float * cache = reinterpret_cast<float *>(scratch);
-    float * in = reinterpret_cast<float *>(scratch + cache_bytes(node));
-    float * out = reinterpret_cast<float *>(scratch + cache_bytes(node) + row_bytes(node));
     int64_t cached_token = -1;
     const auto [begin, end] = chunk_range(ggml_nrows(node), params.ith(), params.nth());
     for (int64_t r = begin; r < end && !params.should_stop(); ++r) {
@@ -115,16 +233,16 @@ void compute(const ComputeParams & params, ggml_tensor * node) {
         if (i2 != cached_token) {
             int32_t p;
             std::memcpy(&p, element_at(pos, i2, 0), sizeof p);
-            rope.fill(p, cache);
+            fill_tables(rope, s, p);
             cached_token = i2;
         }
         const char * src_row = row_at(a, i1, i2, i3);
         char * dst_row = row_at(node, i1, i2, i3);
-        if (!dense_f32(a)) load_row(a->type, src_row, a->nb[0], d, in);
-        const float * x = dense_f32(a) ? reinterpret_cast<const float *>(src_row) : in;
-        float * y = dense_f32(node) ? reinterpret_cast<float *>(dst_row) : out;
-        rope.rotate(x, y, d, cache);
-        if (y == out) store_row(node->type, out, dst_row, node->nb[0], d);
+        if (!dense_f32(a)) load_row(a->type, src_row, a->nb[0], d, s.in);
+        const float * x = dense_f32(a) ? reinterpret_cast<const float *>(src_row) : s.in;
+        float * y = dense_f32(node) ? reinterpret_cast<float *>(dst_row) : s.out;
+        rotate(rope, s, x, y, d);
+        if (y == s.out) store_row(node->type, s.out, dst_row, node->nb[0], d);
     }
 }
 
@@ -135,3 +253,5 @@ const Kernel rope{supports, workspace, compute};
 }  // namespace kernels
 
 }  // namespace ggx::cpu
+
+#endif  // HWY_ONCE
