@@ -11,7 +11,8 @@
 #define HWY_TARGET_INCLUDE "cpu/kernels/rope.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
-#include <hwy/contrib/math/math-inl.h>
+
+#include <hwy/contrib/math/math-inl.h>  // after highway.h
 
 #include <cmath>
 #include <cstdint>
@@ -35,8 +36,8 @@ void SinCos(double pos, const double * coef, int64_t n, double mscale, float * c
     for (; i + lanes <= n; i += lanes) {
         const auto theta = hn::Mul(vpos, hn::LoadU(dd, coef + i));
         const auto turns = hn::Round(hn::Mul(theta, hn::Set(dd, kInvTwoPi)));
-        const auto reduced = hn::NegMulAdd(turns, hn::Set(dd, kTwoPiLo),
-                                           hn::NegMulAdd(turns, hn::Set(dd, kTwoPiHi), theta));
+        const auto reduced =
+            hn::NegMulAdd(turns, hn::Set(dd, kTwoPiLo), hn::NegMulAdd(turns, hn::Set(dd, kTwoPiHi), theta));
         hn::StoreU(hn::DemoteTo(df, hn::Mul(hn::Cos(dd, reduced), vscale)), df, cos_out + i);
         hn::StoreU(hn::DemoteTo(df, hn::Mul(hn::Sin(dd, reduced), vscale)), df, sin_out + i);
     }
