@@ -226,16 +226,16 @@ void compute(const ComputeParams & params, ggml_tensor * node) {
     const Scratch s = scratch(params, node);
     rope.coefficients(node->src[2], s.coef);
     const int64_t d = node->ne[0];
-    int64_t cached_token = -1;
     const auto [begin, end] = chunk_range(ggml_nrows(node), params.ith(), params.nth());
-    for (int64_t r = begin; r < end && !params.should_stop(); ++r) {
-        const int64_t i1 = r % node->ne[1], i2 = r / node->ne[1] % node->ne[2],
-                      i3 = r / (node->ne[1] * node->ne[2]);
-        if (i2 != cached_token) {
+    // Row r = i1 + ne1 * (i2 + ne2 * i3), walked with counters (no divisions per row).
+    int64_t i1 = begin % node->ne[1], i2 = begin / node->ne[1] % node->ne[2],
+            i3 = begin / (node->ne[1] * node->ne[2]);
+    for (int64_t r = begin; r < end; ++r) {
+        if (r == begin || i1 == 0) {
+            if (params.should_stop()) return;
             int32_t p;
             std::memcpy(&p, element_at(pos, i2, 0), sizeof p);
             fill_tables(rope, s, p);
-            cached_token = i2;
         }
         const char * src_row = row_at(a, i1, i2, i3);
         char * dst_row = row_at(node, i1, i2, i3);
@@ -244,6 +244,10 @@ void compute(const ComputeParams & params, ggml_tensor * node) {
         float * y = dense_f32(node) ? reinterpret_cast<float *>(dst_row) : s.out;
         rotate(rope, s, x, y, d);
         if (y == s.out) store_row(node->type, s.out, dst_row, node->nb[0], d);
+        if (++i1 == node->ne[1]) {
+            i1 = 0;
+            if (++i2 == node->ne[2]) i2 = 0, ++i3;
+        }
     }
 }
 
