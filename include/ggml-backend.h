@@ -116,6 +116,10 @@ void ggml_backend_synchronize(ggml_backend_t backend);
 enum ggml_status ggml_backend_graph_compute(ggml_backend_t backend, struct ggml_cgraph * cgraph);
 /* As ggml_backend_graph_compute, but may return before the work finishes (see synchronize). */
 enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, struct ggml_cgraph * cgraph);
+/* Compute nodes [i0, i1) of an already allocated graph (spec "Public graph access"): the nodes run
+ * as a segment that keeps the whole graph's recorded use counts. FAILED for a bad range. */
+enum ggml_status ggml_backend_graph_compute_range(ggml_backend_t backend, struct ggml_cgraph * cgraph, int i0,
+                                                  int i1);
 
 bool ggml_backend_supports_op(ggml_backend_t backend, const struct ggml_tensor * op);
 bool ggml_backend_supports_buft(ggml_backend_t backend, ggml_backend_buffer_type_t buft);
@@ -202,6 +206,60 @@ ggml_backend_dev_t ggml_backend_dev_by_type(enum ggml_backend_dev_type type);
 ggml_backend_t ggml_backend_init_by_name(const char * name, const char * params);
 ggml_backend_t ggml_backend_init_by_type(enum ggml_backend_dev_type type, const char * params);
 ggml_backend_t ggml_backend_init_best(void);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Scheduler: one graph over several backends                                                     */
+/*
+ * Placement, in order: a tensor pinned with ggml_backend_sched_set_tensor_backend; an op with a
+ * source that already has storage (weights) runs where that storage is, when that backend supports
+ * the op (with op_offload, a higher-priority backend whose offload_op accepts the op takes it
+ * instead); otherwise the first backend in priority order whose supports_op accepts the op and
+ * whose buffer type the op's pre-allocated sources can be read from. Backends are given in priority
+ * order and the last must be a CPU backend (the fallback). The graph is cut into splits: maximal runs
+ * of consecutive nodes on one backend; a split's inputs that live on another backend are copied
+ * into the split's backend first (n_copies copies of them with parallel pipelining, events order
+ * the copies against compute). Sources of nodes that read copies are rewritten to the copies.
+ */
+typedef struct ggml_backend_sched * ggml_backend_sched_t;
+
+/* Called for each node when asking (ask = true: return whether the caller wants to observe t) and
+ * after computing it (ask = false: t's data is ready; return false to stop the graph there). */
+typedef bool (*ggml_backend_sched_eval_callback)(struct ggml_tensor * t, bool ask, void * user_data);
+
+/* New scheduler over n_backends backends (bufts: their buffer types, NULL for each backend's
+ * default), for graphs of up to graph_size nodes. parallel: keep GGML_SCHED_MAX_COPIES copies of
+ * split inputs for pipelining. NULL (error in ggml_backend_get_last_error) on bad arguments. */
+ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t * backends, ggml_backend_buffer_type_t * bufts,
+                                            int n_backends, size_t graph_size, bool parallel, bool op_offload);
+void ggml_backend_sched_free(ggml_backend_sched_t sched);
+
+/* Size the compute buffers for the worst-case graph measure_graph (nothing is computed; measure_graph's
+ * tensors are left unallocated). */
+bool ggml_backend_sched_reserve(ggml_backend_sched_t sched, struct ggml_cgraph * measure_graph);
+int ggml_backend_sched_get_n_backends(ggml_backend_sched_t sched);
+ggml_backend_t ggml_backend_sched_get_backend(ggml_backend_sched_t sched, int i);
+/* Splits and input copies of the last scheduled graph. */
+int ggml_backend_sched_get_n_splits(ggml_backend_sched_t sched);
+int ggml_backend_sched_get_n_copies(ggml_backend_sched_t sched);
+/* Bytes of backend's compute buffer. */
+size_t ggml_backend_sched_get_buffer_size(ggml_backend_sched_t sched, ggml_backend_t backend);
+/* Pin node (or leaf) to backend for the next graph; NULL clears. */
+void ggml_backend_sched_set_tensor_backend(ggml_backend_sched_t sched, struct ggml_tensor * node,
+                                           ggml_backend_t backend);
+ggml_backend_t ggml_backend_sched_get_tensor_backend(ggml_backend_sched_t sched, struct ggml_tensor * node);
+
+/* Place and allocate graph without computing it. */
+bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t sched, struct ggml_cgraph * graph);
+/* Compute graph (placing and allocating it first when needed) and wait for the result. */
+enum ggml_status ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, struct ggml_cgraph * graph);
+enum ggml_status ggml_backend_sched_graph_compute_async(ggml_backend_sched_t sched, struct ggml_cgraph * graph);
+void ggml_backend_sched_synchronize(ggml_backend_sched_t sched);
+/* Forget the last graph's placement and allocation (pins included); buffers are kept. */
+void ggml_backend_sched_reset(ggml_backend_sched_t sched);
+void ggml_backend_sched_set_eval_callback(ggml_backend_sched_t sched, ggml_backend_sched_eval_callback callback,
+                                          void * user_data);
+
+#define GGML_SCHED_MAX_COPIES 4
 
 /* Signature of the "ggml_backend_set_n_threads" service. */
 typedef void (*ggml_backend_set_n_threads_t)(ggml_backend_t backend, int n_threads);

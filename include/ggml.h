@@ -299,6 +299,9 @@ enum ggml_glu_op ggml_get_glu_op(const struct ggml_tensor * tensor);
 
 /* Static upper-case names ("MUL_MAT", "SILU", "SWIGLU"); "unknown" for out-of-range values. */
 const char * ggml_op_name(enum ggml_op op);
+/* True when node's operator allows the result to be written over src[0] (exactly the same layout,
+ * src[0] not read again afterwards): what the graph allocator relies on for in-place reuse. */
+bool ggml_op_can_inplace(const struct ggml_tensor * node);
 const char * ggml_unary_op_name(enum ggml_unary_op op);
 const char * ggml_glu_op_name(enum ggml_glu_op op);
 /* ggml_op_name, or the unary/GLU sub-operation name for UNARY and GLU nodes. */
