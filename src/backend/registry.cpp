@@ -1,4 +1,6 @@
-// The process-wide list of backend registries; built-in backends register on first use.
+// The process-wide list of backend registries; built-in backends register on first use. Devices are
+// not cached: a registry may add devices later (the CPU registry's virtual devices), so the global
+// device list is its registries' current device lists, in registration order.
 #include <algorithm>
 #include <cctype>
 #include <mutex>
@@ -12,12 +14,20 @@ namespace {
 struct Registry {
     std::mutex mutex;
     std::vector<ggml_backend_reg_t> regs;
-    std::vector<ggml_backend_dev_t> devices;
 
-    void add(ggml_backend_reg_t reg) {
-        regs.push_back(reg);
-        for (size_t i = 0; i < reg->device_count(); ++i)
-            devices.push_back(reg->device(i));
+    void add(ggml_backend_reg_t reg) { regs.push_back(reg); }
+
+    // The first device, in registration order, for which predicate is true; nullptr if none.
+    template <class Predicate>
+    ggml_backend_dev_t find_device(Predicate predicate) const {
+        for (ggml_backend_reg_t reg : regs) {
+            const size_t count = reg->device_count();
+            for (size_t i = 0; i < count; ++i) {
+                ggml_backend_dev_t device = reg->device(i);
+                if (device && predicate(device)) return device;
+            }
+        }
+        return nullptr;
     }
 };
 
@@ -91,30 +101,40 @@ bool ggml_backend_register(ggml_backend_reg_t reg) {
 }
 
 size_t ggml_backend_dev_count(void) {
-    return locked([](Registry & r) { return r.devices.size(); });
+    return locked([](Registry & r) {
+        size_t count = 0;
+        for (ggml_backend_reg_t reg : r.regs)
+            count += reg->device_count();
+        return count;
+    });
 }
 
 ggml_backend_dev_t ggml_backend_dev_get(size_t index) {
-    return locked([index](Registry & r) { return index < r.devices.size() ? r.devices[index] : nullptr; });
+    return locked([index](Registry & r) {
+        size_t seen = 0;
+        return r.find_device([&seen, index](ggml_backend_dev_t) { return seen++ == index; });
+    });
 }
 
 ggml_backend_dev_t ggml_backend_dev_by_name(const char * name) {
+    if (!name) return nullptr;
     return locked([name](Registry & r) {
-        return find_if_or_null(r.devices,
-                               [name](auto dev) { return equal_ignoring_case(dev->name(), name); });
+        return r.find_device(
+            [name](ggml_backend_dev_t dev) { return equal_ignoring_case(dev->name(), name); });
     });
 }
 
 ggml_backend_dev_t ggml_backend_dev_by_type(enum ggml_backend_dev_type type) {
     return locked([type](Registry & r) {
-        return find_if_or_null(r.devices, [type](auto dev) { return dev->type() == type; });
+        return r.find_device([type](ggml_backend_dev_t dev) { return dev->type() == type; });
     });
 }
 
 ggml_backend_t ggml_backend_init_by_name(const char * name, const char * params) {
     ggml_backend_dev_t device = ggml_backend_dev_by_name(name);
     if (!device) {
-        ggx::backend::set_last_error(std::string("no backend device named '") + name + "'");
+        ggx::backend::set_last_error(std::string("no backend device named '") + (name ? name : "(null)") +
+                                     "'");
         return nullptr;
     }
     return device->init_backend(params);

@@ -1,37 +1,25 @@
 // The CPU registry, device, host buffer type and backend (graph execution on the thread pool).
-#include <ggml-cpu.h>
+#include "cpu/backend.h"
 
 #include <unistd.h>
 
 #include <atomic>
 #include <fstream>
-#include <memory>
-#include <new>
+#include <mutex>
 #include <thread>
+#include <vector>
 
-#include "backend/backend-impl.h"
 #include "backend/host_buffer.h"
 #include "core/internal.h"
 #include "cpu/kernel.h"
-#include "cpu/threadpool.h"
 
 namespace ggx::cpu {
 
-namespace {
-
-constexpr size_t kAlignment = 64;
-
-int default_thread_count() { return std::max(1u, std::thread::hardware_concurrency()); }
-
-std::string cpu_model_name() {
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    for (std::string line; std::getline(cpuinfo, line);) {
-        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-    }
-    return "CPU";
+std::string describe_node(int index, const ggml_tensor * node) {
+    return "node " + std::to_string(index) + " '" + node->name + "' (" + ggml_op_desc(node) + " " +
+           core::describe(node) + ")";
 }
 
-// Nodes that only describe a layout (views) or have no elements need no kernel call.
 bool needs_compute(const ggml_tensor * node) {
     switch (node->op) {
         case GGML_OP_NONE:
@@ -45,9 +33,22 @@ bool needs_compute(const ggml_tensor * node) {
     }
 }
 
-std::string describe_node(int index, const ggml_tensor * node) {
-    return "node " + std::to_string(index) + " '" + node->name + "' (" + ggml_op_desc(node) + " " +
-           core::describe(node) + ")";
+void host_memory(size_t * free, size_t * total) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    *total = page * static_cast<size_t>(sysconf(_SC_PHYS_PAGES));
+    *free = page * static_cast<size_t>(sysconf(_SC_AVPHYS_PAGES));
+}
+
+namespace {
+
+int default_thread_count() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+std::string cpu_model_name() {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);) {
+        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+    }
+    return "CPU";
 }
 
 class CpuBufferType final : public ggml_backend_buffer_type {
@@ -65,33 +66,6 @@ private:
     ggml_backend_dev_t device_;
 };
 
-class CpuBackend final : public ggml_backend {
-public:
-    explicit CpuBackend(ggml_backend_dev_t device) : device_(device), pool_(default_thread_count()) {}
-
-    const char * name() const override { return "CPU"; }
-    ggml_backend_dev_t device() const override { return device_; }
-    ggml_status graph_compute(ggml_cgraph * graph) override;
-
-    void set_n_threads(int n) {
-        pool_.set_n_threads(n == GGML_DEFAULT_N_THREADS ? default_thread_count() : n);
-    }
-    int n_threads() const { return pool_.n_threads(); }
-    void set_abort_callback(ggml_abort_callback cb, void * data) { pool_.set_abort_callback(cb, data); }
-
-private:
-    ggml_status check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const;
-    void * reserve_workspace(size_t bytes);
-
-    ggml_backend_dev_t device_;
-    ThreadPool pool_;
-    struct AlignedFree {
-        void operator()(void * p) const { ::operator delete (p, std::align_val_t{kAlignment}); }
-    };
-    std::unique_ptr<void, AlignedFree> workspace_;
-    size_t workspace_size_ = 0;
-};
-
 class CpuDevice final : public ggml_backend_device {
 public:
     explicit CpuDevice(ggml_backend_reg_t reg)
@@ -99,11 +73,7 @@ public:
 
     const char * name() const override { return "CPU"; }
     const char * description() const override { return description_.c_str(); }
-    void memory(size_t * free, size_t * total) const override {
-        const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-        *total = page * static_cast<size_t>(sysconf(_SC_PHYS_PAGES));
-        *free = page * static_cast<size_t>(sysconf(_SC_AVPHYS_PAGES));
-    }
+    void memory(size_t * free, size_t * total) const override { host_memory(free, total); }
     enum ggml_backend_dev_type type() const override { return GGML_BACKEND_DEVICE_TYPE_CPU; }
     ggml_backend_dev_caps caps() const override { return {false, false, false, false}; }
     ggml_backend_reg_t reg() const override { return reg_; }
@@ -124,81 +94,35 @@ private:
     std::string description_;
 };
 
+// The CPU device first, then the virtual devices in the order they were added. Devices are never
+// removed, so an index below a count read earlier stays valid.
 class CpuReg final : public ggml_backend_reg {
 public:
     CpuReg() : device_(this) {}
     const char * name() const override { return "CPU"; }
-    size_t device_count() const override { return 1; }
-    ggml_backend_dev_t device(size_t) override { return &device_; }
+    size_t device_count() const override {
+        std::lock_guard lock(mutex_);
+        return 1 + added_.size();
+    }
+    ggml_backend_dev_t device(size_t index) override {
+        if (index == 0) return &device_;
+        std::lock_guard lock(mutex_);
+        return index - 1 < added_.size() ? added_[index - 1].get() : nullptr;
+    }
     void * proc_address(const char * name) override;
+
+    ggml_backend_dev_t cpu_device() { return &device_; }
+    ggml_backend_dev_t append(std::unique_ptr<ggml_backend_device> device) {
+        std::lock_guard lock(mutex_);
+        added_.push_back(std::move(device));
+        return added_.back().get();
+    }
 
 private:
     CpuDevice device_;
+    mutable std::mutex mutex_;
+    std::vector<std::unique_ptr<ggml_backend_device>> added_;
 };
-
-ggml_status CpuBackend::check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const {
-    *workspace_bytes = 0;
-    const auto & table = kernel_table();
-    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
-        ggml_tensor * node = ggml_graph_node(graph, i);
-        if (!device_->supports_op(node)) {
-            return backend::fail(GGML_STATUS_FAILED, "CPU: " + describe_node(i, node) + " is not supported");
-        }
-        if (!needs_compute(node)) continue;
-        bool allocated = node->data != nullptr;
-        for (const ggml_tensor * src : node->src)
-            allocated = allocated && (!src || src->data || ggml_is_empty(src));
-        if (!allocated) {
-            return backend::fail(GGML_STATUS_FAILED,
-                                 "CPU: " + describe_node(i, node) + " or a source is not allocated");
-        }
-        const Kernel & kernel = table[node->op];
-        if (kernel.workspace)
-            *workspace_bytes = std::max(*workspace_bytes, kernel.workspace(node, n_threads()));
-    }
-    return GGML_STATUS_SUCCESS;
-}
-
-void * CpuBackend::reserve_workspace(size_t bytes) {
-    if (bytes <= workspace_size_) return workspace_.get();
-    workspace_.reset(::operator new (bytes, std::align_val_t{kAlignment}, std::nothrow));
-    workspace_size_ = workspace_ ? bytes : 0;
-    return workspace_.get();
-}
-
-ggml_status CpuBackend::graph_compute(ggml_cgraph * graph) {
-    size_t workspace_bytes = 0;
-    if (const ggml_status status = check_graph(graph, &workspace_bytes)) return status;
-    void * workspace = reserve_workspace(workspace_bytes);
-    if (workspace_bytes && !workspace) {
-        return backend::fail(
-            GGML_STATUS_ALLOC_FAILED,
-            "CPU: cannot allocate " + std::to_string(workspace_bytes) + " bytes of workspace");
-    }
-
-    std::atomic<bool> failed{false};
-    std::atomic<int> failed_node{-1};
-    std::string error;
-    const auto & table = kernel_table();
-    const int n_nodes = ggml_graph_n_nodes(graph);
-    pool_.run([&](const ThreadContext & thread) {
-        const ComputeParams params(thread, workspace, workspace_bytes, failed, error);
-        for (int i = 0; i < n_nodes; ++i) {
-            ggml_tensor * node = ggml_graph_node(graph, i);
-            if (!needs_compute(node)) continue;
-            table[node->op].compute(params, node);
-            if (thread.ith == 0) thread.poll_abort();
-            if (failed.load()) failed_node.store(i);  // the failing node's threads have all finished it
-            if (thread.barrier_and_should_abort()) break;
-        }
-    });
-    if (failed.load()) {
-        const int index = failed_node.load();
-        return backend::fail(GGML_STATUS_FAILED,
-                             "CPU: " + describe_node(index, ggml_graph_node(graph, index)) + ": " + error);
-    }
-    return pool_.aborted() ? GGML_STATUS_ABORTED : GGML_STATUS_SUCCESS;
-}
 
 CpuReg & cpu_reg() {
     static CpuReg * reg = new CpuReg;  // process lifetime: devices outlive every backend
@@ -220,6 +144,85 @@ void * CpuReg::proc_address(const char * name) {
 
 }  // namespace
 
+ggml_backend_dev_t append_device(std::unique_ptr<ggml_backend_device> device) {
+    return cpu_reg().append(std::move(device));
+}
+
+CpuBackend::CpuBackend(ggml_backend_dev_t device) : device_(device), pool_(default_thread_count()) {}
+
+const char * CpuBackend::name() const { return device_->name(); }
+
+void CpuBackend::set_n_threads(int n) {
+    pool_.set_n_threads(n == GGML_DEFAULT_N_THREADS ? default_thread_count() : n);
+}
+
+ggml_status CpuBackend::check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const {
+    *workspace_bytes = 0;
+    const auto & table = kernel_table();
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
+        ggml_tensor * node = ggml_graph_node(graph, i);
+        if (!device_->supports_op(node)) {
+            return backend::fail(GGML_STATUS_FAILED,
+                                 std::string(name()) + ": " + describe_node(i, node) + " is not supported");
+        }
+        if (!needs_compute(node)) continue;
+        bool allocated = node->data != nullptr;
+        for (const ggml_tensor * src : node->src)
+            allocated = allocated && (!src || src->data || ggml_is_empty(src));
+        if (!allocated) {
+            return backend::fail(GGML_STATUS_FAILED, std::string(name()) + ": " + describe_node(i, node) +
+                                                         " or a source is not allocated");
+        }
+        if (const ggml_status status = check_node(i, node)) return status;
+        const Kernel & kernel = table[node->op];
+        if (kernel.workspace)
+            *workspace_bytes = std::max(*workspace_bytes, kernel.workspace(node, n_threads()));
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
+void * CpuBackend::reserve_workspace(size_t bytes) {
+    if (bytes <= workspace_size_) return workspace_.get();
+    workspace_.reset(::operator new (bytes, std::align_val_t{kAlignment}, std::nothrow));
+    workspace_size_ = workspace_ ? bytes : 0;
+    return workspace_.get();
+}
+
+ggml_status CpuBackend::graph_compute(ggml_cgraph * graph) {
+    size_t workspace_bytes = 0;
+    if (const ggml_status status = check_graph(graph, &workspace_bytes)) return status;
+    void * workspace = reserve_workspace(workspace_bytes);
+    if (workspace_bytes && !workspace) {
+        return backend::fail(GGML_STATUS_ALLOC_FAILED, std::string(name()) + ": cannot allocate " +
+                                                           std::to_string(workspace_bytes) +
+                                                           " bytes of workspace");
+    }
+
+    std::atomic<bool> failed{false};
+    std::atomic<int> failed_node{-1};
+    std::string error;
+    const auto & table = kernel_table();
+    const int n_nodes = ggml_graph_n_nodes(graph);
+    pool_.run([&](const ThreadContext & thread) {
+        const ComputeParams params(thread, workspace, workspace_bytes, failed, error);
+        for (int i = 0; i < n_nodes; ++i) {
+            ggml_tensor * node = ggml_graph_node(graph, i);
+            if (!needs_compute(node)) continue;
+            table[node->op].compute(params, node);
+            if (thread.ith == 0) thread.poll_abort();
+            if (failed.load()) failed_node.store(i);  // the failing node's threads have all finished it
+            if (thread.barrier_and_should_abort()) break;
+        }
+    });
+    if (failed.load()) {
+        const int index = failed_node.load();
+        return backend::fail(
+            GGML_STATUS_FAILED,
+            std::string(name()) + ": " + describe_node(index, ggml_graph_node(graph, index)) + ": " + error);
+    }
+    return pool_.aborted() ? GGML_STATUS_ABORTED : GGML_STATUS_SUCCESS;
+}
+
 }  // namespace ggx::cpu
 
 using namespace ggx::cpu;
@@ -227,9 +230,15 @@ using namespace ggx::cpu;
 extern "C" {
 
 ggml_backend_reg_t ggml_backend_cpu_reg(void) { return &cpu_reg(); }
-ggml_backend_t ggml_backend_cpu_init(void) { return cpu_reg().device(0)->init_backend(nullptr); }
-bool ggml_backend_is_cpu(ggml_backend_t backend) { return backend && as_cpu(backend) != nullptr; }
-ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type(void) { return cpu_reg().device(0)->buffer_type(); }
+ggml_backend_t ggml_backend_cpu_init(void) { return cpu_reg().cpu_device()->init_backend(nullptr); }
+// Only backends of the CPU device: a virtual device's backends compute with the CPU kernels (and
+// take the thread and abort settings below) but stand for a separate device.
+bool ggml_backend_is_cpu(ggml_backend_t backend) {
+    return backend && as_cpu(backend) && backend->device() == cpu_reg().cpu_device();
+}
+ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type(void) {
+    return cpu_reg().cpu_device()->buffer_type();
+}
 
 void ggml_backend_cpu_set_n_threads(ggml_backend_t backend, int n_threads) {
     if (CpuBackend * cpu = as_cpu(backend); cpu && n_threads >= 0 && n_threads <= kMaxThreads) {

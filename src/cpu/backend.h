@@ -1,0 +1,61 @@
+// The CPU backend class, shared by the CPU device and the virtual devices of the CPU registry
+// (virtual_device.cpp): every backend that computes with the CPU kernels on its own thread pool.
+#pragma once
+
+#include <ggml-cpu.h>
+
+#include <memory>
+#include <new>
+#include <string>
+
+#include "backend/backend-impl.h"
+#include "cpu/threadpool.h"
+
+namespace ggx::cpu {
+
+// Alignment of CPU buffers and of the compute workspace.
+inline constexpr size_t kAlignment = 64;
+
+// "node 3 'name' (ADD f32 [4, 1, 1, 1])", for error messages.
+std::string describe_node(int index, const ggml_tensor * node);
+// Whether a node runs a kernel (false for layout-only ops and empty tensors).
+bool needs_compute(const ggml_tensor * node);
+// Physical and available host memory in bytes.
+void host_memory(size_t * free, size_t * total);
+
+// Appends a device to the CPU registry, which owns it for the rest of the process. Safe while other
+// threads enumerate devices.
+ggml_backend_dev_t append_device(std::unique_ptr<ggml_backend_device> device);
+
+// Executes graphs with the CPU kernel table on a persistent thread pool. Its name is its device's.
+class CpuBackend : public ggml_backend {
+public:
+    explicit CpuBackend(ggml_backend_dev_t device);
+
+    const char * name() const override;
+    ggml_backend_dev_t device() const override { return device_; }
+    ggml_status graph_compute(ggml_cgraph * graph) final;
+
+    void set_n_threads(int n);
+    int n_threads() const { return pool_.n_threads(); }
+    void set_abort_callback(ggml_abort_callback cb, void * data) { pool_.set_abort_callback(cb, data); }
+
+protected:
+    // A device-specific check of a node that needs computing, before anything runs: SUCCESS, or a
+    // failure recorded with backend::fail. index is the node's position in the graph.
+    virtual ggml_status check_node(int, const ggml_tensor *) const { return GGML_STATUS_SUCCESS; }
+
+private:
+    ggml_status check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const;
+    void * reserve_workspace(size_t bytes);
+
+    ggml_backend_dev_t device_;
+    ThreadPool pool_;
+    struct AlignedFree {
+        void operator()(void * p) const { ::operator delete (p, std::align_val_t{kAlignment}); }
+    };
+    std::unique_ptr<void, AlignedFree> workspace_;
+    size_t workspace_size_ = 0;
+};
+
+}  // namespace ggx::cpu
