@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "core/internal.h"
+
 namespace ggx::backend {
 
 namespace {
@@ -235,6 +237,38 @@ ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, ggml_cgraph
 ggml_status ggml_backend_graph_compute(ggml_backend_t backend, ggml_cgraph * cgraph) {
     const ggml_status status = ggml_backend_graph_compute_async(backend, cgraph);
     backend->synchronize();
+    return status;
+}
+
+ggml_status ggml_backend_graph_compute_range(ggml_backend_t backend, ggml_cgraph * cgraph, int i0, int i1) {
+    const int n_nodes = ggml_graph_n_nodes(cgraph);
+    if (i0 < 0 || i0 > i1 || i1 > n_nodes) {
+        return fail(GGML_STATUS_FAILED,
+                    std::string(backend->name()) + ": ggml_backend_graph_compute_range: bad range [" +
+                        std::to_string(i0) + ", " + std::to_string(i1) + "): the graph has " +
+                        std::to_string(n_nodes) + " nodes (need 0 <= i0 <= i1 <= n_nodes)");
+    }
+    // The view lives in a context on the stack whose arena is a stack buffer: no heap traffic per
+    // call (a ggml_init/ggml_free pair would allocate the context). It shares the graph's nodes and
+    // hash set, so it reports the whole graph's use counts.
+    alignas(GGML_MEM_ALIGN) unsigned char arena[512];
+    ggml_context ctx;
+    ctx.mem = arena;
+    ctx.mem_size = sizeof arena;
+    ctx.no_alloc = true;
+    ggml_cgraph * view = ggml_graph_view(&ctx, cgraph, i0, i1);
+    if (!view) {
+        return fail(GGML_STATUS_FAILED, std::string(backend->name()) +
+                                            ": ggml_backend_graph_compute_range: " +
+                                            (ggml_get_error(&ctx) ? ggml_get_error(&ctx) : "no graph view"));
+    }
+    const ggml_status status = ggml_backend_graph_compute(backend, view);
+    if (status == GGML_STATUS_FAILED && i0 > 0) {
+        // Node indices in the backend's message count from the start of the range.
+        set_last_error(std::string(ggml_backend_get_last_error()) + " (node indices count from node " +
+                       std::to_string(i0) + ", the start of the range [" + std::to_string(i0) + ", " +
+                       std::to_string(i1) + "))");
+    }
     return status;
 }
 
