@@ -28,9 +28,11 @@ ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type(void);
 /* A virtual device for testing placement without a GPU: registered in the CPU registry under
  * name (unique among devices), of type GPU, with its own buffer type (host memory that the
  * scheduler treats as a separate memory space) and backends computing with the CPU kernels. Its
- * supports_op admits exactly the listed ops (that the CPU supports for the node); its backends refuse
- * to compute a node reading a tensor from any other buffer type. NULL (error in
- * ggml_backend_get_last_error) for a taken name. The device lives until the process ends. */
+ * supports_op admits the listed ops (where the CPU supports the node) and the ops that compute
+ * nothing (NONE, VIEW, RESHAPE, PERMUTE, TRANSPOSE); its offload_op accepts an admitted MUL_MAT
+ * whose src[1] has at least 32 columns, as a GPU would. Its backends refuse to compute a node that
+ * reads or writes a tensor in any other buffer type. NULL (error in ggml_backend_get_last_error)
+ * for a taken name. The device lives until the process ends. */
 ggml_backend_dev_t ggml_backend_cpu_add_virtual_device(const char * name, const enum ggml_op * ops, int n_ops);
 
 #ifdef __cplusplus

@@ -18,6 +18,7 @@
 
 #include "backend/backend-impl.h"
 #include "backend/graph_alloc.h"
+#include "core/internal.h"
 
 namespace ggx::backend {
 namespace {
@@ -27,19 +28,7 @@ constexpr int kNoBackend = -1;
 // The tensor that owns t's storage.
 const ggml_tensor * owner_of(const ggml_tensor * t) { return t->view_src ? t->view_src : t; }
 
-// Ops that only describe storage and compute nothing.
-bool is_view_op(const ggml_tensor * t) {
-    switch (t->op) {
-        case GGML_OP_NONE:
-        case GGML_OP_VIEW:
-        case GGML_OP_RESHAPE:
-        case GGML_OP_PERMUTE:
-        case GGML_OP_TRANSPOSE:
-            return true;
-        default:
-            return false;
-    }
-}
+bool is_view_op(const ggml_tensor * t) { return core::is_layout_op(t->op); }
 
 std::string describe(const ggml_tensor * t) {
     std::string text = "'";

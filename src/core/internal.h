@@ -41,6 +41,12 @@ ggml_tensor * new_tensor(ggml_context * ctx, const char * op_name, ggml_type typ
 // Contiguous byte strides of a tensor of type and shape ne.
 void set_contiguous_strides(ggml_tensor * tensor);
 
+// Ops that only describe storage (NONE, VIEW, RESHAPE, PERMUTE, TRANSPOSE): nothing to compute.
+constexpr bool is_layout_op(ggml_op op) {
+    return op == GGML_OP_NONE || op == GGML_OP_VIEW || op == GGML_OP_RESHAPE || op == GGML_OP_PERMUTE ||
+           op == GGML_OP_TRANSPOSE;
+}
+
 template <class T>
 void set_param(ggml_tensor * tensor, size_t slot, T value) {
     static_assert(sizeof(T) == sizeof(int32_t) && std::is_trivially_copyable_v<T>);

@@ -20,18 +20,7 @@ std::string describe_node(int index, const ggml_tensor * node) {
            core::describe(node) + ")";
 }
 
-bool needs_compute(const ggml_tensor * node) {
-    switch (node->op) {
-        case GGML_OP_NONE:
-        case GGML_OP_VIEW:
-        case GGML_OP_RESHAPE:
-        case GGML_OP_PERMUTE:
-        case GGML_OP_TRANSPOSE:
-            return false;
-        default:
-            return !ggml_is_empty(node);
-    }
-}
+bool needs_compute(const ggml_tensor * node) { return !core::is_layout_op(node->op) && !ggml_is_empty(node); }
 
 void host_memory(size_t * free, size_t * total) {
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -79,10 +68,8 @@ public:
     ggml_backend_reg_t reg() const override { return reg_; }
     ggml_backend_t init_backend(const char *) override { return new CpuBackend(this); }
     ggml_backend_buffer_type_t buffer_type() override { return &buffer_type_; }
+    // Metadata only: where the sources live is checked when computing (CpuBackend::check_memory).
     bool supports_op(const ggml_tensor * op) const override {
-        for (const ggml_tensor * src : op->src) {
-            if (src && src->buffer && !src->buffer->buft->is_host()) return false;
-        }
         const Kernel & kernel = kernel_table()[op->op];
         return kernel.supports && kernel.supports(op);
     }
@@ -173,10 +160,29 @@ ggml_status CpuBackend::check_graph(ggml_cgraph * graph, size_t * workspace_byte
             return backend::fail(GGML_STATUS_FAILED, std::string(name()) + ": " + describe_node(i, node) +
                                                          " or a source is not allocated");
         }
-        if (const ggml_status status = check_node(i, node)) return status;
+        if (const ggml_status status = check_memory(i, node)) return status;
         const Kernel & kernel = table[node->op];
         if (kernel.workspace)
             *workspace_bytes = std::max(*workspace_bytes, kernel.workspace(node, n_threads()));
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
+ggml_status CpuBackend::check_memory(int index, const ggml_tensor * node) const {
+    for (int s = -1; s < GGML_MAX_SRC; ++s) {
+        const ggml_tensor * tensor = s < 0 ? node : node->src[s];
+        if (!tensor || (ggml_is_empty(tensor) && !tensor->data)) continue;
+        const ggml_tensor * owner = tensor->view_src ? tensor->view_src : tensor;
+        if (can_access(owner->buffer ? owner->buffer->buft : nullptr)) continue;
+        const std::string role = s < 0 ? "its result" : "source " + std::to_string(s);
+        const std::string where = owner->buffer
+                                      ? std::string("a buffer of type ") + owner->buffer->buft->name()
+                                      : std::string("memory of no buffer");
+        return backend::fail(
+            GGML_STATUS_FAILED,
+            std::string(name()) + ": " + describe_node(index, node) + ": " + role + " '" + tensor->name +
+                "' is in " + where + ", which " + name() + " cannot access" +
+                (s < 0 ? " (it must be allocated on the device)" : " (a cross-device copy is missing)"));
     }
     return GGML_STATUS_SUCCESS;
 }

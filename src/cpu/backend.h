@@ -41,12 +41,14 @@ public:
     void set_abort_callback(ggml_abort_callback cb, void * data) { pool_.set_abort_callback(cb, data); }
 
 protected:
-    // A device-specific check of a node that needs computing, before anything runs: SUCCESS, or a
-    // failure recorded with backend::fail. index is the node's position in the graph.
-    virtual ggml_status check_node(int, const ggml_tensor *) const { return GGML_STATUS_SUCCESS; }
+    // Whether the kernels may read and write memory of buft, or context memory of no buffer when buft
+    // is NULL (a node touching other memory is refused before anything runs, so a missing
+    // cross-device copy fails loudly): host memory by default.
+    virtual bool can_access(ggml_backend_buffer_type_t buft) const { return !buft || buft->is_host(); }
 
 private:
     ggml_status check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const;
+    ggml_status check_memory(int index, const ggml_tensor * node) const;
     void * reserve_workspace(size_t bytes);
 
     ggml_backend_dev_t device_;

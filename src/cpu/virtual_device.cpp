@@ -32,12 +32,7 @@ private:
     std::string name_;
 };
 
-// The buffer holding a tensor's storage (for a view, its storage owner's), or nullptr.
-ggml_backend_buffer_t storage_buffer(const ggml_tensor * tensor) {
-    while (tensor->view_src)
-        tensor = tensor->view_src;
-    return tensor->buffer;
-}
+constexpr int64_t kOffloadMinBatch = 32;
 
 // A CPU backend that refuses nodes touching memory outside its device, so that a missing
 // cross-device copy fails loudly instead of silently reading host memory.
@@ -47,31 +42,9 @@ public:
         : CpuBackend(device), buft_(buft) {}
 
 protected:
-    ggml_status check_node(int index, const ggml_tensor * node) const override {
-        if (const ggml_status status = check_tensor(index, node, "its result", node)) return status;
-        for (int s = 0; s < GGML_MAX_SRC; ++s) {
-            const ggml_tensor * src = node->src[s];
-            if (!src || (ggml_is_empty(src) && !src->data)) continue;
-            const std::string role = "source " + std::to_string(s);
-            if (const ggml_status status = check_tensor(index, node, role.c_str(), src)) return status;
-        }
-        return GGML_STATUS_SUCCESS;
-    }
+    bool can_access(ggml_backend_buffer_type_t buft) const override { return buft == buft_; }
 
 private:
-    ggml_status check_tensor(int index, const ggml_tensor * node, const char * role,
-                             const ggml_tensor * tensor) const {
-        const ggml_backend_buffer_t buffer = storage_buffer(tensor);
-        if (buffer && buffer->buft == buft_) return GGML_STATUS_SUCCESS;
-        const std::string where = buffer ? std::string("a buffer of type ") + buffer->buft->name()
-                                         : std::string("memory of no buffer");
-        return backend::fail(GGML_STATUS_FAILED, std::string(name()) + ": " + describe_node(index, node) +
-                                                     ": " + role + " '" + tensor->name + "' is in " + where +
-                                                     ", not in " + buft_->name() +
-                                                     (tensor == node ? " (it must be allocated on the device)"
-                                                                     : " (a cross-device copy is missing)"));
-    }
-
     ggml_backend_buffer_type_t buft_;
 };
 
@@ -91,14 +64,20 @@ public:
     ggml_backend_reg_t reg() const override { return ggml_backend_cpu_reg(); }
     ggml_backend_t init_backend(const char *) override { return new VirtualBackend(this, &buffer_type_); }
     ggml_backend_buffer_type_t buffer_type() override { return &buffer_type_; }
-    // Metadata only: where the sources live is the scheduler's business (it inserts copies).
+    // Metadata only: where the sources live is the scheduler's business (it inserts copies). Ops
+    // that compute nothing (views) are always admitted: they touch no memory.
     bool supports_op(const ggml_tensor * op) const override {
-        if (op->op < 0 || op->op >= GGML_OP_COUNT || !ops_[op->op]) return false;
+        if (op->op < 0 || op->op >= GGML_OP_COUNT) return false;
+        if (core::is_layout_op(op->op)) return true;
+        if (!ops_[op->op]) return false;
         const Kernel & kernel = kernel_table()[op->op];
         return kernel.supports && kernel.supports(op);
     }
     bool supports_buft(ggml_backend_buffer_type_t buft) const override { return buft == &buffer_type_; }
-    bool offload_op(const ggml_tensor *) const override { return false; }
+    // Like a GPU: worth taking an admitted matrix product from the CPU when the batch is large.
+    bool offload_op(const ggml_tensor * op) const override {
+        return op->op == GGML_OP_MUL_MAT && supports_op(op) && op->src[1]->ne[1] >= kOffloadMinBatch;
+    }
 
 private:
     std::string name_;

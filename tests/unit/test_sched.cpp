@@ -217,6 +217,47 @@ TEST(Sched, PlacesOpsWhereTheirWeightsAre) {
     EXPECT_EQ(read(y), read(ry));
 }
 
+// Rule: with op_offload, a higher-priority backend whose offload_op accepts the op takes it from the
+// backend holding its weights (the weight is copied); without op_offload, the weights decide.
+TEST(Sched, OpOffloadMovesLargeProductsOffTheWeightsBackend) {
+    TwoDevices d("sched_vdev_mm", {GGML_OP_MUL_MAT, GGML_OP_ADD});
+    Context weights_ctx = new_context();
+    ggml_tensor * w = ggml_new_tensor_2d(weights_ctx.get(), GGML_TYPE_F32, 16, 8);
+    Buffer weights(ggml_backend_alloc_ctx_tensors(weights_ctx.get(), d.cpu.get()));
+    write(w, iota_values(16 * 8, -0.4f, 0.01f));
+    for (const int64_t batch : {1, 40}) {
+        for (const bool offload : {false, true}) {
+            Context ctx = new_context();
+            ggml_tensor * x = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, 16, batch);
+            ggml_set_input(x);
+            ggml_tensor * y = ggml_mul_mat(ctx.get(), w, x);
+            ggml_cgraph * graph = ggml_new_graph(ctx.get());
+            ggml_build_forward_expand(graph, y);
+            Sched sched = d.sched(false, offload);
+            ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), graph)) << ggml_backend_get_last_error();
+            const bool offloaded = offload && batch >= 32;
+            EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), y),
+                      offloaded ? d.gpu.get() : d.cpu.get())
+                << "batch " << batch << " offload " << offload;
+            write(x, iota_values(16 * batch, 0.2f, 0.003f));
+            ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), graph), GGML_STATUS_SUCCESS)
+                << ggml_backend_get_last_error();
+
+            Context ref_ctx = new_context();
+            ggml_tensor * rw = ggml_new_tensor_2d(ref_ctx.get(), GGML_TYPE_F32, 16, 8);
+            ggml_tensor * rx = ggml_new_tensor_2d(ref_ctx.get(), GGML_TYPE_F32, 16, batch);
+            ggml_tensor * ry = ggml_mul_mat(ref_ctx.get(), rw, rx);
+            ggml_cgraph * ref_graph = ggml_new_graph(ref_ctx.get());
+            ggml_build_forward_expand(ref_graph, ry);
+            Buffer ref_buffer(ggml_backend_alloc_ctx_tensors(ref_ctx.get(), d.cpu.get()));
+            write(rw, read(w));
+            write(rx, read(x));
+            ASSERT_EQ(ggml_backend_graph_compute(d.cpu.get(), ref_graph), GGML_STATUS_SUCCESS);
+            EXPECT_EQ(read(y), read(ry));
+        }
+    }
+}
+
 // Rule: a tensor pinned with ggml_backend_sched_set_tensor_backend runs there; reset clears pins.
 TEST(Sched, PinsOverridePriorityUntilReset) {
     TwoDevices d("sched_vdev_add_mul", {GGML_OP_ADD, GGML_OP_MUL});
@@ -421,6 +462,135 @@ TEST(Sched, ComputesNewGraphsAfterReset) {
     EXPECT_EQ(ggml_backend_sched_get_n_backends(sched.get()), 2);
     EXPECT_EQ(ggml_backend_sched_get_backend(sched.get(), 0), d.gpu.get());
     EXPECT_EQ(ggml_backend_sched_get_backend(sched.get(), 2), nullptr);
+}
+
+// Rule: nodes that compute nothing (views) join the current split, even when it runs on another
+// backend than the storage they describe; the device never touches their memory.
+TEST(Sched, ViewNodesInAnotherBackendsSplitAreHarmless) {
+    TwoDevices d("sched_vdev_add_mul", {GGML_OP_ADD, GGML_OP_MUL});
+    Sched sched = d.sched();
+    Context ctx = new_context();
+    ggml_tensor * a = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, 8, 4);
+    ggml_set_input(a);
+    ggml_tensor * act = ggml_silu(ctx.get(), a);                             // CPU
+    ggml_tensor * y1 = ggml_add(ctx.get(), act, act);                        // virtual device
+    ggml_tensor * rows = ggml_view_2d(ctx.get(), act, 8, 2, act->nb[1], 0);  // a view node after y1
+    ggml_tensor * y2 = ggml_mul(ctx.get(), rows, ggml_view_2d(ctx.get(), y1, 8, 2, y1->nb[1], 0));
+    ggml_cgraph * graph = ggml_new_graph(ctx.get());
+    ggml_build_forward_expand(graph, y1);
+    ggml_build_forward_expand(graph, y2);
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), graph)) << ggml_backend_get_last_error();
+    const std::vector<float> in = iota_values(32, -1.0f, 0.06f);
+    write(a, in);
+    ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), graph), GGML_STATUS_SUCCESS)
+        << ggml_backend_get_last_error();
+    const std::vector<float> out = read(y2);
+    for (size_t i = 0; i < out.size(); ++i) {
+        const float x = read(act)[i];
+        EXPECT_EQ(out[i], x * (x + x)) << i;
+    }
+}
+
+// Random graphs over a menu of ops, each on a virtual device admitting a random subset of them:
+// the scheduler's result is bit-identical to the CPU backend computing the graph alone.
+struct RandomGraph {
+    RandomGraph(ggml_context * ctx, Rng & rng) {
+        const auto pick = [&](int n) { return static_cast<int>(rng.uniform(0, n)); };
+        const int64_t n = 1 + pick(24), rows = 1 + pick(5);
+        for (int i = 0; i < 3; ++i) {
+            ggml_tensor * leaf = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n, rows);
+            ggml_set_input(leaf);
+            inputs.push_back(leaf);
+        }
+        std::vector<ggml_tensor *> pool = inputs;
+        const auto any = [&] { return pool[pick(static_cast<int>(pool.size()))]; };
+        const int n_ops = 4 + pick(20);
+        for (int i = 0; i < n_ops; ++i) {
+            ggml_tensor * a = any();
+            ggml_tensor * b = any();
+            ggml_tensor * t = nullptr;
+            switch (pick(9)) {
+                case 0:
+                    t = ggml_add(ctx, a, b);
+                    break;
+                case 1:
+                    t = ggml_mul(ctx, a, b);
+                    break;
+                case 2:
+                    t = ggml_silu(ctx, a);
+                    break;
+                case 3:
+                    t = ggml_scale(ctx, a, 0.75f);
+                    break;
+                case 4:
+                    t = ggml_rms_norm(ctx, a, 1e-5f);
+                    break;
+                case 5:
+                    t = ggml_soft_max(ctx, a);
+                    break;
+                case 6:
+                    t = ggml_cont(ctx, ggml_transpose(ctx, ggml_transpose(ctx, a)));
+                    break;
+                case 7:
+                    t = ggml_mul_mat(ctx, a, b);
+                    break;  // [rows, rows]: keeps the pool square-free
+                default:
+                    t = ggml_add(ctx, ggml_view_2d(ctx, a, n, rows, a->nb[1], 0), b);
+                    break;
+            }
+            if (t->ne[0] != n) {  // a mul_mat, [rows, rows]: fold back to [n, rows]
+                t = ggml_add(ctx, ggml_scale(ctx, a, 0.5f), ggml_sum_rows(ctx, t));
+            }
+            pool.push_back(t);
+        }
+        output = pool.back();
+        for (ggml_tensor * t : pool)
+            if (t != output) output = ggml_add(ctx, output, ggml_scale(ctx, t, 0.125f));
+        ggml_set_output(output);
+        graph = ggml_new_graph(ctx);
+        ggml_build_forward_expand(graph, output);
+    }
+    std::vector<ggml_tensor *> inputs;
+    ggml_tensor * output;
+    ggml_cgraph * graph;
+};
+
+TEST(Sched, RandomGraphsOnTwoDevicesEqualOneDevice) {
+    const std::vector<ggml_op> menu = {GGML_OP_ADD,   GGML_OP_MUL,      GGML_OP_UNARY,
+                                       GGML_OP_SCALE, GGML_OP_RMS_NORM, GGML_OP_SOFT_MAX,
+                                       GGML_OP_CONT,  GGML_OP_MUL_MAT,  GGML_OP_SUM_ROWS};
+    constexpr int kSubsets = 6, kGraphs = 300;
+    std::vector<std::unique_ptr<TwoDevices>> devices;
+    Rng subset_rng(7);
+    for (int i = 0; i < kSubsets; ++i) {
+        std::vector<ggml_op> ops;
+        for (ggml_op op : menu)
+            if (subset_rng.uniform(0, 1) < 0.5) ops.push_back(op);
+        devices.push_back(std::make_unique<TwoDevices>("sched_vdev_random_" + std::to_string(i), ops));
+    }
+    for (uint32_t seed = 1; seed <= kGraphs; ++seed) {
+        Rng rng(seed);
+        TwoDevices & d = *devices[seed % kSubsets];
+        Sched sched = d.sched(seed % 2 == 0);
+        Context ctx = new_context();
+        RandomGraph g(ctx.get(), rng);
+        Context ref_ctx = new_context();
+        Rng ref_rng(seed);
+        RandomGraph ref(ref_ctx.get(), ref_rng);
+        ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph))
+            << rng.trace() << ": " << ggml_backend_get_last_error();
+        Buffer buffer(ggml_backend_alloc_ctx_tensors(ref_ctx.get(), d.cpu.get()));
+        for (size_t i = 0; i < g.inputs.size(); ++i) {
+            const std::vector<float> v = iota_values(ggml_nelements(g.inputs[i]), -1.0f + 0.3f * i, 0.037f);
+            write(g.inputs[i], v);
+            write(ref.inputs[i], v);
+        }
+        ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS)
+            << rng.trace() << ": " << ggml_backend_get_last_error();
+        ASSERT_EQ(ggml_backend_graph_compute(d.cpu.get(), ref.graph), GGML_STATUS_SUCCESS) << rng.trace();
+        ASSERT_EQ(read(g.output), read(ref.output))
+            << rng.trace() << ", " << ggml_backend_sched_get_n_splits(sched.get()) << " splits";
+    }
 }
 
 }  // namespace
