@@ -15,12 +15,8 @@
 namespace {
 
 using ggx::test::Backend;
+using ggx::test::Buffer;
 using ggx::test::Context;
-
-struct BufferDeleter {
-    void operator()(ggml_backend_buffer_t buffer) const { ggml_backend_buffer_free(buffer); }
-};
-using Buffer = std::unique_ptr<ggml_backend_buffer, BufferDeleter>;
 
 Context metadata_context() { return Context(ggml_init({1 << 20, nullptr, true})); }
 

@@ -17,16 +17,9 @@
 
 namespace {
 
+using ggx::test::Buffer;
 using ggx::test::Context;
-
-struct GallocrDeleter {
-    void operator()(ggml_gallocr_t galloc) const { ggml_gallocr_free(galloc); }
-};
-using Gallocr = std::unique_ptr<ggml_gallocr, GallocrDeleter>;
-struct BufferDeleter {
-    void operator()(ggml_backend_buffer_t buffer) const { ggml_backend_buffer_free(buffer); }
-};
-using Buffer = std::unique_ptr<ggml_backend_buffer, BufferDeleter>;
+using ggx::test::Gallocr;
 
 bool contains(const std::string & text, const std::string & part) {
     return text.find(part) != std::string::npos;

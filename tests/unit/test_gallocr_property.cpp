@@ -36,22 +36,15 @@
 
 namespace {
 
+using ggx::test::Buffer;
 using ggx::test::Context;
+using ggx::test::Gallocr;
 using ggx::test::Rng;
 
 long env_or(const char * name, long fallback) {
     const char * value = std::getenv(name);
     return value && *value ? std::strtol(value, nullptr, 10) : fallback;
 }
-
-struct BufferDeleter {
-    void operator()(ggml_backend_buffer_t buffer) const { ggml_backend_buffer_free(buffer); }
-};
-using Buffer = std::unique_ptr<ggml_backend_buffer, BufferDeleter>;
-struct GallocrDeleter {
-    void operator()(ggml_gallocr_t galloc) const { ggml_gallocr_free(galloc); }
-};
-using Gallocr = std::unique_ptr<ggml_gallocr, GallocrDeleter>;
 
 const ggml_tensor * root_of(const ggml_tensor * t) {
     while (t->view_src)

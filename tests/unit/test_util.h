@@ -1,7 +1,8 @@
-// Helpers shared by the CPU kernel test suites: seeded random numbers, owners of contexts and
-// backends, and the shared CPU backend.
+// Helpers shared by the test suites: seeded random numbers, owners of contexts, backends, buffers,
+// allocators and schedulers, and the shared CPU backend.
 #pragma once
 
+#include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
 #include <ggml.h>
@@ -35,8 +36,20 @@ struct BackendDeleter {
 struct ContextDeleter {
     void operator()(ggml_context * ctx) const { ggml_free(ctx); }
 };
+struct BufferDeleter {
+    void operator()(ggml_backend_buffer_t buffer) const { ggml_backend_buffer_free(buffer); }
+};
+struct GallocrDeleter {
+    void operator()(ggml_gallocr_t galloc) const { ggml_gallocr_free(galloc); }
+};
+struct SchedDeleter {
+    void operator()(ggml_backend_sched_t sched) const { ggml_backend_sched_free(sched); }
+};
 using Backend = std::unique_ptr<ggml_backend, BackendDeleter>;
 using Context = std::unique_ptr<ggml_context, ContextDeleter>;
+using Buffer = std::unique_ptr<ggml_backend_buffer, BufferDeleter>;
+using Gallocr = std::unique_ptr<ggml_gallocr, GallocrDeleter>;
+using Sched = std::unique_ptr<ggml_backend_sched, SchedDeleter>;
 
 // One CPU backend for the whole test program.
 inline ggml_backend_t cpu_backend() {

@@ -18,13 +18,9 @@
 namespace {
 
 using ggx::test::Backend;
+using ggx::test::Buffer;
 using ggx::test::Context;
 using ggx::test::Rng;
-
-struct BufferDeleter {
-    void operator()(ggml_backend_buffer_t buffer) const { ggml_backend_buffer_free(buffer); }
-};
-using Buffer = std::unique_ptr<ggml_backend_buffer, BufferDeleter>;
 
 bool contains(const std::string & text, const std::string & part) {
     return text.find(part) != std::string::npos;
