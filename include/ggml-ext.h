@@ -1,0 +1,180 @@
+/* ggx — operator extension interface (spec: ../shared/spec/ggml-extensions.md).
+ *
+ * Applications register operators, per-device kernels (for their operators or overriding built-in
+ * ones) and use backend services; the scheduler and the backend graph APIs place, plan, allocate
+ * workspace for and run them exactly like native work. Registrations are process-local and scoped to
+ * a backend device; register before capability queries or graph allocation. Callback code and user
+ * data must stay alive until every graph and backend depending on them is destroyed. Names are
+ * unique: a duplicate registration fails and leaves the live one untouched.
+ *
+ * Every descriptor and service table starts with its struct size and version, so fields can be added
+ * later without breaking registered extensions: set struct_size = sizeof(the struct) and version to
+ * the matching GGML_EXT_*_VERSION.
+ *
+ * Errors (a malformed descriptor, a duplicate name, a failing prepare or execute) are reported with
+ * ggml_backend_get_last_error(); constructors report into the context (ggml_get_error). */
+#ifndef GGML_EXT_H
+#define GGML_EXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ggml-backend.h"
+#include "ggml.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Operators                                                                                       */
+
+#define GGML_EXT_OP_DESC_VERSION 1
+/* Bytes of op_params available to attributes (the rest holds the marker, op id and size). */
+#define GGML_EXT_MAX_ATTR_SIZE (GGML_MAX_OP_PARAMS - 3 * sizeof(int32_t))
+#define GGML_EXT_MAX_NAME 64
+
+typedef struct ggml_ext_op * ggml_ext_op_t;
+
+/* Output metadata of a node of the operator: from its inputs and attributes, set *type and ne (every
+ * dimension >= 0; the output is contiguous). Return false to reject the inputs, after writing a
+ * reason into why (why_size bytes, NUL-terminated). Metadata only: no data is available. */
+typedef bool (*ggml_ext_infer_fn)(const struct ggml_tensor * const * inputs, int n_inputs, const void * attrs,
+                                  size_t attr_size, enum ggml_type * type, int64_t ne[GGML_MAX_DIMS], char * why,
+                                  size_t why_size, void * user_data);
+
+struct ggml_ext_op_desc {
+    size_t struct_size; /* sizeof(struct ggml_ext_op_desc) */
+    uint32_t version;   /* GGML_EXT_OP_DESC_VERSION */
+    const char * name;  /* versioned, "<namespace>.<name>.v<N>", e.g. "sd.rope_apply.v1" */
+    size_t attr_size;   /* exact attribute bytes of every node, <= GGML_EXT_MAX_ATTR_SIZE */
+    int min_inputs;     /* 0 <= min_inputs <= max_inputs <= GGML_MAX_SRC */
+    int max_inputs;
+    ggml_ext_infer_fn infer;
+    void * user_data;
+};
+
+/* Register an operator. NULL (error in ggml_backend_get_last_error, nothing registered) for a bad
+ * descriptor or a name already registered. */
+ggml_ext_op_t ggml_ext_register_op(const struct ggml_ext_op_desc * desc);
+/* The registered operator of that name, or NULL. */
+ggml_ext_op_t ggml_ext_find_op(const char * name);
+const char * ggml_ext_op_name(ggml_ext_op_t op);
+
+/* A node of op: an ordinary tensor with inputs as src (in order; auxiliary tensors belong here, never
+ * in attributes) and a copy of the attr_size attribute bytes in op_params. Its op is GGML_OP_CUSTOM
+ * with the GGML_CUSTOM_MARKER_EXTENSION marker (no device takes it for a CPU callback node); its one
+ * output is contiguous, out of place, of the type and shape the inference callback gives. NULL (error
+ * in the context) when the attributes or the number of inputs do not fit the operator or inference
+ * rejects the inputs. */
+struct ggml_tensor * ggml_ext_op_create(struct ggml_context * ctx, ggml_ext_op_t op, struct ggml_tensor ** inputs,
+                                        int n_inputs, const void * attrs, size_t attr_size);
+/* The operator of an extension node, or NULL for any other tensor. */
+ggml_ext_op_t ggml_ext_node_op(const struct ggml_tensor * node);
+/* The attribute bytes of an extension node (copy them out with memcpy), and their size; NULL for any
+ * other tensor. */
+const void * ggml_ext_node_attrs(const struct ggml_tensor * node, size_t * attr_size);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Kernels                                                                                         */
+
+#define GGML_EXT_KERNEL_DESC_VERSION 1
+
+/* Host-side plan of one node, made before tensor addresses exist (possibly during memory
+ * measurement). prepare must not launch work or allocate device memory. */
+struct ggml_ext_prepare_params {
+    size_t struct_size;
+    ggml_backend_dev_t device;
+    const struct ggml_tensor * node; /* metadata only: data pointers are not valid yet */
+    void * user_data;                /* the kernel descriptor's user_data */
+};
+
+/* One execution of a prepared node: current tensor addresses, the plan's workspace. */
+struct ggml_ext_execute_params {
+    size_t struct_size;
+    ggml_backend_t backend;
+    struct ggml_tensor * node;
+    void * state;                    /* what prepare returned in *state (NULL without prepare) */
+    ggml_backend_buffer_t workspace; /* NULL when the plan needs none */
+    void * workspace_data;           /* the workspace base in the backend's representation */
+    size_t workspace_size;           /* >= this node's request; contents not preserved between calls */
+    void * user_data;
+};
+
+struct ggml_ext_kernel_desc {
+    size_t struct_size; /* sizeof(struct ggml_ext_kernel_desc) */
+    uint32_t version;   /* GGML_EXT_KERNEL_DESC_VERSION */
+    const char * name;  /* unique among the device's kernels, e.g. "sd.rope_apply.cpu" */
+    /* What it computes: a built-in op (an override), or GGML_OP_CUSTOM with custom_op set. */
+    enum ggml_op op;
+    ggml_ext_op_t custom_op;
+    int priority; /* higher first */
+    /* Correctness constraints (types, shapes, layouts); metadata only. Must not call the public
+     * capability query (ggml_backend_dev_supports_op) for the same device and op: that recursion is
+     * detected, reported and answered false. */
+    bool (*supports)(ggml_backend_dev_t device, const struct ggml_tensor * node, void * user_data);
+    /* Optional: whether to take the node even though the device's native implementation supports it
+     * (NULL: never override native). When native does not support the node, a kernel whose supports
+     * accepts it runs regardless. */
+    bool (*preferred)(ggml_backend_dev_t device, const struct ggml_tensor * node, void * user_data);
+    /* Optional: host plan state (*state) and the workspace bytes the node needs (*workspace_bytes). */
+    enum ggml_status (*prepare)(const struct ggml_ext_prepare_params * params, void ** state,
+                                size_t * workspace_bytes);
+    /* Required: run the node, queued in backend execution order. An error status (with a message
+     * set through ggml_ext_set_error) propagates; native is never retried after launch. */
+    enum ggml_status (*execute)(const struct ggml_ext_execute_params * params);
+    /* Optional: release prepare's state. */
+    void (*destroy)(void * state, void * user_data);
+    void * user_data;
+};
+
+/* Register a single-node kernel for device. false (error in ggml_backend_get_last_error, nothing
+ * registered) for a bad descriptor, an unknown custom op or a name the device already has. */
+bool ggml_ext_register_kernel(ggml_backend_dev_t device, const struct ggml_ext_kernel_desc * desc);
+
+/* Whether the device's own implementation supports op, ignoring every extension kernel. (The public
+ * ggml_backend_dev_supports_op also counts single-node extension kernels.) */
+bool ggml_ext_dev_supports_native_op(ggml_backend_dev_t device, const struct ggml_tensor * op);
+
+/* The kernel that would run node on device: the registered name, "native" for the device's own
+ * implementation, or NULL when neither supports it. */
+const char * ggml_ext_dev_selected_kernel(ggml_backend_dev_t device, const struct ggml_tensor * node);
+
+/* For kernels: record why prepare or execute failed; the runtime adds the node's name and op. */
+void ggml_ext_set_error(const char * message);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Backend services (ggml_backend_reg_get_proc_address)                                            */
+
+/* "ggml_ext_cpu_parallel_v1" from the CPU registry: run a callback on a CPU backend's thread pool. */
+#define GGML_EXT_CPU_PARALLEL_V1 "ggml_ext_cpu_parallel_v1"
+#define GGML_EXT_CPU_PARALLEL_V1_VERSION 1
+
+struct ggml_ext_cpu_task {
+    int ith;         /* this thread, 0 .. nth - 1 */
+    int nth;         /* threads running the callback */
+    void * user_data;
+    void * runtime;  /* opaque; pass the task to should_stop / fail */
+};
+typedef void (*ggml_ext_cpu_task_fn)(const struct ggml_ext_cpu_task * task);
+
+struct ggml_ext_cpu_parallel_v1 {
+    size_t struct_size; /* of this table, as provided by the runtime */
+    uint32_t version;   /* GGML_EXT_CPU_PARALLEL_V1_VERSION */
+    /* Threads of the backend's pool (a CPU-kernel backend: CPU or a virtual device), or 0. */
+    int (*n_threads)(ggml_backend_t backend);
+    /* Call fn on every thread of the backend's pool (n_tasks > 0: on that many, at most all) and
+     * wait. ABORTED when the backend's abort callback asked to stop, FAILED after a task called fail
+     * (message in ggml_backend_get_last_error), or for a backend without a CPU thread pool. */
+    enum ggml_status (*run)(ggml_backend_t backend, ggml_ext_cpu_task_fn fn, void * user_data, int n_tasks);
+    /* Inside fn: true once the abort callback asked to stop or a task failed; long tasks poll it. */
+    bool (*should_stop)(const struct ggml_ext_cpu_task * task);
+    /* Inside fn: fail the run with message (the first failure wins); the other tasks see should_stop. */
+    void (*fail)(const struct ggml_ext_cpu_task * task, const char * message);
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GGML_EXT_H */
