@@ -3,7 +3,9 @@
 
 #include <cstring>
 
+#include "backend/plan.h"
 #include "core/internal.h"
+#include "ext/registry.h"
 
 namespace ggx::backend {
 
@@ -231,7 +233,7 @@ ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, ggml_cgraph
         return fail(GGML_STATUS_FAILED, std::string(backend->name()) +
                                             ": graph is invalid (it was given a NULL tensor or overflowed)");
     }
-    return backend->graph_compute(cgraph);
+    return ggx::backend::compute_with_temporary_plan(backend, cgraph, 0, ggml_graph_n_nodes(cgraph));
 }
 
 ggml_status ggml_backend_graph_compute(ggml_backend_t backend, ggml_cgraph * cgraph) {
@@ -248,32 +250,17 @@ ggml_status ggml_backend_graph_compute_range(ggml_backend_t backend, ggml_cgraph
                         std::to_string(i0) + ", " + std::to_string(i1) + "): the graph has " +
                         std::to_string(n_nodes) + " nodes (need 0 <= i0 <= i1 <= n_nodes)");
     }
-    // The view lives in a context on the stack whose arena is a stack buffer: no heap traffic per
-    // call (a ggml_init/ggml_free pair would allocate the context). It shares the graph's nodes and
-    // hash set, so it reports the whole graph's use counts.
-    alignas(GGML_MEM_ALIGN) unsigned char arena[512];
-    ggml_context ctx;
-    ctx.mem = arena;
-    ctx.mem_size = sizeof arena;
-    ctx.no_alloc = true;
-    ggml_cgraph * view = ggml_graph_view(&ctx, cgraph, i0, i1);
-    if (!view) {
+    if (!ggml_graph_is_valid(cgraph)) {
         return fail(GGML_STATUS_FAILED, std::string(backend->name()) +
-                                            ": ggml_backend_graph_compute_range: " +
-                                            (ggml_get_error(&ctx) ? ggml_get_error(&ctx) : "no graph view"));
+                                            ": graph is invalid (it was given a NULL tensor or overflowed)");
     }
-    const ggml_status status = ggml_backend_graph_compute(backend, view);
-    if (status == GGML_STATUS_FAILED && i0 > 0) {
-        // Node indices in the backend's message count from the start of the range.
-        set_last_error(std::string(ggml_backend_get_last_error()) + " (node indices count from node " +
-                       std::to_string(i0) + ", the start of the range [" + std::to_string(i0) + ", " +
-                       std::to_string(i1) + "))");
-    }
+    const ggml_status status = ggx::backend::compute_with_temporary_plan(backend, cgraph, i0, i1);
+    backend->synchronize();
     return status;
 }
 
 bool ggml_backend_supports_op(ggml_backend_t backend, const ggml_tensor * op) {
-    return backend->device()->supports_op(op);
+    return ggx::ext::supports(backend->device(), op);
 }
 bool ggml_backend_supports_buft(ggml_backend_t backend, ggml_backend_buffer_type_t buft) {
     return backend->device()->supports_buft(buft);
@@ -318,7 +305,7 @@ ggml_backend_buffer_type_t ggml_backend_dev_host_buffer_type(ggml_backend_dev_t 
     return device->host_buffer_type();
 }
 bool ggml_backend_dev_supports_op(ggml_backend_dev_t device, const ggml_tensor * op) {
-    return device->supports_op(op);
+    return ggx::ext::supports(device, op);
 }
 bool ggml_backend_dev_supports_buft(ggml_backend_dev_t device, ggml_backend_buffer_type_t buft) {
     return device->supports_buft(buft);

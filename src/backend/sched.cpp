@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -18,6 +19,7 @@
 
 #include "backend/backend-impl.h"
 #include "backend/graph_alloc.h"
+#include "backend/plan.h"
 #include "core/internal.h"
 
 namespace ggx::backend {
@@ -76,13 +78,40 @@ struct Input {
 };
 
 struct Split {
+    Split(int on, int first) : backend(on), begin(first) {}
     int backend;
-    int begin, end;           // nodes [begin, end): of the caller's graph, then of the plan graph
-    int compute_begin;        // plan graph: the input copies come first, then the nodes computed
+    int begin, end = 0;       // nodes [begin, end): of the caller's graph, then of the plan graph
+    int compute_begin = 0;    // plan graph: the input copies come first, then the nodes computed
     std::vector<int> inputs;  // indices into inputs, refreshed before the split runs
     size_t first_rewrite = 0, n_rewrites = 0;  // the split's nodes' rewrites, a range of rewrites
-    ggml_cgraph * graph = nullptr;
+    ExecutionPlan plan;                        // the computed nodes' native ranges and extension steps
 };
+
+// A hash of the metadata of g's nodes and their sources (not their storage): a graph changed after
+// it was allocated must be planned again.
+uint64_t metadata_hash(const ggml_cgraph * g) {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    const auto mix = [&h](const void * p, size_t n) {  // n: a multiple of 8 bytes (word at a time)
+        for (size_t i = 0; i < n; i += sizeof(uint64_t)) {
+            uint64_t word;
+            std::memcpy(&word, static_cast<const char *>(p) + i, sizeof word);
+            h = (h ^ word) * 0xff51afd7ed558ccdull;
+            h ^= h >> 32;
+        }
+    };
+    for (int i = 0; i < ggml_graph_n_nodes(g); ++i) {
+        const ggml_tensor * t = ggml_graph_node(g, i);
+        const uint64_t scalars[] = {reinterpret_cast<uintptr_t>(t), static_cast<uint64_t>(t->type),
+                                    static_cast<uint64_t>(t->op), static_cast<uint64_t>(t->flags),
+                                    reinterpret_cast<uintptr_t>(t->view_src), t->view_offs};
+        mix(scalars, sizeof scalars);
+        mix(t->ne, sizeof t->ne);
+        mix(t->nb, sizeof t->nb);
+        mix(t->op_params, sizeof t->op_params);
+        mix(t->src, sizeof t->src);
+    }
+    return h;
+}
 
 }  // namespace
 }  // namespace ggx::backend
@@ -108,14 +137,16 @@ struct ggml_backend_sched {
     // The plan of the last scheduled graph.
     std::unique_ptr<ggml_context, decltype(&ggml_free)> ctx{nullptr, &ggml_free};
     ggml_cgraph * source = nullptr;  // the caller's graph
-    int source_n_nodes = 0;
-    ggml_cgraph * graph = nullptr;  // the plan graph: the caller's nodes plus copies and re-views
+    uint64_t source_hash = 0;        // metadata_hash(source) when it was planned
+    ggml_cgraph * graph = nullptr;   // the plan graph: the caller's nodes plus copies and re-views
     std::unordered_map<const ggml_tensor *, int> placement;  // tensor -> backend index
     std::vector<Input> inputs;
     std::vector<Rewrite> rewrites;
     std::vector<ggml_tensor *> copy_views;  // views of input copies, initialised after allocation
     std::vector<Split> splits;
-    std::vector<int> node_ids, leaf_ids;  // buffer (= backend) index per plan node / leaf
+    std::vector<int> node_ids, leaf_ids;   // buffer (= backend) index per plan node / leaf
+    std::vector<size_t> workspace_needed;  // per backend: the largest extension workspace request
+    std::vector<std::unique_ptr<ggml_backend_buffer, decltype(&ggml_backend_buffer_free)>> workspaces;
     bool allocated = false;
     const ggml_tensor * uncopyable = nullptr;  // a non-contiguous owner split() would have to copy
 
@@ -164,6 +195,11 @@ struct ggml_backend_sched {
     std::array<ggml_tensor *, GGML_SCHED_MAX_COPIES> input_copy(ggml_tensor * src, int backend,
                                                                 std::vector<int> & split_inputs);
     bool build_plan_graph(ggml_cgraph * g);
+    bool build_execution_plans();
+    bool reserve_workspaces();
+    size_t workspace_size(int b) const {
+        return workspaces[b] ? ggml_backend_buffer_get_size(workspaces[b].get()) : 0;
+    }
     bool allocate(bool measure_only);
     ggml_status copy_inputs(const Split & s);
     ggml_status run_split(const Split & s);
@@ -302,12 +338,11 @@ bool ggml_backend_sched::split(ggml_cgraph * g) {
     for (int i = 0; i < ggml_graph_n_nodes(g); ++i) {
         ggml_tensor * node = ggml_graph_node(g, i);
         if (ggx::backend::is_view_op(node)) {
-            if (splits.empty()) splits.push_back({kNoBackend, i, 0, 0, {}});
+            if (splits.empty()) splits.emplace_back(kNoBackend, i);
             continue;
         }
         const int b = placement_of(node);
-        if (splits.empty() || (split_computes && splits.back().backend != b))
-            splits.push_back({b, i, 0, 0, {}});
+        if (splits.empty() || (split_computes && splits.back().backend != b)) splits.emplace_back(b, i);
         Split & s = splits.back();
         s.backend = b;  // a split of leading views takes its first computing node's backend
         split_computes = true;
@@ -363,7 +398,34 @@ bool ggml_backend_sched::build_plan_graph(ggml_cgraph * g) {
             if (!add_node(ggml_graph_node(g, i), placement_of(ggml_graph_node(g, i))))
                 return fail("could not build the plan graph");
         s.end = ggml_graph_n_nodes(graph);
-        s.graph = ggml_graph_view(ctx.get(), graph, s.compute_begin, s.end);
+    }
+    return true;
+}
+
+// Selects every computed node's implementation and prepares the extension steps, with the nodes
+// reading what they will read when they run (copies, or views of copies: the same metadata).
+bool ggml_backend_sched::build_execution_plans() {
+    ggx::backend::RewriteScope scope(rewrites, 0);
+    std::fill(workspace_needed.begin(), workspace_needed.end(), 0);
+    for (Split & s : splits) {
+        if (!s.plan.build(backends[s.backend], graph, s.compute_begin, s.end))
+            return fail(ggml_backend_get_last_error());
+        workspace_needed[s.backend] = std::max(workspace_needed[s.backend], s.plan.workspace_bytes());
+    }
+    return true;
+}
+
+// Grows each backend's extension workspace to what its splits need (the largest request).
+bool ggml_backend_sched::reserve_workspaces() {
+    for (size_t b = 0; b < backends.size(); ++b) {
+        if (workspace_needed[b] <= workspace_size(static_cast<int>(b))) continue;
+        ggml_backend_buffer_t buffer = ggml_backend_buft_alloc_buffer(bufts[b], workspace_needed[b]);
+        if (!buffer) {
+            return fail("cannot allocate " + std::to_string(workspace_needed[b]) +
+                        " bytes of extension workspace on " + backends[b]->name() + ": " +
+                        ggml_backend_get_last_error());
+        }
+        workspaces[b].reset(buffer);
     }
     return true;
 }
@@ -375,6 +437,7 @@ bool ggml_backend_sched::allocate(bool measure_only) {
         ggx::backend::RewriteScope scope(rewrites, ggx::backend::kPlanning);
         if (!galloc->plan(graph, node_ids, leaf_ids, plan)) return fail(ggml_backend_get_last_error());
     }
+    if (!reserve_workspaces()) return false;
     if (measure_only) {
         if (!galloc->reserve(plan.buffer_sizes, plan.buffer_used)) return fail(ggml_backend_get_last_error());
         return true;
@@ -393,9 +456,9 @@ bool ggml_backend_sched::schedule(ggml_cgraph * g) {
                          ggml_tensor_overhead() * ggml_graph_n_leafs(g) * n_copies;
     ctx.reset(ggml_init({bytes, nullptr, true}));
     if (!ctx) return fail("out of memory for the plan");
-    if (!place(g) || !split(g) || !build_plan_graph(g)) return false;
+    if (!place(g) || !split(g) || !build_plan_graph(g) || !build_execution_plans()) return false;
     source = g;
-    source_n_nodes = ggml_graph_n_nodes(g);
+    source_hash = ggx::backend::metadata_hash(g);
     return true;
 }
 
@@ -446,16 +509,17 @@ ggml_status ggml_backend_sched::run_split(const Split & s) {
     const std::span<const Rewrite> own =
         std::span<const Rewrite>(rewrites).subspan(s.first_rewrite, s.n_rewrites);
     ggx::backend::RewriteScope scope(own, cur_copy);
+    ggml_backend_buffer_t workspace = workspaces[s.backend].get();
     ggml_status status = GGML_STATUS_SUCCESS;
     if (!eval_callback) {
-        status = ggml_backend_graph_compute_async(backend, s.graph);
+        status = s.plan.run(graph, s.compute_begin, s.end, workspace);
     } else {
         int begin = s.compute_begin;
         for (int i = s.compute_begin; i < s.end && status == GGML_STATUS_SUCCESS; ++i) {
             ggml_tensor * node = ggml_graph_node(graph, i);
             const bool observed = eval_callback(node, true, eval_user_data);
             if (!observed && i + 1 < s.end) continue;
-            status = ggml_backend_graph_compute_range(backend, graph, begin, i + 1);
+            status = s.plan.run(graph, begin, i + 1, workspace);
             ggml_backend_synchronize(backend);
             begin = i + 1;
             if (status == GGML_STATUS_SUCCESS && observed && !eval_callback(node, false, eval_user_data))
@@ -468,9 +532,14 @@ ggml_status ggml_backend_sched::run_split(const Split & s) {
 }
 
 ggml_status ggml_backend_sched::compute(ggml_cgraph * g) {
-    if (!allocated || g != source || ggml_graph_n_nodes(g) != source_n_nodes) {
+    if (!allocated || g != source) {
         if (!schedule(g) || !allocate(false)) return GGML_STATUS_ALLOC_FAILED;
         allocated = true;
+    } else if (ggx::backend::metadata_hash(g) != source_hash) {
+        fail(
+            "the graph changed (node metadata or edges) since it was allocated; call "
+            "ggml_backend_sched_reset and allocate it again");
+        return GGML_STATUS_FAILED;
     }
     for (const Split & s : splits) {
         if (const ggml_status status = run_split(s)) return status;
@@ -515,7 +584,9 @@ ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t * backends, ggml_back
             return nullptr;
         }
         sched->bufts.push_back(buft);
+        sched->workspaces.emplace_back(nullptr, &ggml_backend_buffer_free);
     }
+    sched->workspace_needed.assign(n_backends, 0);
     sched->galloc = std::make_unique<ggx::backend::GraphAllocator>(sched->bufts);
     sched->graph_size = std::max<size_t>(graph_size, 1);
     sched->n_copies = parallel ? GGML_SCHED_MAX_COPIES : 1;
@@ -558,7 +629,7 @@ int ggml_backend_sched_get_n_copies(ggml_backend_sched_t sched) { return sched->
 
 size_t ggml_backend_sched_get_buffer_size(ggml_backend_sched_t sched, ggml_backend_t backend) {
     const int i = sched->backend_index(backend);
-    return i == ggx::backend::kNoBackend ? 0 : sched->galloc->buffer_size(i);
+    return i == ggx::backend::kNoBackend ? 0 : sched->galloc->buffer_size(i) + sched->workspace_size(i);
 }
 
 void ggml_backend_sched_set_tensor_backend(ggml_backend_sched_t sched, ggml_tensor * node,

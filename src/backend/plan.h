@@ -1,0 +1,58 @@
+// The plan executor: one backend's execution of a node range of a graph as contiguous native ranges
+// (run by the backend's own graph_compute) and extension steps (a selected kernel's execute), with
+// the extension steps prepared once and their workspace sized as the largest request.
+#pragma once
+
+#include <ggml-backend.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "ext/registry.h"
+
+namespace ggx::backend {
+
+class ExecutionPlan {
+public:
+    ExecutionPlan() = default;
+    ~ExecutionPlan() { release(); }
+    ExecutionPlan(const ExecutionPlan &) = delete;
+    ExecutionPlan & operator=(const ExecutionPlan &) = delete;
+    ExecutionPlan(ExecutionPlan && other) noexcept { *this = std::move(other); }
+    ExecutionPlan & operator=(ExecutionPlan && other) noexcept;
+
+    // Selects an implementation for every node of [begin, end) on backend's device and prepares the
+    // extension steps (metadata only: it may run before tensors have addresses). false (error set,
+    // naming the node) when neither the device nor an extension supports a node, or prepare fails.
+    bool build(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end);
+    // Workspace the plan needs: the largest request of its steps, not the sum.
+    size_t workspace_bytes() const { return workspace_bytes_; }
+    bool has_extension_steps() const { return n_extension_steps_ > 0; }
+    // Runs the plan's nodes that lie in [first, last) of graph (the graph it was built for), in
+    // order, queued on the backend. Fails without running anything when registrations changed since
+    // build (a stale selection), or when workspace is smaller than workspace_bytes().
+    ggml_status run(ggml_cgraph * graph, int first, int last, ggml_backend_buffer_t workspace) const;
+
+private:
+    struct Step {
+        int begin, end;              // graph nodes
+        const ext::Kernel * kernel;  // nullptr: a native range
+        void * state = nullptr;      // prepare's
+    };
+    void release();
+
+    ggml_backend_t backend_ = nullptr;
+    std::vector<Step> steps_;
+    size_t workspace_bytes_ = 0;
+    int n_extension_steps_ = 0;
+    uint64_t generation_ = 0;
+};
+
+// Computes nodes [i0, i1) of graph with the backend's own graph_compute (no extension dispatch).
+ggml_status compute_native_range(ggml_backend_t backend, ggml_cgraph * graph, int i0, int i1);
+
+// A backend graph computation through a temporary plan (spec: direct calls use temporary plans and
+// synchronize before releasing them): nodes [i0, i1).
+ggml_status compute_with_temporary_plan(ggml_backend_t backend, ggml_cgraph * graph, int i0, int i1);
+
+}  // namespace ggx::backend

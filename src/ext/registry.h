@@ -1,0 +1,49 @@
+// The extension registry behind ggml-ext.h: registered operators, kernels per device, kernel
+// selection and the capability query that counts single-node extension kernels.
+//
+// Registrations live until the process ends and never change once made, so callers may keep
+// pointers to them. A generation counter changes with every registration or policy change: plans
+// record it and refuse to run when it has moved (they would run a stale selection).
+#pragma once
+
+#include <ggml-ext.h>
+
+#include <cstdint>
+#include <string>
+
+struct ggml_ext_op {
+    ggml_ext_op_desc desc;  // name points at `name`
+    std::string name;
+    int32_t id;  // 1-based, stored in the nodes' op_params
+};
+
+namespace ggx::ext {
+
+// A registered kernel (the descriptor, with its name owned here).
+struct Kernel {
+    ggml_ext_kernel_desc desc;
+    std::string name;
+};
+
+// Where a node runs on a device.
+struct Selection {
+    enum class Kind { kNone, kNative, kExtension } kind = Kind::kNone;
+    const Kernel * kernel = nullptr;  // for kExtension
+};
+
+// Increases with every registration and policy change.
+uint64_t generation();
+
+// True when any extension kernel is registered for device (the fast path skips everything else).
+bool has_kernels(ggml_backend_dev_t device);
+
+// The extension kernel or native implementation that runs node on device (spec "Kernel selection").
+Selection select(ggml_backend_dev_t device, const ggml_tensor * node);
+
+// Native support or a single-node extension kernel (ggml_backend_dev_supports_op).
+bool supports(ggml_backend_dev_t device, const ggml_tensor * node);
+
+// "'name' (OP f32 [..])" for messages about node.
+std::string describe(const ggml_tensor * node);
+
+}  // namespace ggx::ext
