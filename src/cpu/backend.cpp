@@ -1,6 +1,7 @@
 // The CPU registry, device, host buffer type and backend (graph execution on the thread pool).
 #include "cpu/backend.h"
 
+#include <ggml-ext.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -125,6 +126,9 @@ void set_n_threads_service(ggml_backend_t backend, int n_threads) {
 void * CpuReg::proc_address(const char * name) {
     if (std::string_view(name) == "ggml_backend_set_n_threads") {
         return reinterpret_cast<void *>(&set_n_threads_service);
+    }
+    if (std::string_view(name) == GGML_EXT_CPU_PARALLEL_V1) {
+        return const_cast<ggml_ext_cpu_parallel_v1 *>(parallel_service());
     }
     return nullptr;
 }

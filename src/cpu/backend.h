@@ -11,6 +11,8 @@
 #include "backend/backend-impl.h"
 #include "cpu/threadpool.h"
 
+struct ggml_ext_cpu_parallel_v1;
+
 namespace ggx::cpu {
 
 // Alignment of CPU buffers and of the compute workspace.
@@ -22,6 +24,10 @@ std::string describe_node(int index, const ggml_tensor * node);
 bool needs_compute(const ggml_tensor * node);
 // Physical and available host memory in bytes.
 void host_memory(size_t * free, size_t * total);
+
+// The one ggml_ext_cpu_parallel_v1 service table (ext_service.cpp), which the CPU registry's
+// proc_address returns.
+const ggml_ext_cpu_parallel_v1 * parallel_service();
 
 // Appends a device to the CPU registry, which owns it for the rest of the process. Safe while other
 // threads enumerate devices.
@@ -39,6 +45,12 @@ public:
     void set_n_threads(int n);
     int n_threads() const { return pool_.n_threads(); }
     void set_abort_callback(ggml_abort_callback cb, void * data) { pool_.set_abort_callback(cb, data); }
+    // Runs task on the pool that computes graphs (the caller is thread 0; same contract as
+    // ThreadPool::run, so never from inside a task) and returns whether the run was aborted.
+    bool run_on_pool(TaskRef task) {
+        pool_.run(task);
+        return pool_.aborted();
+    }
 
 protected:
     // Whether the kernels may read and write memory of buft, or context memory of no buffer when buft

@@ -91,6 +91,16 @@ void check_thread_count(int n) {
     }
 }
 
+// Tasks of any pool this thread is running (0 or 1: runs do not nest).
+thread_local int tasks_running = 0;
+
+// Calls task with ctx, counting it in tasks_running.
+void call_task(const TaskRef & task, const ThreadContext & ctx) {
+    ++tasks_running;
+    task(ctx);
+    --tasks_running;
+}
+
 void finish_command(PoolState & s) {
     if (s.pending.fetch_sub(1, std::memory_order_seq_cst) == 1) s.pending.notify_one();
 }
@@ -202,15 +212,17 @@ void ThreadPool::run(TaskRef task) {
     PoolState & s = *state_;
     s.abort.store(false, std::memory_order_relaxed);  // published to the workers with the command
     if (n_threads_ == 1) {
-        task(ThreadContext(0, 1, &s));
+        call_task(task, ThreadContext(0, 1, &s));
         return;
     }
     publish(&task, kMaxThreads);
-    task(ThreadContext(0, n_threads_, &s));
+    call_task(task, ThreadContext(0, n_threads_, &s));
     wait_for_workers();
 }
 
 bool ThreadPool::aborted() const { return state_->abort.load(std::memory_order_relaxed); }
+
+bool ThreadPool::in_task() noexcept { return tasks_running > 0; }
 
 // A worker reads the command only between observing a new generation and finishing the command:
 // after that the caller may already be writing the next one.
@@ -220,7 +232,7 @@ void ThreadPool::worker_main(PoolState * s, int ith, uint32_t seen, int spin) {
         seen = wait_until(s->generation, published, spin);
         const bool stop = ith >= s->stop_from;
         spin = s->spin;
-        if (!stop && s->task != nullptr) (*s->task)(ThreadContext(ith, s->nth, s));
+        if (!stop && s->task != nullptr) call_task(*s->task, ThreadContext(ith, s->nth, s));
         finish_command(*s);
         if (stop) return;
     }

@@ -121,6 +121,9 @@ public:
     void run(TaskRef task);
     // Whether the last run was aborted.
     bool aborted() const;
+    // Whether the calling thread is running a task of any pool right now (as a worker or as thread 0 of
+    // a run), where calling run() would be a nested run: lets callers refuse one instead of aborting.
+    static bool in_task() noexcept;
 
 private:
     class Exclusive;
