@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct Registry {
     std::array<std::atomic<ggml_ext_op *>, kMaxOps + 1> ops_by_id{};  // lock-free lookup from nodes
     std::deque<Kernel> kernels;
     std::map<ggml_backend_dev_t, std::shared_ptr<const KernelList>> device_kernels;
+    std::set<ggml_backend_dev_t> disabled;  // selection policy: native only
     std::atomic<int> n_kernels{0};
     std::atomic<uint64_t> generation{1};
 };
@@ -87,7 +89,7 @@ std::shared_ptr<const KernelList> kernels_of(ggml_backend_dev_t device) {
     if (r.n_kernels.load(std::memory_order_acquire) == 0) return nullptr;
     std::lock_guard lock(r.mutex);
     const auto it = r.device_kernels.find(device);
-    return it == r.device_kernels.end() ? nullptr : it->second;
+    return it == r.device_kernels.end() || r.disabled.count(device) ? nullptr : it->second;
 }
 
 // What a kernel must be registered for to serve node: the built-in op, or the custom operator.
@@ -340,6 +342,19 @@ bool ggml_ext_register_kernel(ggml_backend_dev_t device, const ggml_ext_kernel_d
 
 bool ggml_ext_dev_supports_native_op(ggml_backend_dev_t device, const ggml_tensor * op) {
     return device->supports_op(op);
+}
+
+void ggml_ext_dev_set_enabled(ggml_backend_dev_t device, bool enabled) {
+    auto & r = registry();
+    std::lock_guard lock(r.mutex);
+    const bool changed = enabled ? r.disabled.erase(device) > 0 : r.disabled.insert(device).second;
+    if (changed) r.generation.fetch_add(1, std::memory_order_acq_rel);
+}
+
+bool ggml_ext_dev_get_enabled(ggml_backend_dev_t device) {
+    auto & r = registry();
+    std::lock_guard lock(r.mutex);
+    return r.disabled.count(device) == 0;
 }
 
 const char * ggml_ext_dev_selected_kernel(ggml_backend_dev_t device, const ggml_tensor * node) {

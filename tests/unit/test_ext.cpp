@@ -102,6 +102,7 @@ struct Probe {
     ggml_status prepare_status = GGML_STATUS_SUCCESS, execute_status = GGML_STATUS_SUCCESS;
     ggml_backend_t last_backend = nullptr;
     void * last_workspace = nullptr;
+    ggml_backend_buffer_type_t last_workspace_type = nullptr;
     size_t last_workspace_size = 0;
     float add = 0.0f;  // the override kernels add this to what native computes, to tell them apart
 };
@@ -137,6 +138,7 @@ bool probe_execute_common(const ggml_ext_execute_params * params, Probe * p) {
     ++p->executes;
     p->last_backend = params->backend;
     p->last_workspace = params->workspace_data;
+    p->last_workspace_type = params->workspace ? ggml_backend_buffer_get_type(params->workspace) : nullptr;
     p->last_workspace_size = params->workspace_size;
     EXPECT_NE(params->state, nullptr);
     if (params->state) {
@@ -549,6 +551,8 @@ TEST(ExtKernels, ExecuteGetsBackendWorkspaceAndAddressesAndPlansAreReused) {
         EXPECT_EQ(p.last_backend, rig.backend.get());
         EXPECT_NE(p.last_workspace, nullptr);
         EXPECT_GE(p.last_workspace_size, p.workspace_request);
+        // "Workspace is a backend buffer." (of the device's buffer type; its base is what kernels use)
+        EXPECT_EQ(p.last_workspace_type, ggml_backend_dev_buffer_type(rig.device));
         const std::vector<float> y = read(g.y);
         for (size_t i = 0; i < y.size(); ++i)
             EXPECT_EQ(y[i], x[i] * 2.0f + 0.25f);
@@ -665,6 +669,20 @@ TEST(ExtKernels, StalePlansAreRefused) {
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph));
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS);
     EXPECT_EQ(p.executes, 1);
+
+    // Selection policy changed.
+    ggml_ext_dev_set_enabled(rig.device, false);
+    EXPECT_FALSE(ggml_ext_dev_get_enabled(rig.device));
+    EXPECT_STREQ(ggml_ext_dev_selected_kernel(rig.device, ggml_graph_node(g.graph, 0)), "native");
+    EXPECT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_FAILED);
+    EXPECT_TRUE(contains(ggml_backend_get_last_error(), "selection policy")) << ggml_backend_get_last_error();
+    ggml_backend_sched_reset(sched.get());
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph));
+    ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS);
+    EXPECT_EQ(p.executes, 1);  // native ran
+    ggml_ext_dev_set_enabled(rig.device, true);
+    ggml_backend_sched_reset(sched.get());
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph));
 
     // Graph metadata changed after allocation.
     const float half = 0.5f;
