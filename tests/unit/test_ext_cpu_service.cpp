@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <set>
 #include <string>
 #include <thread>
@@ -404,6 +405,128 @@ TEST(CpuParallelService, InterleavesWithGraphComputes) {
         expect_graph_computes(backend.get());
         expect_each_index_once(backend.get(), round % 2 == 0 ? 0 : 2, round % 2 == 0 ? 4 : 2);
     }
+}
+
+// An extension operator, "svc_test.scale.v1": out = 2 * x (f32), and a CPU kernel for it whose execute
+// splits the elements over the pool through the service. Attribute: 1 makes task 0 fail instead.
+struct ScaleJob {
+    const float * x = nullptr;
+    float * out = nullptr;
+    int64_t n = 0;
+    int fail = 0;
+};
+
+void scale_task(const ggml_ext_cpu_task * task) {
+    const auto * job = static_cast<const ScaleJob *>(task->user_data);
+    if (job->fail && task->ith == 0) {
+        service()->fail(task, "scale kernel refused its input");
+        return;
+    }
+    const int64_t begin = job->n * task->ith / task->nth, end = job->n * (task->ith + 1) / task->nth;
+    for (int64_t i = begin; i < end; ++i)
+        job->out[i] = 2.0f * job->x[i];
+}
+
+ggml_status scale_execute(const ggml_ext_execute_params * params) {
+    ScaleJob job;
+    job.x = static_cast<const float *>(params->node->src[0]->data);
+    job.out = static_cast<float *>(params->node->data);
+    job.n = ggml_nelements(params->node);
+    size_t attr_size = 0;
+    std::memcpy(&job.fail, ggml_ext_node_attrs(params->node, &attr_size), sizeof job.fail);
+    return service()->run(params->backend, &scale_task, &job, 0);
+}
+
+bool scale_infer(const ggml_tensor * const * inputs, int, const void *, size_t, ggml_type * type,
+                 int64_t ne[GGML_MAX_DIMS], char *, size_t, void *) {
+    *type = inputs[0]->type;
+    for (int d = 0; d < GGML_MAX_DIMS; ++d)
+        ne[d] = inputs[0]->ne[d];
+    return true;
+}
+
+bool scale_supports(ggml_backend_dev_t, const ggml_tensor * node, void *) {
+    return node->type == GGML_TYPE_F32 && node->src[0]->type == GGML_TYPE_F32 &&
+           ggml_is_contiguous(node->src[0]);
+}
+
+// Registers the operator and its CPU kernel once per process.
+ggml_ext_op_t scale_op() {
+    static ggml_ext_op_t op = [] {
+        ggml_ext_op_desc desc{};
+        desc.struct_size = sizeof desc;
+        desc.version = GGML_EXT_OP_DESC_VERSION;
+        desc.name = "svc_test.scale.v1";
+        desc.attr_size = sizeof(int32_t);
+        desc.min_inputs = 1;
+        desc.max_inputs = 1;
+        desc.infer = &scale_infer;
+        ggml_ext_op_t registered = ggml_ext_register_op(&desc);
+        if (!registered) return registered;
+        ggml_ext_kernel_desc kernel{};
+        kernel.struct_size = sizeof kernel;
+        kernel.version = GGML_EXT_KERNEL_DESC_VERSION;
+        kernel.name = "svc_test.scale.cpu";
+        kernel.op = GGML_OP_CUSTOM;
+        kernel.custom_op = registered;
+        kernel.supports = &scale_supports;
+        kernel.execute = &scale_execute;
+        return ggml_backend_reg_dev_get(ggml_backend_cpu_reg(), 0) &&
+                       ggml_ext_register_kernel(ggml_backend_reg_dev_get(ggml_backend_cpu_reg(), 0), &kernel)
+                   ? registered
+                   : nullptr;
+    }();
+    return op;
+}
+
+// Computes ((a + a) scaled) + a = 5a with the extension node between two native nodes; fail makes the
+// extension's task 0 fail.
+ggml_status compute_with_extension_node(ggml_backend_t backend, int32_t fail, std::vector<float> * result) {
+    constexpr int64_t n = 1000;
+    Context ctx(ggml_init({1 << 20, nullptr, true}));
+    ggml_tensor * a = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, n);
+    ggml_tensor * sum = ggml_add(ctx.get(), a, a);
+    ggml_tensor * scaled = ggml_ext_op_create(ctx.get(), scale_op(), &sum, 1, &fail, sizeof fail);
+    EXPECT_NE(scaled, nullptr) << ggml_get_error(ctx.get());
+    if (!scaled) return GGML_STATUS_FAILED;
+    ggml_tensor * out = ggml_add(ctx.get(), scaled, a);
+    ggml_cgraph * graph = ggml_new_graph(ctx.get());
+    ggml_build_forward_expand(graph, out);
+    Buffer buffer(ggml_backend_alloc_ctx_tensors(ctx.get(), backend));
+    EXPECT_NE(buffer, nullptr) << ggml_backend_get_last_error();
+    std::vector<float> va(n);
+    for (int64_t i = 0; i < n; ++i)
+        va[i] = static_cast<float>(i % 17) - 8.0f;
+    ggml_backend_tensor_set(a, va.data(), 0, ggml_nbytes(a));
+    const ggml_status status = ggml_backend_graph_compute(backend, graph);
+    if (status == GGML_STATUS_SUCCESS) {
+        result->resize(n);
+        ggml_backend_tensor_get(out, result->data(), 0, ggml_nbytes(out));
+        for (int64_t i = 0; i < n; ++i)
+            EXPECT_EQ((*result)[i], 5.0f * va[i]) << "element " << i;
+    }
+    return status;
+}
+
+// Brief: run must be callable "from inside an extension kernel's execute (which the plan executor
+// calls on the caller's thread between native ranges)"; a task's failure propagates through execute.
+TEST(CpuParallelService, WorksFromAnExtensionKernelsExecute) {
+    ASSERT_NE(scale_op(), nullptr) << ggml_backend_get_last_error();
+    Backend backend(ggml_backend_cpu_init());
+    ggml_backend_cpu_set_n_threads(backend.get(), 4);
+    std::vector<float> result;
+    EXPECT_EQ(compute_with_extension_node(backend.get(), 0, &result), GGML_STATUS_SUCCESS)
+        << ggml_backend_get_last_error();
+
+    EXPECT_EQ(compute_with_extension_node(backend.get(), 1, &result), GGML_STATUS_FAILED);
+    const std::string error = ggml_backend_get_last_error();
+    EXPECT_TRUE(contains(error, "scale kernel refused its input")) << error;
+    EXPECT_TRUE(contains(error, "svc_test.scale.cpu")) << error;
+
+    EXPECT_EQ(compute_with_extension_node(backend.get(), 0, &result), GGML_STATUS_SUCCESS)
+        << ggml_backend_get_last_error();
+    expect_each_index_once(backend.get(), 0, 4);
+    expect_graph_computes(backend.get());
 }
 
 }  // namespace
