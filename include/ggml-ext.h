@@ -265,6 +265,94 @@ struct ggml_ext_check_report {
  * (then the message is in ggml_backend_get_last_error too). report may be NULL. */
 bool ggml_ext_check_kernel(const struct ggml_ext_check_params * params, struct ggml_ext_check_report * report);
 
+/* ---------------------------------------------------------------------------------------------- */
+/* Conformance check of a kernel (opcheck)                                                         */
+/*
+ * ggml_ext_check_kernel runs one kernel alone on a device, case by case, and checks what the
+ * runtime relies on: results within max_nmse of the device's native implementation (or, when native
+ * does not support the node, of the caller's reference) with NaN/Inf positions agreeing; no byte
+ * written outside the output and the workspace request (guard bytes surround every input, the
+ * output and the workspace); inputs unchanged; prepare run with every data pointer NULL (metadata
+ * only); a second execute, after the workspace was overwritten, still right (workspace contents are
+ * not preserved); for a custom operator, the node contiguous, out of place, of the inferred type
+ * and shape. With non_contiguous set, each case is also laid out permuted and strided (all inputs,
+ * then each input alone); a layout the kernel's supports rejects is skipped, one it accepts must give
+ * the right result. The kernel is given by its descriptor and need not be registered; the check
+ * never changes registrations or selection. */
+
+#define GGML_EXT_CHECK_CASE_VERSION 1
+#define GGML_EXT_CHECK_PARAMS_VERSION 1
+#define GGML_EXT_CHECK_REPORT_VERSION 1
+
+/* Builds the node of a case from its inputs (already laid out): for an override, the built-in op's
+ * constructor, e.g. return ggml_scale(ctx, inputs[0], 0.5f). It must add no other computing node. */
+typedef struct ggml_tensor * (*ggml_ext_check_build_fn)(struct ggml_context * ctx,
+                                                        struct ggml_tensor ** inputs, int n_inputs,
+                                                        void * user_data);
+
+/* Expected output of node (metadata only; attributes through ggml_ext_node_attrs) in double precision:
+ * inputs[i] holds node->src[i]'s values as the kernel sees them, output receives the node's, each
+ * in logical order (ne0 fastest, no gaps). Return false when it cannot (the check fails). */
+typedef bool (*ggml_ext_check_reference_fn)(const struct ggml_tensor * node, const double * const * inputs,
+                                            double * output, void * user_data);
+
+struct ggml_ext_check_case {
+    size_t struct_size; /* sizeof(struct ggml_ext_check_case) */
+    uint32_t version;   /* GGML_EXT_CHECK_CASE_VERSION */
+    const char * name;  /* for messages; NULL: "case <index>" */
+    int n_inputs;
+    enum ggml_type types[GGML_MAX_SRC];
+    int64_t ne[GGML_MAX_SRC][GGML_MAX_DIMS];
+    /* Input values are drawn uniformly from [range[i][0], range[i][1]) (both 0: [-1, 1)) and rounded
+     * to the input's type. */
+    double range[GGML_MAX_SRC][2];
+    /* A custom operator's attributes (attr_size must be the operator's). */
+    const void * attrs;
+    size_t attr_size;
+    /* Builds the node; required for a built-in op. NULL for a custom operator: ggml_ext_op_create. */
+    ggml_ext_check_build_fn build;
+    void * build_user_data;
+    /* Also try permuted and strided layouts of the inputs. */
+    bool non_contiguous;
+};
+
+struct ggml_ext_check_params {
+    size_t struct_size; /* sizeof(struct ggml_ext_check_params) */
+    uint32_t version;   /* GGML_EXT_CHECK_PARAMS_VERSION */
+    ggml_backend_dev_t device;
+    /* Optional: the backend to run on (a backend of device); NULL: the check makes one. */
+    ggml_backend_t backend;
+    /* The kernel, as given (or to be given) to ggml_ext_register_kernel. */
+    const struct ggml_ext_kernel_desc * kernel;
+    const struct ggml_ext_check_case * cases;
+    int n_cases;
+    /* Largest normalised mean squared error sum((y - e)^2) / sum(e^2); 0: results must be exact. */
+    double max_nmse;
+    /* Optional: expected values where native does not support the node (custom operators). */
+    ggml_ext_check_reference_fn reference;
+    void * reference_user_data;
+    uint64_t seed; /* input values; the same seed gives the same values */
+    /* Optional: called with every failure message as it is found (first_failure keeps the first). */
+    void (*log)(const char * message, void * user_data);
+    void * log_user_data;
+};
+
+struct ggml_ext_check_report {
+    size_t struct_size;      /* sizeof(struct ggml_ext_check_report), set by the caller */
+    uint32_t version;        /* GGML_EXT_CHECK_REPORT_VERSION */
+    int n_cases;             /* cases checked */
+    int n_passed;            /* cases whose every layout the kernel accepted passed */
+    int n_runs;              /* case layouts the kernel ran (each executed twice) */
+    int n_skipped;           /* non-contiguous case layouts its supports rejected */
+    char first_failure[512]; /* "" when everything passed; else names the case, layout and problem */
+};
+
+/* Check the kernel on every case (see above). true when every case passed; false with the first
+ * problem in report->first_failure (and every one through params->log), also for bad parameters
+ * (then the message is in ggml_backend_get_last_error too). report may be NULL. */
+bool ggml_ext_check_kernel(const struct ggml_ext_check_params * params,
+                           struct ggml_ext_check_report * report);
+
 #ifdef __cplusplus
 }
 #endif

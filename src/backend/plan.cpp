@@ -36,19 +36,30 @@ void ExecutionPlan::release() {
 }
 
 bool ExecutionPlan::build(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end) {
+    return build_impl(backend, graph, begin, end, nullptr, nullptr);
+}
+
+bool ExecutionPlan::build_with_kernel(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end,
+                                      const ggml_tensor * node, const ext::Kernel & kernel) {
+    return build_impl(backend, graph, begin, end, node, &kernel);
+}
+
+bool ExecutionPlan::build_impl(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end,
+                               const ggml_tensor * forced_node, const ext::Kernel * forced_kernel) {
     release();
     backend_ = backend;
     generation_ = ext::generation();
     ggml_backend_dev_t device = backend->device();
-    if (!ext::has_kernels(device)) {  // nothing to select: one native range
+    if (!forced_kernel && !ext::has_kernels(device)) {  // nothing to select: one native range
         if (begin < end) steps_.push_back({begin, end, nullptr});
         return true;
     }
     for (int i = begin; i < end; ++i) {
         ggml_tensor * node = ggml_graph_node(graph, i);
-        const ext::Selection selection = core::is_layout_op(node->op)
-                                             ? ext::Selection{ext::Selection::Kind::kNative}
-                                             : ext::select(device, node);
+        const ext::Selection selection =
+            node == forced_node           ? ext::Selection{ext::Selection::Kind::kExtension, forced_kernel}
+            : core::is_layout_op(node->op) ? ext::Selection{ext::Selection::Kind::kNative}
+                                           : ext::select(device, node);
         switch (selection.kind) {
             case ext::Selection::Kind::kNone:
                 set_last_error(std::string(backend->name()) + ": node " + std::to_string(i) + " " +
@@ -87,6 +98,12 @@ bool ExecutionPlan::build(ggml_backend_t backend, ggml_cgraph * graph, int begin
 
 ggml_status ExecutionPlan::run(ggml_cgraph * graph, int first, int last,
                                ggml_backend_buffer_t workspace) const {
+    return run(graph, first, last, workspace, workspace ? ggml_backend_buffer_get_base(workspace) : nullptr,
+               workspace ? ggml_backend_buffer_get_size(workspace) : 0);
+}
+
+ggml_status ExecutionPlan::run(ggml_cgraph * graph, int first, int last, ggml_backend_buffer_t workspace,
+                               void * workspace_data, size_t workspace_size) const {
     if (generation_ != ext::generation()) {
         return fail(GGML_STATUS_FAILED,
                     std::string(backend_->name()) +
@@ -94,7 +111,6 @@ ggml_status ExecutionPlan::run(ggml_cgraph * graph, int first, int last,
                         "graph was planned; rebuild the scheduler allocation "
                         "(ggml_backend_sched_reset, then allocate) before computing again");
     }
-    const size_t workspace_size = workspace ? ggml_backend_buffer_get_size(workspace) : 0;
     if (workspace_size < workspace_bytes_) {
         return fail(GGML_STATUS_FAILED, std::string(backend_->name()) + ": the plan needs " +
                                             std::to_string(workspace_bytes_) + " bytes of workspace, " +
@@ -111,7 +127,7 @@ ggml_status ExecutionPlan::run(ggml_cgraph * graph, int first, int last,
         const ggml_ext_kernel_desc & d = s.kernel->desc;
         const ggml_ext_execute_params params{
             sizeof params,  backend_,   node,
-            s.state,        workspace,  workspace ? ggml_backend_buffer_get_base(workspace) : nullptr,
+            s.state,        workspace,  workspace_data,
             workspace_size, d.user_data};
         set_last_error("");
         if (const ggml_status status = d.execute(&params)) {

@@ -25,6 +25,11 @@ public:
     // extension steps (metadata only: it may run before tensors have addresses). false (error set,
     // naming the node) when neither the device nor an extension supports a node, or prepare fails.
     bool build(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end);
+    // As build, but node runs kernel whatever selection would say (the kernel need not be registered;
+    // it must outlive the plan), and the other nodes are selected as usual. For
+    // ggml_ext_check_kernel, which runs one kernel alone.
+    bool build_with_kernel(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end,
+                           const ggml_tensor * node, const ext::Kernel & kernel);
     // Workspace the plan needs: the largest request of its steps, not the sum.
     size_t workspace_bytes() const { return workspace_bytes_; }
     bool has_extension_steps() const { return n_extension_steps_ > 0; }
@@ -32,6 +37,10 @@ public:
     // order, queued on the backend. Fails without running anything when registrations changed since
     // build (a stale selection), or when workspace is smaller than workspace_bytes().
     ggml_status run(ggml_cgraph * graph, int first, int last, ggml_backend_buffer_t workspace) const;
+    // As run, with the workspace given as a region [workspace_data, + workspace_size) inside the
+    // buffer workspace (the checker surrounds it with guard bytes).
+    ggml_status run(ggml_cgraph * graph, int first, int last, ggml_backend_buffer_t workspace,
+                    void * workspace_data, size_t workspace_size) const;
 
 private:
     struct Step {
@@ -40,6 +49,8 @@ private:
         void * state = nullptr;      // prepare's
     };
     void release();
+    bool build_impl(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end,
+                    const ggml_tensor * forced_node, const ext::Kernel * forced_kernel);
 
     ggml_backend_t backend_ = nullptr;
     std::vector<Step> steps_;
