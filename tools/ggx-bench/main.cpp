@@ -1,12 +1,14 @@
 // ggx-bench: benchmarks of the runtime itself, as one JSON report on stdout.
 //
-//   ggx-bench [memory] [sched]      (both when none is named)
+//   ggx-bench [memory] [sched] [ext]      (all when none is named)
 //
 // memory: peak activation memory the graph allocator plans for a 24-layer transformer (hidden 2048,
 //         16 heads, 512 tokens), as a ratio to the liveness lower bound: the maximum over steps of
 //         the bytes of tensors live at that step.
 // sched:  scheduler overhead per node for a graph of 5,000 tiny ops: placing + allocating on a
 //         reused scheduler, and dispatching, against the CPU backend computing the same graph directly.
+// ext:    extension dispatch per node (ext.cpp): 1,000 tiny SCALE nodes run by an override kernel vs
+//         native, through a scheduler whose plan is reused.
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
@@ -243,21 +245,28 @@ std::string sched_report(int n_threads) {
 
 }  // namespace
 
+std::string ext_report();  // ext.cpp
+
 int main(int argc, char ** argv) {
-    bool memory = argc == 1, sched = argc == 1;
+    bool memory = argc == 1, sched = argc == 1, ext = argc == 1;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "memory") == 0) {
             memory = true;
         } else if (std::strcmp(argv[i], "sched") == 0) {
             sched = true;
+        } else if (std::strcmp(argv[i], "ext") == 0) {
+            ext = true;
         } else {
-            std::fprintf(stderr, "usage: ggx-bench [memory] [sched]\n");
+            std::fprintf(stderr, "usage: ggx-bench [memory] [sched] [ext]\n");
             return 2;
         }
     }
     std::printf("{");
-    if (memory) std::printf("\"memory\": %s%s", memory_report().c_str(), sched ? ", " : "");
-    if (sched) std::printf("\"sched\": [%s, %s]", sched_report(1).c_str(), sched_report(2).c_str());
+    if (memory) std::printf("\"memory\": %s%s", memory_report().c_str(), sched || ext ? ", " : "");
+    if (sched)
+        std::printf("\"sched\": [%s, %s]%s", sched_report(1).c_str(), sched_report(2).c_str(),
+                    ext ? ", " : "");
+    if (ext) std::printf("\"ext\": %s", ext_report().c_str());
     std::printf("}\n");
     return 0;
 }
