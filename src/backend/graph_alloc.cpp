@@ -94,7 +94,8 @@ public:
     Planner(const GraphAllocator & galloc, const ggml_cgraph * graph, AllocationPlan & out)
         : galloc_(galloc), graph_(graph), out_(out), pools_(galloc.n_buffers()) {}
 
-    bool run(std::span<const int> node_ids, std::span<const int> leaf_ids);
+    bool run(std::span<const int> node_ids, std::span<const int> leaf_ids,
+             std::span<const KeepAlive> keep_alive);
 
 private:
     struct Slot {
@@ -266,7 +267,8 @@ void Planner::maybe_free(int r) {
     if (owner.bytes > 0) pools_[owner.buffer_id].release(owner.offset, owner.bytes);
 }
 
-bool Planner::run(std::span<const int> node_ids, std::span<const int> leaf_ids) {
+bool Planner::run(std::span<const int> node_ids, std::span<const int> leaf_ids,
+                  std::span<const KeepAlive> keep_alive) {
     const int n_nodes = ggml_graph_n_nodes(graph_), n_leafs = ggml_graph_n_leafs(graph_);
     const int n_bufs = galloc_.n_buffers();
     if (!node_ids.empty() && static_cast<int>(node_ids.size()) != n_nodes)
@@ -329,6 +331,16 @@ bool Planner::run(std::span<const int> node_ids, std::span<const int> leaf_ids) 
         }
     }
 
+    std::unordered_multimap<int, int> kept_until;  // node -> slot whose extra use ends there
+    for (const KeepAlive & k : keep_alive) {
+        const auto it = index_.find(k.tensor);
+        if (it == index_.end() || k.until < 0 || k.until >= n_nodes)
+            return fail("keep-alive of " + tensor_name(k.tensor) + " through node " +
+                        std::to_string(k.until) + ": not a tensor of the graph, or no such node");
+        slots_[it->second].remaining++;
+        kept_until.emplace(k.until, it->second);
+    }
+
     for (const int s : start_) {
         if (slots_[s].is_view) {
             if (!birth(s)) return false;
@@ -346,6 +358,8 @@ bool Planner::run(std::span<const int> node_ids, std::span<const int> leaf_ids) 
         for (const ggml_tensor * src : nodes[i]->src) {
             if (src) consume(index_.at(src));
         }
+        for (auto [it, end] = kept_until.equal_range(i); it != end; ++it)
+            consume(it->second);
     }
     for (int id = 0; id < n_bufs; ++id)
         out_.buffer_sizes[id] = pools_[id].peak();
@@ -371,8 +385,9 @@ bool GraphAllocator::owns(const ggml_backend_buffer * buffer) const {
 }
 
 bool GraphAllocator::plan(const ggml_cgraph * graph, std::span<const int> node_ids,
-                          std::span<const int> leaf_ids, AllocationPlan & out) const {
-    return Planner(*this, graph, out).run(node_ids, leaf_ids);
+                          std::span<const int> leaf_ids, AllocationPlan & out,
+                          std::span<const KeepAlive> keep_alive) const {
+    return Planner(*this, graph, out).run(node_ids, leaf_ids, keep_alive);
 }
 
 bool GraphAllocator::reserve(std::span<const size_t> sizes, const std::vector<bool> & used) {

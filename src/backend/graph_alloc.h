@@ -27,6 +27,13 @@ struct AllocationPlan {
     int n_inplace = 0;                        // placements that reuse their src[0]'s block
 };
 
+// A tensor that must stay live through node `until` of the graph although no node reads it there (a
+// fused range's external inputs stay allocated through its last node).
+struct KeepAlive {
+    const ggml_tensor * tensor;
+    int until;
+};
+
 class GraphAllocator {
 public:
     // One buffer (allocated lazily) per buffer type; bufts must be non-empty and non-NULL.
@@ -45,9 +52,10 @@ public:
 
     // Plans graph's storage. node_ids / leaf_ids: the buffer id of each node / leaf of graph, or
     // empty for all 0. Touches no tensor. False (message in ggml_backend_get_last_error) on bad
-    // ids or a graph whose order does not produce a view's source before the view.
+    // ids or a graph whose order does not produce a view's source before the view. keep_alive
+    // extends lifetimes (each entry counts as one more use, at node `until`).
     bool plan(const ggml_cgraph * graph, std::span<const int> node_ids, std::span<const int> leaf_ids,
-              AllocationPlan & out) const;
+              AllocationPlan & out, std::span<const KeepAlive> keep_alive = {}) const;
     // Grows each buffer to at least sizes[id] (and creates the used ones), all or nothing. False
     // (message set, buffers unchanged) when a buffer cannot be allocated.
     bool reserve(std::span<const size_t> sizes, const std::vector<bool> & used);

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/graph_alloc.h"
+
 #include "backend/backend-impl.h"
 #include "unit/test_util.h"
 
@@ -138,6 +140,32 @@ TEST_F(Liveness, ABlockIsReusedOnlyAfterTheLastConsumer) {
     EXPECT_NE(e->data, d->data);
     EXPECT_EQ(e->data, a->data);  // a and c died at d; best fit takes the lowest equal block
     EXPECT_EQ(ggml_gallocr_get_buffer_size(galloc.get(), 0), 3 * 64u);
+}
+
+// GraphAllocator::plan keep_alive (spec "Fusion": "External inputs stay allocated through the final
+// node"): an extra use at a later node keeps a block from being reused before then.
+TEST_F(Liveness, KeepAliveExtendsALifetimeThroughTheGivenNode) {
+    ggml_tensor * a = node(ctx.get(), 16, {}, "a");
+    ggml_tensor * b = node(ctx.get(), 16, {a}, "b");  // a's last reader
+    ggml_tensor * c = node(ctx.get(), 16, {b}, "c");  // would take a's block
+    ggml_tensor * d = node(ctx.get(), 16, {c}, "d");
+    expand({d});
+    ggx::backend::GraphAllocator allocator({ggml_backend_cpu_buffer_type()});
+    const auto offset_in = [](const ggx::backend::AllocationPlan & plan, const ggml_tensor * t) {
+        for (const auto & p : plan.placements)
+            if (p.tensor == t) return p.offset;
+        return SIZE_MAX;
+    };
+    ggx::backend::AllocationPlan plain, kept;
+    ASSERT_TRUE(allocator.plan(graph, {}, {}, plain));
+    EXPECT_EQ(offset_in(plain, c), offset_in(plain, a));
+    const ggx::backend::KeepAlive keep[] = {{a, 3}};  // through d (nodes a, b, c, d)
+    ASSERT_TRUE(allocator.plan(graph, {}, {}, kept, keep));
+    EXPECT_NE(offset_in(kept, c), offset_in(kept, a));
+    EXPECT_NE(offset_in(kept, d), offset_in(kept, a));
+    const ggx::backend::KeepAlive bad[] = {{a, 7}};
+    EXPECT_FALSE(allocator.plan(graph, {}, {}, kept, bad));
+    EXPECT_NE(std::string(ggml_backend_get_last_error()).find("keep-alive"), std::string::npos);
 }
 
 // "a tensor is live ... counted with the graph's recorded use counts": a tensor read twice by one node
