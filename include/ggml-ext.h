@@ -40,8 +40,8 @@ typedef struct ggml_ext_op * ggml_ext_op_t;
  * dimension >= 0; the output is contiguous). Return false to reject the inputs, after writing a
  * reason into why (why_size bytes, NUL-terminated). Metadata only: no data is available. */
 typedef bool (*ggml_ext_infer_fn)(const struct ggml_tensor * const * inputs, int n_inputs, const void * attrs,
-                                  size_t attr_size, enum ggml_type * type, int64_t ne[GGML_MAX_DIMS], char * why,
-                                  size_t why_size, void * user_data);
+                                  size_t attr_size, enum ggml_type * type, int64_t ne[GGML_MAX_DIMS],
+                                  char * why, size_t why_size, void * user_data);
 
 struct ggml_ext_op_desc {
     size_t struct_size; /* sizeof(struct ggml_ext_op_desc) */
@@ -67,8 +67,9 @@ const char * ggml_ext_op_name(ggml_ext_op_t op);
  * output is contiguous, out of place, of the type and shape the inference callback gives. NULL (error
  * in the context) when the attributes or the number of inputs do not fit the operator or inference
  * rejects the inputs. */
-struct ggml_tensor * ggml_ext_op_create(struct ggml_context * ctx, ggml_ext_op_t op, struct ggml_tensor ** inputs,
-                                        int n_inputs, const void * attrs, size_t attr_size);
+struct ggml_tensor * ggml_ext_op_create(struct ggml_context * ctx, ggml_ext_op_t op,
+                                        struct ggml_tensor ** inputs, int n_inputs, const void * attrs,
+                                        size_t attr_size);
 /* The operator of an extension node, or NULL for any other tensor. */
 ggml_ext_op_t ggml_ext_node_op(const struct ggml_tensor * node);
 /* The attribute bytes of an extension node (copy them out with memcpy), and their size; NULL for any
@@ -150,6 +151,68 @@ const char * ggml_ext_dev_selected_kernel(ggml_backend_dev_t device, const struc
 void ggml_ext_set_error(const char * message);
 
 /* ---------------------------------------------------------------------------------------------- */
+/* Fusion (spec "Fusion")                                                                          */
+/*
+ * A fusion rule replaces consecutive nodes [first, first + n) of a scheduled graph with one step. The
+ * scheduler matches rules in scheduler execution with one pipeline copy and no eval callback, and
+ * freezes the selection before allocating tensors. The runtime checks legality (compute flags,
+ * external uses, output flags, views, in-place writes; see docs/extensions.md); the rule stays
+ * responsible for mathematical equivalence, dtype, shape, layout and hardware constraints. Only the
+ * last node is the fused output; the computation of the others is removed (intermediates that
+ * nothing else observes take no memory). External inputs stay allocated through the last node; the
+ * output may still share storage with an input by the allocator's in-place reuse, which the kernel
+ * must handle (with workspace when needed). A fusion-only registration does not claim single-node
+ * support in capability queries. */
+
+#define GGML_EXT_FUSION_DESC_VERSION 1
+
+/* One fused range, metadata only (prepare) or with current addresses (execute). */
+struct ggml_ext_fusion_prepare_params {
+    size_t struct_size;
+    ggml_backend_dev_t device;
+    struct ggml_tensor * const * nodes; /* the matched nodes in order; nodes[n_nodes - 1] is the output */
+    int n_nodes;
+    void * user_data;
+};
+
+struct ggml_ext_fusion_execute_params {
+    size_t struct_size;
+    ggml_backend_t backend;
+    struct ggml_tensor * const * nodes;
+    int n_nodes;
+    void * state;
+    ggml_backend_buffer_t workspace;
+    void * workspace_data;
+    size_t workspace_size;
+    void * user_data;
+};
+
+struct ggml_ext_fusion_desc {
+    size_t struct_size; /* sizeof(struct ggml_ext_fusion_desc) */
+    uint32_t version;   /* GGML_EXT_FUSION_DESC_VERSION */
+    const char * name;  /* unique among the device's fusion rules */
+    int priority;       /* higher first */
+    /* Optional: reorder the graph before matching and allocation, only through ggml_ext_graph_delay. */
+    void (*optimize)(ggml_backend_dev_t device, struct ggml_cgraph * graph, void * user_data);
+    /* How many consecutive nodes starting at node `first` the rule replaces (0 or 1: none). Metadata
+     * only; use counts (ggml_graph_get_use_count) count every consumer of the whole graph. */
+    int (*match)(ggml_backend_dev_t device, const struct ggml_cgraph * graph, int first, void * user_data);
+    enum ggml_status (*prepare)(const struct ggml_ext_fusion_prepare_params * params, void ** state,
+                                size_t * workspace_bytes); /* optional */
+    enum ggml_status (*execute)(const struct ggml_ext_fusion_execute_params * params);
+    void (*destroy)(void * state, void * user_data); /* optional */
+    void * user_data;
+};
+
+/* Register a fusion rule for device. false (error in ggml_backend_get_last_error, nothing registered)
+ * for a bad descriptor or a name the device already has. */
+bool ggml_ext_register_fusion(ggml_backend_dev_t device, const struct ggml_ext_fusion_desc * desc);
+
+/* The runtime's legality check of fusing nodes [first, first + n) of graph into their last node: true,
+ * or false with the rule that failed and the node involved in ggml_backend_get_last_error. */
+bool ggml_ext_fusion_is_legal(const struct ggml_cgraph * graph, int first, int n);
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Backend services (ggml_backend_reg_get_proc_address)                                            */
 
 /* "ggml_ext_cpu_parallel_v1" from the CPU registry: run a callback on a CPU backend's thread pool. */
@@ -157,10 +220,10 @@ void ggml_ext_set_error(const char * message);
 #define GGML_EXT_CPU_PARALLEL_V1_VERSION 1
 
 struct ggml_ext_cpu_task {
-    int ith;         /* this thread, 0 .. nth - 1 */
-    int nth;         /* threads running the callback */
+    int ith; /* this thread, 0 .. nth - 1 */
+    int nth; /* threads running the callback */
     void * user_data;
-    void * runtime;  /* opaque; pass the task to should_stop / fail */
+    void * runtime; /* opaque; pass the task to should_stop / fail */
 };
 typedef void (*ggml_ext_cpu_task_fn)(const struct ggml_ext_cpu_task * task);
 
@@ -178,92 +241,6 @@ struct ggml_ext_cpu_parallel_v1 {
     /* Inside fn: fail the run with message (the first failure wins); the other tasks see should_stop. */
     void (*fail)(const struct ggml_ext_cpu_task * task, const char * message);
 };
-
-/* ---------------------------------------------------------------------------------------------- */
-/* Conformance check of a kernel (opcheck)                                                         */
-/*
- * ggml_ext_check_kernel runs one kernel alone on a device, case by case, and checks what the
- * runtime relies on: results within max_nmse of the device's native implementation (or, when native
- * does not support the node, of the caller's reference) with NaN/Inf positions agreeing; no byte
- * written outside the output and the workspace request (guard bytes surround every input, the
- * output and the workspace); inputs unchanged; prepare run with every data pointer NULL (metadata
- * only); a second execute, after the workspace was overwritten, still right (workspace contents are
- * not preserved); for a custom operator, the node contiguous, out of place, of the inferred type
- * and shape. With non_contiguous set, each case is also laid out permuted and strided (all inputs,
- * then each input alone); a layout the kernel's supports rejects is skipped, one it accepts must give
- * the right result. The kernel is given by its descriptor and need not be registered; the check
- * never changes registrations or selection. */
-
-#define GGML_EXT_CHECK_CASE_VERSION 1
-#define GGML_EXT_CHECK_PARAMS_VERSION 1
-#define GGML_EXT_CHECK_REPORT_VERSION 1
-
-/* Builds the node of a case from its inputs (already laid out): for an override, the built-in op's
- * constructor, e.g. return ggml_scale(ctx, inputs[0], 0.5f). It must add no other computing node. */
-typedef struct ggml_tensor * (*ggml_ext_check_build_fn)(struct ggml_context * ctx, struct ggml_tensor ** inputs,
-                                                       int n_inputs, void * user_data);
-
-/* Expected output of node (metadata only; attributes through ggml_ext_node_attrs) in double precision:
- * inputs[i] holds node->src[i]'s values as the kernel sees them, output receives the node's, each
- * in logical order (ne0 fastest, no gaps). Return false when it cannot (the check fails). */
-typedef bool (*ggml_ext_check_reference_fn)(const struct ggml_tensor * node, const double * const * inputs,
-                                            double * output, void * user_data);
-
-struct ggml_ext_check_case {
-    size_t struct_size; /* sizeof(struct ggml_ext_check_case) */
-    uint32_t version;   /* GGML_EXT_CHECK_CASE_VERSION */
-    const char * name;  /* for messages; NULL: "case <index>" */
-    int n_inputs;
-    enum ggml_type types[GGML_MAX_SRC];
-    int64_t ne[GGML_MAX_SRC][GGML_MAX_DIMS];
-    /* Input values are drawn uniformly from [range[i][0], range[i][1]) (both 0: [-1, 1)) and rounded
-     * to the input's type. */
-    double range[GGML_MAX_SRC][2];
-    /* A custom operator's attributes (attr_size must be the operator's). */
-    const void * attrs;
-    size_t attr_size;
-    /* Builds the node; required for a built-in op. NULL for a custom operator: ggml_ext_op_create. */
-    ggml_ext_check_build_fn build;
-    void * build_user_data;
-    /* Also try permuted and strided layouts of the inputs. */
-    bool non_contiguous;
-};
-
-struct ggml_ext_check_params {
-    size_t struct_size; /* sizeof(struct ggml_ext_check_params) */
-    uint32_t version;   /* GGML_EXT_CHECK_PARAMS_VERSION */
-    ggml_backend_dev_t device;
-    /* Optional: the backend to run on (a backend of device); NULL: the check makes one. */
-    ggml_backend_t backend;
-    /* The kernel, as given (or to be given) to ggml_ext_register_kernel. */
-    const struct ggml_ext_kernel_desc * kernel;
-    const struct ggml_ext_check_case * cases;
-    int n_cases;
-    /* Largest normalised mean squared error sum((y - e)^2) / sum(e^2); 0: results must be exact. */
-    double max_nmse;
-    /* Optional: expected values where native does not support the node (custom operators). */
-    ggml_ext_check_reference_fn reference;
-    void * reference_user_data;
-    uint64_t seed; /* input values; the same seed gives the same values */
-    /* Optional: called with every failure message as it is found (first_failure keeps the first). */
-    void (*log)(const char * message, void * user_data);
-    void * log_user_data;
-};
-
-struct ggml_ext_check_report {
-    size_t struct_size; /* sizeof(struct ggml_ext_check_report), set by the caller */
-    uint32_t version;   /* GGML_EXT_CHECK_REPORT_VERSION */
-    int n_cases;        /* cases checked */
-    int n_passed;       /* cases whose every layout the kernel accepted passed */
-    int n_runs;         /* case layouts the kernel ran (each executed twice) */
-    int n_skipped;      /* non-contiguous case layouts its supports rejected */
-    char first_failure[512]; /* "" when everything passed; else names the case, layout and problem */
-};
-
-/* Check the kernel on every case (see above). true when every case passed; false with the first
- * problem in report->first_failure (and every one through params->log), also for bad parameters
- * (then the message is in ggml_backend_get_last_error too). report may be NULL. */
-bool ggml_ext_check_kernel(const struct ggml_ext_check_params * params, struct ggml_ext_check_report * report);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Conformance check of a kernel (opcheck)                                                         */

@@ -23,7 +23,8 @@ namespace {
 constexpr size_t kMaxOps = 4096;
 constexpr int kMarkerSlot = 0, kIdSlot = 1, kSizeSlot = 2, kAttrSlot = 3;
 
-using KernelList = std::vector<const Kernel *>;  // by priority, highest first; ties: registration order
+using KernelList = std::vector<const Kernel *>;      // by priority, highest first; ties: registration order
+using FusionList = std::vector<const FusionRule *>;  // the same order
 
 struct Registry {
     std::mutex mutex;
@@ -33,6 +34,8 @@ struct Registry {
     std::deque<Kernel> kernels;
     std::map<ggml_backend_dev_t, std::shared_ptr<const KernelList>> device_kernels;
     std::set<ggml_backend_dev_t> disabled;  // selection policy: native only
+    std::deque<FusionRule> fusion_rules;
+    std::map<ggml_backend_dev_t, std::shared_ptr<const FusionList>> device_fusions;
     std::atomic<int> n_kernels{0};
     std::atomic<uint64_t> generation{1};
 };
@@ -90,6 +93,23 @@ std::shared_ptr<const KernelList> kernels_of(ggml_backend_dev_t device) {
     std::lock_guard lock(r.mutex);
     const auto it = r.device_kernels.find(device);
     return it == r.device_kernels.end() || r.disabled.count(device) ? nullptr : it->second;
+}
+
+std::shared_ptr<const FusionList> fusions_of(ggml_backend_dev_t device) {
+    Registry & r = registry();
+    std::lock_guard lock(r.mutex);
+    const auto it = r.device_fusions.find(device);
+    return it == r.device_fusions.end() || r.disabled.count(device) ? nullptr : it->second;
+}
+
+// Inserts item into a priority-ordered list shared with readers (copy on write).
+template <class T>
+void insert_by_priority(std::shared_ptr<const std::vector<const T *>> & list, const T * item) {
+    auto updated = std::make_shared<std::vector<const T *>>(list ? *list : std::vector<const T *>{});
+    const auto after = std::upper_bound(updated->begin(), updated->end(), item->desc.priority,
+                                        [](int p, const T * other) { return p > other->desc.priority; });
+    updated->insert(after, item);
+    list = std::move(updated);
 }
 
 // What a kernel must be registered for to serve node: the built-in op, or the custom operator.
@@ -163,6 +183,31 @@ Selection select(ggml_backend_dev_t device, const ggml_tensor * node) {
             return {Selection::Kind::kExtension, k};
     }
     return native_or_none;
+}
+
+void optimize(ggml_backend_dev_t device, ggml_cgraph * graph) {
+    if (const auto rules = fusions_of(device))
+        for (const FusionRule * rule : *rules)
+            if (rule->desc.optimize) rule->desc.optimize(device, graph, rule->desc.user_data);
+}
+
+std::vector<FusedGroup> match_fusions(ggml_backend_dev_t device, const ggml_cgraph * graph, int begin,
+                                      int end) {
+    std::vector<FusedGroup> groups;
+    const auto rules = fusions_of(device);
+    if (!rules) return groups;
+    for (int i = begin; i < end;) {
+        int taken = 1;
+        for (const FusionRule * rule : *rules) {
+            const int n = rule->desc.match(device, graph, i, rule->desc.user_data);
+            if (n < 2 || i + n > end || !fusion_is_legal(graph, i, n)) continue;
+            groups.push_back({i, n, rule});
+            taken = n;
+            break;
+        }
+        i += taken;
+    }
+    return groups;
 }
 
 bool supports(ggml_backend_dev_t device, const ggml_tensor * node) {
@@ -330,12 +375,42 @@ bool ggml_ext_register_kernel(ggml_backend_dev_t device, const ggml_ext_kernel_d
     k.desc.struct_size = sizeof(ggml_ext_kernel_desc);
     k.name = name;
     k.desc.name = k.name.c_str();
-    auto updated = std::make_shared<ggx::ext::KernelList>(list ? *list : ggx::ext::KernelList{});
-    const auto after = std::upper_bound(updated->begin(), updated->end(), desc->priority,
-                                        [](int p, const Kernel * other) { return p > other->desc.priority; });
-    updated->insert(after, &k);
-    list = std::move(updated);
+    ggx::ext::insert_by_priority(list, &k);
     r.n_kernels.fetch_add(1, std::memory_order_acq_rel);
+    r.generation.fetch_add(1, std::memory_order_acq_rel);
+    return true;
+}
+
+bool ggml_ext_register_fusion(ggml_backend_dev_t device, const ggml_ext_fusion_desc * desc) {
+    using ggx::ext::fail;
+    std::string where = "ggml_ext_register_fusion";
+    if (!device) return fail(where + ": the device is NULL");
+    where += std::string(" on '") + device->name() + "'";
+    if (!desc) return fail(where + ": the descriptor is NULL");
+    if (desc->struct_size < sizeof(ggml_ext_fusion_desc) || desc->version < GGML_EXT_FUSION_DESC_VERSION) {
+        return fail(where + ": descriptor struct_size " + std::to_string(desc->struct_size) + " / version " +
+                    std::to_string(desc->version) + " is older than this runtime's (" +
+                    std::to_string(sizeof(ggml_ext_fusion_desc)) + " / " +
+                    std::to_string(GGML_EXT_FUSION_DESC_VERSION) + ")");
+    }
+    const std::string name = desc->name ? desc->name : "";
+    if (name.empty() || name.size() >= GGML_EXT_MAX_NAME) {
+        return fail(where + ": a fusion rule needs a name shorter than " + std::to_string(GGML_EXT_MAX_NAME) +
+                    " characters");
+    }
+    where += " '" + name + "'";
+    if (!desc->match || !desc->execute) return fail(where + ": match and execute are required");
+    auto & r = registry();
+    std::lock_guard lock(r.mutex);
+    auto & list = r.device_fusions[device];
+    if (list && std::any_of(list->begin(), list->end(), [&](const auto * f) { return f->name == name; }))
+        return fail(where + ": the device already has a fusion rule of that name; the live one is kept");
+    ggx::ext::FusionRule & rule = r.fusion_rules.emplace_back();
+    rule.desc = *desc;
+    rule.desc.struct_size = sizeof(ggml_ext_fusion_desc);
+    rule.name = name;
+    rule.desc.name = rule.name.c_str();
+    ggx::ext::insert_by_priority(list, &rule);
     r.generation.fetch_add(1, std::memory_order_acq_rel);
     return true;
 }

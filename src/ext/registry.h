@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 struct ggml_ext_op {
     ggml_ext_op_desc desc;  // name points at `name`
@@ -23,6 +24,18 @@ namespace ggx::ext {
 struct Kernel {
     ggml_ext_kernel_desc desc;
     std::string name;
+};
+
+// A registered fusion rule.
+struct FusionRule {
+    ggml_ext_fusion_desc desc;
+    std::string name;
+};
+
+// A legal match: nodes [first, first + n) of a graph replaced by rule.
+struct FusedGroup {
+    int first, n;
+    const FusionRule * rule;
 };
 
 // Where a node runs on a device.
@@ -42,6 +55,17 @@ Selection select(ggml_backend_dev_t device, const ggml_tensor * node);
 
 // Native support or a single-node extension kernel (ggml_backend_dev_supports_op).
 bool supports(ggml_backend_dev_t device, const ggml_tensor * node);
+
+// The device's fusion rules' optimize callbacks, in priority order, over graph.
+void optimize(ggml_backend_dev_t device, ggml_cgraph * graph);
+
+// Legal matches of the device's fusion rules over nodes [begin, end) of graph, in order, none
+// overlapping: at each node the highest-priority rule whose match is legal wins.
+std::vector<FusedGroup> match_fusions(ggml_backend_dev_t device, const ggml_cgraph * graph, int begin,
+                                      int end);
+
+// ggml_ext_fusion_is_legal (error set when not).
+bool fusion_is_legal(const ggml_cgraph * graph, int first, int n);
 
 // "'name' (OP f32 [..])" for messages about node.
 std::string describe(const ggml_tensor * node);
