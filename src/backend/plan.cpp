@@ -28,6 +28,7 @@ ExecutionPlan & ExecutionPlan::operator=(ExecutionPlan && other) noexcept {
 void ExecutionPlan::release() {
     for (Step & s : steps_) {
         if (s.kernel && s.kernel->desc.destroy) s.kernel->desc.destroy(s.state, s.kernel->desc.user_data);
+        if (s.fusion && s.fusion->desc.destroy) s.fusion->desc.destroy(s.state, s.fusion->desc.user_data);
         s.state = nullptr;
     }
     steps_.clear();
@@ -35,29 +36,62 @@ void ExecutionPlan::release() {
     n_extension_steps_ = 0;
 }
 
-bool ExecutionPlan::build(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end) {
-    return build_impl(backend, graph, begin, end, nullptr, nullptr);
+bool ExecutionPlan::build(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end,
+                          std::span<const ext::FusedGroup> fused) {
+    return build_impl(backend, graph, begin, end, nullptr, nullptr, fused);
 }
 
 bool ExecutionPlan::build_with_kernel(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end,
                                       const ggml_tensor * node, const ext::Kernel & kernel) {
-    return build_impl(backend, graph, begin, end, node, &kernel);
+    return build_impl(backend, graph, begin, end, node, &kernel, {});
+}
+
+bool ExecutionPlan::prepare_fusion(ggml_cgraph * graph, const ext::FusedGroup & group) {
+    Step step{group.first, group.first + group.n, nullptr, group.rule};
+    const ggml_ext_fusion_desc & d = group.rule->desc;
+    size_t bytes = 0;
+    if (d.prepare) {
+        const ggml_ext_fusion_prepare_params params{
+            sizeof params, backend_->device(), ggml_graph_nodes(graph) + group.first, group.n, d.user_data};
+        set_last_error("");
+        if (d.prepare(&params, &step.state, &bytes) != GGML_STATUS_SUCCESS) {
+            set_last_error(std::string(backend_->name()) + ": prepare of fusion '" + group.rule->name +
+                           "' failed for nodes [" + std::to_string(step.begin) + ", " +
+                           std::to_string(step.end) + ") ending at " +
+                           ext::describe(ggml_graph_node(graph, step.end - 1)) + ": " +
+                           ggml_backend_get_last_error());
+            return false;
+        }
+    }
+    steps_.push_back(step);
+    workspace_bytes_ = std::max(workspace_bytes_, bytes);
+    ++n_extension_steps_;
+    return true;
 }
 
 bool ExecutionPlan::build_impl(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end,
-                               const ggml_tensor * forced_node, const ext::Kernel * forced_kernel) {
+                               const ggml_tensor * forced_node, const ext::Kernel * forced_kernel,
+                               std::span<const ext::FusedGroup> fused) {
     release();
     backend_ = backend;
     generation_ = ext::generation();
     ggml_backend_dev_t device = backend->device();
-    if (!forced_kernel && !ext::has_kernels(device)) {  // nothing to select: one native range
+    if (!forced_kernel && fused.empty() &&
+        !ext::has_kernels(device)) {  // nothing to select: one native range
         if (begin < end) steps_.push_back({begin, end, nullptr});
         return true;
     }
+    auto next_group = fused.begin();
     for (int i = begin; i < end; ++i) {
+        if (next_group != fused.end() && next_group->first == i) {
+            if (!prepare_fusion(graph, *next_group)) return false;
+            i += next_group->n - 1;
+            ++next_group;
+            continue;
+        }
         ggml_tensor * node = ggml_graph_node(graph, i);
         const ext::Selection selection =
-            node == forced_node           ? ext::Selection{ext::Selection::Kind::kExtension, forced_kernel}
+            node == forced_node            ? ext::Selection{ext::Selection::Kind::kExtension, forced_kernel}
             : core::is_layout_op(node->op) ? ext::Selection{ext::Selection::Kind::kNative}
                                            : ext::select(device, node);
         switch (selection.kind) {
@@ -67,7 +101,7 @@ bool ExecutionPlan::build_impl(ggml_backend_t backend, ggml_cgraph * graph, int 
                                " is supported neither by the device nor by an extension kernel");
                 return false;
             case ext::Selection::Kind::kNative:
-                if (steps_.empty() || steps_.back().kernel || steps_.back().end != i)
+                if (steps_.empty() || steps_.back().kernel || steps_.back().fusion || steps_.back().end != i)
                     steps_.push_back({i, i + 1, nullptr});
                 else
                     steps_.back().end = i + 1;
@@ -119,22 +153,49 @@ ggml_status ExecutionPlan::run(ggml_cgraph * graph, int first, int last, ggml_ba
     for (const Step & s : steps_) {
         const int b = std::max(s.begin, first), e = std::min(s.end, last);
         if (b >= e) continue;
+        if (s.fusion) {
+            if (b != s.begin || e != s.end) {
+                return fail(GGML_STATUS_FAILED, std::string(backend_->name()) + ": nodes [" +
+                                                    std::to_string(first) + ", " + std::to_string(last) +
+                                                    ") cut the fused range [" + std::to_string(s.begin) +
+                                                    ", " + std::to_string(s.end) + ")");
+            }
+            if (const ggml_status status = run_fusion(graph, s, workspace, workspace_data, workspace_size))
+                return status;
+            continue;
+        }
         if (!s.kernel) {
             if (const ggml_status status = compute_native_range(backend_, graph, b, e)) return status;
             continue;
         }
         ggml_tensor * node = ggml_graph_node(graph, b);
         const ggml_ext_kernel_desc & d = s.kernel->desc;
-        const ggml_ext_execute_params params{
-            sizeof params,  backend_,   node,
-            s.state,        workspace,  workspace_data,
-            workspace_size, d.user_data};
+        const ggml_ext_execute_params params{sizeof params, backend_,       node,           s.state,
+                                             workspace,     workspace_data, workspace_size, d.user_data};
         set_last_error("");
         if (const ggml_status status = d.execute(&params)) {
             return fail(status, std::string(backend_->name()) + ": kernel '" + s.kernel->name +
                                     "' failed on node " + std::to_string(b) + " " + ext::describe(node) +
                                     ": " + ggml_backend_get_last_error());
         }
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
+ggml_status ExecutionPlan::run_fusion(ggml_cgraph * graph, const Step & s, ggml_backend_buffer_t workspace,
+                                      void * workspace_data, size_t workspace_size) const {
+    const ggml_ext_fusion_desc & d = s.fusion->desc;
+    const ggml_ext_fusion_execute_params params{
+        sizeof params,   backend_,       ggml_graph_nodes(graph) + s.begin,
+        s.end - s.begin, s.state,        workspace,
+        workspace_data,  workspace_size, d.user_data};
+    set_last_error("");
+    if (const ggml_status status = d.execute(&params)) {
+        return fail(status, std::string(backend_->name()) + ": fusion '" + s.fusion->name +
+                                "' failed on nodes [" + std::to_string(s.begin) + ", " +
+                                std::to_string(s.end) + ") ending at " +
+                                ext::describe(ggml_graph_node(graph, s.end - 1)) + ": " +
+                                ggml_backend_get_last_error());
     }
     return GGML_STATUS_SUCCESS;
 }

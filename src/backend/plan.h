@@ -6,6 +6,7 @@
 #include <ggml-backend.h>
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "ext/registry.h"
@@ -24,7 +25,9 @@ public:
     // Selects an implementation for every node of [begin, end) on backend's device and prepares the
     // extension steps (metadata only: it may run before tensors have addresses). false (error set,
     // naming the node) when neither the device nor an extension supports a node, or prepare fails.
-    bool build(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end);
+    // fused: legal matches inside [begin, end), in order (ext::match_fusions); each runs as one step.
+    bool build(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end,
+               std::span<const ext::FusedGroup> fused = {});
     // As build, but node runs kernel whatever selection would say (the kernel need not be registered;
     // it must outlive the plan), and the other nodes are selected as usual. For
     // ggml_ext_check_kernel, which runs one kernel alone.
@@ -44,13 +47,18 @@ public:
 
 private:
     struct Step {
-        int begin, end;              // graph nodes
-        const ext::Kernel * kernel;  // nullptr: a native range
-        void * state = nullptr;      // prepare's
+        int begin, end;                            // graph nodes
+        const ext::Kernel * kernel;                // a single-node extension step, or
+        const ext::FusionRule * fusion = nullptr;  // a fused range; neither: a native range
+        void * state = nullptr;                    // prepare's
     };
+    bool prepare_fusion(ggml_cgraph * graph, const ext::FusedGroup & group);
+    ggml_status run_fusion(ggml_cgraph * graph, const Step & s, ggml_backend_buffer_t workspace,
+                           void * workspace_data, size_t workspace_size) const;
     void release();
     bool build_impl(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end,
-                    const ggml_tensor * forced_node, const ext::Kernel * forced_kernel);
+                    const ggml_tensor * forced_node, const ext::Kernel * forced_kernel,
+                    std::span<const ext::FusedGroup> fused);
 
     ggml_backend_t backend_ = nullptr;
     std::vector<Step> steps_;

@@ -84,6 +84,7 @@ struct Split {
     int compute_begin = 0;    // plan graph: the input copies come first, then the nodes computed
     std::vector<int> inputs;  // indices into inputs, refreshed before the split runs
     size_t first_rewrite = 0, n_rewrites = 0;  // the split's nodes' rewrites, a range of rewrites
+    std::vector<ext::FusedGroup> fused;        // legal fusion matches among the computed nodes
     ExecutionPlan plan;                        // the computed nodes' native ranges and extension steps
 };
 
@@ -101,9 +102,12 @@ uint64_t metadata_hash(const ggml_cgraph * g) {
     };
     for (int i = 0; i < ggml_graph_n_nodes(g); ++i) {
         const ggml_tensor * t = ggml_graph_node(g, i);
-        const uint64_t scalars[] = {reinterpret_cast<uintptr_t>(t), static_cast<uint64_t>(t->type),
-                                    static_cast<uint64_t>(t->op), static_cast<uint64_t>(t->flags),
-                                    reinterpret_cast<uintptr_t>(t->view_src), t->view_offs};
+        const uint64_t scalars[] = {reinterpret_cast<uintptr_t>(t),
+                                    static_cast<uint64_t>(t->type),
+                                    static_cast<uint64_t>(t->op),
+                                    static_cast<uint64_t>(t->flags),
+                                    reinterpret_cast<uintptr_t>(t->view_src),
+                                    t->view_offs};
         mix(scalars, sizeof scalars);
         mix(t->ne, sizeof t->ne);
         mix(t->nb, sizeof t->nb);
@@ -196,6 +200,7 @@ struct ggml_backend_sched {
                                                                 std::vector<int> & split_inputs);
     bool build_plan_graph(ggml_cgraph * g);
     bool build_execution_plans();
+    std::vector<ggx::backend::KeepAlive> fused_inputs_keep_alive() const;
     bool reserve_workspaces();
     size_t workspace_size(int b) const {
         return workspaces[b] ? ggml_backend_buffer_get_size(workspaces[b].get()) : 0;
@@ -408,7 +413,11 @@ bool ggml_backend_sched::build_execution_plans() {
     ggx::backend::RewriteScope scope(rewrites, 0);
     std::fill(workspace_needed.begin(), workspace_needed.end(), 0);
     for (Split & s : splits) {
-        if (!s.plan.build(backends[s.backend], graph, s.compute_begin, s.end))
+        // Spec: fusion applies with one pipeline copy and no eval callback.
+        s.fused.clear();
+        if (n_copies == 1 && !eval_callback)
+            s.fused = ggx::ext::match_fusions(backends[s.backend]->device(), graph, s.compute_begin, s.end);
+        if (!s.plan.build(backends[s.backend], graph, s.compute_begin, s.end, s.fused))
             return fail(ggml_backend_get_last_error());
         workspace_needed[s.backend] = std::max(workspace_needed[s.backend], s.plan.workspace_bytes());
     }
@@ -430,12 +439,30 @@ bool ggml_backend_sched::reserve_workspaces() {
     return true;
 }
 
+// Spec: "External inputs stay allocated through the final node" of every fused range.
+std::vector<ggx::backend::KeepAlive> ggml_backend_sched::fused_inputs_keep_alive() const {
+    std::vector<ggx::backend::KeepAlive> keep;
+    for (const Split & s : splits) {
+        for (const ggx::ext::FusedGroup & group : s.fused) {
+            ggml_tensor * const * nodes = ggml_graph_nodes(graph) + group.first;
+            const auto inside = [&](const ggml_tensor * t) {
+                return std::find(nodes, nodes + group.n, t) != nodes + group.n;
+            };
+            for (int k = 0; k < group.n; ++k)
+                for (const ggml_tensor * src : nodes[k]->src)
+                    if (src && !inside(src)) keep.push_back({src, group.first + group.n - 1});
+        }
+    }
+    return keep;
+}
+
 // Plans the plan graph's storage (with the rewrites applied) and, unless only measuring, places it.
 bool ggml_backend_sched::allocate(bool measure_only) {
     ggx::backend::AllocationPlan plan;
     {
         ggx::backend::RewriteScope scope(rewrites, ggx::backend::kPlanning);
-        if (!galloc->plan(graph, node_ids, leaf_ids, plan)) return fail(ggml_backend_get_last_error());
+        const std::vector<ggx::backend::KeepAlive> keep = fused_inputs_keep_alive();
+        if (!galloc->plan(graph, node_ids, leaf_ids, plan, keep)) return fail(ggml_backend_get_last_error());
     }
     if (!reserve_workspaces()) return false;
     if (measure_only) {
@@ -689,6 +716,7 @@ void ggml_backend_sched_set_eval_callback(ggml_backend_sched_t sched,
                                           ggml_backend_sched_eval_callback callback, void * user_data) {
     sched->eval_callback = callback;
     sched->eval_user_data = user_data;
+    sched->allocated = false;  // fusion depends on it: plan again
 }
 
 }  // extern "C"

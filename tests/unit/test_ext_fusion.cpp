@@ -1,12 +1,18 @@
 // Fusion legality (spec "Fusion", ../shared/spec/ggml-extensions.md): the runtime's central check,
 // ggml_ext_fusion_is_legal, with a positive and a negative case for every rule, each quoting the
 // sentence it checks.
+#include <ggml-backend.h>
+#include <ggml-cpu.h>
 #include <ggml-ext.h>
 #include <ggml-graph.h>
 #include <ggml.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "unit/test_util.h"
 
@@ -200,6 +206,223 @@ TEST(FusionLegality, InPlaceWritesOutsideTheMatchAreRefused) {
     ggml_tensor * w = b.named(ggml_add_inplace(b.c(), b.x, m), "w");  // writes x, outside
     ggml_cgraph * g = b.build({w});
     expect_illegal(g, 0, 2, "in-place writes stay inside the match", "w");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fusion in the scheduler, with a toy rule: MUL followed by an ADD that reads it, fused into
+// out = a * b + c on a virtual device.
+
+std::vector<float> read(const ggml_tensor * t) {
+    std::vector<float> v(static_cast<size_t>(ggml_nelements(t)));
+    EXPECT_EQ(ggml_backend_tensor_get(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
+    return v;
+}
+
+void write(ggml_tensor * t, const std::vector<float> & v) {
+    ASSERT_EQ(ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
+}
+
+std::vector<float> ramp(int64_t n, float start, float step) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i)
+        v[i] = start + step * static_cast<float>(i);
+    return v;
+}
+
+struct MulAddRule {
+    std::atomic<int> matches{0}, executes{0};
+};
+
+int match_mul_add(ggml_backend_dev_t, const ggml_cgraph * graph, int first, void * user) {
+    ++static_cast<MulAddRule *>(user)->matches;
+    if (first + 1 >= ggml_graph_n_nodes(graph)) return 0;
+    const ggml_tensor * mul = ggml_graph_node(graph, first);
+    const ggml_tensor * add = ggml_graph_node(graph, first + 1);
+    const bool reads = add->src[0] == mul || add->src[1] == mul;
+    return mul->op == GGML_OP_MUL && add->op == GGML_OP_ADD && reads && ggml_are_same_shape(mul, add) &&
+                   ggml_are_same_shape(mul->src[0], mul->src[1]) &&
+                   ggml_are_same_shape(add->src[0], add->src[1])
+               ? 2
+               : 0;
+}
+
+ggml_status execute_mul_add(const ggml_ext_fusion_execute_params * params) {
+    ++static_cast<MulAddRule *>(params->user_data)->executes;
+    const ggml_tensor * mul = params->nodes[0];
+    const ggml_tensor * add = params->nodes[1];
+    const ggml_tensor * c = add->src[0] == mul ? add->src[1] : add->src[0];
+    const auto * a = static_cast<const float *>(mul->src[0]->data);
+    const auto * b = static_cast<const float *>(mul->src[1]->data);
+    const auto * cv = static_cast<const float *>(c->data);
+    auto * out = static_cast<float *>(add->data);
+    for (int64_t i = 0; i < ggml_nelements(add); ++i)
+        out[i] = add->src[0] == mul ? a[i] * b[i] + cv[i] : cv[i] + a[i] * b[i];
+    return GGML_STATUS_SUCCESS;
+}
+
+// A virtual device (natively: MUL, ADD and SQR) with the mul+add rule, a CPU backend, schedulers.
+struct FusionRig {
+    FusionRig() {
+        static std::atomic<int> counter{0};
+        const std::string name = "fusion_test_dev_" + std::to_string(counter++);
+        const ggml_op ops[] = {GGML_OP_MUL, GGML_OP_ADD, GGML_OP_SQR};
+        device = ggml_backend_cpu_add_virtual_device(name.c_str(), ops, 3);
+        backend.reset(ggml_backend_dev_init(device, nullptr));
+        cpu.reset(ggml_backend_cpu_init());
+        ggml_ext_fusion_desc d{};
+        d.struct_size = sizeof d;
+        d.version = GGML_EXT_FUSION_DESC_VERSION;
+        d.name = "mul_add";
+        d.match = match_mul_add;
+        d.execute = execute_mul_add;
+        d.user_data = &rule;
+        EXPECT_TRUE(ggml_ext_register_fusion(device, &d)) << ggml_backend_get_last_error();
+    }
+    Sched sched(bool parallel = false) {
+        ggml_backend_t list[] = {backend.get(), cpu.get()};
+        return Sched(ggml_backend_sched_new(list, nullptr, 2, 256, parallel, false));
+    }
+    MulAddRule rule;
+    ggml_backend_dev_t device;
+    Backend backend, cpu;
+};
+
+// out = sqr(p) * sqr(q) + r: two native SQR nodes, then the fusable pair.
+struct MulAddGraph {
+    MulAddGraph() {
+        for (ggml_tensor ** t : {&p, &q, &r}) {
+            *t = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 64);
+            ggml_set_input(*t);
+        }
+        sp = ggml_sqr(ctx.get(), p);
+        sq = ggml_sqr(ctx.get(), q);
+        m = ggml_mul(ctx.get(), sp, sq);
+        out = ggml_add(ctx.get(), r, m);  // m is src[1]: the output is never placed over it
+        ggml_set_output(out);
+        graph = ggml_new_graph(ctx.get());
+        ggml_build_forward_expand(graph, out);
+    }
+    void fill() {
+        write(p, ramp(64, -1.0f, 0.03f));
+        write(q, ramp(64, 0.5f, -0.02f));
+        write(r, ramp(64, 2.0f, 0.01f));
+    }
+    std::vector<float> expected() const {
+        const std::vector<float> pv = ramp(64, -1.0f, 0.03f), qv = ramp(64, 0.5f, -0.02f),
+                                 rv = ramp(64, 2.0f, 0.01f);
+        std::vector<float> e(64);
+        for (size_t i = 0; i < e.size(); ++i)
+            e[i] = rv[i] + (pv[i] * pv[i]) * (qv[i] * qv[i]);
+        return e;
+    }
+    Context ctx{ggml_init({size_t{1} << 20, nullptr, true})};
+    ggml_tensor *p, *q, *r, *sp, *sq, *m, *out;
+    ggml_cgraph * graph;
+};
+
+// "A match callback returns the number of consecutive nodes it can replace. The scheduler freezes this
+// selection before allocating tensors." and "Native graph optimization and execution operate on the
+// remaining contiguous ranges, so native fusion cannot consume nodes selected by an extension."
+TEST(FusionExecution, MatchedRangesRunFusedAndTheRestNatively) {
+    FusionRig rig;
+    MulAddGraph g;
+    Sched sched = rig.sched();
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph)) << ggml_backend_get_last_error();
+    const int matches_after_alloc = rig.rule.matches;
+    EXPECT_GT(matches_after_alloc, 0);
+    g.fill();
+    const float sentinel = -12345.0f;
+    write(g.m, std::vector<float>(64, sentinel));  // the eliminated intermediate
+    for (int run = 1; run <= 2; ++run) {
+        ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS)
+            << ggml_backend_get_last_error();
+        EXPECT_EQ(rig.rule.executes, run);
+    }
+    EXPECT_EQ(rig.rule.matches, matches_after_alloc);  // frozen: no matching while computing
+    EXPECT_EQ(read(g.out), g.expected());
+    for (float v : read(g.m))
+        ASSERT_EQ(v, sentinel);                // its computation was removed; native did not run it
+    EXPECT_GT(std::abs(read(g.sp)[1]), 0.0f);  // the SQR nodes ran natively
+}
+
+// "External inputs stay allocated through the final node."
+TEST(FusionExecution, ExternalInputsStayAllocatedThroughTheFinalNode) {
+    FusionRig rig;
+    MulAddGraph g;
+    Sched sched = rig.sched();
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph));
+    for (const ggml_tensor * input : {g.sp, g.sq, g.r}) {
+        const char * lo = static_cast<const char *>(input->data);
+        const char * out = static_cast<const char *>(g.out->data);
+        EXPECT_TRUE(out + ggml_nbytes(g.out) <= lo || lo + ggml_nbytes(input) <= out) << input->name;
+    }
+}
+
+// "Automatic extension fusion is enabled in scheduler execution with one pipeline copy and without
+// evaluation callbacks. Multiple pipeline copies and evaluation callbacks retain individual operations."
+TEST(FusionExecution, PipelineCopiesAndEvalCallbacksKeepIndividualOperations) {
+    FusionRig rig;
+    {
+        MulAddGraph g;
+        Sched parallel = rig.sched(true);
+        ASSERT_TRUE(ggml_backend_sched_alloc_graph(parallel.get(), g.graph));
+        g.fill();
+        ASSERT_EQ(ggml_backend_sched_graph_compute(parallel.get(), g.graph), GGML_STATUS_SUCCESS);
+        EXPECT_EQ(rig.rule.executes, 0);
+        EXPECT_EQ(read(g.out), g.expected());
+    }
+    MulAddGraph g;
+    Sched observed = rig.sched();
+    std::vector<const ggml_tensor *> seen;
+    ggml_backend_sched_set_eval_callback(
+        observed.get(),
+        [](ggml_tensor * t, bool ask, void * user) {
+            if (!ask) static_cast<std::vector<const ggml_tensor *> *>(user)->push_back(t);
+            return true;
+        },
+        &seen);
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(observed.get(), g.graph));
+    g.fill();
+    ASSERT_EQ(ggml_backend_sched_graph_compute(observed.get(), g.graph), GGML_STATUS_SUCCESS);
+    EXPECT_EQ(rig.rule.executes, 0);
+    EXPECT_NE(std::find(seen.begin(), seen.end(), g.m), seen.end());  // the product was observable
+    EXPECT_EQ(read(g.out), g.expected());
+}
+
+// "Direct backend graph computation supports single-node extensions; it does not fuse an already
+// allocated graph."
+TEST(FusionExecution, DirectBackendComputationDoesNotFuse) {
+    FusionRig rig;
+    MulAddGraph g;
+    Buffer buffer(ggml_backend_alloc_ctx_tensors(g.ctx.get(), rig.backend.get()));
+    g.fill();
+    ASSERT_EQ(ggml_backend_graph_compute(rig.backend.get(), g.graph), GGML_STATUS_SUCCESS)
+        << ggml_backend_get_last_error();
+    EXPECT_EQ(rig.rule.executes, 0);
+    EXPECT_EQ(rig.rule.matches, 0);
+    EXPECT_EQ(read(g.out), g.expected());
+}
+
+// "A fusion-only registration does not claim single-node support."
+TEST(FusionExecution, FusionOnlyRegistrationsDoNotClaimSingleNodeSupport) {
+    static std::atomic<int> counter{0};
+    const std::string name = "fusion_only_dev_" + std::to_string(counter++);
+    const ggml_op ops[] = {GGML_OP_SQR};  // natively: neither MUL nor ADD
+    ggml_backend_dev_t device = ggml_backend_cpu_add_virtual_device(name.c_str(), ops, 1);
+    MulAddRule rule;
+    ggml_ext_fusion_desc d{};
+    d.struct_size = sizeof d;
+    d.version = GGML_EXT_FUSION_DESC_VERSION;
+    d.name = "mul_add";
+    d.match = match_mul_add;
+    d.execute = execute_mul_add;
+    d.user_data = &rule;
+    ASSERT_TRUE(ggml_ext_register_fusion(device, &d));
+    EXPECT_FALSE(ggml_ext_register_fusion(device, &d));  // names are unique per device
+    EXPECT_TRUE(contains(ggml_backend_get_last_error(), "already has a fusion rule"));
+    MulAddGraph g;
+    EXPECT_FALSE(ggml_backend_dev_supports_op(device, g.m));
+    EXPECT_FALSE(ggml_backend_dev_supports_op(device, g.out));
 }
 
 }  // namespace
