@@ -191,6 +191,8 @@ struct ggml_backend_sched {
     }
 
     int cpu_index() const { return static_cast<int>(backends.size()) - 1; }
+    // Spec: automatic extension fusion applies with one pipeline copy and no eval callback.
+    bool fusion_enabled() const { return n_copies == 1 && !eval_callback; }
 
     bool schedule(ggml_cgraph * g);
     bool place(ggml_cgraph * g);
@@ -413,9 +415,8 @@ bool ggml_backend_sched::build_execution_plans() {
     ggx::backend::RewriteScope scope(rewrites, 0);
     std::fill(workspace_needed.begin(), workspace_needed.end(), 0);
     for (Split & s : splits) {
-        // Spec: fusion applies with one pipeline copy and no eval callback.
         s.fused.clear();
-        if (n_copies == 1 && !eval_callback)
+        if (fusion_enabled())
             s.fused = ggx::ext::match_fusions(backends[s.backend]->device(), graph, s.compute_begin, s.end);
         if (!s.plan.build(backends[s.backend], graph, s.compute_begin, s.end, s.fused))
             return fail(ggml_backend_get_last_error());
@@ -483,6 +484,13 @@ bool ggml_backend_sched::schedule(ggml_cgraph * g) {
                          ggml_tensor_overhead() * ggml_graph_n_leafs(g) * n_copies;
     ctx.reset(ggml_init({bytes, nullptr, true}));
     if (!ctx) return fail("out of memory for the plan");
+    if (fusion_enabled()) {
+        // Spec: optimize callbacks run before matching and allocation (they reorder g only through
+        // ggml_ext_graph_delay, which keeps every dependency).
+        for (size_t b = 0; b < backends.size(); ++b)
+            if (std::find(backends.begin(), backends.begin() + b, backends[b]) == backends.begin() + b)
+                ggx::ext::optimize(backends[b]->device(), g);
+    }
     if (!place(g) || !split(g) || !build_plan_graph(g) || !build_execution_plans()) return false;
     source = g;
     source_hash = ggx::backend::metadata_hash(g);
