@@ -208,6 +208,16 @@ struct ggml_ext_fusion_desc {
  * for a bad descriptor or a name the device already has. */
 bool ggml_ext_register_fusion(ggml_backend_dev_t device, const struct ggml_ext_fusion_desc * desc);
 
+/* For optimize callbacks: move the producer range, nodes [first, first + n) of graph, to just after
+ * node `after` (first + n <= after < n_nodes), shifting the nodes in between up by n. Refused (false,
+ * graph unchanged, reason in ggml_backend_get_last_error naming the node) when a crossed node depends
+ * on the moved range (reads its results, directly or through views or shared storage), has unknown
+ * side effects (CPU callback nodes), or writes storage that aliases the moved range's inputs or
+ * outputs; independent copies, known in-place operators and owning dtype conversions whose storage
+ * does not alias the moved inputs or outputs may be crossed or moved. Edges, tensor metadata and use
+ * counts are preserved; only the order changes. */
+bool ggml_ext_graph_delay(struct ggml_cgraph * graph, int first, int n, int after);
+
 /* The runtime's legality check of fusing nodes [first, first + n) of graph into their last node: true,
  * or false with the rule that failed and the node involved in ggml_backend_get_last_error. */
 bool ggml_ext_fusion_is_legal(const struct ggml_cgraph * graph, int first, int n);
