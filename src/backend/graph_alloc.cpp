@@ -91,8 +91,13 @@ std::string tensor_name(const ggml_tensor * t) {
 // views, each view pointing at the slot of its storage root.
 class Planner {
 public:
-    Planner(const GraphAllocator & galloc, const ggml_cgraph * graph, AllocationPlan & out)
-        : galloc_(galloc), graph_(graph), out_(out), pools_(galloc.n_buffers()) {}
+    Planner(const GraphAllocator & galloc, const ggml_cgraph * graph, AllocationPlan & out,
+            std::span<const ggml_tensor * const> no_storage)
+        : galloc_(galloc),
+          graph_(graph),
+          out_(out),
+          pools_(galloc.n_buffers()),
+          no_storage_(no_storage.begin(), no_storage.end()) {}
 
     bool run(std::span<const int> node_ids, std::span<const int> leaf_ids,
              std::span<const KeepAlive> keep_alive);
@@ -145,6 +150,7 @@ private:
     std::unordered_map<const ggml_tensor *, int> node_pos_;  // position among the graph's nodes
     std::unordered_set<const ggml_tensor *> leafs_;
     std::vector<int> start_;  // slots placed / born before the first node, in order
+    std::unordered_set<const ggml_tensor *> no_storage_;
 };
 
 int Planner::slot_of(ggml_tensor * t) {
@@ -163,7 +169,7 @@ int Planner::slot_of(ggml_tensor * t) {
         slot.needs = unplaced(t) && (slots_[root].needs || slots_[root].tensor->buffer != nullptr);
     } else {
         slot.root = s;
-        slot.needs = unplaced(t);
+        slot.needs = unplaced(t) && !no_storage_.count(t);
     }
     slots_.push_back(slot);
     return s;
@@ -386,8 +392,8 @@ bool GraphAllocator::owns(const ggml_backend_buffer * buffer) const {
 
 bool GraphAllocator::plan(const ggml_cgraph * graph, std::span<const int> node_ids,
                           std::span<const int> leaf_ids, AllocationPlan & out,
-                          std::span<const KeepAlive> keep_alive) const {
-    return Planner(*this, graph, out).run(node_ids, leaf_ids, keep_alive);
+                          const PlanExtras & extras) const {
+    return Planner(*this, graph, out, extras.no_storage).run(node_ids, leaf_ids, extras.keep_alive);
 }
 
 bool GraphAllocator::reserve(std::span<const size_t> sizes, const std::vector<bool> & used) {

@@ -34,6 +34,12 @@ struct KeepAlive {
     int until;
 };
 
+// What a caller (the scheduler, for fused ranges) adds to a graph's own liveness.
+struct PlanExtras {
+    std::span<const KeepAlive> keep_alive;            // lifetimes extended through a later node
+    std::span<const ggml_tensor * const> no_storage;  // owners nothing will compute or read: not placed
+};
+
 class GraphAllocator {
 public:
     // One buffer (allocated lazily) per buffer type; bufts must be non-empty and non-NULL.
@@ -52,10 +58,11 @@ public:
 
     // Plans graph's storage. node_ids / leaf_ids: the buffer id of each node / leaf of graph, or
     // empty for all 0. Touches no tensor. False (message in ggml_backend_get_last_error) on bad
-    // ids or a graph whose order does not produce a view's source before the view. keep_alive
-    // extends lifetimes (each entry counts as one more use, at node `until`).
+    // ids or a graph whose order does not produce a view's source before the view. extras: each
+    // keep-alive entry counts as one more use at node `until`; no_storage owners (and their views)
+    // get no storage.
     bool plan(const ggml_cgraph * graph, std::span<const int> node_ids, std::span<const int> leaf_ids,
-              AllocationPlan & out, std::span<const KeepAlive> keep_alive = {}) const;
+              AllocationPlan & out, const PlanExtras & extras = {}) const;
     // Grows each buffer to at least sizes[id] (and creates the used ones), all or nothing. False
     // (message set, buffers unchanged) when a buffer cannot be allocated.
     bool reserve(std::span<const size_t> sizes, const std::vector<bool> & used);

@@ -203,6 +203,7 @@ struct ggml_backend_sched {
     bool build_plan_graph(ggml_cgraph * g);
     bool build_execution_plans();
     std::vector<ggx::backend::KeepAlive> fused_inputs_keep_alive() const;
+    std::vector<const ggml_tensor *> fused_away_intermediates() const;
     bool reserve_workspaces();
     size_t workspace_size(int b) const {
         return workspaces[b] ? ggml_backend_buffer_get_size(workspaces[b].get()) : 0;
@@ -457,13 +458,31 @@ std::vector<ggx::backend::KeepAlive> ggml_backend_sched::fused_inputs_keep_alive
     return keep;
 }
 
+// Beyond the spec ("no memory for what nobody sees"): the storage owners among a fused range's
+// intermediates are neither computed nor read by anything else (legality guarantees it), so they
+// take no memory; the owner a writeback output writes into keeps its storage.
+std::vector<const ggml_tensor *> ggml_backend_sched::fused_away_intermediates() const {
+    std::vector<const ggml_tensor *> away;
+    for (const Split & s : splits) {
+        for (const ggx::ext::FusedGroup & group : s.fused) {
+            ggml_tensor * const * nodes = ggml_graph_nodes(graph) + group.first;
+            const ggml_tensor * out = nodes[group.n - 1];
+            for (int k = 0; k + 1 < group.n; ++k)
+                if (!nodes[k]->view_src && nodes[k] != out->view_src) away.push_back(nodes[k]);
+        }
+    }
+    return away;
+}
+
 // Plans the plan graph's storage (with the rewrites applied) and, unless only measuring, places it.
 bool ggml_backend_sched::allocate(bool measure_only) {
     ggx::backend::AllocationPlan plan;
     {
         ggx::backend::RewriteScope scope(rewrites, ggx::backend::kPlanning);
         const std::vector<ggx::backend::KeepAlive> keep = fused_inputs_keep_alive();
-        if (!galloc->plan(graph, node_ids, leaf_ids, plan, keep)) return fail(ggml_backend_get_last_error());
+        const std::vector<const ggml_tensor *> unseen = fused_away_intermediates();
+        if (!galloc->plan(graph, node_ids, leaf_ids, plan, {keep, unseen}))
+            return fail(ggml_backend_get_last_error());
     }
     if (!reserve_workspaces()) return false;
     if (measure_only) {
@@ -471,6 +490,12 @@ bool ggml_backend_sched::allocate(bool measure_only) {
         return true;
     }
     if (!galloc->apply(plan)) return fail(ggml_backend_get_last_error());
+    for (const ggml_tensor * t : fused_away_intermediates()) {
+        auto * away = const_cast<ggml_tensor *>(t);
+        if (!galloc->owns(away->buffer)) continue;
+        away->data = nullptr;  // no stale storage from an earlier plan
+        away->buffer = nullptr;
+    }
     for (ggml_tensor * view : copy_views)
         if (ggml_backend_view_init(view) != GGML_STATUS_SUCCESS) return fail("could not place a copied view");
     return true;
