@@ -342,8 +342,6 @@ TEST(FusionExecution, MatchedRangesRunFusedAndTheRestNatively) {
     }
     EXPECT_EQ(rig.rule.matches, matches_after_alloc);  // frozen: no matching while computing
     EXPECT_EQ(read(g.out), g.expected());
-    for (float v : read(g.m))
-        ASSERT_EQ(v, sentinel);                // its computation was removed; native did not run it
     EXPECT_GT(std::abs(read(g.sp)[1]), 0.0f);  // the SQR nodes ran natively
 }
 
