@@ -218,6 +218,16 @@ bool ggml_ext_register_fusion(ggml_backend_dev_t device, const struct ggml_ext_f
  * counts are preserved; only the order changes. */
 bool ggml_ext_graph_delay(struct ggml_cgraph * graph, int first, int n, int after);
 
+/* Explain mode. While on (also when the environment variable GGX_EXPLAIN is set to 1, which also
+ * prints each explanation to stderr), the scheduler records for each graph it schedules: every split
+ * and its backend; every fusion candidate, the rule that matched it and, for a rejection, the legality
+ * rule that failed and the node involved; and for every other node, the kernel selected and why
+ * (priority, supports, preferred, native fallback). */
+void ggml_ext_sched_set_explain(ggml_backend_sched_t sched, bool enabled);
+/* The explanation of the last graph sched scheduled ("" when explain mode was off); valid until it
+ * schedules the next. */
+const char * ggml_ext_sched_explanation(ggml_backend_sched_t sched);
+
 /* The runtime's legality check of fusing nodes [first, first + n) of graph into their last node: true,
  * or false with the rule that failed and the node involved in ggml_backend_get_last_error. */
 bool ggml_ext_fusion_is_legal(const struct ggml_cgraph * graph, int first, int n);

@@ -6,12 +6,16 @@
 // the allocator plans the graph and while the node's split is being dispatched, and undone
 // afterwards. Backends read graph metadata only during graph_compute (backend-impl.h).
 #include <ggml-alloc.h>
+#include <ggml-ext.h>
 #include <ggml-graph.h>
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -29,6 +33,12 @@ constexpr int kNoBackend = -1;
 
 // The tensor that owns t's storage.
 const ggml_tensor * owner_of(const ggml_tensor * t) { return t->view_src ? t->view_src : t; }
+
+// GGX_EXPLAIN=1 turns explain mode on for every scheduler, printing to stderr.
+bool explain_from_environment() {
+    const char * value = std::getenv("GGX_EXPLAIN");
+    return value && std::strcmp(value, "1") == 0;
+}
 
 bool is_view_op(const ggml_tensor * t) { return core::is_layout_op(t->op); }
 
@@ -152,6 +162,8 @@ struct ggml_backend_sched {
     std::vector<size_t> workspace_needed;  // per backend: the largest extension workspace request
     std::vector<std::unique_ptr<ggml_backend_buffer, decltype(&ggml_backend_buffer_free)>> workspaces;
     bool allocated = false;
+    bool explain = ggx::backend::explain_from_environment(), explain_to_stderr = explain;
+    std::string explanation;                   // explain mode: the last scheduled graph's
     const ggml_tensor * uncopyable = nullptr;  // a non-contiguous owner split() would have to copy
 
     ~ggml_backend_sched() {
@@ -414,8 +426,16 @@ bool ggml_backend_sched::build_plan_graph(ggml_cgraph * g) {
 // reading what they will read when they run (copies, or views of copies: the same metadata).
 bool ggml_backend_sched::build_execution_plans() {
     ggx::backend::RewriteScope scope(rewrites, 0);
+    explanation.clear();
+    std::optional<ggx::ext::ExplainScope> explaining;
+    if (explain) explaining.emplace(&explanation);
     std::fill(workspace_needed.begin(), workspace_needed.end(), 0);
     for (Split & s : splits) {
+        if (explain) {
+            explanation += "split " + std::to_string(&s - splits.data()) + " on " +
+                           backends[s.backend]->name() + ": nodes [" + std::to_string(s.compute_begin) +
+                           ", " + std::to_string(s.end) + ")\n";
+        }
         s.fused.clear();
         if (fusion_enabled())
             s.fused = ggx::ext::match_fusions(backends[s.backend]->device(), graph, s.compute_begin, s.end);
@@ -517,6 +537,7 @@ bool ggml_backend_sched::schedule(ggml_cgraph * g) {
                 ggx::ext::optimize(backends[b]->device(), g);
     }
     if (!place(g) || !split(g) || !build_plan_graph(g) || !build_execution_plans()) return false;
+    if (explain_to_stderr) std::fprintf(stderr, "ggx explain:\n%s", explanation.c_str());
     source = g;
     source_hash = ggx::backend::metadata_hash(g);
     return true;
@@ -744,6 +765,12 @@ void ggml_backend_sched_reset(ggml_backend_sched_t sched) {
     sched->forget_plan();
     sched->pins.clear();
 }
+
+void ggml_ext_sched_set_explain(ggml_backend_sched_t sched, bool enabled) {
+    sched->explain = enabled || sched->explain_to_stderr;
+}
+
+const char * ggml_ext_sched_explanation(ggml_backend_sched_t sched) { return sched->explanation.c_str(); }
 
 void ggml_backend_sched_set_eval_callback(ggml_backend_sched_t sched,
                                           ggml_backend_sched_eval_callback callback, void * user_data) {

@@ -163,26 +163,58 @@ std::string describe(const ggml_tensor * node) {
     return text;
 }
 
+namespace {
+thread_local std::string * explain_sink = nullptr;
+
+void explain(const std::string & line) {
+    if (explain_sink) explain_sink->append(line).push_back('\n');
+}
+
+std::string kernel_label(const Kernel & k) {
+    return "kernel '" + k.name + "' (priority " + std::to_string(k.desc.priority) + ")";
+}
+}  // namespace
+
+ExplainScope::ExplainScope(std::string * text) : previous_(explain_sink) { explain_sink = text; }
+ExplainScope::~ExplainScope() { explain_sink = previous_; }
+
 Selection select(ggml_backend_dev_t device, const ggml_tensor * node) {
     const bool native = device->supports_op(node);
     Selection native_or_none{native ? Selection::Kind::kNative : Selection::Kind::kNone, nullptr};
+    const auto decided = [&](const Selection & s, const std::string & why) {
+        if (explain_sink) {
+            const std::string what = s.kind == Selection::Kind::kExtension ? kernel_label(*s.kernel)
+                                     : s.kind == Selection::Kind::kNative  ? std::string("native")
+                                                                           : std::string("nothing");
+            explain("  " + describe(node) + ": " + what + " (" + why + ")");
+        }
+        return s;
+    };
+    const char * fallback = native ? "native supports it" : "the device does not support it";
     const std::shared_ptr<const KernelList> kernels = kernels_of(device);
-    // Explicit views and in-place nodes are not intercepted.
-    if (!kernels || (node->view_src && node->op != GGML_OP_CUSTOM)) return native_or_none;
+    if (!kernels) return decided(native_or_none, std::string("no extension kernels; ") + fallback);
+    if (node->view_src && node->op != GGML_OP_CUSTOM)
+        return decided(native_or_none, "explicit views and in-place nodes are not intercepted");
     const ggml_ext_op * custom = ggml_ext_node_op(node);
-    if (node->op == GGML_OP_CUSTOM && !custom) return native_or_none;
+    if (node->op == GGML_OP_CUSTOM && !custom) return decided(native_or_none, "a CPU callback node");
+    std::string considered;
     for (const Kernel * k : *kernels) {
         if (!serves(*k, node, custom)) continue;
         const auto & d = k->desc;
         if (!guarded_call(device, *k, node, custom, "supports",
-                          [&] { return d.supports(device, node, d.user_data); }))
+                          [&] { return d.supports(device, node, d.user_data); })) {
+            considered += kernel_label(*k) + ": supports said no; ";
             continue;
-        if (!native) return {Selection::Kind::kExtension, k};
+        }
+        if (!native)
+            return decided({Selection::Kind::kExtension, k}, considered + "native does not support it");
         if (d.preferred && guarded_call(device, *k, node, custom, "preferred",
                                         [&] { return d.preferred(device, node, d.user_data); }))
-            return {Selection::Kind::kExtension, k};
+            return decided({Selection::Kind::kExtension, k}, considered + "preferred over native");
+        considered += kernel_label(*k) + (d.preferred ? ": not preferred over native; "
+                                                      : ": no preferred callback, native stays; ");
     }
-    return native_or_none;
+    return decided(native_or_none, considered + fallback);
 }
 
 void optimize(ggml_backend_dev_t device, ggml_cgraph * graph) {
@@ -200,7 +232,19 @@ std::vector<FusedGroup> match_fusions(ggml_backend_dev_t device, const ggml_cgra
         int taken = 1;
         for (const FusionRule * rule : *rules) {
             const int n = rule->desc.match(device, graph, i, rule->desc.user_data);
-            if (n < 2 || i + n > end || !fusion_is_legal(graph, i, n)) continue;
+            if (n < 2) continue;
+            const std::string candidate = "  fusion '" + rule->name + "' matched nodes [" +
+                                          std::to_string(i) + ", " + std::to_string(i + n) + ")";
+            if (i + n > end) {
+                explain(candidate + ": rejected, the range crosses the split's end (node " +
+                        std::to_string(end) + ")");
+                continue;
+            }
+            if (!fusion_is_legal(graph, i, n)) {
+                explain(candidate + ": rejected, " + ggml_backend_get_last_error());
+                continue;
+            }
+            explain(candidate + ": accepted");
             groups.push_back({i, n, rule});
             taken = n;
             break;

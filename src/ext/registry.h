@@ -44,6 +44,19 @@ struct Selection {
     const Kernel * kernel = nullptr;  // for kExtension
 };
 
+// While alive, kernel selection and fusion matching on this thread append why they decided what
+// they did to *text, a line each (explain mode).
+class ExplainScope {
+public:
+    explicit ExplainScope(std::string * text);
+    ~ExplainScope();
+    ExplainScope(const ExplainScope &) = delete;
+    ExplainScope & operator=(const ExplainScope &) = delete;
+
+private:
+    std::string * previous_;
+};
+
 // Increases with every registration and policy change.
 uint64_t generation();
 

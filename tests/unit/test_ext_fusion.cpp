@@ -425,5 +425,45 @@ TEST(FusionExecution, FusionOnlyRegistrationsDoNotClaimSingleNodeSupport) {
     EXPECT_FALSE(ggml_backend_dev_supports_op(device, g.out));
 }
 
+// Issue 6, explain mode: each fusion candidate with the rule that matched it, every rejection with
+// the legality rule that failed and the node, and the kernel selected for each node and why.
+TEST(FusionExecution, ExplainModeReportsCandidatesRejectionsAndSelections) {
+    FusionRig rig;
+    ggml_ext_kernel_desc sqr{};
+    sqr.struct_size = sizeof sqr;
+    sqr.version = GGML_EXT_KERNEL_DESC_VERSION;
+    sqr.name = "sqr.never_preferred";
+    sqr.op = GGML_OP_SQR;
+    sqr.priority = 3;
+    sqr.supports = [](ggml_backend_dev_t, const ggml_tensor *, void *) { return true; };
+    sqr.preferred = [](ggml_backend_dev_t, const ggml_tensor *, void *) { return false; };
+    sqr.execute = [](const ggml_ext_execute_params *) { return GGML_STATUS_FAILED; };
+    ASSERT_TRUE(ggml_ext_register_kernel(rig.device, &sqr));
+
+    MulAddGraph accepted;
+    Sched sched = rig.sched();
+    ggml_ext_sched_set_explain(sched.get(), true);
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), accepted.graph));
+    std::string text = ggml_ext_sched_explanation(sched.get());
+    // Plan-graph node indices: the split's input copies of p, q and r come first.
+    EXPECT_TRUE(contains(text, "split 0 on fusion_test_dev_")) << text;
+    EXPECT_TRUE(contains(text, "fusion 'mul_add' matched nodes [5, 7): accepted")) << text;
+    EXPECT_TRUE(contains(text, "kernel 'sqr.never_preferred' (priority 3): not preferred over native"))
+        << text;
+
+    MulAddGraph rejected;
+    ggml_set_name(rejected.m, "m");
+    ggml_set_output(rejected.m);
+    ggml_backend_sched_reset(sched.get());
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), rejected.graph));
+    text = ggml_ext_sched_explanation(sched.get());
+    EXPECT_TRUE(contains(text, "rejected, fusion of nodes [5, 7): rule 'output flags' fails at 'm'")) << text;
+
+    ggml_ext_sched_set_explain(sched.get(), false);
+    ggml_backend_sched_reset(sched.get());
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), accepted.graph));
+    EXPECT_STREQ(ggml_ext_sched_explanation(sched.get()), "");
+}
+
 }  // namespace
 }  // namespace ggx::test
