@@ -1,0 +1,64 @@
+/* The sd extension pack: stable-diffusion.cpp's operators on ggx's public extension interface
+ * (../shared/spec/sd-ops.md for their exact semantics; ggml-extensions.md "sd.cpp integration").
+ *
+ * Call sd_ggml_register_extensions() once before building scheduler allocations for graphs with
+ * these nodes: it registers the sd.* operators, their CPU kernels and the CPU fusion rules. */
+#ifndef SD_GGML_EXT_H
+#define SD_GGML_EXT_H
+
+#include <ggml-ext.h>
+#include <ggml.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum sd_ggml_ext_status {
+    SD_GGML_EXT_REGISTERED = 0,         /* this call registered everything */
+    SD_GGML_EXT_ALREADY_REGISTERED = 1, /* an earlier call did; nothing changed (harmless) */
+    SD_GGML_EXT_FAILED = -1,            /* reason in ggml_backend_get_last_error */
+};
+
+/* Register the pack (operators, CPU kernels, CPU fusion rules). Thread-safe; calling it again is
+ * harmless and reported as SD_GGML_EXT_ALREADY_REGISTERED. */
+enum sd_ggml_ext_status sd_ggml_register_extensions(void);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* RoPE with precomputed position encodings: sd.rope_apply.v1 (sd-ops.md section 1).               */
+
+/* a: F32 [D, H, L, B] (any strides, D even); pe: F32 [2, 2, D/2, L] rotation matrices
+ * (pe[c, r, j, t] = M[r][c]); result: contiguous F32 [D, L, H*B]. interleaved selects pairs
+ * (2j, 2j+1), otherwise split halves (j, j + D/2). NULL (error in ctx) on bad inputs. */
+struct ggml_tensor * ggml_rope_apply(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * pe,
+                                     bool interleaved);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* INT8 tensorwise linear with ConvRot (sd-ops.md section 3).                                      */
+
+/* sd.quantize_i8_convrot.v1: a F32 contiguous [K, rows...], group_size G a power of 4 dividing K
+ * (1: no rotation); the packed I8 [K, round_up(rows, 4) + ceil(4 rows / K)] layout of section 3.3. */
+struct ggml_tensor * ggml_quantize_i8_convrot(struct ggml_context * ctx, struct ggml_tensor * a, int group_size);
+
+/* sd.linear_i8.v1: y = float(int32_dot(W, X)) * X_scale * W_scale + bias, each step in F32.
+ * weight: I8 [K, N]; input: F32 [K, M, ...] (quantized in the op), the output of
+ * ggml_quantize_i8_convrot, or I8 [K, M, ...] with input_scale (F32, one per row); weight_scale: F32
+ * [N] or NULL (1); bias: F32 [N] or NULL; convrot_group_size: 0 or a power of 4 dividing K (F32
+ * input only). Result: F32 [N, M, ...]. input_scale is last so existing calls keep their order. */
+struct ggml_tensor * ggml_mul_mat_i8_tensorwise(struct ggml_context * ctx, struct ggml_tensor * weight,
+                                                struct ggml_tensor * input, struct ggml_tensor * weight_scale,
+                                                struct ggml_tensor * bias, int convrot_group_size,
+                                                struct ggml_tensor * input_scale);
+
+/* sd.cpp's Linear wiring (section 3.5): casts input to contiguous F32, quantizes with ConvRot once
+ * per (input, G) when scale == 1 (the packed tensor is reused by every call sharing that input in
+ * the same context), otherwise scales the input, quantizes inside the product, unscales and adds
+ * the bias separately. */
+struct ggml_tensor * ggml_ext_linear_i8_tensorwise(struct ggml_context * ctx, struct ggml_tensor * input,
+                                                   struct ggml_tensor * weight, struct ggml_tensor * weight_scale,
+                                                   struct ggml_tensor * bias, int convrot_group_size, float scale);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SD_GGML_EXT_H */
