@@ -33,23 +33,6 @@ ggml_backend_dev_t fresh_device(const std::vector<ggml_op> & ops) {
     return ggml_backend_cpu_add_virtual_device(name.c_str(), ops.data(), static_cast<int>(ops.size()));
 }
 
-std::vector<float> read(const ggml_tensor * t) {
-    std::vector<float> v(static_cast<size_t>(ggml_nelements(t)));
-    EXPECT_EQ(ggml_backend_tensor_get(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
-    return v;
-}
-
-void write(ggml_tensor * t, const std::vector<float> & v) {
-    ASSERT_EQ(ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
-}
-
-std::vector<float> ramp(int64_t n, float start = -1.0f, float step = 0.125f) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (size_t i = 0; i < v.size(); ++i)
-        v[i] = start + step * static_cast<float>(i);
-    return v;
-}
-
 // ---------------------------------------------------------------------------------------------
 // A test operator: y = x * scale + offset (attributes), optionally + bias (a second input of x's shape).
 
@@ -459,11 +442,11 @@ TEST(ExtKernels, RunsWhereNativeIsUnsupportedAndCountsForCapability) {
     Sched sched = rig.sched();
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph)) << ggml_backend_get_last_error();
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), g.y), rig.backend.get());
-    const std::vector<float> x = ramp(8);
-    write(g.x, x);
+    const std::vector<float> x = ramp(8, -1.0f, 0.125f);
+    write_f32(g.x, x);
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS)
         << ggml_backend_get_last_error();
-    const std::vector<float> y = read(g.y);
+    const std::vector<float> y = read_f32(g.y);
     for (size_t i = 0; i < y.size(); ++i)
         EXPECT_EQ(y[i], x[i] + x[i] + 1000.0f);
     EXPECT_EQ(p.executes, 1);
@@ -541,8 +524,8 @@ TEST(ExtKernels, ExecuteGetsBackendWorkspaceAndAddressesAndPlansAreReused) {
     {
         Sched sched = rig.sched();
         ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph));
-        const std::vector<float> x = ramp(32);
-        write(g.x, x);
+        const std::vector<float> x = ramp(32, -1.0f, 0.125f);
+        write_f32(g.x, x);
         for (int run = 0; run < 3; ++run)
             ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS)
                 << ggml_backend_get_last_error();
@@ -553,7 +536,7 @@ TEST(ExtKernels, ExecuteGetsBackendWorkspaceAndAddressesAndPlansAreReused) {
         EXPECT_GE(p.last_workspace_size, p.workspace_request);
         // "Workspace is a backend buffer." (of the device's buffer type; its base is what kernels use)
         EXPECT_EQ(p.last_workspace_type, ggml_backend_dev_buffer_type(rig.device));
-        const std::vector<float> y = read(g.y);
+        const std::vector<float> y = read_f32(g.y);
         for (size_t i = 0; i < y.size(); ++i)
             EXPECT_EQ(y[i], x[i] * 2.0f + 0.25f);
         EXPECT_EQ(p.destroys, 0);
@@ -581,7 +564,7 @@ TEST(ExtKernels, WorkspaceIsTheLargestRequestNotTheSum) {
     Sched sched = rig.sched();
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph)) << ggml_backend_get_last_error();
     const size_t with_workspace = ggml_backend_sched_get_buffer_size(sched.get(), rig.backend.get());
-    write(g.x, ramp(16));
+    write_f32(g.x, ramp(16, -1.0f, 0.125f));
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS);
     EXPECT_EQ(small.last_workspace, large.last_workspace);  // shared, one after the other
     EXPECT_EQ(large.last_workspace_size, size_t{3} << 20);
@@ -610,13 +593,13 @@ TEST(ExtKernels, PrepareAndExecuteErrorsPropagateWithoutNativeRetry) {
     p.execute_status = GGML_STATUS_FAILED;
     Sched sched = rig.sched();
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph));
-    write(g.x, ramp(8));
+    write_f32(g.x, ramp(8, -1.0f, 0.125f));
     ASSERT_EQ(ggml_backend_tensor_memset(g.y, 0, 0, ggml_nbytes(g.y)), GGML_STATUS_SUCCESS);
     EXPECT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_FAILED);
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "told to fail in execute"));
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "add.failing"));
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "'sum'"));
-    for (float v : read(g.y))
+    for (float v : read_f32(g.y))
         EXPECT_EQ(v, 0.0f);  // native did not run instead
 }
 
@@ -640,12 +623,12 @@ TEST(ExtKernels, OverridesKeepAllocatorReuseAndLeaveInPlaceNodesAlone) {
     Sched sched = rig.sched();
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph));
     EXPECT_EQ(sum->data, t->data);  // allocator reuse, as for the native op
-    const std::vector<float> x = ramp(64);
-    write(g.x, x);
+    const std::vector<float> x = ramp(64, -1.0f, 0.125f);
+    write_f32(g.x, x);
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS)
         << ggml_backend_get_last_error();
     EXPECT_EQ(p.executes, 1);
-    const std::vector<float> y = read(g.y);
+    const std::vector<float> y = read_f32(g.y);
     for (size_t i = 0; i < y.size(); ++i)
         EXPECT_EQ(y[i], (x[i] * x[i] + x[i]) + x[i]);
 }
@@ -657,7 +640,7 @@ TEST(ExtKernels, StalePlansAreRefused) {
     OneNode g(8, [](ggml_context * c, ggml_tensor * x) { return ggml_scale(c, ggml_add(c, x, x), 2.0f); });
     Sched sched = rig.sched();
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph));
-    write(g.x, ramp(8));
+    write_f32(g.x, ramp(8, -1.0f, 0.125f));
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS);
 
     Probe p;
@@ -703,15 +686,15 @@ TEST(ExtKernels, DirectBackendComputeUsesTemporaryPlans) {
     OneNode g(
         16, [&](ggml_context * c, ggml_tensor * x) { return ggml_add(c, affine(c, op, x, 3.0f, 0.0f), x); });
     Buffer buffer(ggml_backend_alloc_ctx_tensors(g.ctx.get(), rig.backend.get()));
-    const std::vector<float> x = ramp(16);
-    write(g.x, x);
+    const std::vector<float> x = ramp(16, -1.0f, 0.125f);
+    write_f32(g.x, x);
     for (int run = 1; run <= 2; ++run) {
         ASSERT_EQ(ggml_backend_graph_compute(rig.backend.get(), g.graph), GGML_STATUS_SUCCESS)
             << ggml_backend_get_last_error();
         EXPECT_EQ(p.prepares, run);  // a plan per call, released after it
         EXPECT_EQ(p.destroys, run);
     }
-    const std::vector<float> y = read(g.y);
+    const std::vector<float> y = read_f32(g.y);
     for (size_t i = 0; i < y.size(); ++i)
         EXPECT_EQ(y[i], x[i] * 3.0f + x[i]);
     // And through a range.

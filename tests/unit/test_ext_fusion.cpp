@@ -212,23 +212,6 @@ TEST(FusionLegality, InPlaceWritesOutsideTheMatchAreRefused) {
 // Fusion in the scheduler, with a toy rule: MUL followed by an ADD that reads it, fused into
 // out = a * b + c on a virtual device.
 
-std::vector<float> read(const ggml_tensor * t) {
-    std::vector<float> v(static_cast<size_t>(ggml_nelements(t)));
-    EXPECT_EQ(ggml_backend_tensor_get(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
-    return v;
-}
-
-void write(ggml_tensor * t, const std::vector<float> & v) {
-    ASSERT_EQ(ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
-}
-
-std::vector<float> ramp(int64_t n, float start, float step) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (size_t i = 0; i < v.size(); ++i)
-        v[i] = start + step * static_cast<float>(i);
-    return v;
-}
-
 struct MulAddRule {
     std::atomic<int> matches{0}, executes{0};
 };
@@ -303,9 +286,9 @@ struct MulAddGraph {
         ggml_build_forward_expand(graph, out);
     }
     void fill() {
-        write(p, ramp(64, -1.0f, 0.03f));
-        write(q, ramp(64, 0.5f, -0.02f));
-        write(r, ramp(64, 2.0f, 0.01f));
+        write_f32(p, ramp(64, -1.0f, 0.03f));
+        write_f32(q, ramp(64, 0.5f, -0.02f));
+        write_f32(r, ramp(64, 2.0f, 0.01f));
     }
     std::vector<float> expected() const {
         const std::vector<float> pv = ramp(64, -1.0f, 0.03f), qv = ramp(64, 0.5f, -0.02f),
@@ -341,8 +324,8 @@ TEST(FusionExecution, MatchedRangesRunFusedAndTheRestNatively) {
         EXPECT_EQ(rig.rule.executes, run);
     }
     EXPECT_EQ(rig.rule.matches, matches_after_alloc);  // frozen: no matching while computing
-    EXPECT_EQ(read(g.out), g.expected());
-    EXPECT_GT(std::abs(read(g.sp)[1]), 0.0f);  // the SQR nodes ran natively
+    EXPECT_EQ(read_f32(g.out), g.expected());
+    EXPECT_GT(std::abs(read_f32(g.sp)[1]), 0.0f);  // the SQR nodes ran natively
 }
 
 // "External inputs stay allocated through the final node."
@@ -369,7 +352,7 @@ TEST(FusionExecution, PipelineCopiesAndEvalCallbacksKeepIndividualOperations) {
         g.fill();
         ASSERT_EQ(ggml_backend_sched_graph_compute(parallel.get(), g.graph), GGML_STATUS_SUCCESS);
         EXPECT_EQ(rig.rule.executes, 0);
-        EXPECT_EQ(read(g.out), g.expected());
+        EXPECT_EQ(read_f32(g.out), g.expected());
     }
     MulAddGraph g;
     Sched observed = rig.sched();
@@ -386,7 +369,7 @@ TEST(FusionExecution, PipelineCopiesAndEvalCallbacksKeepIndividualOperations) {
     ASSERT_EQ(ggml_backend_sched_graph_compute(observed.get(), g.graph), GGML_STATUS_SUCCESS);
     EXPECT_EQ(rig.rule.executes, 0);
     EXPECT_NE(std::find(seen.begin(), seen.end(), g.m), seen.end());  // the product was observable
-    EXPECT_EQ(read(g.out), g.expected());
+    EXPECT_EQ(read_f32(g.out), g.expected());
 }
 
 // "Direct backend graph computation supports single-node extensions; it does not fuse an already
@@ -400,7 +383,7 @@ TEST(FusionExecution, DirectBackendComputationDoesNotFuse) {
         << ggml_backend_get_last_error();
     EXPECT_EQ(rig.rule.executes, 0);
     EXPECT_EQ(rig.rule.matches, 0);
-    EXPECT_EQ(read(g.out), g.expected());
+    EXPECT_EQ(read_f32(g.out), g.expected());
 }
 
 // "A fusion-only registration does not claim single-node support."

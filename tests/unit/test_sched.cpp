@@ -45,23 +45,6 @@ struct TwoDevices {
 
 Context new_context(size_t bytes = size_t{4} << 20) { return Context(ggml_init({bytes, nullptr, true})); }
 
-std::vector<float> iota_values(int64_t n, float start, float step) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (size_t i = 0; i < v.size(); ++i)
-        v[i] = start + step * static_cast<float>(i);
-    return v;
-}
-
-std::vector<float> read(const ggml_tensor * t) {
-    std::vector<float> v(static_cast<size_t>(ggml_nelements(t)));
-    EXPECT_EQ(ggml_backend_tensor_get(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
-    return v;
-}
-
-void write(ggml_tensor * t, const std::vector<float> & v) {
-    ASSERT_EQ(ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
-}
-
 // y = mul(silu(add(a, b)), a) with a, b INPUT leafs: three ops of which the virtual device may take some.
 struct Chain {
     explicit Chain(ggml_context * ctx, int64_t n = 37) {
@@ -79,8 +62,8 @@ struct Chain {
         ggml_build_forward_expand(graph, y);
     }
     void fill() {
-        write(a, iota_values(ggml_nelements(a), -1.0f, 0.01f));
-        write(b, iota_values(ggml_nelements(b), 0.5f, -0.003f));
+        write_f32(a, ramp(ggml_nelements(a), -1.0f, 0.01f));
+        write_f32(b, ramp(ggml_nelements(b), 0.5f, -0.003f));
     }
     ggml_tensor *a, *b, *sum, *act, *y;
     ggml_cgraph * graph;
@@ -93,7 +76,7 @@ std::vector<float> chain_on_cpu(int64_t n = 37) {
     Buffer buffer(ggml_backend_alloc_ctx_tensors(ctx.get(), cpu_backend()));
     c.fill();
     EXPECT_EQ(ggml_backend_graph_compute(cpu_backend(), c.graph), GGML_STATUS_SUCCESS);
-    return read(c.y);
+    return read_f32(c.y);
 }
 
 // mul_mat(w, x) of two allocated F32 tensors, computed on the CPU backend from copies of their data.
@@ -105,10 +88,10 @@ std::vector<float> product_on_cpu(const ggml_tensor * w, const ggml_tensor * x) 
     ggml_cgraph * graph = ggml_new_graph(ctx.get());
     ggml_build_forward_expand(graph, y);
     Buffer buffer(ggml_backend_alloc_ctx_tensors(ctx.get(), cpu_backend()));
-    write(cw, read(w));
-    write(cx, read(x));
+    write_f32(cw, read_f32(w));
+    write_f32(cx, read_f32(x));
     EXPECT_EQ(ggml_backend_graph_compute(cpu_backend(), graph), GGML_STATUS_SUCCESS);
-    return read(y);
+    return read_f32(y);
 }
 
 // Rule: backends are given in priority order and the last must be a CPU backend.
@@ -137,7 +120,7 @@ TEST(Sched, PlacesEachOpOnTheFirstBackendSupportingItAndMatchesOneDevice) {
     c.fill();
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), c.graph), GGML_STATUS_SUCCESS)
         << ggml_backend_get_last_error();
-    EXPECT_EQ(read(c.y), chain_on_cpu());
+    EXPECT_EQ(read_f32(c.y), chain_on_cpu());
 }
 
 // Rule: a split's inputs that live on another backend are copied into the split's backend first
@@ -155,7 +138,7 @@ TEST(Sched, CopiesInputsOfEverySplitFromOtherBackends) {
     c.fill();
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), c.graph), GGML_STATUS_SUCCESS)
         << ggml_backend_get_last_error();
-    EXPECT_EQ(read(c.y), chain_on_cpu());
+    EXPECT_EQ(read_f32(c.y), chain_on_cpu());
 }
 
 // Rule: the caller's graph is never rewritten for good: sources point at the caller's tensors
@@ -186,8 +169,8 @@ TEST(Sched, PlacesOpsWhereTheirWeightsAre) {
     Buffer gpu_buffer(ggml_backend_alloc_ctx_tensors(weights_ctx.get(), d.gpu.get()));
     Buffer cpu_buffer(ggml_backend_alloc_ctx_tensors(cpu_weights_ctx.get(), d.cpu.get()));
     ASSERT_TRUE(gpu_buffer && cpu_buffer);
-    write(w_gpu, iota_values(16 * 8, 0.1f, 0.02f));
-    write(w_cpu, iota_values(16 * 8, -0.3f, 0.01f));
+    write_f32(w_gpu, ramp(16 * 8, 0.1f, 0.02f));
+    write_f32(w_cpu, ramp(16 * 8, -0.3f, 0.01f));
 
     Context ctx = new_context();
     ggml_tensor * x = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, 16, 5);
@@ -202,7 +185,7 @@ TEST(Sched, PlacesOpsWhereTheirWeightsAre) {
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), graph)) << ggml_backend_get_last_error();
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), on_gpu), d.gpu.get());
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), on_cpu), d.cpu.get());
-    write(x, iota_values(16 * 5, 1.0f, -0.05f));
+    write_f32(x, ramp(16 * 5, 1.0f, -0.05f));
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), graph), GGML_STATUS_SUCCESS)
         << ggml_backend_get_last_error();
 
@@ -211,7 +194,7 @@ TEST(Sched, PlacesOpsWhereTheirWeightsAre) {
     const std::vector<float> second = product_on_cpu(w_cpu, x);
     for (size_t i = 0; i < expected.size(); ++i)
         expected[i] += second[i];
-    EXPECT_EQ(read(y), expected);
+    EXPECT_EQ(read_f32(y), expected);
 }
 
 // Rule: with op_offload, a higher-priority backend whose offload_op accepts the op takes it from the
@@ -221,7 +204,7 @@ TEST(Sched, OpOffloadMovesLargeProductsOffTheWeightsBackend) {
     Context weights_ctx = new_context();
     ggml_tensor * w = ggml_new_tensor_2d(weights_ctx.get(), GGML_TYPE_F32, 16, 8);
     Buffer weights(ggml_backend_alloc_ctx_tensors(weights_ctx.get(), d.cpu.get()));
-    write(w, iota_values(16 * 8, -0.4f, 0.01f));
+    write_f32(w, ramp(16 * 8, -0.4f, 0.01f));
     for (const int64_t batch : {1, 40}) {
         for (const bool offload : {false, true}) {
             Context ctx = new_context();
@@ -236,11 +219,11 @@ TEST(Sched, OpOffloadMovesLargeProductsOffTheWeightsBackend) {
             EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), y),
                       offloaded ? d.gpu.get() : d.cpu.get())
                 << "batch " << batch << " offload " << offload;
-            write(x, iota_values(16 * batch, 0.2f, 0.003f));
+            write_f32(x, ramp(16 * batch, 0.2f, 0.003f));
             ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), graph), GGML_STATUS_SUCCESS)
                 << ggml_backend_get_last_error();
 
-            EXPECT_EQ(read(y), product_on_cpu(w, x));
+            EXPECT_EQ(read_f32(y), product_on_cpu(w, x));
         }
     }
 }
@@ -258,7 +241,7 @@ TEST(Sched, PinsOverridePriorityUntilReset) {
     EXPECT_EQ(ggml_backend_sched_get_n_splits(sched.get()), 2);
     c.fill();
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), c.graph), GGML_STATUS_SUCCESS);
-    EXPECT_EQ(read(c.y), chain_on_cpu());
+    EXPECT_EQ(read_f32(c.y), chain_on_cpu());
 
     ggml_backend_sched_reset(sched.get());
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), c.sum), nullptr);
@@ -295,11 +278,11 @@ TEST(Sched, InPlaceResultsFollowTheirStorage) {
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), graph)) << ggml_backend_get_last_error();
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), scaled), d.cpu.get());
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), y), d.gpu.get());
-    const std::vector<float> in = iota_values(64, -2.0f, 0.07f);
-    write(a, in);
+    const std::vector<float> in = ramp(64, -2.0f, 0.07f);
+    write_f32(a, in);
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), graph), GGML_STATUS_SUCCESS)
         << ggml_backend_get_last_error();
-    const std::vector<float> out = read(y);
+    const std::vector<float> out = read_f32(y);
     for (size_t i = 0; i < in.size(); ++i) {
         const float s = in[i] / (1.0f + std::exp(-in[i])) + in[i];
         EXPECT_NEAR(out[i], s * s, 1e-5f * (1.0f + s * s)) << i;
@@ -321,11 +304,11 @@ TEST(Sched, CopiesTheOwnerOfAViewAndReadsTheSameViewOfIt) {
     ggml_build_forward_expand(graph, y);
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), graph)) << ggml_backend_get_last_error();
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), y), d.gpu.get());
-    const std::vector<float> in = iota_values(48, -1.0f, 0.05f);
-    write(a, in);
+    const std::vector<float> in = ramp(48, -1.0f, 0.05f);
+    write_f32(a, in);
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), graph), GGML_STATUS_SUCCESS)
         << ggml_backend_get_last_error();
-    const std::vector<float> out = read(y);
+    const std::vector<float> out = read_f32(y);
     ASSERT_EQ(out.size(), 12u);
     for (int i1 = 0; i1 < 3; ++i1) {  // y is [4, 3]: y[i0, i1] = 2 * act[2 + i1, 1 + i0]
         for (int i0 = 0; i0 < 4; ++i0) {
@@ -345,19 +328,19 @@ TEST(Sched, PipelineCopiesRotateAndStayCorrect) {
     Chain c(ctx.get());
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), c.graph));
     for (int run = 0; run < 2 * GGML_SCHED_MAX_COPIES + 1; ++run) {
-        const std::vector<float> va = iota_values(ggml_nelements(c.a), -1.0f + run * 0.1f, 0.01f);
-        const std::vector<float> vb = iota_values(ggml_nelements(c.b), 0.3f, 0.002f * run);
-        write(c.a, va);
-        write(c.b, vb);
+        const std::vector<float> va = ramp(ggml_nelements(c.a), -1.0f + run * 0.1f, 0.01f);
+        const std::vector<float> vb = ramp(ggml_nelements(c.b), 0.3f, 0.002f * run);
+        write_f32(c.a, va);
+        write_f32(c.b, vb);
         ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), c.graph), GGML_STATUS_SUCCESS) << run;
 
         Context ref_ctx = new_context();
         Chain ref(ref_ctx.get());
         Buffer buffer(ggml_backend_alloc_ctx_tensors(ref_ctx.get(), cpu_backend()));
-        write(ref.a, va);
-        write(ref.b, vb);
+        write_f32(ref.a, va);
+        write_f32(ref.b, vb);
         ASSERT_EQ(ggml_backend_graph_compute(cpu_backend(), ref.graph), GGML_STATUS_SUCCESS);
-        ASSERT_EQ(read(c.y), read(ref.y)) << "run " << run;
+        ASSERT_EQ(read_f32(c.y), read_f32(ref.y)) << "run " << run;
     }
     Sched single = d.sched(false);
     EXPECT_EQ(ggml_backend_sched_get_n_copies(single.get()), 1);
@@ -383,7 +366,7 @@ TEST(Sched, EvalCallbackObservesNodesInOrderAndCanStop) {
             return t == o->chain->act || t == o->chain->y;
         }
         o->seen.push_back(t);
-        if (t == o->chain->act) o->act_values = read(t);
+        if (t == o->chain->act) o->act_values = read_f32(t);
         return t != o->stop_at;
     };
     ggml_backend_sched_set_eval_callback(sched.get(), callback, &observer);
@@ -392,7 +375,7 @@ TEST(Sched, EvalCallbackObservesNodesInOrderAndCanStop) {
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), c.graph), GGML_STATUS_SUCCESS);
     EXPECT_EQ(observer.seen, (std::vector<const ggml_tensor *>{c.act, c.y}));
     EXPECT_EQ(observer.asked.size(), 3u);
-    EXPECT_EQ(read(c.y), chain_on_cpu());
+    EXPECT_EQ(read_f32(c.y), chain_on_cpu());
     // act = silu(a + b), observed before mul ran
     const std::vector<float> expected = chain_on_cpu();
     EXPECT_EQ(observer.act_values.size(), expected.size());
@@ -403,7 +386,7 @@ TEST(Sched, EvalCallbackObservesNodesInOrderAndCanStop) {
     EXPECT_EQ(ggml_backend_sched_graph_compute(sched.get(), c.graph), GGML_STATUS_ABORTED);
     EXPECT_EQ(observer.seen, (std::vector<const ggml_tensor *>{c.act}));
     EXPECT_EQ(observer.asked.size(), 2u);
-    EXPECT_NE(read(c.y), chain_on_cpu());
+    EXPECT_NE(read_f32(c.y), chain_on_cpu());
 }
 
 // Rule: reserve sizes the compute buffers for the worst-case graph, leaves its tensors unallocated,
@@ -428,7 +411,7 @@ TEST(Sched, ReserveSizesBuffersWithoutAllocatingTheMeasureGraph) {
     EXPECT_EQ(ggml_backend_sched_get_buffer_size(sched.get(), d.cpu.get()), cpu_bytes);
     small.fill();
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), small.graph), GGML_STATUS_SUCCESS);
-    EXPECT_EQ(read(small.y), chain_on_cpu(100));
+    EXPECT_EQ(read_f32(small.y), chain_on_cpu(100));
 }
 
 // Rule: graph_compute places and allocates a graph it has not seen; a new graph after reset reuses
@@ -442,7 +425,7 @@ TEST(Sched, ComputesNewGraphsAfterReset) {
         ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), c.graph));
         c.fill();
         ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), c.graph), GGML_STATUS_SUCCESS) << round;
-        EXPECT_EQ(read(c.y), chain_on_cpu(50 + round)) << round;
+        EXPECT_EQ(read_f32(c.y), chain_on_cpu(50 + round)) << round;
         ggml_backend_sched_reset(sched.get());
     }
     EXPECT_EQ(ggml_backend_sched_get_buffer_size(sched.get(), cpu_backend()), 0u);
@@ -467,13 +450,13 @@ TEST(Sched, ViewNodesInAnotherBackendsSplitAreHarmless) {
     ggml_build_forward_expand(graph, y1);
     ggml_build_forward_expand(graph, y2);
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), graph)) << ggml_backend_get_last_error();
-    const std::vector<float> in = iota_values(32, -1.0f, 0.06f);
-    write(a, in);
+    const std::vector<float> in = ramp(32, -1.0f, 0.06f);
+    write_f32(a, in);
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), graph), GGML_STATUS_SUCCESS)
         << ggml_backend_get_last_error();
-    const std::vector<float> out = read(y2);
+    const std::vector<float> out = read_f32(y2);
     for (size_t i = 0; i < out.size(); ++i) {
-        const float x = read(act)[i];
+        const float x = read_f32(act)[i];
         EXPECT_EQ(out[i], x * (x + x)) << i;
     }
 }
@@ -568,14 +551,14 @@ TEST(Sched, RandomGraphsOnTwoDevicesEqualOneDevice) {
             << rng.trace() << ": " << ggml_backend_get_last_error();
         Buffer buffer(ggml_backend_alloc_ctx_tensors(ref_ctx.get(), d.cpu.get()));
         for (size_t i = 0; i < g.inputs.size(); ++i) {
-            const std::vector<float> v = iota_values(ggml_nelements(g.inputs[i]), -1.0f + 0.3f * i, 0.037f);
-            write(g.inputs[i], v);
-            write(ref.inputs[i], v);
+            const std::vector<float> v = ramp(ggml_nelements(g.inputs[i]), -1.0f + 0.3f * i, 0.037f);
+            write_f32(g.inputs[i], v);
+            write_f32(ref.inputs[i], v);
         }
         ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS)
             << rng.trace() << ": " << ggml_backend_get_last_error();
         ASSERT_EQ(ggml_backend_graph_compute(d.cpu.get(), ref.graph), GGML_STATUS_SUCCESS) << rng.trace();
-        ASSERT_EQ(read(g.output), read(ref.output))
+        ASSERT_EQ(read_f32(g.output), read_f32(ref.output))
             << rng.trace() << ", " << ggml_backend_sched_get_n_splits(sched.get()) << " splits";
     }
 }

@@ -6,6 +6,7 @@
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
 #include <ggml.h>
+#include <gtest/gtest.h>
 
 #include <array>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace ggx::test {
 
@@ -55,6 +57,27 @@ using Sched = std::unique_ptr<ggml_backend_sched, SchedDeleter>;
 inline ggml_backend_t cpu_backend() {
     static const Backend cpu(ggml_backend_cpu_init());
     return cpu.get();
+}
+
+// The values of an allocated F32 tensor, read through the backend API.
+inline std::vector<float> read_f32(const ggml_tensor * t) {
+    std::vector<float> v(static_cast<size_t>(ggml_nelements(t)));
+    EXPECT_EQ(ggml_backend_tensor_get(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
+    return v;
+}
+
+// Sets all values of an allocated F32 tensor through the backend API.
+inline void write_f32(ggml_tensor * t, const std::vector<float> & v) {
+    ASSERT_EQ(v.size(), static_cast<size_t>(ggml_nelements(t)));
+    ASSERT_EQ(ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
+}
+
+// start, start + step, start + 2 step, ... (n values).
+inline std::vector<float> ramp(int64_t n, float start, float step) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i)
+        v[i] = start + step * static_cast<float>(i);
+    return v;
 }
 
 inline constexpr ggml_type kFloatTypes[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16};
