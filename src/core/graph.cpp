@@ -158,6 +158,8 @@ bool is_mutable(const ggml_cgraph * graph, const char * op_name) {
 
 }  // namespace
 
+bool ggx::core::graph_is_view(const ggml_cgraph * graph) { return graph->is_view; }
+
 extern "C" {
 
 size_t ggml_graph_overhead_custom(size_t size) { return graph_bytes(size); }

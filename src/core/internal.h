@@ -40,6 +40,8 @@ ggml_tensor * new_tensor(ggml_context * ctx, const char * op_name, ggml_type typ
                          ggml_tensor * view_src, size_t view_offs);
 // Contiguous byte strides of a tensor of type and shape ne.
 void set_contiguous_strides(ggml_tensor * tensor);
+// True for a graph view (ggml_graph_view): it shares the node array of the graph it views.
+bool graph_is_view(const ggml_cgraph * graph);
 
 // Ops that only describe storage (NONE, VIEW, RESHAPE, PERMUTE, TRANSPOSE): nothing to compute.
 constexpr bool is_layout_op(ggml_op op) {
