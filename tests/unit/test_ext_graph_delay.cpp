@@ -339,16 +339,6 @@ TEST(GraphDelay, MovesARangeContainingACast) {
 // Through the scheduler: a mul+add rule on a virtual device whose optimize callback delays the MUL
 // to just before the ADD that reads it.
 
-std::vector<float> read(const ggml_tensor * t) {
-    std::vector<float> v(static_cast<size_t>(ggml_nelements(t)));
-    EXPECT_EQ(ggml_backend_tensor_get(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
-    return v;
-}
-
-void write(ggml_tensor * t, const std::vector<float> & v) {
-    ASSERT_EQ(ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
-}
-
 // Small integers: products and sums are exact, fused or not.
 std::vector<float> integers(int64_t n, int modulus, int shift) {
     std::vector<float> v(static_cast<size_t>(n));
@@ -460,9 +450,9 @@ struct DelayGraph {
         }
     }
     void fill() {
-        write(p, integers(64, 7, 3));
-        write(q, integers(64, 5, 2));
-        write(r, integers(64, 3, 1));
+        write_f32(p, integers(64, 7, 3));
+        write_f32(q, integers(64, 5, 2));
+        write_f32(r, integers(64, 3, 1));
     }
     Context ctx{ggml_init({size_t{1} << 20, nullptr, true})};
     ggml_tensor *p, *q, *r, *m, *s, *out, *later = nullptr;
@@ -475,8 +465,8 @@ std::vector<float> native_result(bool exposed, std::vector<float> * later = null
     Buffer buffer(ggml_backend_alloc_ctx_tensors(g.ctx.get(), cpu_backend()));
     g.fill();
     EXPECT_EQ(ggml_backend_graph_compute(cpu_backend(), g.graph), GGML_STATUS_SUCCESS);
-    if (later) *later = read(g.later);
-    return read(g.out);
+    if (later) *later = read_f32(g.later);
+    return read_f32(g.out);
 }
 
 // "An optional optimize callback runs before matching and allocation. Use ggml_ext_graph_delay to move
@@ -493,7 +483,7 @@ TEST(GraphDelayScheduler, OptimizeMakesAPairAdjacentAndItFuses) {
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS)
         << ggml_backend_get_last_error();
     EXPECT_EQ(rig.rule.executes, 1);
-    EXPECT_EQ(read(g.out), native_result(false));
+    EXPECT_EQ(read_f32(g.out), native_result(false));
 }
 
 // "Fusion legality is checked again after reordering." (the delayed MUL has another consumer, so the
@@ -511,8 +501,8 @@ TEST(GraphDelayScheduler, LegalityIsCheckedAgainAfterReordering) {
         << ggml_backend_get_last_error();
     EXPECT_EQ(rig.rule.executes, 0);
     std::vector<float> later;
-    EXPECT_EQ(read(g.out), native_result(true, &later));
-    EXPECT_EQ(read(g.later), later);
+    EXPECT_EQ(read_f32(g.out), native_result(true, &later));
+    EXPECT_EQ(read_f32(g.later), later);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -635,7 +625,7 @@ std::vector<std::vector<unsigned char>> compute(RandomGraph & g, uint32_t seed, 
         std::vector<float> v(static_cast<size_t>(ggml_nelements(in)));
         for (float & x : v)
             x = std::uniform_real_distribution<float>(-2.0f, 2.0f)(values);
-        write(in, v);
+        write_f32(in, v);
     }
     EXPECT_EQ(ggml_backend_graph_compute(cpu_backend(), g.graph), GGML_STATUS_SUCCESS);
     std::vector<std::vector<unsigned char>> bytes;
