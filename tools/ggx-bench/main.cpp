@@ -1,6 +1,6 @@
 // ggx-bench: benchmarks of the runtime itself, as one JSON report on stdout.
 //
-//   ggx-bench [memory] [sched] [ext]      (all when none is named)
+//   ggx-bench [memory] [sched] [ext] [fusion]      (all when none is named)
 //
 // memory: peak activation memory the graph allocator plans for a 24-layer transformer (hidden 2048,
 //         16 heads, 512 tokens), as a ratio to the liveness lower bound: the maximum over steps of
@@ -9,6 +9,8 @@
 //         reused scheduler, and dispatching, against the CPU backend computing the same graph directly.
 // ext:    extension dispatch per node (ext.cpp): 1,000 tiny SCALE nodes run by an override kernel vs
 //         native, through a scheduler whose plan is reused.
+// fusion: a memory-bound chain of 4 pointwise ops on 64 MiB tensors (fusion.cpp): native kernels vs
+//         one fused pass of a fusion rule, speedup and bandwidth as a ratio to the roofline.
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
@@ -245,10 +247,11 @@ std::string sched_report(int n_threads) {
 
 }  // namespace
 
-std::string ext_report();  // ext.cpp
+std::string ext_report();     // ext.cpp
+std::string fusion_report();  // fusion.cpp
 
 int main(int argc, char ** argv) {
-    bool memory = argc == 1, sched = argc == 1, ext = argc == 1;
+    bool memory = argc == 1, sched = argc == 1, ext = argc == 1, fusion = argc == 1;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "memory") == 0) {
             memory = true;
@@ -256,17 +259,20 @@ int main(int argc, char ** argv) {
             sched = true;
         } else if (std::strcmp(argv[i], "ext") == 0) {
             ext = true;
+        } else if (std::strcmp(argv[i], "fusion") == 0) {
+            fusion = true;
         } else {
-            std::fprintf(stderr, "usage: ggx-bench [memory] [sched] [ext]\n");
+            std::fprintf(stderr, "usage: ggx-bench [memory] [sched] [ext] [fusion]\n");
             return 2;
         }
     }
     std::printf("{");
-    if (memory) std::printf("\"memory\": %s%s", memory_report().c_str(), sched || ext ? ", " : "");
+    if (memory) std::printf("\"memory\": %s%s", memory_report().c_str(), sched || ext || fusion ? ", " : "");
     if (sched)
         std::printf("\"sched\": [%s, %s]%s", sched_report(1).c_str(), sched_report(2).c_str(),
-                    ext ? ", " : "");
-    if (ext) std::printf("\"ext\": %s", ext_report().c_str());
+                    ext || fusion ? ", " : "");
+    if (ext) std::printf("\"ext\": %s%s", ext_report().c_str(), fusion ? ", " : "");
+    if (fusion) std::printf("\"fusion\": %s", fusion_report().c_str());
     std::printf("}\n");
     return 0;
 }
