@@ -48,8 +48,8 @@ std::string describe(const ggml_tensor * t) {
     return text;
 }
 
-// A node's source slot pointed at another tensor while the rewrite is applied: the input copy's
-// storage owner while the allocator plans, the copy itself (or the same view of it) when running.
+// A node's source slot pointed at another tensor (an input copy, or the same view of it) while the
+// rewrite is applied: while the allocator plans (copy 0) and while the node's split runs.
 struct Rewrite {
     ggml_tensor * node;
     int slot;
@@ -57,17 +57,12 @@ struct Rewrite {
     std::array<ggml_tensor *, GGML_SCHED_MAX_COPIES> replacement;  // per pipeline copy
 };
 
-constexpr int kPlanning = -1;  // RewriteScope mode: rewrite to the copies' owners
-
-// Applies rewrites (for pipeline copy `copy`, or kPlanning) and undoes them when it goes out of scope.
+// Applies rewrites (for pipeline copy `copy`) and undoes them when it goes out of scope.
 class RewriteScope {
 public:
     RewriteScope(std::span<const Rewrite> rewrites, int copy) : rewrites_(rewrites) {
-        for (const Rewrite & r : rewrites_) {
-            ggml_tensor * replacement = r.replacement[copy == kPlanning ? 0 : copy];
-            r.node->src[r.slot] =
-                copy == kPlanning && replacement->view_src ? replacement->view_src : replacement;
-        }
+        for (const Rewrite & r : rewrites_)
+            r.node->src[r.slot] = r.replacement[copy];
     }
     ~RewriteScope() {
         for (const Rewrite & r : rewrites_)
@@ -90,9 +85,10 @@ struct Input {
 struct Split {
     Split(int on, int first) : backend(on), begin(first) {}
     int backend;
-    int begin, end = 0;       // nodes [begin, end): of the caller's graph, then of the plan graph
-    int compute_begin = 0;    // plan graph: the input copies come first, then the nodes computed
-    std::vector<int> inputs;  // indices into inputs, refreshed before the split runs
+    int begin, end = 0;                // nodes [begin, end): of the caller's graph, then of the plan graph
+    int compute_begin = 0;             // plan graph: the input copies come first, then the nodes computed
+    std::vector<int> inputs;           // indices into inputs, refreshed before the split runs
+    std::vector<ggml_tensor *> views;  // views of those copies that the split's nodes read
     size_t first_rewrite = 0, n_rewrites = 0;  // the split's nodes' rewrites, a range of rewrites
     std::vector<ext::FusedGroup> fused;        // legal fusion matches among the computed nodes
     ExecutionPlan plan;                        // the computed nodes' native ranges and extension steps
@@ -156,7 +152,6 @@ struct ggml_backend_sched {
     std::unordered_map<const ggml_tensor *, int> placement;  // tensor -> backend index
     std::vector<Input> inputs;
     std::vector<Rewrite> rewrites;
-    std::vector<ggml_tensor *> copy_views;  // views of input copies, initialised after allocation
     std::vector<Split> splits;
     std::vector<int> node_ids, leaf_ids;   // buffer (= backend) index per plan node / leaf
     std::vector<size_t> workspace_needed;  // per backend: the largest extension workspace request
@@ -210,8 +205,7 @@ struct ggml_backend_sched {
     bool place(ggml_cgraph * g);
     int place_node(const ggml_tensor * node) const;
     bool split(ggml_cgraph * g);
-    std::array<ggml_tensor *, GGML_SCHED_MAX_COPIES> input_copy(ggml_tensor * src, int backend,
-                                                                std::vector<int> & split_inputs);
+    std::array<ggml_tensor *, GGML_SCHED_MAX_COPIES> input_copy(ggml_tensor * src, Split & split);
     bool build_plan_graph(ggml_cgraph * g);
     bool build_execution_plans();
     std::vector<ggx::backend::KeepAlive> fused_inputs_keep_alive() const;
@@ -286,6 +280,8 @@ bool ggml_backend_sched::place(ggml_cgraph * g) {
                         " (pinned there or writing into storage there), which does not support it");
         }
         placement[node] = b;
+        // Storage it writes into that has no place yet (a leaf the scheduler allocates) goes with it.
+        if (node->view_src && placement_of(node->view_src) == kNoBackend) placement[node->view_src] = b;
     }
     // Leafs without storage or pin live where their first consumer runs.
     for (int i = 0; i < ggml_graph_n_nodes(g); ++i) {
@@ -299,10 +295,12 @@ bool ggml_backend_sched::place(ggml_cgraph * g) {
 // ---------------------------------------------------------------------------------------------
 // Splits and input copies.
 
-// What a node of a split on backend reads in place of src: src itself when backend can read its
+// What a node of split reads in place of src: src itself when the split's backend can read its
 // storage, else the input copy of src's owner there (or the same view of it), per pipeline copy.
-std::array<ggml_tensor *, GGML_SCHED_MAX_COPIES> ggml_backend_sched::input_copy(
-    ggml_tensor * src, int backend, std::vector<int> & split_inputs) {
+std::array<ggml_tensor *, GGML_SCHED_MAX_COPIES> ggml_backend_sched::input_copy(ggml_tensor * src,
+                                                                                Split & split) {
+    const int backend = split.backend;
+    std::vector<int> & split_inputs = split.inputs;
     std::array<ggml_tensor *, GGML_SCHED_MAX_COPIES> read{};
     const ggml_tensor * owner = owner_of(src);
     const ggml_backend_buffer_type_t home =
@@ -334,13 +332,14 @@ std::array<ggml_tensor *, GGML_SCHED_MAX_COPIES> ggml_backend_sched::input_copy(
     for (int c = 0; c < n_copies; ++c) {
         read[c] = in.copies[c];
         if (src == owner) continue;
-        // The same view of the copy; its storage is set once the copy is allocated.
+        // The same view of the copy: a node of the plan graph after the copies, so the allocator sees
+        // the layout the reader really reads.
         ggml_tensor * view = ggml_view_tensor(ctx.get(), in.copies[c]);
         view->view_offs = src->view_offs;
         std::copy(std::begin(src->ne), std::end(src->ne), std::begin(view->ne));
         std::copy(std::begin(src->nb), std::end(src->nb), std::begin(view->nb));
         ggml_format_name(view, "%s#%s#%d", src->name, backends[backend]->name(), c);
-        copy_views.push_back(view);
+        split.views.push_back(view);
         read[c] = view;
     }
     return read;
@@ -353,7 +352,6 @@ bool ggml_backend_sched::split(ggml_cgraph * g) {
     splits.clear();
     inputs.clear();
     rewrites.clear();
-    copy_views.clear();
     bool split_computes = false;  // the current split has a computing node (not only views)
     for (int i = 0; i < ggml_graph_n_nodes(g); ++i) {
         ggml_tensor * node = ggml_graph_node(g, i);
@@ -369,7 +367,7 @@ bool ggml_backend_sched::split(ggml_cgraph * g) {
         for (int slot = 0; slot < GGML_MAX_SRC; ++slot) {
             ggml_tensor * src = node->src[slot];
             if (!src) continue;
-            const auto read = input_copy(src, b, s.inputs);
+            const auto read = input_copy(src, s);
             if (!read[0]) continue;
             if (s.n_rewrites == 0) s.first_rewrite = rewrites.size();
             rewrites.push_back({node, slot, src, read});
@@ -392,7 +390,9 @@ bool ggml_backend_sched::split(ggml_cgraph * g) {
 
 bool ggml_backend_sched::build_plan_graph(ggml_cgraph * g) {
     const int n_leafs = ggml_graph_n_leafs(g), n_nodes = ggml_graph_n_nodes(g);
-    const size_t n_copy_nodes = inputs.size() * n_copies;
+    size_t n_copy_nodes = inputs.size() * n_copies;
+    for (const Split & s : splits)
+        n_copy_nodes += s.views.size();
     graph = ggml_new_graph_custom(ctx.get(), std::max<size_t>(n_nodes + n_copy_nodes, n_leafs), false);
     node_ids.clear();
     leaf_ids.clear();
@@ -401,7 +401,7 @@ bool ggml_backend_sched::build_plan_graph(ggml_cgraph * g) {
         leaf_ids.push_back(std::max(0, placement_of(leaf)));
         if (!ggml_graph_add_leaf(graph, leaf)) return fail("could not build the plan graph");
     }
-    ggx::backend::RewriteScope scope(rewrites, ggx::backend::kPlanning);
+    ggx::backend::RewriteScope scope(rewrites, 0);
     const auto add_node = [&](ggml_tensor * node, int backend) {
         node_ids.push_back(backend);
         return ggml_graph_add_node(graph, node);
@@ -413,6 +413,8 @@ bool ggml_backend_sched::build_plan_graph(ggml_cgraph * g) {
             for (int c = 0; c < n_copies; ++c)
                 if (!add_node(inputs[index].copies[c], s.backend))
                     return fail("could not build the plan graph");
+        for (ggml_tensor * view : s.views)
+            if (!add_node(view, s.backend)) return fail("could not build the plan graph");
         s.compute_begin = ggml_graph_n_nodes(graph);
         for (int i = first; i < s.end; ++i)
             if (!add_node(ggml_graph_node(g, i), placement_of(ggml_graph_node(g, i))))
@@ -498,7 +500,7 @@ std::vector<const ggml_tensor *> ggml_backend_sched::fused_away_intermediates() 
 bool ggml_backend_sched::allocate(bool measure_only) {
     ggx::backend::AllocationPlan plan;
     {
-        ggx::backend::RewriteScope scope(rewrites, ggx::backend::kPlanning);
+        ggx::backend::RewriteScope scope(rewrites, 0);
         const std::vector<ggx::backend::KeepAlive> keep = fused_inputs_keep_alive();
         const std::vector<const ggml_tensor *> unseen = fused_away_intermediates();
         if (!galloc->plan(graph, node_ids, leaf_ids, plan, {keep, unseen}))
@@ -516,8 +518,6 @@ bool ggml_backend_sched::allocate(bool measure_only) {
         away->data = nullptr;  // no stale storage from an earlier plan
         away->buffer = nullptr;
     }
-    for (ggml_tensor * view : copy_views)
-        if (ggml_backend_view_init(view) != GGML_STATUS_SUCCESS) return fail("could not place a copied view");
     return true;
 }
 
@@ -549,7 +549,6 @@ void ggml_backend_sched::forget_plan() {
     placement.clear();
     inputs.clear();
     rewrites.clear();
-    copy_views.clear();
     splits.clear();
     allocated = false;
     ctx.reset();

@@ -461,6 +461,52 @@ TEST(Sched, ViewNodesInAnotherBackendsSplitAreHarmless) {
     }
 }
 
+// Regression (found by the fusion property test): a node reading a transposed view of another
+// backend's tensor must not be placed in place over the copy it reads through that view.
+TEST(Sched, ViewsOfCopiesAreNotOverwrittenInPlace) {
+    TwoDevices d("sched_vdev_sqr", {GGML_OP_SQR});
+    Sched sched = d.sched();
+    Context ctx = new_context();
+    ggml_tensor * a = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, 5, 5);
+    ggml_set_input(a);
+    ggml_tensor * act = ggml_silu(ctx.get(), a);                            // CPU
+    ggml_tensor * y = ggml_sqr(ctx.get(), ggml_transpose(ctx.get(), act));  // virtual device
+    ggml_cgraph * graph = ggml_new_graph(ctx.get());
+    ggml_build_forward_expand(graph, y);
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), graph)) << ggml_backend_get_last_error();
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), y), d.gpu.get());
+    write_f32(a, ramp(25, -1.0f, 0.09f));
+    ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), graph), GGML_STATUS_SUCCESS)
+        << ggml_backend_get_last_error();
+    const std::vector<float> s = read_f32(act), out = read_f32(y);
+    for (int i1 = 0; i1 < 5; ++i1)
+        for (int i0 = 0; i0 < 5; ++i0)
+            EXPECT_EQ(out[i1 * 5 + i0], s[i0 * 5 + i1] * s[i0 * 5 + i1]) << i0 << "," << i1;
+}
+
+// Regression (found by the fusion property test): an in-place node decides where the leaf it
+// writes into lives, even when an earlier reader of that leaf runs elsewhere.
+TEST(Sched, InPlaceWritesTakeTheirUnplacedLeafAlong) {
+    TwoDevices d("sched_vdev_add_mul", {GGML_OP_ADD, GGML_OP_MUL});
+    Sched sched = d.sched();
+    Context ctx = new_context();
+    ggml_tensor * x = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 16);  // a leaf, not INPUT
+    ggml_tensor * early = ggml_silu(ctx.get(), x);                       // CPU reads x first
+    ggml_tensor * doubled = ggml_add_inplace(ctx.get(), x, x);           // the virtual device writes x
+    ggml_tensor * y = ggml_mul(ctx.get(), doubled, early);
+    ggml_cgraph * graph = ggml_new_graph(ctx.get());
+    ggml_build_forward_expand(graph, y);
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), graph)) << ggml_backend_get_last_error();
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), x), d.gpu.get());
+    const std::vector<float> in = ramp(16, -2.0f, 0.3f);
+    write_f32(x, in);
+    ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), graph), GGML_STATUS_SUCCESS)
+        << ggml_backend_get_last_error();
+    const std::vector<float> out = read_f32(y), silu = read_f32(early);
+    for (size_t i = 0; i < in.size(); ++i)
+        EXPECT_EQ(out[i], (in[i] + in[i]) * silu[i]) << i;
+}
+
 // Random graphs over a menu of ops, each on a virtual device admitting a random subset of them:
 // the scheduler's result is bit-identical to the CPU backend computing the graph alone.
 struct RandomGraph {
