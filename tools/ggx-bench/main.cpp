@@ -1,6 +1,6 @@
 // ggx-bench: benchmarks of the runtime itself, as one JSON report on stdout.
 //
-//   ggx-bench [memory] [sched] [ext] [fusion]      (all when none is named)
+//   ggx-bench [memory] [sched] [ext] [fusion] [sd-rope] [sd-int8]      (all when none is named)
 //
 // memory: peak activation memory the graph allocator plans for a 24-layer transformer (hidden 2048,
 //         16 heads, 512 tokens), as a ratio to the liveness lower bound: the maximum over steps of
@@ -11,6 +11,10 @@
 //         native, through a scheduler whose plan is reused.
 // fusion: a memory-bound chain of 4 pointwise ops on 64 MiB tensors (fusion.cpp): native kernels vs
 //         one fused pass of a fusion rule, speedup and bandwidth as a ratio to the roofline.
+// sd-rope: the sd pack's RMSNorm -> Mul -> RoPE at x = [128, 24, 4096, 1] (sd_rope.cpp): fused vs the
+//         three separate ops (and vs sd.cpp's decomposed native graph), bandwidth vs the roofline.
+// sd-int8: the sd pack's INT8 linear (K = N = 3072, M = 256, ConvRot 256, packed input reused) vs F32
+//         mul_mat, against the int8 peak; ConvRot quantization of [3072, 4096] vs DRAM (sd_int8.cpp).
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
@@ -247,32 +251,51 @@ std::string sched_report(int n_threads) {
 
 }  // namespace
 
-std::string ext_report();     // ext.cpp
-std::string fusion_report();  // fusion.cpp
+std::string ext_report();      // ext.cpp
+std::string fusion_report();   // fusion.cpp
+std::string sd_rope_report();  // sd_rope.cpp
+std::string sd_int8_report();  // sd_int8.cpp
+
+namespace {
+
+std::string sched_reports() {
+    std::string both(1, '[');
+    both.append(sched_report(1)).append(", ").append(sched_report(2)).push_back(']');
+    return both;
+}
+
+struct Suite {
+    const char * name;  // on the command line; the JSON key has '_' for '-'
+    std::string (*report)();
+};
+
+constexpr Suite kSuites[] = {{"memory", memory_report},   {"sched", sched_reports},
+                             {"ext", ext_report},         {"fusion", fusion_report},
+                             {"sd-rope", sd_rope_report}, {"sd-int8", sd_int8_report}};
+
+}  // namespace
 
 int main(int argc, char ** argv) {
-    bool memory = argc == 1, sched = argc == 1, ext = argc == 1, fusion = argc == 1;
+    std::vector<const Suite *> chosen;
     for (int i = 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "memory") == 0) {
-            memory = true;
-        } else if (std::strcmp(argv[i], "sched") == 0) {
-            sched = true;
-        } else if (std::strcmp(argv[i], "ext") == 0) {
-            ext = true;
-        } else if (std::strcmp(argv[i], "fusion") == 0) {
-            fusion = true;
-        } else {
-            std::fprintf(stderr, "usage: ggx-bench [memory] [sched] [ext] [fusion]\n");
+        const auto it = std::find_if(std::begin(kSuites), std::end(kSuites),
+                                     [&](const Suite & s) { return std::strcmp(argv[i], s.name) == 0; });
+        if (it == std::end(kSuites)) {
+            std::fprintf(stderr, "usage: ggx-bench [memory] [sched] [ext] [fusion] [sd-rope] [sd-int8]\n");
             return 2;
         }
+        chosen.push_back(it);
     }
+    if (chosen.empty())
+        for (const Suite & s : kSuites)
+            chosen.push_back(&s);
     std::printf("{");
-    if (memory) std::printf("\"memory\": %s%s", memory_report().c_str(), sched || ext || fusion ? ", " : "");
-    if (sched)
-        std::printf("\"sched\": [%s, %s]%s", sched_report(1).c_str(), sched_report(2).c_str(),
-                    ext || fusion ? ", " : "");
-    if (ext) std::printf("\"ext\": %s%s", ext_report().c_str(), fusion ? ", " : "");
-    if (fusion) std::printf("\"fusion\": %s", fusion_report().c_str());
+    for (size_t i = 0; i < chosen.size(); ++i) {
+        std::string key = chosen[i]->name;
+        std::replace(key.begin(), key.end(), '-', '_');
+        std::printf("%s\"%s\": %s", i ? ", " : "", key.c_str(), chosen[i]->report().c_str());
+        std::fflush(stdout);
+    }
     std::printf("}\n");
     return 0;
 }
