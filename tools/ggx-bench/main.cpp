@@ -18,6 +18,7 @@
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
+#include <ggml-ext.h>
 #include <ggml.h>
 
 #include <algorithm>
@@ -136,6 +137,54 @@ size_t liveness_lower_bound(ggml_cgraph * graph, size_t alignment) {
     return static_cast<size_t>(peak);
 }
 
+// A fusion rule for the memory suite: RMS_NORM then MUL by a 1-D weight, one pass per row (the
+// normalised row never exists in memory). Registered on the CPU device of this process only.
+int match_norm_mul(ggml_backend_dev_t, const ggml_cgraph * graph, int first, void *) {
+    if (first + 1 >= ggml_graph_n_nodes(graph)) return 0;
+    const ggml_tensor * norm = ggml_graph_node(graph, first);
+    const ggml_tensor * mul = ggml_graph_node(graph, first + 1);
+    const bool f32 =
+        norm->type == GGML_TYPE_F32 && norm->src[0]->type == GGML_TYPE_F32 && mul->type == GGML_TYPE_F32;
+    return norm->op == GGML_OP_RMS_NORM && mul->op == GGML_OP_MUL && mul->src[0] == norm && f32 &&
+                   ggml_is_contiguous(norm->src[0]) && ggml_is_contiguous(mul) &&
+                   mul->src[1]->type == GGML_TYPE_F32 && ggml_nelements(mul->src[1]) == norm->ne[0] &&
+                   ggml_is_contiguous(mul->src[1])
+               ? 2
+               : 0;
+}
+
+ggml_status execute_norm_mul(const ggml_ext_fusion_execute_params * params) {
+    const ggml_tensor * norm = params->nodes[0];
+    const ggml_tensor * mul = params->nodes[1];
+    float eps;
+    std::memcpy(&eps, norm->op_params, sizeof eps);
+    const int64_t n = norm->ne[0], rows = ggml_nrows(norm);
+    const auto * w = static_cast<const float *>(mul->src[1]->data);
+    for (int64_t r = 0; r < rows; ++r) {
+        const float * x = static_cast<const float *>(norm->src[0]->data) + r * n;
+        float * y = static_cast<float *>(mul->data) + r * n;
+        double sum = 0.0;
+        for (int64_t i = 0; i < n; ++i)
+            sum += static_cast<double>(x[i]) * x[i];
+        const float scale = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + eps));
+        for (int64_t i = 0; i < n; ++i)
+            y[i] = x[i] * scale * w[i];
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
+// Compute-buffer bytes the scheduler plans for graph on the CPU, with the device's fusion rules on or off.
+size_t scheduled_bytes(ggml_backend_t cpu, ggml_cgraph * graph, bool fusion) {
+    ggml_backend_dev_t device = ggml_backend_get_device(cpu);
+    ggml_ext_dev_set_enabled(device, fusion);
+    ggml_backend_sched_t sched = ggml_backend_sched_new(&cpu, nullptr, 1, 8192, false, false);
+    const size_t bytes =
+        ggml_backend_sched_reserve(sched, graph) ? ggml_backend_sched_get_buffer_size(sched, cpu) : 0;
+    ggml_backend_sched_free(sched);
+    ggml_ext_dev_set_enabled(device, true);
+    return bytes;
+}
+
 std::string memory_report() {
     const TransformerShape s;
     ggml_backend_t cpu = ggml_backend_cpu_init();
@@ -163,13 +212,25 @@ std::string memory_report() {
     ggml_gallocr_measure_n(galloc, graph, nullptr, nullptr, &planned);
     const double plan_seconds = seconds_since(start);
     const size_t bound = liveness_lower_bound(graph, ggml_backend_buft_get_alignment(buft));
-    char out[512];
+
+    // The peak-memory effect of fusion (eliminated intermediates take no memory).
+    ggml_ext_fusion_desc rule{};
+    rule.struct_size = sizeof rule;
+    rule.version = GGML_EXT_FUSION_DESC_VERSION;
+    rule.name = "ggx_bench.rms_norm_mul";
+    rule.match = match_norm_mul;
+    rule.execute = execute_norm_mul;
+    ggml_ext_register_fusion(ggml_backend_get_device(cpu), &rule);
+    const size_t unfused = scheduled_bytes(cpu, graph, false), fused = scheduled_bytes(cpu, graph, true);
+    char out[768];
     std::snprintf(out, sizeof out,
                   "{\"layers\": %d, \"hidden\": %d, \"heads\": %d, \"tokens\": %d, \"nodes\": %d, "
                   "\"planned_bytes\": %zu, \"liveness_lower_bound_bytes\": %zu, \"ratio\": %.4f, "
-                  "\"plan_ms\": %.3f}",
+                  "\"plan_ms\": %.3f, \"sched_bytes_unfused\": %zu, \"sched_bytes_fused_rms_norm_mul\": %zu, "
+                  "\"fusion_saving\": %.4f}",
                   s.layers, s.hidden, s.heads, s.tokens, ggml_graph_n_nodes(graph), planned, bound,
-                  static_cast<double>(planned) / static_cast<double>(bound), plan_seconds * 1e3);
+                  static_cast<double>(planned) / static_cast<double>(bound), plan_seconds * 1e3, unfused,
+                  fused, 1.0 - static_cast<double>(fused) / static_cast<double>(unfused));
     ggml_gallocr_free(galloc);
     ggml_backend_buffer_free(weights);
     ggml_backend_free(cpu);
