@@ -26,9 +26,10 @@ enum sd_ggml_ext_status sd_ggml_register_extensions(void);
 /* ---------------------------------------------------------------------------------------------- */
 /* RoPE with precomputed position encodings: sd.rope_apply.v1 (sd-ops.md section 1).               */
 
-/* a: F32 [D, H, L, B] (any strides, D even); pe: F32 [2, 2, D/2, L] rotation matrices
- * (pe[c, r, j, t] = M[r][c]); result: contiguous F32 [D, L, H*B]. interleaved selects pairs
- * (2j, 2j+1), otherwise split halves (j, j + D/2). NULL (error in ctx) on bad inputs. */
+/* a: F32 [D, H, L, B] (any float-aligned strides, D even); pe: F32 [2, 2, P, L] rotation matrices
+ * (pe[c, r, j, t] = M[r][c]), 1 <= P <= D/2: the first 2P channels of each row are rotated, the rest
+ * copied (partial rotation); result: contiguous F32 [D, L, H*B]. interleaved selects pairs
+ * (2j, 2j+1), otherwise split halves (j, j + P). NULL (error in ctx) on bad inputs. */
 struct ggml_tensor * ggml_rope_apply(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * pe,
                                      bool interleaved);
 
