@@ -11,10 +11,49 @@
 // Reported: the median (and best) time per run of both, the speedup (goal >= 2.5x), and the fused
 // run's bandwidth (read x + write y) as a ratio to the machine's DRAM triad bandwidth from
 // ../shared/tools/roofline (or the GGX_ROOFLINE environment variable: the JSON or a file holding it).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ggx-bench/fusion.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <cstdint>
+
+HWY_BEFORE_NAMESPACE();
+namespace ggx_bench_fusion {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// y[i] = ((x[i] * a[i] + b[i]) * c[i]) * s + 0 for n values, one rounding per operation (the native
+// kernels' order). y is written once and not read again here: streaming stores spare the
+// read-for-ownership of lines that are about to be overwritten whole; y may be x.
+void ChainRow(const float * x, const float * a, const float * b, const float * c, float * y, int64_t n,
+              float s) {
+    const hn::ScalableTag<float> d;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+    const auto vs = hn::Set(d, s), zero = hn::Zero(d);
+    int64_t i = 0;
+    const bool aligned = reinterpret_cast<uintptr_t>(y) % (lanes * sizeof(float)) == 0;
+    for (; aligned && i + lanes <= n; i += lanes) {
+        const auto t =
+            hn::Mul(hn::Add(hn::Mul(hn::LoadU(d, x + i), hn::LoadU(d, a + i)), hn::LoadU(d, b + i)),
+                    hn::LoadU(d, c + i));
+        hn::Stream(hn::Add(hn::Mul(t, vs), zero), d, y + i);
+    }
+    for (; i < n; ++i)
+        y[i] = ((x[i] * a[i] + b[i]) * c[i]) * s + 0.0f;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace ggx_bench_fusion
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
 #include <ggml-ext.h>
 #include <ggml.h>
+#include <hwy/cache_control.h>
 
 #include <algorithm>
 #include <atomic>
@@ -27,6 +66,10 @@
 #include <vector>
 
 #include "common/roofline.h"
+
+namespace ggx_bench_fusion {
+HWY_EXPORT(ChainRow);
+}  // namespace ggx_bench_fusion
 
 namespace {
 
@@ -79,15 +122,10 @@ void fused_rows(const ggml_ext_cpu_task * task) {
     const float s = job.s;
     for (int64_t r = begin; r < end; ++r) {
         if ((r & 63) == 0 && job.service->should_stop(task)) return;
-        const float * x = job.x + r * job.ne0;
-        float * y = job.y + r * job.ne0;
-        for (int64_t i = 0; i < job.ne0; ++i) {
-            const float t1 = x[i] * a[i];
-            const float t2 = t1 + b[i];
-            const float t3 = t2 * c[i];
-            y[i] = t3 * s + 0.0f;
-        }
+        HWY_DYNAMIC_DISPATCH(ggx_bench_fusion::ChainRow)
+        (job.x + r * job.ne0, a, b, c, job.y + r * job.ne0, job.ne0, s);
     }
+    hwy::FlushStream();  // the streamed rows are visible before the task returns
 }
 
 ggml_status execute_chain(const ggml_ext_fusion_execute_params * params) {
@@ -250,3 +288,5 @@ std::string fusion_report() {
         roofline_source.c_str(), bit_mismatches == 0 ? "true" : "false", bit_mismatches, value_mismatches);
     return out;
 }
+
+#endif  // HWY_ONCE
