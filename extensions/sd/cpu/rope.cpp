@@ -15,6 +15,7 @@
 // all heads; rows of a (or of the norm's input) may have any float-aligned strides.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/rope.cpp"
+#include <hwy/cache_control.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
@@ -56,6 +57,22 @@ namespace sd::rope_cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// Output rows are written once and not read again by the kernel: when y is vector-aligned, streaming
+// stores spare the read-for-ownership of lines about to be overwritten whole (the rows are far
+// apart in the transposed output, so the cache would not keep them anyway).
+template <class D, class V>
+HWY_INLINE void store_out(V v, D d, float * HWY_RESTRICT y, bool aligned) {
+    if (aligned)
+        hn::Stream(v, d, y);
+    else
+        hn::StoreU(v, d, y);
+}
+
+template <class D>
+HWY_INLINE bool vector_aligned(D d, const float * y) {
+    return reinterpret_cast<uintptr_t>(y) % (hn::Lanes(d) * sizeof(float)) == 0;
+}
+
 // y[i] for the n = 2P rotated channels, interleaved pairs: a[2j] = M00, a[2j+1] = M10,
 // b[2j] = M01, b[2j+1] = M11, so y[2j] = p*M00 + q*M01 and y[2j+1] = p*M10 + q*M11.
 HWY_INLINE void rotate_interleaved(const float * HWY_RESTRICT x, const float * HWY_RESTRICT a,
@@ -64,10 +81,12 @@ HWY_INLINE void rotate_interleaved(const float * HWY_RESTRICT x, const float * H
 #if HWY_TARGET != HWY_SCALAR
     const hn::ScalableTag<float> d;
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));  // even
+    const bool aligned = vector_aligned(d, y);
     for (; i + lanes <= n; i += lanes) {
         const auto v = hn::LoadU(d, x + i);
         const auto p = hn::DupEven(v), q = hn::DupOdd(v);
-        hn::StoreU(hn::Add(hn::Mul(p, hn::LoadU(d, a + i)), hn::Mul(q, hn::LoadU(d, b + i))), d, y + i);
+        store_out(hn::Add(hn::Mul(p, hn::LoadU(d, a + i)), hn::Mul(q, hn::LoadU(d, b + i))), d, y + i,
+                  aligned);
     }
 #endif
     for (; i < n; i += 2) {
@@ -82,12 +101,13 @@ HWY_INLINE void rotate_split(const float * HWY_RESTRICT x, const float * HWY_RES
                              const float * HWY_RESTRICT s, float * HWY_RESTRICT y, int64_t half) {
     const hn::ScalableTag<float> d;
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+    const bool aligned = vector_aligned(d, y) && vector_aligned(d, y + half);
     int64_t j = 0;
     for (; j + lanes <= half; j += lanes) {
         const auto p = hn::LoadU(d, x + j), q = hn::LoadU(d, x + half + j);
         const auto vc = hn::LoadU(d, c + j), vs = hn::LoadU(d, s + j);
-        hn::StoreU(hn::Sub(hn::Mul(p, vc), hn::Mul(q, vs)), d, y + j);
-        hn::StoreU(hn::Add(hn::Mul(p, vs), hn::Mul(q, vc)), d, y + half + j);
+        store_out(hn::Sub(hn::Mul(p, vc), hn::Mul(q, vs)), d, y + j, aligned);
+        store_out(hn::Add(hn::Mul(p, vs), hn::Mul(q, vc)), d, y + half + j, aligned);
     }
     for (; j < half; ++j) {
         const float p = x[j], q = x[half + j];
@@ -195,6 +215,7 @@ void RunRows(const Work & work, const ggml_ext_cpu_task * task, int64_t begin, i
             rotate_split(src, ma, mb, y, pairs);
         if (rot < dim) std::memcpy(y + rot, src + rot, static_cast<size_t>(dim - rot) * sizeof(float));
     }
+    hwy::FlushStream();  // streamed rows are visible before the task returns
 }
 
 }  // namespace HWY_NAMESPACE
