@@ -164,10 +164,10 @@ HWY_INLINE void stage_scalar(float * v, int64_t n, int64_t s) {
         }
 }
 
-// Rotates the n values at v (n a multiple of G > 1) group by group: scale by 1/sqrt(G) (an exact
-// power of two), then the stages of strides 1, 4, ..., G/4 (each stage over all groups of the chunk
+// Rotates the n values at src into v (n a multiple of G > 1) group by group: scale by 1/sqrt(G) (an
+// exact power of two), then the stages of strides 1, 4, ..., G/4 (each stage over all groups of the chunk
 // at once: groups are independent and the order within a group is the spec's).
-HWY_NOINLINE void rotate_chunk(float * HWY_RESTRICT v, int64_t n, int group) {
+HWY_NOINLINE void rotate_chunk(const float * HWY_RESTRICT src, float * HWY_RESTRICT v, int64_t n, int group) {
     const hn::ScalableTag<float> df;
     const hn::CappedTag<float, 4> d4;
     const int64_t L = static_cast<int64_t>(hn::Lanes(df)), L4 = static_cast<int64_t>(hn::Lanes(d4));
@@ -177,10 +177,10 @@ HWY_NOINLINE void rotate_chunk(float * HWY_RESTRICT v, int64_t n, int group) {
     const float inv_sqrt = 1.0f / static_cast<float>(1 << log4);
     int64_t i = 0;
     const auto vs = hn::Set(df, inv_sqrt);
-    for (; i + L <= n; i += L)
-        hn::StoreU(hn::Mul(hn::LoadU(df, v + i), vs), df, v + i);
+    for (; i + L <= n; i += L)  // the copy into v and the scaling in one pass
+        hn::StoreU(hn::Mul(hn::LoadU(df, src + i), vs), df, v + i);
     for (; i < n; ++i)
-        v[i] *= inv_sqrt;
+        v[i] = src[i] * inv_sqrt;
     if (group % (4 * L) == 0)
         stage1_vec(df, v, n);
     else if (group % (4 * L4) == 0)
@@ -238,8 +238,7 @@ HWY_NOINLINE void quantize_row(const float * HWY_RESTRICT src, int64_t k, int gr
     float amax = 0.0f;
     for (int64_t c = 0; c < k; c += chunk) {
         const int64_t n = std::min(chunk, k - c);
-        std::memcpy(buf, src + c, sizeof(float) * size_t(n));
-        rotate_chunk(buf, n, group);
+        rotate_chunk(src + c, buf, n, group);
         amax = absmax(buf, n, amax);
     }
     const float scale = amax / 127.0f;
@@ -251,8 +250,7 @@ HWY_NOINLINE void quantize_row(const float * HWY_RESTRICT src, int64_t k, int gr
     }
     for (int64_t c = 0; c < k; c += chunk) {
         const int64_t n = std::min(chunk, k - c);
-        std::memcpy(buf, src + c, sizeof(float) * size_t(n));
-        rotate_chunk(buf, n, group);
+        rotate_chunk(src + c, buf, n, group);
         quantize_values(buf, n, inv, codes + c);
     }
 }
