@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "ggml.h"
@@ -159,6 +160,8 @@ private:
     size_t data_offset_ = 0;
     std::vector<KeyValue> kvs_;
     std::vector<Tensor> tensors_;
+    std::unordered_map<std::string_view, size_t> kv_index_;      // key -> index in kvs_
+    std::unordered_map<std::string_view, size_t> tensor_index_;  // name -> index in tensors_
 };
 
 class Writer {
