@@ -1,0 +1,403 @@
+#include "ggx-run/model.h"
+
+#include <ggml-alloc.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "sd-ggml-ext.h"
+
+namespace ggx::run {
+
+const char * weight_type_name(WeightType type) {
+    switch (type) {
+        case WeightType::F32:
+            return "f32";
+        case WeightType::F16:
+            return "f16";
+        case WeightType::BF16:
+            return "bf16";
+        case WeightType::Q8_0:
+            return "q8_0";
+        case WeightType::Int8ConvRot:
+            return "int8-convrot";
+    }
+    return "?";
+}
+
+bool parse_weight_type(const std::string & name, WeightType & type) {
+    for (WeightType t :
+         {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8_0, WeightType::Int8ConvRot})
+        if (name == weight_type_name(t)) {
+            type = t;
+            return true;
+        }
+    return false;
+}
+
+bool ModelConfig::derive(std::string & error) {
+    if (layers < 1 || hidden < 1 || heads < 1 || tokens < 1) {
+        error = "--layers, --hidden, --heads and --tokens must be positive";
+        return false;
+    }
+    if (hidden % heads != 0 || (hidden / heads) % 8 != 0) {
+        error = "--hidden must be --heads times a multiple of 8 (the head dimension)";
+        return false;
+    }
+    if (hidden % 64 != 0) {
+        error = "--hidden must be a multiple of 64 (q8_0 blocks and ConvRot groups)";
+        return false;
+    }
+    head_dim = hidden / heads;
+    // SwiGLU hidden size: 8/3 of the model width rounded up to a multiple of 256 (as LLaMA-style
+    // and Z-Image-style MLPs size it), so ConvRot groups of 256 divide it.
+    ffn = (hidden * 8 / 3 + 255) / 256 * 256;
+    // 2-D patch grid as close to square as tokens allow.
+    grid_h = 1;
+    for (int h = 1; h * h <= tokens; ++h)
+        if (tokens % h == 0) grid_h = h;
+    grid_w = tokens / grid_h;
+    // RoPE axes like Z-Image's {32, 48, 48} for head_dim 128: 3/8 of the pairs for each image axis.
+    axes_dim[1] = axes_dim[2] = head_dim * 3 / 8 / 2 * 2;
+    axes_dim[0] = head_dim - 2 * axes_dim[1];
+    return true;
+}
+
+Model::~Model() {
+    if (buffer) ggml_backend_buffer_free(buffer);
+    if (ctx) ggml_free(ctx);
+}
+
+Forward::~Forward() {
+    if (ctx) ggml_free(ctx);
+}
+
+namespace {
+
+// Deterministic random numbers independent of the standard library's distributions.
+struct Rng {
+    uint64_t state;
+    explicit Rng(uint64_t seed) : state(seed) {}
+    uint64_t next() {  // splitmix64
+        uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
+    }
+    float uniform() { return static_cast<float>(next() >> 40) * (2.0f / 16777216.0f) - 1.0f; }  // [-1, 1)
+    float normal() {  // sum of four uniforms, rescaled to unit variance: close enough to Gaussian
+        return (uniform() + uniform() + uniform() + uniform()) * std::sqrt(0.75f);
+    }
+};
+
+uint64_t mix(uint64_t seed, uint64_t id) { return Rng(seed ^ (id * 0xD1B54A32D192ED03ull)).next(); }
+
+int convrot_group(int64_t k) {
+    for (int g : {256, 64, 16, 4})
+        if (k % g == 0) return g;
+    return 1;
+}
+
+// A weight to fill once the buffer exists: its master values come from the seed and id.
+struct Pending {
+    enum Kind { kMatrix, kBias, kNorm } kind;
+    uint64_t id;
+    ggml_tensor * tensor;
+    ggml_tensor * scale;  // I8 matrices
+    int group;
+    float amplitude;
+};
+
+struct Builder {
+    Model & m;
+    std::vector<Pending> pending;
+    uint64_t next_id = 1;
+
+    Linear linear(int64_t in, int64_t out, bool bias, float gain = 1.0f) {
+        Linear l;
+        const WeightType type = m.cfg.weights;
+        const float amp = gain * std::sqrt(3.0f / static_cast<float>(in));  // variance gain^2 / in
+        const uint64_t id = next_id++;
+        if (type == WeightType::Int8ConvRot && m.ext) {
+            l.w = ggml_new_tensor_2d(m.ctx, GGML_TYPE_I8, in, out);
+            l.scale = ggml_new_tensor_1d(m.ctx, GGML_TYPE_F32, out);
+            l.group = convrot_group(in);
+        } else {
+            const ggml_type t = type == WeightType::F16    ? GGML_TYPE_F16
+                                : type == WeightType::BF16 ? GGML_TYPE_BF16
+                                : type == WeightType::Q8_0 ? GGML_TYPE_Q8_0
+                                                           : GGML_TYPE_F32;
+            l.w = ggml_new_tensor_2d(m.ctx, t, in, out);
+            l.group = type == WeightType::Int8ConvRot ? convrot_group(in) : 0;
+        }
+        pending.push_back({Pending::kMatrix, id, l.w, l.scale, l.group, amp});
+        if (bias) {
+            l.b = ggml_new_tensor_1d(m.ctx, GGML_TYPE_F32, out);
+            pending.push_back({Pending::kBias, id, l.b, nullptr, 0, 0.02f});
+        }
+        return l;
+    }
+
+    ggml_tensor * norm_weight(int64_t n) {
+        ggml_tensor * t = ggml_new_tensor_1d(m.ctx, GGML_TYPE_F32, n);
+        pending.push_back({Pending::kNorm, next_id++, t, nullptr, 0, 0.1f});
+        return t;
+    }
+};
+
+void fill(const Pending & p, uint64_t seed, WeightType type, bool ext) {
+    Rng rng(mix(seed, p.id * 4 + static_cast<uint64_t>(p.kind)));
+    const int64_t k = p.tensor->ne[0], n = p.tensor->ne[1];
+    if (p.kind != Pending::kMatrix) {
+        std::vector<float> v(static_cast<size_t>(k));
+        for (float & f : v)
+            f = (p.kind == Pending::kNorm ? 1.0f : 0.0f) + p.amplitude * rng.uniform();
+        ggml_backend_tensor_set(p.tensor, v.data(), 0, ggml_nbytes(p.tensor));
+        return;
+    }
+    std::vector<float> row(static_cast<size_t>(k));
+    std::vector<uint8_t> bytes(ggml_nbytes(p.tensor));
+    std::vector<float> scales(static_cast<size_t>(n));
+    const size_t row_bytes = p.tensor->nb[1];
+    for (int64_t o = 0; o < n; ++o) {
+        for (float & f : row)
+            f = p.amplitude * rng.uniform();
+        uint8_t * dst = bytes.data() + static_cast<size_t>(o) * row_bytes;
+        if (type == WeightType::Int8ConvRot) {
+            // Offline ConvRot quantization (sd-ops.md 3.1): W_rot = W H, per-row absmax scale.
+            convrot_rows(row.data(), k, p.group);
+            float amax = 0.0f;
+            for (float f : row)
+                amax = std::max(amax, std::fabs(f));
+            const float s = amax / 127.0f, inv = s == 0.0f ? 0.0f : 1.0f / s;
+            for (int64_t i = 0; i < k; ++i) {
+                const float q =
+                    std::clamp(std::nearbyint(row[static_cast<size_t>(i)] * inv), -127.0f, 127.0f);
+                if (ext)
+                    reinterpret_cast<int8_t *>(dst)[i] = static_cast<int8_t>(q);
+                else
+                    row[static_cast<size_t>(i)] = q * s;  // dequantized, still rotated
+            }
+            scales[static_cast<size_t>(o)] = s;
+            if (!ext) {
+                convrot_rows(row.data(), k, p.group);  // back to the input basis (H H = I)
+                std::memcpy(dst, row.data(), row_bytes);
+            }
+        } else {
+            ggml_quantize_row(p.tensor->type, row.data(), dst, k);
+        }
+    }
+    ggml_backend_tensor_set(p.tensor, bytes.data(), 0, bytes.size());
+    if (p.scale) ggml_backend_tensor_set(p.scale, scales.data(), 0, ggml_nbytes(p.scale));
+}
+
+}  // namespace
+
+void convrot_rows(float * row, int64_t n, int g) {
+    if (g <= 1) return;
+    const float norm = 1.0f / std::sqrt(static_cast<float>(g));
+    for (int64_t base = 0; base + g <= n; base += g) {
+        float * v = row + base;
+        for (int i = 0; i < g; ++i)
+            v[i] *= norm;
+        for (int s = 1; s < g; s *= 4)
+            for (int b = 0; b < g; b += 4 * s)
+                for (int j = 0; j < s; ++j) {
+                    float & a = v[b + j];
+                    float & bb = v[b + j + s];
+                    float & c = v[b + j + 2 * s];
+                    float & d = v[b + j + 3 * s];
+                    const float y0 = a + bb + c - d, y1 = a + bb - c + d, y2 = a - bb + c + d,
+                                y3 = -a + bb + c + d;
+                    a = y0, bb = y1, c = y2, d = y3;
+                }
+    }
+}
+
+bool create_model(Model & m, const ModelConfig & cfg, bool ext, ggml_backend_t backend, std::string & error) {
+    m.cfg = cfg;
+    m.ext = ext;
+    const size_t n_tensors = 16 + static_cast<size_t>(cfg.layers) * 24;
+    m.ctx = ggml_init({ggml_tensor_overhead() * n_tensors, nullptr, true});
+    if (!m.ctx) {
+        error = "ggml_init failed";
+        return false;
+    }
+    Builder b{m, {}, 1};
+    const int64_t h = cfg.hidden;
+    m.patch_embed = b.linear(cfg.patch_dim, h, true);
+    m.t_in = b.linear(cfg.time_dim, h, true);
+    m.t_out = b.linear(h, h, true);
+    for (int l = 0; l < cfg.layers; ++l) {
+        Block blk;
+        blk.mod = b.linear(h, 6 * h, true, 0.5f);
+        blk.wq = b.linear(h, h, false);
+        blk.wk = b.linear(h, h, false);
+        blk.wv = b.linear(h, h, false);
+        blk.wo = b.linear(h, h, true);
+        blk.q_norm = b.norm_weight(cfg.head_dim);
+        blk.k_norm = b.norm_weight(cfg.head_dim);
+        blk.w1 = b.linear(h, cfg.ffn, false);
+        blk.w3 = b.linear(h, cfg.ffn, false);
+        blk.w2 = b.linear(cfg.ffn, h, false);
+        m.blocks.push_back(blk);
+    }
+    m.final_mod = b.linear(h, 2 * h, true, 0.5f);
+    m.final_out = b.linear(h, cfg.patch_dim, true);
+    m.buffer = ggml_backend_alloc_ctx_tensors(m.ctx, backend);
+    if (!m.buffer) {
+        error = std::string("allocating the weights failed: ") + ggml_backend_get_last_error();
+        return false;
+    }
+    m.weight_bytes = ggml_backend_buffer_get_size(m.buffer);
+    for (const Pending & p : b.pending)
+        fill(p, cfg.seed, cfg.weights, ext);
+    return true;
+}
+
+namespace {
+
+// sd.cpp's decomposed interleaved RoPE (what runs without the pack): a [D, H, L, 1] -> [D, L, H].
+ggml_tensor * decomposed_rope(ggml_context * ctx, ggml_tensor * a, ggml_tensor * pe) {
+    const int64_t dim = a->ne[0], pairs = dim / 2, tokens = a->ne[2], hb = a->ne[1] * a->ne[3];
+    ggml_tensor * x = ggml_cont(ctx, ggml_permute(ctx, a, 0, 2, 1, 3));
+    x = ggml_reshape_4d(ctx, x, 2, pairs, tokens, hb);
+    ggml_tensor * p = ggml_view_4d(ctx, x, 1, pairs, tokens, hb, x->nb[1], x->nb[2], x->nb[3], 0);
+    ggml_tensor * q = ggml_view_4d(ctx, x, 1, pairs, tokens, hb, x->nb[1], x->nb[2], x->nb[3], sizeof(float));
+    ggml_tensor * shape = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 2, pairs, tokens, hb);
+    ggml_tensor * pr = ggml_cont(ctx, ggml_permute(ctx, pe, 1, 0, 2, 3));
+    ggml_tensor * m0 = ggml_view_3d(ctx, pr, 2, pairs, tokens, pr->nb[2], pr->nb[3], 0);
+    ggml_tensor * m1 = ggml_view_3d(ctx, pr, 2, pairs, tokens, pr->nb[2], pr->nb[3], pr->nb[1]);
+    ggml_tensor * y = ggml_add(ctx, ggml_mul(ctx, ggml_repeat(ctx, p, shape), m0),
+                               ggml_mul(ctx, ggml_repeat(ctx, q, shape), m1));
+    return ggml_reshape_3d(ctx, y, dim, tokens, hb);
+}
+
+struct GraphBuilder {
+    ggml_context * ctx;
+    const Model & m;
+
+    ggml_tensor * linear(ggml_tensor * x, const Linear & l) const {
+        if (l.scale) return ggml_ext_linear_i8_tensorwise(ctx, x, l.w, l.scale, l.b, l.group, 1.0f);
+        ggml_tensor * y = ggml_mul_mat(ctx, l.w, x);
+        return l.b ? ggml_add(ctx, y, l.b) : y;
+    }
+
+    // Chunk i of a modulation vector [n * hidden, 1] as [hidden].
+    ggml_tensor * chunk(ggml_tensor * mod, int i) const {
+        const int64_t h = m.cfg.hidden;
+        return ggml_view_1d(ctx, mod, h, static_cast<size_t>(i * h) * sizeof(float));
+    }
+
+    // adaLN: LayerNorm without affine, then * (1 + scale) + shift.
+    ggml_tensor * modulate(ggml_tensor * x, ggml_tensor * shift, ggml_tensor * scale) const {
+        ggml_tensor * n = ggml_norm(ctx, x, 1e-6f);
+        return ggml_add(ctx, ggml_mul(ctx, n, ggml_scale_bias(ctx, scale, 1.0f, 1.0f)), shift);
+    }
+
+    // Per-head RMSNorm -> Mul(weight) -> RoPE of a projection [hidden, T]: [D, T, H].
+    ggml_tensor * qk(ggml_tensor * proj, ggml_tensor * norm, ggml_tensor * pe) const {
+        const ModelConfig & c = m.cfg;
+        ggml_tensor * a = ggml_reshape_4d(ctx, proj, c.head_dim, c.heads, c.tokens, 1);
+        a = ggml_mul(ctx, ggml_rms_norm(ctx, a, 1e-6f), norm);
+        return m.ext ? ggml_rope_apply(ctx, a, pe, true) : decomposed_rope(ctx, a, pe);
+    }
+
+    ggml_tensor * block(ggml_tensor * x, const Block & blk, ggml_tensor * c_act, ggml_tensor * pe) const {
+        const ModelConfig & c = m.cfg;
+        ggml_tensor * mod = linear(c_act, blk.mod);  // [6 * hidden, 1]
+        ggml_tensor * h = modulate(x, chunk(mod, 0), chunk(mod, 1));
+        ggml_tensor * q = qk(linear(h, blk.wq), blk.q_norm, pe);
+        ggml_tensor * k = qk(linear(h, blk.wk), blk.k_norm, pe);
+        ggml_tensor * v = ggml_reshape_4d(ctx, linear(h, blk.wv), c.head_dim, c.heads, c.tokens, 1);
+        v = ggml_permute(ctx, v, 0, 2, 1, 3);  // [D, T, H] view
+        ggml_tensor * att = ggml_flash_attn_ext(ctx, q, k, v, nullptr,
+                                                1.0f / std::sqrt(static_cast<float>(c.head_dim)), 0.0f, 0.0f);
+        att = ggml_reshape_2d(ctx, att, c.hidden, c.tokens);
+        x = ggml_add(ctx, x, ggml_mul(ctx, linear(att, blk.wo), chunk(mod, 2)));
+        h = modulate(x, chunk(mod, 3), chunk(mod, 4));
+        ggml_tensor * g = ggml_swiglu_split(ctx, linear(h, blk.w1), linear(h, blk.w3));
+        return ggml_add(ctx, x, ggml_mul(ctx, linear(g, blk.w2), chunk(mod, 5)));
+    }
+};
+
+}  // namespace
+
+bool build_forward(Forward & f, const Model & m, std::string & error) {
+    const ModelConfig & c = m.cfg;
+    const size_t graph_size = 256 + static_cast<size_t>(c.layers) * 160;
+    f.ctx = ggml_init(
+        {ggml_tensor_overhead() * graph_size * 2 + ggml_graph_overhead_custom(graph_size), nullptr, true});
+    if (!f.ctx) {
+        error = "ggml_init failed";
+        return false;
+    }
+    ggml_context * ctx = f.ctx;
+    f.x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, c.patch_dim, c.tokens);
+    f.t = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);
+    f.pe = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 2, 2, c.head_dim / 2, c.tokens);
+    ggml_set_name(f.x, "latent");
+    ggml_set_name(f.t, "timestep");
+    ggml_set_name(f.pe, "pe");
+    for (ggml_tensor * t : {f.x, f.t, f.pe})
+        ggml_set_input(t);
+
+    GraphBuilder g{ctx, m};
+    // Conditioning: sinusoidal timestep embedding -> MLP -> c; every modulation reads silu(c).
+    ggml_tensor * temb = ggml_timestep_embedding(ctx, f.t, c.time_dim, 10000);
+    ggml_tensor * cond = g.linear(ggml_silu(ctx, g.linear(temb, m.t_in)), m.t_out);
+    ggml_tensor * c_act = ggml_silu(ctx, cond);
+
+    ggml_tensor * x = g.linear(f.x, m.patch_embed);  // [hidden, T]
+    for (const Block & blk : m.blocks)
+        x = g.block(x, blk, c_act, f.pe);
+    ggml_tensor * fm = g.linear(c_act, m.final_mod);
+    f.out = g.linear(g.modulate(x, g.chunk(fm, 0), g.chunk(fm, 1)), m.final_out);
+    if (!f.out) {
+        error = std::string("graph construction failed: ") + (ggml_get_error(ctx) ? ggml_get_error(ctx) : "");
+        return false;
+    }
+    ggml_set_name(f.out, "velocity");
+    ggml_set_output(f.out);
+    f.graph = ggml_new_graph_custom(ctx, graph_size, false);
+    ggml_build_forward_expand(f.graph, f.out);
+    if (!ggml_graph_is_valid(f.graph)) {
+        error = std::string("graph construction failed: ") + (ggml_get_error(ctx) ? ggml_get_error(ctx) : "");
+        return false;
+    }
+    return true;
+}
+
+std::vector<float> rope_pe(const ModelConfig & c) {
+    const int pairs = c.head_dim / 2;
+    std::vector<float> pe(static_cast<size_t>(4) * pairs * c.tokens);
+    for (int t = 0; t < c.tokens; ++t) {
+        const float pos[3] = {0.0f, static_cast<float>(t / c.grid_w), static_cast<float>(t % c.grid_w)};
+        int j = 0;
+        for (int axis = 0; axis < 3; ++axis) {
+            const int d = c.axes_dim[axis];
+            for (int kk = 0; kk < d / 2; ++kk, ++j) {
+                // omega_k = theta^(-2k/d) with the exponent a float linspace 0 .. (d-2)/d.
+                const float exponent = static_cast<float>(2 * kk) / static_cast<float>(d);
+                const float omega = 1.0f / std::pow(c.rope_theta, exponent);
+                const float angle = pos[axis] * omega;
+                const float cs = std::cos(angle), sn = std::sin(angle);
+                float * mtx =
+                    &pe[static_cast<size_t>(4) * (static_cast<size_t>(j) + static_cast<size_t>(pairs) * t)];
+                mtx[0] = cs, mtx[1] = -sn, mtx[2] = sn, mtx[3] = cs;
+            }
+        }
+    }
+    return pe;
+}
+
+std::vector<float> initial_latent(const ModelConfig & c) {
+    Rng rng(mix(c.seed, 0xFFFFFFFFull));
+    std::vector<float> x(static_cast<size_t>(c.patch_dim) * c.tokens);
+    for (float & f : x)
+        f = rng.normal();
+    return x;
+}
+
+}  // namespace ggx::run
