@@ -1,0 +1,767 @@
+// ggx's GGUF reader and writer (tools/gguf): round trips of every tensor and value type, and a suite of
+// malformed files (truncations at every byte, huge counts, bad lengths, shapes, types, alignments,
+// offsets, overlaps, duplicates, nesting) each of which must fail with an error naming the problem.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gguf.h"
+
+namespace {
+
+using ggx::gguf::File;
+using ggx::gguf::ValueType;
+using ggx::gguf::Writer;
+
+// A GGUF file written byte by byte, for files the Writer would refuse to produce.
+struct Bytes {
+    std::vector<uint8_t> b;
+    Bytes & raw(const void * p, size_t n) {
+        const uint8_t * q = static_cast<const uint8_t *>(p);
+        b.insert(b.end(), q, q + n);
+        return *this;
+    }
+    Bytes & u8(uint8_t v) { return raw(&v, 1); }
+    Bytes & u32(uint32_t v) { return raw(&v, 4); }
+    Bytes & u64(uint64_t v) { return raw(&v, 8); }
+    Bytes & str(std::string_view s) {
+        u64(s.size());
+        return raw(s.data(), s.size());
+    }
+    Bytes & header(uint64_t n_tensors, uint64_t n_kv, uint32_t version = 3) {
+        raw("GGUF", 4);
+        u32(version);
+        u64(n_tensors);
+        return u64(n_kv);
+    }
+    Bytes & kv_u32(std::string_view key, uint32_t v) {
+        str(key);
+        u32(uint32_t(ValueType::U32));
+        return u32(v);
+    }
+    Bytes & tensor(std::string_view name, std::vector<uint64_t> ne, uint32_t gguf_type, uint64_t offset) {
+        str(name);
+        u32(uint32_t(ne.size()));
+        for (uint64_t n : ne)
+            u64(n);
+        u32(gguf_type);
+        return u64(offset);
+    }
+    Bytes & pad(size_t alignment = 32) {
+        while (b.size() % alignment)
+            b.push_back(0);
+        return *this;
+    }
+    Bytes & zeros(size_t n) {
+        b.resize(b.size() + n, 0);
+        return *this;
+    }
+};
+
+// Parses a private heap copy of exactly the given bytes (so ASan sees any read past the end).
+std::unique_ptr<File> parse_copy(const std::vector<uint8_t> & bytes, size_t n, std::string * error) {
+    std::unique_ptr<uint8_t[]> copy(new uint8_t[n > 0 ? n : 1]);
+    if (n > 0) std::memcpy(copy.get(), bytes.data(), n);
+    std::unique_ptr<File> f = File::parse(copy.get(), n, error);
+    EXPECT_EQ(f, nullptr) << "parse of a copy is only used for files expected to fail";
+    return f;
+}
+
+void expect_error(const Bytes & file, const std::string & needle) {
+    std::string error;
+    parse_copy(file.b, file.b.size(), &error);
+    EXPECT_NE(error.find("gguf: offset "), std::string::npos) << error;
+    EXPECT_NE(error.find(needle), std::string::npos)
+        << "error: " << error << "\nexpected to contain: " << needle;
+}
+
+std::unique_ptr<File> expect_ok(const std::vector<uint8_t> & bytes) {
+    std::string error;
+    std::unique_ptr<File> f = File::parse(bytes.data(), bytes.size(), &error);
+    EXPECT_NE(f, nullptr) << error;
+    return f;
+}
+
+std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
+    std::vector<uint8_t> v(n);
+    for (size_t k = 0; k < n; ++k)
+        v[k] = uint8_t(seed + k * 7);
+    return v;
+}
+
+struct TensorSpec {
+    const char * name;
+    ggml_type type;
+    std::vector<int64_t> ne;
+};
+
+const std::vector<TensorSpec> & all_type_tensors() {
+    static const std::vector<TensorSpec> specs = {
+        {"t.f32", GGML_TYPE_F32, {5, 3}},      {"t.f16", GGML_TYPE_F16, {7}},
+        {"t.bf16", GGML_TYPE_BF16, {3, 2, 2}}, {"t.i8", GGML_TYPE_I8, {9, 1, 1, 2}},
+        {"t.i16", GGML_TYPE_I16, {4, 4}},      {"t.i32", GGML_TYPE_I32, {6}},
+        {"t.q8_0", GGML_TYPE_Q8_0, {64, 2}},   {"t.q4_0", GGML_TYPE_Q4_0, {32, 3, 2}},
+        {"t.empty", GGML_TYPE_F32, {0, 4}},
+    };
+    return specs;
+}
+
+size_t spec_bytes(const TensorSpec & s) {
+    size_t n = ggml_row_size(s.type, s.ne[0]);
+    for (size_t d = 1; d < s.ne.size(); ++d)
+        n *= size_t(s.ne[d]);
+    return n;
+}
+
+// Adds every ggx tensor type to w; the data lives in storage.
+void add_all_tensors(Writer & w, std::vector<std::vector<uint8_t>> & storage) {
+    storage.clear();
+    for (const TensorSpec & s : all_type_tensors()) {
+        storage.push_back(pattern(spec_bytes(s), uint8_t(storage.size() * 31 + 1)));
+        w.add_tensor(s.name, s.type, int(s.ne.size()), s.ne.data(), storage.back().data(),
+                     storage.back().size());
+    }
+}
+
+void check_all_tensors(const File & f, const std::vector<std::vector<uint8_t>> & storage) {
+    const auto & specs = all_type_tensors();
+    ASSERT_EQ(f.tensors().size(), specs.size());
+    for (size_t k = 0; k < specs.size(); ++k) {
+        const ggx::gguf::Tensor * t = f.find(specs[k].name);
+        ASSERT_NE(t, nullptr) << specs[k].name;
+        EXPECT_EQ(t, &f.tensors()[k]);
+        EXPECT_EQ(t->type, specs[k].type);
+        EXPECT_EQ(t->n_dims, int(specs[k].ne.size()));
+        for (int d = 0; d < GGML_MAX_DIMS; ++d) {
+            EXPECT_EQ(t->ne[d], d < t->n_dims ? specs[k].ne[d] : 1) << specs[k].name << " ne[" << d << "]";
+        }
+        EXPECT_EQ(t->bytes, storage[k].size());
+        EXPECT_EQ(t->offset % f.alignment(), 0u);
+        EXPECT_EQ((static_cast<const uint8_t *>(t->data) - f.bytes()) % f.alignment(), 0);
+        EXPECT_EQ(std::memcmp(t->data, storage[k].data(), t->bytes), 0) << specs[k].name;
+    }
+    EXPECT_EQ(f.find("t.absent"), nullptr);
+}
+
+// A small valid file with a few kinds of metadata and three tensors (the last one ends the file).
+std::vector<uint8_t> small_valid_file() {
+    Writer w;
+    w.add_string("general.name", "small");
+    w.add_u32("n", 7);
+    const std::vector<std::string> words = {"a", "bc", ""};
+    w.add_string_array("words", words);
+    const float fs[] = {1.5f, -2.0f};
+    w.add_array("fs", std::span<const float>(fs));
+    static const std::vector<uint8_t> a = pattern(5 * 4, 1), b = pattern(34, 2), c = pattern(3 * 2, 3);
+    const int64_t ne_a[] = {5}, ne_b[] = {32}, ne_c[] = {3};
+    w.add_tensor("a", GGML_TYPE_F32, 1, ne_a, a.data(), a.size());
+    w.add_tensor("b", GGML_TYPE_Q8_0, 1, ne_b, b.data(), b.size());
+    w.add_tensor("c", GGML_TYPE_F16, 1, ne_c, c.data(), c.size());
+    std::vector<uint8_t> out;
+    std::string error;
+    EXPECT_TRUE(w.write_to(&out, &error)) << error;
+    return out;
+}
+
+// Encodes depth nested arrays around an empty u8 array (depth 1: a plain empty array).
+std::vector<uint8_t> nested_array(int depth) {
+    Bytes v;
+    for (int d = 1; d < depth; ++d)
+        v.u32(uint32_t(ValueType::ARRAY)).u64(1);
+    v.u32(uint32_t(ValueType::U8)).u64(0);
+    return v.b;
+}
+
+std::string temp_path(const std::string & name) {
+    return (std::filesystem::temp_directory_path() /
+            ("ggx_test_gguf_" + std::to_string(getpid()) + "_" + name))
+        .string();
+}
+
+TEST(Gguf, TypeMapping) {
+    for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
+        const uint32_t id = ggx::gguf::type_to_gguf(ggml_type(t));
+        const auto back = ggx::gguf::type_from_gguf(id);
+        ASSERT_TRUE(back.has_value()) << ggml_type_name(ggml_type(t));
+        EXPECT_EQ(*back, ggml_type(t));
+    }
+    EXPECT_EQ(ggx::gguf::type_to_gguf(GGML_TYPE_F32), 0u);
+    EXPECT_EQ(ggx::gguf::type_to_gguf(GGML_TYPE_F16), 1u);
+    EXPECT_EQ(ggx::gguf::type_to_gguf(GGML_TYPE_Q4_0), 2u);
+    EXPECT_EQ(ggx::gguf::type_to_gguf(GGML_TYPE_Q8_0), 8u);
+    EXPECT_EQ(ggx::gguf::type_to_gguf(GGML_TYPE_I8), 24u);
+    EXPECT_EQ(ggx::gguf::type_to_gguf(GGML_TYPE_I16), 25u);
+    EXPECT_EQ(ggx::gguf::type_to_gguf(GGML_TYPE_I32), 26u);
+    EXPECT_EQ(ggx::gguf::type_to_gguf(GGML_TYPE_BF16), 30u);
+    for (uint32_t id : {3u, 6u, 7u, 9u, 10u, 12u, 23u, 27u, 28u, 29u, 31u, 1000u, UINT32_MAX}) {
+        EXPECT_FALSE(ggx::gguf::type_from_gguf(id).has_value()) << id;
+    }
+}
+
+TEST(Gguf, RoundTripEveryTensorTypeInMemoryAndMapped) {
+    Writer w;
+    std::vector<std::vector<uint8_t>> storage;
+    add_all_tensors(w, storage);
+    std::vector<uint8_t> bytes;
+    std::string error;
+    ASSERT_TRUE(w.write_to(&bytes, &error)) << error;
+    std::unique_ptr<File> f = expect_ok(bytes);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->version(), 3u);
+    EXPECT_EQ(f->alignment(), 32u);
+    EXPECT_EQ(f->data_offset() % 32, 0u);
+    check_all_tensors(*f, storage);
+
+    const std::string path = temp_path("roundtrip.gguf");
+    ASSERT_TRUE(w.write(path, &error)) << error;
+    std::unique_ptr<File> m = File::open(path, &error);
+    ASSERT_NE(m, nullptr) << error;
+    EXPECT_EQ(m->size(), bytes.size());
+    EXPECT_EQ(std::memcmp(m->bytes(), bytes.data(), bytes.size()), 0);
+    check_all_tensors(*m, storage);
+    std::filesystem::remove(path);
+}
+
+TEST(Gguf, RoundTripAlignment) {
+    for (size_t alignment : {1u, 8u, 64u, 4096u}) {
+        Writer w(alignment);
+        std::vector<std::vector<uint8_t>> storage;
+        add_all_tensors(w, storage);
+        std::vector<uint8_t> bytes;
+        std::string error;
+        ASSERT_TRUE(w.write_to(&bytes, &error)) << error;
+        std::unique_ptr<File> f = expect_ok(bytes);
+        ASSERT_NE(f, nullptr);
+        EXPECT_EQ(f->alignment(), alignment);
+        EXPECT_EQ(f->data_offset() % alignment, 0u);
+        check_all_tensors(*f, storage);
+        EXPECT_EQ(f->get_uint("general.alignment").value_or(0), alignment == 32 ? 0 : alignment);
+    }
+}
+
+TEST(Gguf, RoundTripEveryValueType) {
+    Writer w;
+    w.add_u8("u8", 200);
+    w.add_i8("i8", -100);
+    w.add_u16("u16", 60000);
+    w.add_i16("i16", -30000);
+    w.add_u32("u32", 4000000000u);
+    w.add_i32("i32", -2000000000);
+    w.add_u64("u64", UINT64_MAX);
+    w.add_i64("i64", INT64_MIN);
+    w.add_f32("f32", 0.25f);
+    w.add_f64("f64", -1e300);
+    w.add_bool("bool.t", true);
+    w.add_bool("bool.f", false);
+    w.add_string("str", "hello, gguf");
+    w.add_string("str.empty", "");
+    const uint8_t au8[] = {1, 2, 255};
+    const int8_t ai8[] = {-1, 2};
+    const uint16_t au16[] = {65535};
+    const int16_t ai16[] = {-5, 5};
+    const uint32_t au32[] = {1, 4000000000u};
+    const int32_t ai32[] = {-7, 8, 9};
+    const uint64_t au64[] = {0, uint64_t(INT64_MAX)};
+    const int64_t ai64[] = {INT64_MIN, INT64_MAX};
+    const float af32[] = {1.0f, -0.5f};
+    const double af64[] = {3.25};
+    const uint8_t abool[] = {1, 0, 1};
+    w.add_array("a.u8", ValueType::U8, au8, 3);
+    w.add_array("a.i8", ValueType::I8, ai8, 2);
+    w.add_array("a.u16", ValueType::U16, au16, 1);
+    w.add_array("a.i16", ValueType::I16, ai16, 2);
+    w.add_array("a.u32", ValueType::U32, au32, 2);
+    w.add_array("a.i32", std::span<const int32_t>(ai32));
+    w.add_array("a.u64", ValueType::U64, au64, 2);
+    w.add_array("a.i64", std::span<const int64_t>(ai64));
+    w.add_array("a.f32", std::span<const float>(af32));
+    w.add_array("a.f64", std::span<const double>(af64));
+    w.add_array("a.bool", ValueType::BOOL, abool, 3);
+    w.add_array("a.empty", ValueType::F32, nullptr, 0);
+    const uint64_t big[] = {UINT64_MAX};
+    w.add_array("a.u64.big", ValueType::U64, big, 1);
+    const std::vector<std::string> strs = {"x", "", "yz"};
+    w.add_string_array("a.str", strs);
+    w.add_raw("a.nested", ValueType::ARRAY, nested_array(ggx::gguf::kMaxArrayDepth));
+    Bytes two;  // [[1, 2], [3]] as arrays of i32
+    two.u32(uint32_t(ValueType::ARRAY)).u64(2);
+    two.u32(uint32_t(ValueType::I32)).u64(2).u32(1).u32(2);
+    two.u32(uint32_t(ValueType::I32)).u64(1).u32(3);
+    w.add_raw("a.a.i32", ValueType::ARRAY, two.b);
+
+    std::vector<uint8_t> bytes;
+    std::string error;
+    ASSERT_TRUE(w.write_to(&bytes, &error)) << error;
+    std::unique_ptr<File> f = expect_ok(bytes);
+    ASSERT_NE(f, nullptr);
+    const File & file = *f;
+    EXPECT_EQ(file.metadata().size(), 30u);
+    EXPECT_EQ(file.metadata()[0].key, "u8");
+    EXPECT_EQ(file.get_int("u8"), 200);
+    EXPECT_EQ(file.get_int("i8"), -100);
+    EXPECT_EQ(file.get_int("u16"), 60000);
+    EXPECT_EQ(file.get_int("i16"), -30000);
+    EXPECT_EQ(file.get_uint("u32"), 4000000000u);
+    EXPECT_EQ(file.get_int("i32"), -2000000000);
+    EXPECT_EQ(file.get_uint("u64"), UINT64_MAX);
+    EXPECT_EQ(file.get_int("i64"), INT64_MIN);
+    EXPECT_EQ(file.get_float("f32"), 0.25);
+    EXPECT_EQ(file.get_float("f64"), -1e300);
+    EXPECT_EQ(file.get_bool("bool.t"), true);
+    EXPECT_EQ(file.get_bool("bool.f"), false);
+    EXPECT_EQ(file.get_string("str"), "hello, gguf");
+    EXPECT_EQ(file.get_string("str.empty"), "");
+    EXPECT_EQ(file.get_int_array("a.u8"), (std::vector<int64_t>{1, 2, 255}));
+    EXPECT_EQ(file.get_int_array("a.i8"), (std::vector<int64_t>{-1, 2}));
+    EXPECT_EQ(file.get_int_array("a.u16"), (std::vector<int64_t>{65535}));
+    EXPECT_EQ(file.get_int_array("a.i16"), (std::vector<int64_t>{-5, 5}));
+    EXPECT_EQ(file.get_int_array("a.u32"), (std::vector<int64_t>{1, 4000000000}));
+    EXPECT_EQ(file.get_int_array("a.i32"), (std::vector<int64_t>{-7, 8, 9}));
+    EXPECT_EQ(file.get_int_array("a.u64"), (std::vector<int64_t>{0, INT64_MAX}));
+    EXPECT_EQ(file.get_int_array("a.i64"), (std::vector<int64_t>{INT64_MIN, INT64_MAX}));
+    EXPECT_EQ(file.get_float_array("a.f32"), (std::vector<double>{1.0, -0.5}));
+    EXPECT_EQ(file.get_float_array("a.f64"), (std::vector<double>{3.25}));
+    EXPECT_EQ(file.get_float_array("a.empty"), (std::vector<double>{}));
+    EXPECT_EQ(file.get_string_array("a.str"), (std::vector<std::string_view>{"x", "", "yz"}));
+    const ggx::gguf::Value * b = file.find_value("a.bool");
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->element_type, ValueType::BOOL);
+    ASSERT_EQ(b->count, 3u);
+    EXPECT_EQ(std::memcmp(b->raw, abool, 3), 0);
+    const ggx::gguf::Value * n = file.find_value("a.nested");
+    ASSERT_NE(n, nullptr);
+    int depth = 0;
+    while (n->type == ValueType::ARRAY && n->element_type == ValueType::ARRAY) {
+        ASSERT_EQ(n->items.size(), 1u);
+        n = &n->items[0];
+        ++depth;
+    }
+    EXPECT_EQ(depth + 1, ggx::gguf::kMaxArrayDepth);
+    EXPECT_EQ(n->element_type, ValueType::U8);
+    EXPECT_EQ(n->count, 0u);
+    const ggx::gguf::Value * aa = file.find_value("a.a.i32");
+    ASSERT_NE(aa, nullptr);
+    ASSERT_EQ(aa->items.size(), 2u);
+    EXPECT_EQ(aa->items[0].count, 2u);
+    EXPECT_EQ(aa->items[1].count, 1u);
+    int32_t three = 0;
+    std::memcpy(&three, aa->items[1].raw, 4);
+    EXPECT_EQ(three, 3);
+
+    // Type checks: absent keys, wrong types, values out of range.
+    std::string e;
+    EXPECT_FALSE(file.get_int("nope", &e));
+    EXPECT_NE(e.find("'nope' is absent"), std::string::npos) << e;
+    EXPECT_FALSE(file.get_string("u32", &e));
+    EXPECT_NE(e.find("'u32' has type u32, expected string"), std::string::npos) << e;
+    EXPECT_FALSE(file.get_int("f32", &e));
+    EXPECT_NE(e.find("has type f32, expected an integer"), std::string::npos) << e;
+    EXPECT_FALSE(file.get_float("i32", &e));
+    EXPECT_NE(e.find("expected f32 or f64"), std::string::npos) << e;
+    EXPECT_FALSE(file.get_bool("u8", &e));
+    EXPECT_NE(e.find("expected bool"), std::string::npos) << e;
+    EXPECT_FALSE(file.get_int("bool.t", &e));
+    EXPECT_FALSE(file.get_int("u64", &e));
+    EXPECT_NE(e.find("does not fit int64"), std::string::npos) << e;
+    EXPECT_FALSE(file.get_uint("i64", &e));
+    EXPECT_NE(e.find("does not fit uint64"), std::string::npos) << e;
+    EXPECT_FALSE(file.get_int_array("a.u64.big", &e));
+    EXPECT_NE(e.find("does not fit int64"), std::string::npos) << e;
+    EXPECT_FALSE(file.get_int_array("a.f32", &e));
+    EXPECT_NE(e.find("has type array of f32, expected an array of integers"), std::string::npos) << e;
+    EXPECT_FALSE(file.get_float_array("a.str", &e));
+    EXPECT_NE(e.find("array of string"), std::string::npos) << e;
+    EXPECT_FALSE(file.get_string_array("str", &e));
+    EXPECT_NE(e.find("expected an array of strings"), std::string::npos) << e;
+    EXPECT_FALSE(file.get_int_array("u32", &e));
+}
+
+TEST(Gguf, WriterRefusesBadInput) {
+    const std::vector<uint8_t> data(64);
+    const int64_t ne[] = {16};
+    const int64_t ne_q[] = {31};
+    const int64_t ne_neg[] = {-1};
+    struct Case {
+        const char * needle;
+        void (*add)(Writer &, const uint8_t *, const int64_t *, const int64_t *, const int64_t *);
+    };
+    const Case cases[] = {
+        {"empty key", [](Writer & w, auto, auto, auto, auto) { w.add_u32("", 1); }},
+        {"duplicate key 'k'",
+         [](Writer & w, auto, auto, auto, auto) {
+             w.add_u32("k", 1);
+             w.add_string("k", "x");
+         }},
+        {"set_alignment", [](Writer & w, auto, auto, auto, auto) { w.add_u32("general.alignment", 64); }},
+        {"alignment 3", [](Writer & w, auto, auto, auto, auto) { w.set_alignment(3); }},
+        {"alignment 0", [](Writer & w, auto, auto, auto, auto) { w.set_alignment(0); }},
+        {"fixed-size elements, not string",
+         [](Writer & w, const uint8_t * d, auto, auto, auto) { w.add_array("a", ValueType::STRING, d, 1); }},
+        {"empty name", [](Writer & w, const uint8_t * d, const int64_t * n, auto,
+                          auto) { w.add_tensor("", GGML_TYPE_F32, 1, n, d, 64); }},
+        {"duplicate name",
+         [](Writer & w, const uint8_t * d, const int64_t * n, auto, auto) {
+             w.add_tensor("t", GGML_TYPE_F32, 1, n, d, 64);
+             w.add_tensor("t", GGML_TYPE_F32, 1, n, d, 64);
+         }},
+        {"63 bytes given, the type and shape need 64",
+         [](Writer & w, const uint8_t * d, const int64_t * n, auto, auto) {
+             w.add_tensor("t", GGML_TYPE_F32, 1, n, d, 63);
+         }},
+        {"not a multiple of the block size 32", [](Writer & w, const uint8_t * d, auto, const int64_t * q,
+                                                   auto) { w.add_tensor("t", GGML_TYPE_Q8_0, 1, q, d, 34); }},
+        {"is negative", [](Writer & w, const uint8_t * d, auto, auto,
+                           const int64_t * neg) { w.add_tensor("t", GGML_TYPE_F32, 1, neg, d, 0); }},
+        {"n_dims 5", [](Writer & w, const uint8_t * d, const int64_t * n, auto,
+                        auto) { w.add_tensor("t", GGML_TYPE_F32, 5, n, d, 64); }},
+    };
+    for (const Case & c : cases) {
+        Writer w;
+        c.add(w, data.data(), ne, ne_q, ne_neg);
+        std::vector<uint8_t> out;
+        std::string error;
+        EXPECT_FALSE(w.write_to(&out, &error)) << c.needle;
+        EXPECT_NE(error.find(c.needle), std::string::npos)
+            << "error: " << error << "\nexpected: " << c.needle;
+        EXPECT_FALSE(w.write(temp_path("refused.gguf"), &error));
+        EXPECT_FALSE(std::filesystem::exists(temp_path("refused.gguf")));
+    }
+    std::string error;
+    Writer ok;
+    EXPECT_FALSE(ok.write("/nonexistent-dir/x.gguf", &error));
+    EXPECT_NE(error.find("cannot create"), std::string::npos) << error;
+}
+
+TEST(Gguf, OpenErrors) {
+    std::string error;
+    EXPECT_EQ(File::open("/nonexistent-dir/x.gguf", &error), nullptr);
+    EXPECT_NE(error.find("cannot open"), std::string::npos) << error;
+    EXPECT_EQ(File::open(std::filesystem::temp_directory_path().string(), &error), nullptr);
+    EXPECT_NE(error.find("not a regular file"), std::string::npos) << error;
+    const std::string empty = temp_path("empty.gguf");
+    std::ofstream(empty).close();
+    EXPECT_EQ(File::open(empty, &error), nullptr);
+    EXPECT_NE(error.find("magic"), std::string::npos) << error;
+    EXPECT_NE(error.find(empty), std::string::npos) << error;
+    std::filesystem::remove(empty);
+    EXPECT_EQ(File::parse(nullptr, 0, &error), nullptr);
+    EXPECT_NE(error.find("magic"), std::string::npos) << error;
+}
+
+TEST(Gguf, TruncatedAtEveryByteFails) {
+    const std::vector<uint8_t> file = small_valid_file();
+    ASSERT_NE(expect_ok(file), nullptr);
+    for (size_t n = 0; n < file.size(); ++n) {
+        std::string error;
+        parse_copy(file, n, &error);
+        EXPECT_EQ(error.rfind("gguf: offset ", 0), 0u) << "truncated to " << n << " bytes: " << error;
+    }
+}
+
+TEST(Gguf, EveryByteFlippedNeverCrashes) {
+    // Not every corruption is detectable (tensor data, padding), but none may crash or read out of bounds.
+    const std::vector<uint8_t> file = small_valid_file();
+    for (size_t n = 0; n < file.size(); ++n) {
+        for (uint8_t x : {uint8_t(0x01), uint8_t(0x80), uint8_t(0xff)}) {
+            std::vector<uint8_t> bad = file;
+            bad[n] ^= x;
+            std::string error;
+            std::unique_ptr<File> f = File::parse(bad.data(), bad.size(), &error);
+            if (!f) {
+                EXPECT_FALSE(error.empty());
+            }
+        }
+    }
+}
+
+TEST(Gguf, HandMadeValidFile) {
+    Bytes f;
+    f.header(2, 1).kv_u32("general.alignment", 16);
+    f.tensor("x", {4}, ggx::gguf::kGgufTypeF32, 0).tensor("z", {0, 3}, ggx::gguf::kGgufTypeF32, 16);
+    f.pad(16).zeros(16);
+    std::unique_ptr<File> file = expect_ok(f.b);
+    ASSERT_NE(file, nullptr);
+    EXPECT_EQ(file->alignment(), 16u);
+    EXPECT_EQ(file->tensors()[1].bytes, 0u);
+    EXPECT_EQ(file->tensors()[1].nelements(), 0);
+
+    Bytes v2;  // version 2 has the same layout
+    v2.header(0, 1, 2).kv_u32("k", 1);
+    ASSERT_NE(expect_ok(v2.b), nullptr);
+    Bytes zero_sized;  // two empty tensors at the same offset do not overlap
+    zero_sized.header(2, 0).tensor("a", {0}, 0, 0).tensor("b", {0}, 0, 0).pad();
+    ASSERT_NE(expect_ok(zero_sized.b), nullptr);
+}
+
+TEST(Gguf, MalformedHeader) {
+    Bytes magic;
+    magic.raw("GGUG", 4).u32(3).u64(0).u64(0);
+    expect_error(magic, "bad magic 47 47 55 47");
+    for (uint32_t version : {0u, 1u, 4u, UINT32_MAX}) {
+        Bytes v;
+        v.header(0, 0, version);
+        expect_error(v, "unsupported version " + std::to_string(version));
+    }
+    Bytes short_header;
+    short_header.raw("GGUF", 4).u32(3).u64(0);
+    expect_error(short_header, "truncated: kv_count needs 8 bytes");
+    for (uint64_t n : {UINT64_MAX, UINT64_MAX / 33 + 1, uint64_t(1) << 32, uint64_t(4)}) {
+        Bytes t;
+        t.header(n, 0).zeros(100);
+        expect_error(t, "tensor_count " + std::to_string(n) + " cannot fit");
+        Bytes k;
+        k.header(0, n).zeros(50);
+        expect_error(k, "kv_count " + std::to_string(n) + " cannot fit");
+    }
+    Bytes after_kv;  // the tensor infos cannot fit in what the metadata leaves
+    after_kv.header(1, 1).kv_u32("key", 1).zeros(20);
+    expect_error(after_kv, "after the metadata");
+}
+
+TEST(Gguf, MalformedKeysAndValues) {
+    Bytes key_len;
+    key_len.header(0, 1).u64(UINT64_MAX).zeros(20);
+    expect_error(key_len, "key of kv 0 length 18446744073709551615 exceeds");
+    Bytes key_len2;
+    key_len2.header(0, 1).u64(21).zeros(20);
+    expect_error(key_len2, "key of kv 0 length 21 exceeds the 20 bytes left");
+    Bytes empty_key;
+    empty_key.header(0, 1).str("").u32(0).u8(0).zeros(2);
+    expect_error(empty_key, "kv 0: empty key");
+    Bytes dup;
+    dup.header(0, 2).kv_u32("k", 1).kv_u32("k", 2);
+    expect_error(dup, "kv 1: duplicate key 'k' (also kv 0)");
+    for (uint32_t t : {13u, 100u, UINT32_MAX}) {
+        Bytes type;
+        type.header(0, 1).str("k").u32(t).zeros(8);
+        expect_error(type, "kv 0 'k': unknown value type " + std::to_string(t));
+    }
+    Bytes str_len;
+    str_len.header(0, 1).str("name").u32(uint32_t(ValueType::STRING)).u64(UINT64_MAX - 3).zeros(8);
+    expect_error(str_len, "kv 0 'name' string length 18446744073709551612 exceeds");
+    Bytes truncated_scalar;
+    truncated_scalar.header(0, 1).str("x").u32(uint32_t(ValueType::F64)).zeros(4);
+    expect_error(truncated_scalar, "truncated: kv 0 'x' f64 value needs 8 bytes, the file has 4 left");
+    Bytes bad_bool;
+    bad_bool.header(0, 1).str("b").u32(uint32_t(ValueType::BOOL)).u8(2);
+    expect_error(bad_bool, "kv 0 'b': bool value 2 is neither 0 nor 1");
+    Bytes bad_bool_array;
+    bad_bool_array.header(0, 1)
+        .str("b")
+        .u32(uint32_t(ValueType::ARRAY))
+        .u32(uint32_t(ValueType::BOOL))
+        .u64(2);
+    bad_bool_array.u8(1).u8(7);
+    expect_error(bad_bool_array, "kv 0 'b'[1]: bool value 7 is neither 0 nor 1");
+    Bytes key_escaped;
+    key_escaped.header(0, 1).str(std::string("a\x01'", 3)).u32(99).zeros(8);
+    expect_error(key_escaped, "'a\\x01\\x27'");
+}
+
+TEST(Gguf, MalformedArrays) {
+    auto array = [](uint32_t element_type, uint64_t count) {
+        Bytes b;
+        b.header(0, 1).str("arr").u32(uint32_t(ValueType::ARRAY)).u32(element_type).u64(count).zeros(64);
+        return b;
+    };
+    for (uint64_t count : {UINT64_MAX, UINT64_MAX / 8 + 1, uint64_t(1) << 61, uint64_t(65)}) {
+        expect_error(array(uint32_t(ValueType::U8), count),
+                     "kv 0 'arr': array count " + std::to_string(count) + " of u8");
+        expect_error(
+            array(uint32_t(ValueType::U64), count),
+            "kv 0 'arr': array count " + std::to_string(count) + " of u64 needs at least 8 bytes each");
+        expect_error(array(uint32_t(ValueType::STRING), count),
+                     "array count " + std::to_string(count) + " of string");
+        expect_error(array(uint32_t(ValueType::ARRAY), count),
+                     "array count " + std::to_string(count) + " of array");
+    }
+    expect_error(array(13, 1), "kv 0 'arr': unknown array element type 13");
+    // Strings inside an array: a bad length names the element.
+    Bytes strs;
+    strs.header(0, 1).str("arr").u32(uint32_t(ValueType::ARRAY)).u32(uint32_t(ValueType::STRING)).u64(2);
+    strs.str("ok").u64(1000).zeros(8);
+    expect_error(strs, "kv 0 'arr'[1] string length 1000 exceeds");
+    // Nesting: kMaxArrayDepth levels are fine, one more is refused.
+    for (int depth : {ggx::gguf::kMaxArrayDepth, ggx::gguf::kMaxArrayDepth + 1, 1000}) {
+        Bytes nest;
+        nest.header(0, 1).str("deep").u32(uint32_t(ValueType::ARRAY));
+        const std::vector<uint8_t> v = nested_array(depth);
+        nest.raw(v.data(), v.size());
+        if (depth <= ggx::gguf::kMaxArrayDepth) {
+            EXPECT_NE(expect_ok(nest.b), nullptr);
+        } else {
+            expect_error(nest, "arrays nested deeper than 8 levels");
+        }
+    }
+    // Nested arrays whose inner count is too large.
+    Bytes inner;
+    inner.header(0, 1).str("n").u32(uint32_t(ValueType::ARRAY)).u32(uint32_t(ValueType::ARRAY)).u64(1);
+    inner.u32(uint32_t(ValueType::U32)).u64(UINT64_MAX / 2).zeros(16);
+    expect_error(inner, "kv 0 'n'[0]: array count 9223372036854775807 of u32");
+}
+
+TEST(Gguf, MalformedAlignment) {
+    for (uint32_t a : {0u, 3u, 48u, 0x80000001u}) {
+        Bytes b;
+        b.header(0, 1).kv_u32("general.alignment", a);
+        expect_error(b, "general.alignment " + std::to_string(a) + " is not a nonzero power of two");
+    }
+    Bytes neg;
+    neg.header(0, 1).str("general.alignment").u32(uint32_t(ValueType::I32)).u32(uint32_t(-32));
+    expect_error(neg, "general.alignment -32 is not a nonzero power of two");
+    Bytes str;
+    str.header(0, 1).str("general.alignment").u32(uint32_t(ValueType::STRING)).str("32");
+    expect_error(str, "general.alignment has type string, expected an integer");
+    Bytes huge;  // 2^63: the data section offset overflows
+    huge.header(1, 1).str("general.alignment").u32(uint32_t(ValueType::U64)).u64(uint64_t(1) << 63);
+    huge.tensor("t", {1}, 0, 0);
+    expect_error(huge, "the data section would start at 9223372036854775808, past the end of the file");
+    Bytes u8;  // any integer type is accepted
+    u8.header(0, 1).str("general.alignment").u32(uint32_t(ValueType::U8)).u8(8);
+    std::unique_ptr<File> f = expect_ok(u8.b);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->alignment(), 8u);
+}
+
+TEST(Gguf, MalformedTensorInfos) {
+    auto one = [](std::string_view name, std::vector<uint64_t> ne, uint32_t type, uint64_t offset) {
+        Bytes b;
+        b.header(1, 0).tensor(name, ne, type, offset).pad().zeros(256);
+        return b;
+    };
+    expect_error(one("", {4}, 0, 0), "tensor 0: empty name");
+    Bytes name_len;
+    name_len.header(1, 0).u64(UINT64_MAX).zeros(40);
+    expect_error(name_len, "name of tensor 0 length 18446744073709551615 exceeds");
+    Bytes n_dims0;
+    n_dims0.header(1, 0).str("t").u32(0).u32(0).u64(0).zeros(64);
+    expect_error(n_dims0, "tensor 0 't': n_dims 0 is not in 1..4");
+    expect_error(one("t", {1, 1, 1, 1, 1}, 0, 0), "tensor 0 't': n_dims 5 is not in 1..4");
+    Bytes n_dims_huge;
+    n_dims_huge.header(1, 0).str("t").u32(UINT32_MAX).zeros(64);
+    expect_error(n_dims_huge, "n_dims 4294967295 is not in 1..4");
+    expect_error(one("t", {4, UINT64_MAX}, 0, 0), "tensor 0 't': ne[1] = -1 is negative");
+    expect_error(one("t", {uint64_t(1) << 63}, 0, 0), "ne[0] = -9223372036854775808 is negative");
+    expect_error(one("t", {uint64_t(1) << 32, uint64_t(1) << 32, 0}, 0, 0),
+                 "tensor 0 't': element count overflows at ne[1] = 4294967296");
+    expect_error(one("t", {uint64_t(1) << 62}, 0, 0), "byte size of a f32 tensor of this shape overflows");
+    expect_error(one("t", {uint64_t(1) << 30, uint64_t(1) << 30, 4}, 0, 0), "byte size of a f32 tensor");
+    for (uint32_t type : {3u, 7u, 12u, 31u, UINT32_MAX}) {
+        expect_error(one("t", {32}, type, 0),
+                     "tensor 0 't': unknown or unsupported tensor type id " + std::to_string(type));
+    }
+    expect_error(one("q", {33}, ggx::gguf::kGgufTypeQ8_0, 0),
+                 "tensor 0 'q': ne[0] = 33 is not a multiple of the block size 32 of q8_0");
+    expect_error(one("q", {16, 2}, ggx::gguf::kGgufTypeQ4_0, 0), "block size 32 of q4_0");
+    expect_error(one("t", {4}, 0, 1), "tensor 0 't': offset 1 is not a multiple of the alignment 32");
+    expect_error(one("t", {4}, 0, 48), "offset 48 is not a multiple of the alignment 32");
+    Bytes dup;
+    dup.header(2, 0).tensor("w", {4}, 0, 0).tensor("w", {4}, 0, 32).pad().zeros(64);
+    expect_error(dup, "tensor 1: duplicate name 'w' (also tensor 0)");
+    Bytes truncated_ne;
+    truncated_ne.header(1, 0).str("tensor_name_long").u32(2).u64(4).u32(0);
+    expect_error(truncated_ne,
+                 "truncated: tensor 0 'tensor_name_long' ne[1] needs 8 bytes, the file has 4 left");
+}
+
+TEST(Gguf, MalformedTensorData) {
+    auto one = [](std::vector<uint64_t> ne, uint64_t offset, size_t data_bytes) {
+        Bytes b;
+        b.header(1, 0).tensor("t", ne, 0, offset).pad().zeros(data_bytes);
+        return b;
+    };
+    ASSERT_NE(expect_ok(one({16}, 0, 64).b), nullptr);
+    expect_error(one({16}, 0, 63), "tensor 0 't': data [0, +64) lies outside the data section (63 bytes");
+    expect_error(one({16}, 32, 64), "data [32, +64) lies outside");
+    expect_error(one({16}, uint64_t(1) << 40, 64), "data [1099511627776, +64) lies outside");
+    expect_error(one({16}, UINT64_MAX - 31, 64), "data [18446744073709551584, +64) lies outside");
+    expect_error(one({uint64_t(1) << 40, 1024}, 0, 64), "lies outside");
+    Bytes no_data;  // the file ends inside the padding before the data section
+    no_data.header(1, 0).tensor("t", {16}, 0, 0);
+    if (no_data.b.size() % 32 == 0) no_data.u8(0);  // make sure the infos do not end aligned
+    expect_error(no_data, "truncated: the data section would start at");
+
+    Bytes overlap;  // b starts inside a
+    overlap.header(2, 0).tensor("a", {16}, 0, 0).tensor("b", {8}, 0, 32).pad().zeros(128);
+    expect_error(overlap, "tensor 1 'b': data [32, +32) overlaps tensor 0 'a' [0, +64)");
+    Bytes same;  // same offset, listed in reverse order
+    same.header(2, 0).tensor("a", {8}, 0, 64).tensor("b", {8}, 0, 64).pad().zeros(128);
+    expect_error(same, "tensor 1 'b': data [64, +32) overlaps tensor 0 'a' [64, +32)");
+    Bytes three;  // c sits inside a, with b (after both) listed first
+    three.header(3, 0)
+        .tensor("b", {8}, 0, 128)
+        .tensor("a", {32}, 0, 0)
+        .tensor("c", {8}, 0, 64)
+        .pad()
+        .zeros(256);
+    expect_error(three, "tensor 2 'c': data [64, +32) overlaps tensor 1 'a' [0, +128)");
+    Bytes empty_inside;  // an empty tensor inside another one is fine
+    empty_inside.header(2, 0).tensor("a", {16}, 0, 0).tensor("e", {0}, 0, 32).pad().zeros(64);
+    ASSERT_NE(expect_ok(empty_inside.b), nullptr);
+}
+
+// Writes the fuzz seed corpus to $GGX_GGUF_CORPUS_OUT (run with --gtest_also_run_disabled_tests).
+TEST(Gguf, DISABLED_WriteCorpus) {
+    const char * dir = std::getenv("GGX_GGUF_CORPUS_OUT");
+    ASSERT_NE(dir, nullptr);
+    auto save = [dir](const std::string & name, const std::vector<uint8_t> & bytes) {
+        std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
+            .write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+    };
+    save("valid_small.gguf", small_valid_file());
+    {
+        Writer w(64);
+        std::vector<std::vector<uint8_t>> storage;
+        add_all_tensors(w, storage);
+        w.add_string("general.architecture", "ggx-dit");
+        w.add_raw("nested", ValueType::ARRAY, nested_array(3));
+        std::vector<uint8_t> out;
+        w.write_to(&out, nullptr);
+        save("valid_all_types.gguf", out);
+    }
+    {
+        Writer w;
+        w.add_u8("u8", 1);
+        w.add_i16("i16", -2);
+        w.add_u64("u64", 3);
+        w.add_f64("f64", 0.5);
+        w.add_bool("b", true);
+        const std::vector<std::string> s = {"tok", "", "x"};
+        w.add_string_array("tokens", s);
+        const int64_t i[] = {1, -1};
+        w.add_array("i64s", std::span<const int64_t>(i));
+        std::vector<uint8_t> out;
+        w.write_to(&out, nullptr);
+        save("valid_metadata_only.gguf", out);
+    }
+    Bytes overlap;
+    overlap.header(2, 0).tensor("a", {16}, 0, 0).tensor("b", {8}, 0, 32).pad().zeros(128);
+    save("invalid_overlap.gguf", overlap.b);
+    Bytes huge;
+    huge.header(1, 1)
+        .str("arr")
+        .u32(uint32_t(ValueType::ARRAY))
+        .u32(uint32_t(ValueType::STRING))
+        .u64(UINT64_MAX);
+    save("invalid_huge_array.gguf", huge.b);
+    Bytes deep;
+    deep.header(0, 1).str("deep").u32(uint32_t(ValueType::ARRAY));
+    const std::vector<uint8_t> v = nested_array(ggx::gguf::kMaxArrayDepth + 1);
+    deep.raw(v.data(), v.size());
+    save("invalid_deep_nesting.gguf", deep.b);
+    Bytes q;
+    q.header(1, 1).kv_u32("general.alignment", 16).tensor("q", {33, 2}, 8, 16).pad(16).zeros(128);
+    save("invalid_block_shape.gguf", q.b);
+    std::vector<uint8_t> truncated = small_valid_file();
+    truncated.resize(truncated.size() - 5);
+    save("invalid_truncated.gguf", truncated);
+}
+
+}  // namespace
