@@ -221,13 +221,17 @@ std::string family(const ggml_tensor * t) {
 }
 
 struct Profiler {
+    const Forward * fwd = nullptr;
     Clock::time_point last;
-    std::map<std::string, double> seconds;
+    std::map<std::string, double> seconds, stages;
     static bool callback(ggml_tensor * t, bool ask, void * user) {
         auto * p = static_cast<Profiler *>(user);
         if (ask) return true;
         const auto now = Clock::now();
-        p->seconds[family(t)] += std::chrono::duration<double>(now - p->last).count();
+        const double s = std::chrono::duration<double>(now - p->last).count();
+        p->seconds[family(t)] += s;
+        const auto it = p->fwd->stage.find(t);
+        p->stages[it == p->fwd->stage.end() ? kStageOther : it->second] += s;
         p->last = now;
         return true;
     }
@@ -319,6 +323,7 @@ bool run_variant(const Options & o, const Backends & b, bool ext, VariantResult 
         prof.s = ggml_backend_sched_new(backends.data(), nullptr, static_cast<int>(backends.size()),
                                         graph_size, false, false);
         Profiler p;
+        p.fwd = &fwd;
         ggml_backend_sched_set_eval_callback(prof.s, &Profiler::callback, &p);
         x = initial_latent(c);
         if (!prof.s || !ggml_backend_sched_alloc_graph(prof.s, fwd.graph)) {
@@ -337,6 +342,8 @@ bool run_variant(const Options & o, const Backends & b, bool ext, VariantResult 
             v.profile.emplace_back(name, s);
         std::sort(v.profile.begin(), v.profile.end(),
                   [](auto & a, auto & b2) { return a.second > b2.second; });
+        for (const char * stage : {kStageLinear, kStageRope, kStageAttention, kStageOther})
+            v.stages.emplace_back(stage, p.stages[stage]);
     }
     v.ran = true;
     return true;

@@ -277,34 +277,55 @@ ggml_tensor * decomposed_rope(ggml_context * ctx, ggml_tensor * a, ggml_tensor *
 struct GraphBuilder {
     ggml_context * ctx;
     const Model & m;
+    Forward & f;
+    ggml_tensor * cursor = nullptr;  // the last tensor of ctx given a stage
 
-    ggml_tensor * linear(ggml_tensor * x, const Linear & l) const {
-        if (l.scale) return ggml_ext_linear_i8_tensorwise(ctx, x, l.w, l.scale, l.b, l.group, 1.0f);
-        ggml_tensor * y = ggml_mul_mat(ctx, l.w, x);
-        return l.b ? ggml_add(ctx, y, l.b) : y;
+    // Gives every tensor created since the last call the stage name.
+    void tag(const char * stage) {
+        for (ggml_tensor * t = cursor ? ggml_get_next_tensor(ctx, cursor) : ggml_get_first_tensor(ctx); t;
+             t = ggml_get_next_tensor(ctx, t)) {
+            f.stage.emplace(t, stage);
+            cursor = t;
+        }
+    }
+
+    ggml_tensor * linear(ggml_tensor * x, const Linear & l) {
+        tag(kStageOther);
+        ggml_tensor * y = nullptr;
+        if (l.scale) {
+            y = ggml_ext_linear_i8_tensorwise(ctx, x, l.w, l.scale, l.b, l.group, 1.0f);
+        } else {
+            y = ggml_mul_mat(ctx, l.w, x);
+            if (l.b) y = ggml_add(ctx, y, l.b);
+        }
+        tag(kStageLinear);
+        return y;
     }
 
     // Chunk i of a modulation vector [n * hidden, 1] as [hidden].
-    ggml_tensor * chunk(ggml_tensor * mod, int i) const {
+    ggml_tensor * chunk(ggml_tensor * mod, int i) {
         const int64_t h = m.cfg.hidden;
         return ggml_view_1d(ctx, mod, h, static_cast<size_t>(i * h) * sizeof(float));
     }
 
     // adaLN: LayerNorm without affine, then * (1 + scale) + shift.
-    ggml_tensor * modulate(ggml_tensor * x, ggml_tensor * shift, ggml_tensor * scale) const {
+    ggml_tensor * modulate(ggml_tensor * x, ggml_tensor * shift, ggml_tensor * scale) {
         ggml_tensor * n = ggml_norm(ctx, x, 1e-6f);
         return ggml_add(ctx, ggml_mul(ctx, n, ggml_scale_bias(ctx, scale, 1.0f, 1.0f)), shift);
     }
 
     // Per-head RMSNorm -> Mul(weight) -> RoPE of a projection [hidden, T]: [D, T, H].
-    ggml_tensor * qk(ggml_tensor * proj, ggml_tensor * norm, ggml_tensor * pe) const {
+    ggml_tensor * qk(ggml_tensor * proj, ggml_tensor * norm, ggml_tensor * pe) {
         const ModelConfig & c = m.cfg;
+        tag(kStageOther);
         ggml_tensor * a = ggml_reshape_4d(ctx, proj, c.head_dim, c.heads, c.tokens, 1);
         a = ggml_mul(ctx, ggml_rms_norm(ctx, a, 1e-6f), norm);
-        return m.ext ? ggml_rope_apply(ctx, a, pe, true) : decomposed_rope(ctx, a, pe);
+        a = m.ext ? ggml_rope_apply(ctx, a, pe, true) : decomposed_rope(ctx, a, pe);
+        tag(kStageRope);
+        return a;
     }
 
-    ggml_tensor * block(ggml_tensor * x, const Block & blk, ggml_tensor * c_act, ggml_tensor * pe) const {
+    ggml_tensor * block(ggml_tensor * x, const Block & blk, ggml_tensor * c_act, ggml_tensor * pe) {
         const ModelConfig & c = m.cfg;
         ggml_tensor * mod = linear(c_act, blk.mod);  // [6 * hidden, 1]
         ggml_tensor * h = modulate(x, chunk(mod, 0), chunk(mod, 1));
@@ -312,8 +333,10 @@ struct GraphBuilder {
         ggml_tensor * k = qk(linear(h, blk.wk), blk.k_norm, pe);
         ggml_tensor * v = ggml_reshape_4d(ctx, linear(h, blk.wv), c.head_dim, c.heads, c.tokens, 1);
         v = ggml_permute(ctx, v, 0, 2, 1, 3);  // [D, T, H] view
+        tag(kStageOther);
         ggml_tensor * att = ggml_flash_attn_ext(ctx, q, k, v, nullptr,
                                                 1.0f / std::sqrt(static_cast<float>(c.head_dim)), 0.0f, 0.0f);
+        tag(kStageAttention);
         att = ggml_reshape_2d(ctx, att, c.hidden, c.tokens);
         x = ggml_add(ctx, x, ggml_mul(ctx, linear(att, blk.wo), chunk(mod, 2)));
         h = modulate(x, chunk(mod, 3), chunk(mod, 4));
@@ -343,7 +366,7 @@ bool build_forward(Forward & f, const Model & m, std::string & error) {
     for (ggml_tensor * t : {f.x, f.t, f.pe})
         ggml_set_input(t);
 
-    GraphBuilder g{ctx, m};
+    GraphBuilder g{ctx, m, f};
     // Conditioning: sinusoidal timestep embedding -> MLP -> c; every modulation reads silu(c).
     ggml_tensor * temb = ggml_timestep_embedding(ctx, f.t, c.time_dim, 10000);
     ggml_tensor * cond = g.linear(ggml_silu(ctx, g.linear(temb, m.t_in)), m.t_out);
@@ -358,6 +381,7 @@ bool build_forward(Forward & f, const Model & m, std::string & error) {
         error = std::string("graph construction failed: ") + (ggml_get_error(ctx) ? ggml_get_error(ctx) : "");
         return false;
     }
+    g.tag(kStageOther);
     ggml_set_name(f.out, "velocity");
     ggml_set_output(f.out);
     f.graph = ggml_new_graph_custom(ctx, graph_size, false);

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ggx::run {
@@ -77,6 +78,12 @@ struct Model {
 bool create_model(Model & model, const ModelConfig & cfg, bool ext, ggml_backend_t backend,
                   std::string & error);
 
+// Stages of the forward pass, for the profile's breakdown.
+inline constexpr const char * kStageLinear = "linears (+ bias, act. quantization)";
+inline constexpr const char * kStageRope = "Q/K RMSNorm -> Mul -> RoPE";
+inline constexpr const char * kStageAttention = "attention (flash_attn_ext)";
+inline constexpr const char * kStageOther = "adaLN, SwiGLU, residuals, embed";
+
 // The inputs and output of one forward pass.
 struct Forward {
     ggml_context * ctx = nullptr;
@@ -85,6 +92,7 @@ struct Forward {
     ggml_tensor * t = nullptr;    // F32 [1]: timestep (sigma * 1000)
     ggml_tensor * pe = nullptr;   // F32 [2, 2, head_dim / 2, tokens]: RoPE rotation matrices
     ggml_tensor * out = nullptr;  // F32 [patch_dim, tokens]: predicted velocity
+    std::unordered_map<const ggml_tensor *, const char *> stage;  // every tensor's stage
 
     Forward() = default;
     Forward(const Forward &) = delete;

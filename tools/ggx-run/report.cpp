@@ -110,6 +110,10 @@ std::string json_variant(const VariantResult & v) {
         s +=
             (i ? ", " : "") + json_string(v.profile[i].first) + ": " + json_number(v.profile[i].second * 1e3);
     s += "}, \"profile_total_ms\": " + json_number(v.profile_seconds * 1e3);
+    s += ", \"stages_ms\": {";
+    for (size_t i = 0; i < v.stages.size(); ++i)
+        s += (i ? ", " : "") + json_string(v.stages[i].first) + ": " + json_number(v.stages[i].second * 1e3);
+    s += "}";
     return s + "}";
 }
 
@@ -208,6 +212,19 @@ void print_table(const Report & r) {
     std::printf("  %-34s %9s %5s %9s %5s\n", "total",
                 on.ran ? fmt("%.1f", on.profile_seconds * 1e3).c_str() : "-", "",
                 off.ran ? fmt("%.1f", off.profile_seconds * 1e3).c_str() : "-", "");
+
+    if (!on.stages.empty() || !off.stages.empty()) {
+        std::printf("\n  %-34s %9s %9s %8s\n", "by model stage (same profile)", "on ms", "off ms", "off/on");
+        std::map<std::string, double> sa(on.stages.begin(), on.stages.end());
+        std::map<std::string, double> sb(off.stages.begin(), off.stages.end());
+        for (const auto & stage : on.stages.empty() ? off.stages : on.stages) {
+            const double x = sa[stage.first], y = sb[stage.first];
+            std::printf("  %-34s %9s %9s %8s\n", stage.first.c_str(),
+                        on.ran ? fmt("%.1f", x * 1e3).c_str() : "-",
+                        off.ran ? fmt("%.1f", y * 1e3).c_str() : "-",
+                        on.ran && off.ran && x > 0 ? fmt("%.2fx", y / x).c_str() : "");
+        }
+    }
 
     if (r.compared) {
         std::printf(

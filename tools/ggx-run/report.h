@@ -30,8 +30,9 @@ struct VariantResult {
     size_t weight_bytes = 0;
     std::vector<std::pair<std::string, double>> profile;  // op family -> seconds (profiling run)
     double profile_seconds = 0.0;
-    std::vector<float> velocity;  // the first step's model output
-    std::vector<float> latent;    // the latent after all steps
+    std::vector<std::pair<std::string, double>> stages;  // model stage -> seconds (profiling run)
+    std::vector<float> velocity;                         // the first step's model output
+    std::vector<float> latent;                           // the latent after all steps
 
     double step_mean() const;
     double step_median() const;
