@@ -651,6 +651,8 @@ TEST(Gguf, MalformedTensorInfos) {
     expect_error(one("t", {uint64_t(1) << 63}, 0, 0), "ne[0] = -9223372036854775808 is negative");
     expect_error(one("t", {uint64_t(1) << 32, uint64_t(1) << 32, 0}, 0, 0),
                  "tensor 0 't': element count overflows at ne[1] = 4294967296");
+    expect_error(one("t", {0, uint64_t(1) << 32, uint64_t(1) << 32}, 0, 0),
+                 "element count overflows at ne[2]");
     expect_error(one("t", {uint64_t(1) << 62}, 0, 0), "byte size of a f32 tensor of this shape overflows");
     expect_error(one("t", {uint64_t(1) << 30, uint64_t(1) << 30, 4}, 0, 0), "byte size of a f32 tensor");
     for (uint32_t type : {3u, 7u, 12u, 31u, UINT32_MAX}) {

@@ -495,7 +495,7 @@ bool File::parse_all(std::string * error) {
             return c.fail(dims_at, cat(what, ": n_dims ", n_dims, " is not in 1..", GGML_MAX_DIMS));
         }
         t.n_dims = static_cast<int>(n_dims);
-        int64_t nelements = 1;
+        int64_t nelements = 1;  // the product of the nonzero ne: so no product of any of them overflows
         for (uint32_t d = 0; d < n_dims; ++d) {
             const size_t ne_at = c.pos();
             uint64_t ne = 0;
@@ -504,8 +504,7 @@ bool File::parse_all(std::string * error) {
                 return c.fail(ne_at, cat(what, ": ne[", d, "] = ", static_cast<int64_t>(ne), " is negative"));
             }
             t.ne[d] = static_cast<int64_t>(ne);
-            // Every prefix product must fit, so that Tensor::nelements() cannot overflow.
-            if (__builtin_mul_overflow(nelements, t.ne[d], &nelements)) {
+            if (__builtin_mul_overflow(nelements, std::max<int64_t>(t.ne[d], 1), &nelements)) {
                 return c.fail(ne_at, cat(what, ": element count overflows at ne[", d, "] = ", ne));
             }
         }

@@ -1,0 +1,23 @@
+# Configures a clang build with GGX_FUZZ=ON (libFuzzer + ASan + UBSan) in WORK_DIR, builds only ggx,
+# ggx_gguf and the fuzz target NAME, and runs it for SECONDS over a fresh copy of CORPUS (the repo's
+# corpus is never modified). New crashes are written to WORK_DIR/artifacts.
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}")
+  endif()
+endfunction()
+find_program(CLANG clang)
+find_program(CLANGXX clang++)
+if(NOT CLANG OR NOT CLANGXX)
+  message(FATAL_ERROR "clang and clang++ are needed for the fuzz build (.ci/deps installs them)")
+endif()
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    -DCMAKE_C_COMPILER=${CLANG} -DCMAKE_CXX_COMPILER=${CLANGXX} -DGGX_FUZZ=ON -DGGX_SANITIZE=address
+    -DGGX_BUILD_BENCHMARKS=OFF)
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build --parallel 2 --target ${NAME})
+file(REMOVE_RECURSE ${WORK_DIR}/corpus ${WORK_DIR}/artifacts)
+file(COPY ${CORPUS}/ DESTINATION ${WORK_DIR}/corpus)
+file(MAKE_DIRECTORY ${WORK_DIR}/artifacts)
+run(${WORK_DIR}/build/tests/${NAME} -max_total_time=${SECONDS} -timeout=10 -rss_limit_mb=2048
+    -print_final_stats=1 -artifact_prefix=${WORK_DIR}/artifacts/ ${WORK_DIR}/corpus)
