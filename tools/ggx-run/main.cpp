@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "gguf.h"
 #include "ggx-run/model.h"
 #include "ggx-run/report.h"
 #include "sd-ggml-ext.h"
@@ -47,6 +48,7 @@ struct Options {
     int steps = 3;
     bool json = false;
     bool profile = true;
+    std::string model_path, export_path;
 };
 
 void usage(FILE * out) {
@@ -54,7 +56,7 @@ void usage(FILE * out) {
         out,
         "usage: ggx-run [--device NAME] [--threads N] [--layers N] [--hidden N] [--heads N] [--tokens N]\n"
         "               [--weights f32|f16|bf16|q8_0|int8-convrot] [--ext on|off|compare] [--steps N]\n"
-        "               [--seed N] [--no-profile] [--json]\n"
+        "               [--seed N] [--model PATH.gguf] [--export PATH.gguf] [--no-profile] [--json]\n"
         "Runs a built-in diffusion transformer (defaults: 4 layers, hidden 1024, 8 heads, 1024 tokens,\n"
         "int8-convrot weights, 3 steps) with the sd extension pack on and off and compares them.\n");
 }
@@ -92,6 +94,10 @@ int parse(int argc, char ** argv, Options & o) {
         bool ok = true;
         if (a == "--device")
             o.device = v;
+        else if (a == "--model")
+            o.model_path = v;
+        else if (a == "--export")
+            o.export_path = v;
         else if (a == "--threads")
             ok = parse_int(v, o.threads);
         else if (a == "--layers")
@@ -250,15 +256,15 @@ struct Progressor {
     void step(const std::string & phase) { bar.set(phase, done++); }
 };
 
-bool run_variant(const Options & o, const Backends & b, bool ext, VariantResult & v, Progressor & progress,
-                 std::string & error) {
+bool run_variant(const Options & o, const Backends & b, bool ext, const ggx::gguf::File * file,
+                 VariantResult & v, Progressor & progress, std::string & error) {
     const char * label = ext ? "ext on" : "ext off";
     set_ext_enabled(b, ext);
     v.ext = ext;
     const auto setup_start = Clock::now();
     progress.step(std::string(label) + ": weights");
     Model model;
-    if (!create_model(model, o.cfg, ext, b.main, error)) return false;
+    if (!create_model(model, o.cfg, ext, b.main, error, file)) return false;
     v.weight_bytes = model.weight_bytes;
     Forward fwd;
     if (!build_forward(fwd, model, error)) return false;
@@ -356,6 +362,14 @@ int main(int argc, char ** argv) {
     Options o;
     if (const int rc = parse(argc, argv, o)) return rc == 1 ? 0 : 2;
     std::string error;
+    std::unique_ptr<ggx::gguf::File> file;
+    if (!o.model_path.empty()) {
+        file = ggx::gguf::File::open(o.model_path, &error);
+        if (!file || !config_from_gguf(*file, o.cfg, error)) {
+            std::fprintf(stderr, "ggx-run: %s: %s\n", o.model_path.c_str(), error.c_str());
+            return 2;
+        }
+    }
     if (!o.cfg.derive(error)) {
         std::fprintf(stderr, "ggx-run: %s\n", error.c_str());
         return 2;
@@ -373,6 +387,7 @@ int main(int argc, char ** argv) {
     Report r;
     r.cfg = o.cfg;
     r.device = ggml_backend_name(b.main);
+    r.source = o.model_path.empty() ? "built-in, seed " + std::to_string(o.cfg.seed) : o.model_path;
     r.threads = ggml_backend_is_cpu(b.main) ? ggml_backend_cpu_get_n_threads(b.main)
                                             : static_cast<int>(std::thread::hardware_concurrency());
     r.steps = o.steps;
@@ -383,8 +398,15 @@ int main(int argc, char ** argv) {
     Progress bar(per_variant * ((want_on ? 1 : 0) + (want_off ? 1 : 0)));
     Progressor progress{bar};
     bool ok = true;
-    if (want_on) ok = run_variant(o, b, true, r.on, progress, error);
-    if (ok && want_off) ok = run_variant(o, b, false, r.off, progress, error);
+    if (!o.export_path.empty()) {
+        bar.set("export", 0);
+        Model model;
+        ok = create_model(model, o.cfg, true, b.main, error, file.get()) &&
+             export_model(model, o.export_path, error);
+        if (!ok) error = "--export " + o.export_path + ": " + error;
+    }
+    if (ok && want_on) ok = run_variant(o, b, true, file.get(), r.on, progress, error);
+    if (ok && want_off) ok = run_variant(o, b, false, file.get(), r.off, progress, error);
     set_ext_enabled(b, true);
     bar.finish();
     if (!ok) {

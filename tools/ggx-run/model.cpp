@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <span>
 
+#include "gguf.h"
 #include "sd-ggml-ext.h"
 
 namespace ggx::run {
@@ -52,15 +55,30 @@ bool ModelConfig::derive(std::string & error) {
     head_dim = hidden / heads;
     // SwiGLU hidden size: 8/3 of the model width rounded up to a multiple of 256 (as LLaMA-style
     // and Z-Image-style MLPs size it), so ConvRot groups of 256 divide it.
-    ffn = (hidden * 8 / 3 + 255) / 256 * 256;
+    if (ffn == 0) ffn = (hidden * 8 / 3 + 255) / 256 * 256;
     // 2-D patch grid as close to square as tokens allow.
     grid_h = 1;
     for (int h = 1; h * h <= tokens; ++h)
         if (tokens % h == 0) grid_h = h;
     grid_w = tokens / grid_h;
     // RoPE axes like Z-Image's {32, 48, 48} for head_dim 128: 3/8 of the pairs for each image axis.
-    axes_dim[1] = axes_dim[2] = head_dim * 3 / 8 / 2 * 2;
-    axes_dim[0] = head_dim - 2 * axes_dim[1];
+    if (axes_dim[0] == 0 && axes_dim[1] == 0 && axes_dim[2] == 0) {
+        axes_dim[1] = axes_dim[2] = head_dim * 3 / 8 / 2 * 2;
+        axes_dim[0] = head_dim - 2 * axes_dim[1];
+    }
+    if (axes_dim[0] < 0 || axes_dim[1] < 0 || axes_dim[2] < 0 || axes_dim[0] % 2 || axes_dim[1] % 2 ||
+        axes_dim[2] % 2 || axes_dim[0] + axes_dim[1] + axes_dim[2] != head_dim) {
+        error = "RoPE axes must be even and sum to the head dimension " + std::to_string(head_dim);
+        return false;
+    }
+    if (ffn < 1 || patch_dim < 1 || time_dim < 2 || time_dim % 2) {
+        error = "bad ffn, patch or timestep embedding size";
+        return false;
+    }
+    if (weights == WeightType::Q8_0 && (ffn % 32 || patch_dim % 32 || time_dim % 32)) {
+        error = "q8_0 needs every linear's input size to be a multiple of 32";
+        return false;
+    }
     return true;
 }
 
@@ -103,6 +121,7 @@ int convrot_group(int64_t k) {
 struct Pending {
     enum Kind { kMatrix, kBias, kNorm } kind;
     uint64_t id;
+    std::string name;
     ggml_tensor * tensor;
     ggml_tensor * scale;  // I8 matrices
     int group;
@@ -114,7 +133,7 @@ struct Builder {
     std::vector<Pending> pending;
     uint64_t next_id = 1;
 
-    Linear linear(int64_t in, int64_t out, bool bias, float gain = 1.0f) {
+    Linear linear(const std::string & name, int64_t in, int64_t out, bool bias, float gain = 1.0f) {
         Linear l;
         const WeightType type = m.cfg.weights;
         const float amp = gain * std::sqrt(3.0f / static_cast<float>(in));  // variance gain^2 / in
@@ -131,17 +150,17 @@ struct Builder {
             l.w = ggml_new_tensor_2d(m.ctx, t, in, out);
             l.group = type == WeightType::Int8ConvRot ? convrot_group(in) : 0;
         }
-        pending.push_back({Pending::kMatrix, id, l.w, l.scale, l.group, amp});
+        pending.push_back({Pending::kMatrix, id, name + ".weight", l.w, l.scale, l.group, amp});
         if (bias) {
             l.b = ggml_new_tensor_1d(m.ctx, GGML_TYPE_F32, out);
-            pending.push_back({Pending::kBias, id, l.b, nullptr, 0, 0.02f});
+            pending.push_back({Pending::kBias, id, name + ".bias", l.b, nullptr, 0, 0.02f});
         }
         return l;
     }
 
-    ggml_tensor * norm_weight(int64_t n) {
+    ggml_tensor * norm_weight(const std::string & name, int64_t n) {
         ggml_tensor * t = ggml_new_tensor_1d(m.ctx, GGML_TYPE_F32, n);
-        pending.push_back({Pending::kNorm, next_id++, t, nullptr, 0, 0.1f});
+        pending.push_back({Pending::kNorm, next_id++, name, t, nullptr, 0, 0.1f});
         return t;
     }
 };
@@ -192,6 +211,71 @@ void fill(const Pending & p, uint64_t seed, WeightType type, bool ext) {
     if (p.scale) ggml_backend_tensor_set(p.scale, scales.data(), 0, ggml_nbytes(p.scale));
 }
 
+std::string shape_text(const int64_t * ne, int n) {
+    std::string s = "[";
+    for (int i = 0; i < n; ++i)
+        s += std::to_string(ne[i]) + (i + 1 < n ? ", " : "]");
+    return s;
+}
+
+// Copies p's values from the file, checking type and shape. For the ext-off variant of INT8 weights
+// the I8 codes and the row scales are dequantized and rotated back to the input basis.
+bool load(const Pending & p, const gguf::File & file, WeightType type, bool ext, std::string & error) {
+    const gguf::Tensor * t = file.find(p.name);
+    if (!t) {
+        error = "the model has no tensor '" + p.name + "'";
+        return false;
+    }
+    const int64_t k = p.tensor->ne[0], n = p.tensor->ne[1];
+    const bool dequantize = p.kind == Pending::kMatrix && type == WeightType::Int8ConvRot && !ext;
+    const ggml_type want = dequantize ? GGML_TYPE_I8 : p.tensor->type;
+    const int64_t ne[2] = {k, n};
+    if (t->type != want || t->ne[0] != k || t->ne[1] != n || t->ne[2] != 1 || t->ne[3] != 1) {
+        error = "tensor '" + p.name + "' is " + ggml_type_name(t->type) + " " + shape_text(t->ne, t->n_dims) +
+                ", expected " + ggml_type_name(want) + " " +
+                shape_text(ne, p.kind == Pending::kMatrix ? 2 : 1);
+        return false;
+    }
+    if (p.kind == Pending::kMatrix && type == WeightType::Int8ConvRot) {
+        const std::string module = p.name.substr(0, p.name.size() - std::string(".weight").size());
+        const gguf::Tensor * cq = file.find(module + ".comfy_quant");
+        const std::string json = cq ? std::string(static_cast<const char *>(cq->data), cq->bytes) : "";
+        const size_t at = json.find("\"convrot_groupsize\":");
+        const int group = at == std::string::npos ? -1 : std::atoi(json.c_str() + at + 20);
+        if (group != p.group) {
+            error = "tensor '" + module + ".comfy_quant' must give convrot_groupsize " +
+                    std::to_string(p.group) + " (the largest power of 4 up to 256 dividing the input size)";
+            return false;
+        }
+    }
+    const gguf::Tensor * s = nullptr;
+    if (p.scale || dequantize) {
+        s = file.find(p.name + "_scale");
+        if (!s || s->type != GGML_TYPE_F32 || s->nelements() != n) {
+            error =
+                "tensor '" + p.name + "_scale' is missing or not F32 with " + std::to_string(n) + " values";
+            return false;
+        }
+    }
+    if (!dequantize) {
+        ggml_backend_tensor_set(p.tensor, t->data, 0, ggml_nbytes(p.tensor));
+        if (p.scale) ggml_backend_tensor_set(p.scale, s->data, 0, ggml_nbytes(p.scale));
+        return true;
+    }
+    std::vector<float> w(static_cast<size_t>(k * n));
+    const auto * q = static_cast<const int8_t *>(t->data);
+    for (int64_t o = 0; o < n; ++o) {
+        float scale;
+        std::memcpy(&scale, static_cast<const uint8_t *>(s->data) + 4 * o, sizeof scale);
+        float * row = &w[static_cast<size_t>(o * k)];
+        for (int64_t i = 0; i < k; ++i)
+            row[i] = static_cast<float>(q[o * k + i]) * scale;
+        convrot_rows(row, k, p.group);
+    }
+    ggml_backend_tensor_set(p.tensor, w.data(), 0, ggml_nbytes(p.tensor));
+    return true;
+}
+
 }  // namespace
 
 void convrot_rows(float * row, int64_t n, int g) {
@@ -215,7 +299,8 @@ void convrot_rows(float * row, int64_t n, int g) {
     }
 }
 
-bool create_model(Model & m, const ModelConfig & cfg, bool ext, ggml_backend_t backend, std::string & error) {
+bool create_model(Model & m, const ModelConfig & cfg, bool ext, ggml_backend_t backend, std::string & error,
+                  const gguf::File * file) {
     m.cfg = cfg;
     m.ext = ext;
     const size_t n_tensors = 16 + static_cast<size_t>(cfg.layers) * 24;
@@ -226,33 +311,41 @@ bool create_model(Model & m, const ModelConfig & cfg, bool ext, ggml_backend_t b
     }
     Builder b{m, {}, 1};
     const int64_t h = cfg.hidden;
-    m.patch_embed = b.linear(cfg.patch_dim, h, true);
-    m.t_in = b.linear(cfg.time_dim, h, true);
-    m.t_out = b.linear(h, h, true);
+    m.patch_embed = b.linear("x_embedder", cfg.patch_dim, h, true);
+    m.t_in = b.linear("t_embedder.mlp.0", cfg.time_dim, h, true);
+    m.t_out = b.linear("t_embedder.mlp.2", h, h, true);
     for (int l = 0; l < cfg.layers; ++l) {
+        const std::string p = "layers." + std::to_string(l) + ".";
         Block blk;
-        blk.mod = b.linear(h, 6 * h, true, 0.5f);
-        blk.wq = b.linear(h, h, false);
-        blk.wk = b.linear(h, h, false);
-        blk.wv = b.linear(h, h, false);
-        blk.wo = b.linear(h, h, true);
-        blk.q_norm = b.norm_weight(cfg.head_dim);
-        blk.k_norm = b.norm_weight(cfg.head_dim);
-        blk.w1 = b.linear(h, cfg.ffn, false);
-        blk.w3 = b.linear(h, cfg.ffn, false);
-        blk.w2 = b.linear(cfg.ffn, h, false);
+        blk.mod = b.linear(p + "adaLN_modulation", h, 6 * h, true, 0.5f);
+        blk.wq = b.linear(p + "attention.to_q", h, h, false);
+        blk.wk = b.linear(p + "attention.to_k", h, h, false);
+        blk.wv = b.linear(p + "attention.to_v", h, h, false);
+        blk.wo = b.linear(p + "attention.to_out", h, h, true);
+        blk.q_norm = b.norm_weight(p + "attention.q_norm.weight", cfg.head_dim);
+        blk.k_norm = b.norm_weight(p + "attention.k_norm.weight", cfg.head_dim);
+        blk.w1 = b.linear(p + "feed_forward.w1", h, cfg.ffn, false);
+        blk.w3 = b.linear(p + "feed_forward.w3", h, cfg.ffn, false);
+        blk.w2 = b.linear(p + "feed_forward.w2", cfg.ffn, h, false);
         m.blocks.push_back(blk);
     }
-    m.final_mod = b.linear(h, 2 * h, true, 0.5f);
-    m.final_out = b.linear(h, cfg.patch_dim, true);
+    m.final_mod = b.linear("final_layer.adaLN_modulation", h, 2 * h, true, 0.5f);
+    m.final_out = b.linear("final_layer.linear", h, cfg.patch_dim, true);
     m.buffer = ggml_backend_alloc_ctx_tensors(m.ctx, backend);
     if (!m.buffer) {
         error = std::string("allocating the weights failed: ") + ggml_backend_get_last_error();
         return false;
     }
     m.weight_bytes = ggml_backend_buffer_get_size(m.buffer);
-    for (const Pending & p : b.pending)
-        fill(p, cfg.seed, cfg.weights, ext);
+    for (const Pending & p : b.pending) {
+        if (file) {
+            if (!load(p, *file, cfg.weights, ext, error)) return false;
+        } else {
+            fill(p, cfg.seed, cfg.weights, ext);
+        }
+        m.named.push_back({p.name, p.tensor, p.group});
+        if (p.scale) m.named.push_back({p.name + "_scale", p.scale, 0});
+    }
     return true;
 }
 
@@ -388,6 +481,99 @@ bool build_forward(Forward & f, const Model & m, std::string & error) {
     ggml_build_forward_expand(f.graph, f.out);
     if (!ggml_graph_is_valid(f.graph)) {
         error = std::string("graph construction failed: ") + (ggml_get_error(ctx) ? ggml_get_error(ctx) : "");
+        return false;
+    }
+    return true;
+}
+
+namespace {
+constexpr const char * kArch = "ggx-dit";
+}
+
+bool export_model(const Model & m, const std::string & path, std::string & error) {
+    if (!m.ext) {
+        error = "export_model needs the ext variant of the model";
+        return false;
+    }
+    const ModelConfig & c = m.cfg;
+    gguf::Writer w;
+    w.add_string("general.architecture", kArch);
+    w.add_string("general.name", "ggx-run built-in DiT (synthetic weights)");
+    w.add_u32("ggx-dit.block_count", static_cast<uint32_t>(c.layers));
+    w.add_u32("ggx-dit.hidden_size", static_cast<uint32_t>(c.hidden));
+    w.add_u32("ggx-dit.head_count", static_cast<uint32_t>(c.heads));
+    w.add_u32("ggx-dit.ffn_size", static_cast<uint32_t>(c.ffn));
+    w.add_u32("ggx-dit.patch_dim", static_cast<uint32_t>(c.patch_dim));
+    w.add_u32("ggx-dit.time_dim", static_cast<uint32_t>(c.time_dim));
+    w.add_f32("ggx-dit.rope.theta", c.rope_theta);
+    const int32_t axes[3] = {c.axes_dim[0], c.axes_dim[1], c.axes_dim[2]};
+    w.add_array("ggx-dit.rope.axes_dim", std::span<const int32_t>(axes, 3));
+    w.add_string("ggx-dit.weight_type", weight_type_name(c.weights));
+    w.add_u64("ggx-dit.seed", c.seed);
+    std::vector<std::vector<uint8_t>> data;  // must outlive w.write
+    data.reserve(m.named.size() * 2);
+    for (const Model::Named & n : m.named) {
+        const ggml_tensor * t = n.tensor;
+        data.emplace_back(ggml_nbytes(t));
+        ggml_backend_tensor_get(t, data.back().data(), 0, data.back().size());
+        w.add_tensor(n.name, t->type, t->ne[1] > 1 ? 2 : 1, t->ne, data.back().data(), data.back().size());
+        const std::string suffix = ".weight";
+        if (t->type == GGML_TYPE_I8 && n.name.ends_with(suffix)) {
+            // ComfyUI's int8_tensorwise marker (sd-ops.md 3.1): the JSON bytes, as I8 (GGUF has no U8
+            // tensors).
+            const std::string json =
+                "{\"format\":\"int8_tensorwise\",\"convrot\":" + std::string(n.group > 1 ? "true" : "false") +
+                ",\"convrot_groupsize\":" + std::to_string(n.group) + "}";
+            data.emplace_back(json.begin(), json.end());
+            const int64_t ne[1] = {static_cast<int64_t>(json.size())};
+            w.add_tensor(n.name.substr(0, n.name.size() - suffix.size()) + ".comfy_quant", GGML_TYPE_I8, 1,
+                         ne, data.back().data(), data.back().size());
+        }
+    }
+    return w.write(path, &error);
+}
+
+bool config_from_gguf(const gguf::File & file, ModelConfig & cfg, std::string & error) {
+    const auto arch = file.get_string("general.architecture", &error);
+    if (!arch || *arch != kArch) {
+        error = "general.architecture: " + (arch ? "'" + std::string(*arch) + "'" : error) + ", expected '" +
+                kArch + "'";
+        return false;
+    }
+    const auto get = [&](const char * key, int & out) {
+        const auto v = file.get_uint(key, &error);
+        if (!v || *v < 1 || *v > (1u << 20)) {
+            error = std::string(key) + ": " + (v ? "out of range" : error);
+            return false;
+        }
+        out = static_cast<int>(*v);
+        return true;
+    };
+    if (!get("ggx-dit.block_count", cfg.layers) || !get("ggx-dit.hidden_size", cfg.hidden) ||
+        !get("ggx-dit.head_count", cfg.heads) || !get("ggx-dit.ffn_size", cfg.ffn) ||
+        !get("ggx-dit.patch_dim", cfg.patch_dim) || !get("ggx-dit.time_dim", cfg.time_dim))
+        return false;
+    const auto theta = file.get_float("ggx-dit.rope.theta", &error);
+    if (!theta || !(*theta > 0.0)) {
+        error = "ggx-dit.rope.theta: " + (theta ? std::string("not positive") : error);
+        return false;
+    }
+    cfg.rope_theta = static_cast<float>(*theta);
+    const auto axes = file.get_int_array("ggx-dit.rope.axes_dim", &error);
+    if (!axes || axes->size() != 3) {
+        error = "ggx-dit.rope.axes_dim: " + (axes ? std::string("needs 3 values") : error);
+        return false;
+    }
+    for (int i = 0; i < 3; ++i) {
+        if ((*axes)[static_cast<size_t>(i)] < 0 || (*axes)[static_cast<size_t>(i)] > (1 << 20)) {
+            error = "ggx-dit.rope.axes_dim: out of range";
+            return false;
+        }
+        cfg.axes_dim[i] = static_cast<int>((*axes)[static_cast<size_t>(i)]);
+    }
+    const auto type = file.get_string("ggx-dit.weight_type", &error);
+    if (!type || !parse_weight_type(std::string(*type), cfg.weights)) {
+        error = "ggx-dit.weight_type: " + (type ? "unknown '" + std::string(*type) + "'" : error);
         return false;
     }
     return true;

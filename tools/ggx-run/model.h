@@ -18,6 +18,10 @@
 #include <unordered_map>
 #include <vector>
 
+namespace ggx::gguf {
+class File;
+}
+
 namespace ggx::run {
 
 enum class WeightType { F32, F16, BF16, Q8_0, Int8ConvRot };
@@ -34,6 +38,7 @@ struct ModelConfig {
     uint64_t seed = 42;
 
     // Derived (fill with derive()).
+    // ffn and axes_dim: 0 to derive them.
     int head_dim = 0, ffn = 0, patch_dim = 64, time_dim = 256, grid_h = 0, grid_w = 0;
     int axes_dim[3] = {0, 0, 0};  // RoPE axes (index, row, column), sum = head_dim
     float rope_theta = 256.0f;    // Z-Image's
@@ -66,6 +71,12 @@ struct Model {
     Linear patch_embed, t_in, t_out, final_mod, final_out;
     std::vector<Block> blocks;
     size_t weight_bytes = 0;
+    struct Named {
+        std::string name;  // the GGUF tensor name (docs in README.md)
+        ggml_tensor * tensor;
+        int group;  // ConvRot group of an INT8 weight (its .comfy_quant)
+    };
+    std::vector<Named> named;
 
     Model() = default;
     Model(const Model &) = delete;
@@ -74,9 +85,18 @@ struct Model {
 };
 
 // Creates the weights for the ext or native variant in backend's buffer and fills them from
-// cfg.seed (both variants derive from the same F32 master weights). false with a message on error.
+// cfg.seed (both variants derive from the same F32 master weights), or from file when given (the
+// names, types and shapes export_model writes). false with a message on error.
 bool create_model(Model & model, const ModelConfig & cfg, bool ext, ggml_backend_t backend,
-                  std::string & error);
+                  std::string & error, const gguf::File * file = nullptr);
+
+// Writes the model (made for the ext variant) as GGUF: the configuration under "ggx-dit.*" and
+// every tensor by name; INT8 weights with their "<m>.weight_scale" and "<m>.comfy_quant".
+bool export_model(const Model & model, const std::string & path, std::string & error);
+
+// The configuration stored in a GGUF file written by export_model (tokens and seed are not part of
+// it); weights type from the file. false with a message when keys are missing or inconsistent.
+bool config_from_gguf(const gguf::File & file, ModelConfig & cfg, std::string & error);
 
 // Stages of the forward pass, for the profile's breakdown.
 inline constexpr const char * kStageLinear = "linears (+ bias, act. quantization)";

@@ -17,6 +17,16 @@ double VariantResult::step_mean() const {
     return step_seconds.empty() ? 0.0 : s / static_cast<double>(step_seconds.size());
 }
 
+std::string VariantResult::velocity_checksum() const {
+    uint64_t h = 0xCBF29CE484222325ull;
+    const auto * bytes = reinterpret_cast<const unsigned char *>(velocity.data());
+    for (size_t i = 0; i < velocity.size() * sizeof(float); ++i)
+        h = (h ^ bytes[i]) * 0x100000001B3ull;
+    char buf[20];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+    return buf;
+}
+
 double VariantResult::step_median() const {
     if (step_seconds.empty()) return 0.0;
     std::vector<double> t = step_seconds;
@@ -98,6 +108,7 @@ std::string json_variant(const VariantResult & v) {
     for (size_t i = 0; i < v.step_seconds.size(); ++i)
         s += (i ? ", " : "") + json_number(v.step_seconds[i] * 1e3);
     s += "], \"setup_ms\": " + json_number(v.setup_seconds * 1e3);
+    s += ", \"velocity_fnv1a\": " + json_string(v.velocity_checksum());
     s += ", \"nodes\": " + std::to_string(v.nodes);
     s += ", \"nodes_after_fusion\": " + std::to_string(v.nodes_after_fusion);
     s += ", \"fusions\": " + json_counts(v.fusions);
@@ -125,7 +136,7 @@ std::string json_diff(const Difference & d) {
 
 void print_row(const char * label, const std::string & on, const std::string & off,
                const std::string & note = "") {
-    std::printf("  %-34s %14s %14s  %s\n", label, on.c_str(), off.c_str(), note.c_str());
+    std::printf("  %-34s %16s %16s  %s\n", label, on.c_str(), off.c_str(), note.c_str());
 }
 
 std::string fmt(const char * f, double v) {
@@ -140,14 +151,15 @@ void print_table(const Report & r) {
     const ModelConfig & c = r.cfg;
     std::printf(
         "ggx-run: DiT, %d layers, hidden %d, %d heads x %d, %d tokens (%dx%d patches), ffn %d, "
-        "weights %s, %d step%s, device %s, %d threads\n\n",
+        "weights %s (%s), %d step%s, device %s, %d threads\n\n",
         c.layers, c.hidden, c.heads, c.head_dim, c.tokens, c.grid_h, c.grid_w, c.ffn,
-        weight_type_name(c.weights), r.steps, r.steps == 1 ? "" : "s", r.device.c_str(), r.threads);
+        weight_type_name(c.weights), r.source.c_str(), r.steps, r.steps == 1 ? "" : "s", r.device.c_str(),
+        r.threads);
     const VariantResult &on = r.on, &off = r.off;
     const auto both = [&](auto fn) {
         return std::make_pair(on.ran ? fn(on) : std::string("-"), off.ran ? fn(off) : std::string("-"));
     };
-    std::printf("  %-34s %14s %14s\n", "", "ext on", "ext off");
+    std::printf("  %-34s %16s %16s\n", "", "ext on", "ext off");
     {
         auto [a, b] = both([](const VariantResult & v) { return fmt("%.1f", v.step_mean() * 1e3); });
         std::string note;
@@ -175,7 +187,11 @@ void print_table(const Report & r) {
         auto [a, b] = both([](const VariantResult & v) { return fmt("%.1f", mib(v.weight_bytes)); });
         print_row("weights (MiB)", a, b);
     }
-    std::printf("  %-34s %14s\n", "peak resident memory (MiB)", fmt("%.1f", r.peak_rss_kib / 1024.0).c_str());
+    {
+        auto [a, b] = both([](const VariantResult & v) { return v.velocity_checksum(); });
+        print_row("velocity checksum (FNV-1a)", a, b, "first step's output bytes");
+    }
+    std::printf("  %-34s %16s\n", "peak resident memory (MiB)", fmt("%.1f", r.peak_rss_kib / 1024.0).c_str());
     for (const VariantResult * v : {&on, &off}) {
         if (!v->ran) continue;
         const char * name = v->ext ? "ext on" : "ext off";
@@ -254,6 +270,7 @@ void print_json(const Report & r) {
          ", \"patch_dim\": " + std::to_string(c.patch_dim) +
          ", \"weights\": " + json_string(weight_type_name(c.weights)) +
          ", \"seed\": " + std::to_string(c.seed) + "}";
+    s += ", \"source\": " + json_string(r.source);
     s += ", \"device\": " + json_string(r.device) + ", \"threads\": " + std::to_string(r.threads);
     s += ", \"steps\": " + std::to_string(r.steps) + ", \"ext\": " + json_string(r.ext_mode);
     s += ", \"ext_on\": " + (r.on.ran ? json_variant(r.on) : std::string("null"));

@@ -34,6 +34,8 @@ struct VariantResult {
     std::vector<float> velocity;                         // the first step's model output
     std::vector<float> latent;                           // the latent after all steps
 
+    // FNV-1a of the first step's velocity bytes: equal checksums, bit-identical outputs.
+    std::string velocity_checksum() const;
     double step_mean() const;
     double step_median() const;
 };
@@ -48,6 +50,7 @@ Difference compare(const std::vector<float> & test, const std::vector<float> & r
 struct Report {
     ModelConfig cfg;
     std::string device;
+    std::string source;  // "built-in, seed N" or the --model path
     int threads = 0;
     int steps = 0;
     std::string ext_mode;
