@@ -212,22 +212,26 @@ void print_table(const Report & r) {
     std::sort(order.begin(), order.end(), [&](const std::string & x, const std::string & y) {
         return std::max(a[x], b[x]) > std::max(a[y], b[y]);
     });
-    std::printf(
-        "\n  profile: one forward pass per variant, timed node by node (an eval callback, so no fusion)\n");
-    std::printf("  %-34s %9s %5s %9s %5s\n", "op family", "on ms", "%", "off ms", "%");
-    const auto cell = [](const std::map<std::string, double> & m, const std::string & n, double total,
-                         bool ran) {
-        if (!ran) return std::string("        -     -");
-        auto it = m.find(n);
-        if (it == m.end()) return std::string("        -     -");
-        return fmt("%9.1f", it->second * 1e3) + fmt(" %5.1f", total > 0 ? 100.0 * it->second / total : 0.0);
-    };
-    for (const std::string & n : order)
-        std::printf("  %-34s %s %s\n", n.c_str(), cell(a, n, on.profile_seconds, on.ran).c_str(),
-                    cell(b, n, off.profile_seconds, off.ran).c_str());
-    std::printf("  %-34s %9s %5s %9s %5s\n", "total",
-                on.ran ? fmt("%.1f", on.profile_seconds * 1e3).c_str() : "-", "",
-                off.ran ? fmt("%.1f", off.profile_seconds * 1e3).c_str() : "-", "");
+    if (!names.empty()) {
+        std::printf(
+            "\n  profile: one forward pass per variant, timed node by node (an eval callback, so no "
+            "fusion)\n");
+        std::printf("  %-34s %9s %5s %9s %5s\n", "op family", "on ms", "%", "off ms", "%");
+        const auto cell = [](const std::map<std::string, double> & m, const std::string & n, double total,
+                             bool ran) {
+            if (!ran) return std::string("        -     -");
+            auto it = m.find(n);
+            if (it == m.end()) return std::string("        -     -");
+            return fmt("%9.1f", it->second * 1e3) +
+                   fmt(" %5.1f", total > 0 ? 100.0 * it->second / total : 0.0);
+        };
+        for (const std::string & n : order)
+            std::printf("  %-34s %s %s\n", n.c_str(), cell(a, n, on.profile_seconds, on.ran).c_str(),
+                        cell(b, n, off.profile_seconds, off.ran).c_str());
+        std::printf("  %-34s %9s %5s %9s %5s\n", "total",
+                    on.ran ? fmt("%.1f", on.profile_seconds * 1e3).c_str() : "-", "",
+                    off.ran ? fmt("%.1f", off.profile_seconds * 1e3).c_str() : "-", "");
+    }
 
     if (!on.stages.empty() || !off.stages.empty()) {
         std::printf("\n  %-34s %9s %9s %8s\n", "by model stage (same profile)", "on ms", "off ms", "off/on");
