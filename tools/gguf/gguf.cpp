@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -141,6 +142,16 @@ struct Path {
     }
 };
 
+// A field's name for an error message: a string, or a function that builds it (only on failure).
+template <typename W>
+std::string name_of(const W & what) {
+    if constexpr (std::is_invocable_v<W>) {
+        return what();
+    } else {
+        return std::string(what);
+    }
+}
+
 class Cursor {
 public:
     Cursor(const uint8_t * base, size_t size, std::string * error)
@@ -155,24 +166,26 @@ public:
         if (error_) *error_ = cat("gguf: offset ", at, ": ", message);
         return false;
     }
-    bool need(size_t n, const std::string & what) {
+    template <typename W>
+    bool need(size_t n, const W & what) {
         if (n <= remaining()) return true;
-        return fail(pos_, cat("truncated: ", what, " needs ", n, " bytes, the file has ", remaining(),
-                              " left (file size ", size_, ")"));
+        return fail(pos_, cat("truncated: ", name_of(what), " needs ", n, " bytes, the file has ",
+                              remaining(), " left (file size ", size_, ")"));
     }
-    template <typename T>
-    bool read(T * v, const std::string & what) {
+    template <typename T, typename W>
+    bool read(T * v, const W & what) {
         if (!need(sizeof(T), what)) return false;
         std::memcpy(v, base_ + pos_, sizeof(T));
         pos_ += sizeof(T);
         return true;
     }
-    bool read_string(std::string_view * s, const std::string & what) {
+    template <typename W>
+    bool read_string(std::string_view * s, const W & what) {
         const size_t at = pos_;
         uint64_t len = 0;
-        if (!read(&len, what + " length")) return false;
+        if (!read(&len, [&] { return name_of(what) + " length"; })) return false;
         if (len > remaining()) {
-            return fail(at, cat(what, " length ", len, " exceeds the ", remaining(),
+            return fail(at, cat(name_of(what), " length ", len, " exceeds the ", remaining(),
                                 " bytes left in the file (file size ", size_, ")"));
         }
         *s = std::string_view(reinterpret_cast<const char *>(base_ + pos_), static_cast<size_t>(len));
@@ -192,18 +205,18 @@ bool read_value(Cursor & c, ValueType type, int depth, const Path & path, Value 
     const size_t at = c.pos();
     switch (type) {
         case ValueType::STRING:
-            return c.read_string(&v->str, cat(path.str(), " string"));
+            return c.read_string(&v->str, [&] { return path.str() + " string"; });
         case ValueType::ARRAY: {
             if (depth + 1 > kMaxArrayDepth) {
                 return c.fail(at, cat(path.str(), ": arrays nested deeper than ", kMaxArrayDepth, " levels"));
             }
             uint32_t et = 0;
-            if (!c.read(&et, cat(path.str(), " array element type"))) return false;
+            if (!c.read(&et, [&] { return path.str() + " array element type"; })) return false;
             if (!valid_value_type(et))
                 return c.fail(at, cat(path.str(), ": unknown array element type ", et));
             v->element_type = static_cast<ValueType>(et);
             const size_t count_at = c.pos();
-            if (!c.read(&v->count, cat(path.str(), " array count"))) return false;
+            if (!c.read(&v->count, [&] { return path.str() + " array count"; })) return false;
             const size_t min_size = min_encoded_size(v->element_type);
             if (v->count > c.remaining() / min_size) {
                 return c.fail(count_at, cat(path.str(), ": array count ", v->count, " of ",
@@ -234,7 +247,8 @@ bool read_value(Cursor & c, ValueType type, int depth, const Path & path, Value 
             const size_t n = value_type_size(type);
             if (n == 0)
                 return c.fail(at, cat(path.str(), ": unknown value type ", static_cast<uint32_t>(type)));
-            if (!c.need(n, cat(path.str(), " ", value_type_name(type), " value"))) return false;
+            if (!c.need(n, [&] { return cat(path.str(), " ", value_type_name(type), " value"); }))
+                return false;
             if (type == ValueType::BOOL && *c.here() > 1) {
                 return c.fail(at, cat(path.str(), ": bool value ", int(*c.here()), " is neither 0 nor 1"));
             }
@@ -440,7 +454,7 @@ bool File::parse_all(std::string * error) {
     for (size_t k = 0; k < kvs_.size(); ++k) {
         const size_t at = c.pos();
         KeyValue & kv = kvs_[k];
-        if (!c.read_string(&kv.key, cat("key of kv ", k))) return false;
+        if (!c.read_string(&kv.key, [&] { return cat("key of kv ", k); })) return false;
         if (kv.key.empty()) return c.fail(at, cat("kv ", k, ": empty key"));
         if (auto [it, inserted] = keys.emplace(kv.key, k); !inserted) {
             return c.fail(at,
@@ -449,7 +463,7 @@ bool File::parse_all(std::string * error) {
         const Path path{nullptr, k, kv.key, 0};
         const size_t type_at = c.pos();
         uint32_t type = 0;
-        if (!c.read(&type, cat(path.str(), " value type"))) return false;
+        if (!c.read(&type, [&] { return path.str() + " value type"; })) return false;
         if (!valid_value_type(type)) return c.fail(type_at, cat(path.str(), ": unknown value type ", type));
         if (!read_value(c, static_cast<ValueType>(type), 0, path, &kv.value)) return false;
         if (kv.key == kAlignmentKey) {
@@ -481,46 +495,47 @@ bool File::parse_all(std::string * error) {
     for (size_t k = 0; k < tensors_.size(); ++k) {
         Tensor & t = tensors_[k];
         const size_t at = c.pos();
-        if (!c.read_string(&t.name, cat("name of tensor ", k))) return false;
+        if (!c.read_string(&t.name, [&] { return cat("name of tensor ", k); })) return false;
         if (t.name.empty()) return c.fail(at, cat("tensor ", k, ": empty name"));
         if (auto [it, inserted] = names.emplace(t.name, k); !inserted) {
             return c.fail(
                 at, cat("tensor ", k, ": duplicate name ", quote(t.name), " (also tensor ", it->second, ")"));
         }
-        const std::string what = cat("tensor ", k, " ", quote(t.name));
+        auto what = [&] { return cat("tensor ", k, " ", quote(t.name)); };
         const size_t dims_at = c.pos();
         uint32_t n_dims = 0;
-        if (!c.read(&n_dims, what + " n_dims")) return false;
+        if (!c.read(&n_dims, [&] { return what() + " n_dims"; })) return false;
         if (n_dims < 1 || n_dims > GGML_MAX_DIMS) {
-            return c.fail(dims_at, cat(what, ": n_dims ", n_dims, " is not in 1..", GGML_MAX_DIMS));
+            return c.fail(dims_at, cat(what(), ": n_dims ", n_dims, " is not in 1..", GGML_MAX_DIMS));
         }
         t.n_dims = static_cast<int>(n_dims);
         int64_t nelements = 1;  // the product of the nonzero ne: so no product of any of them overflows
         for (uint32_t d = 0; d < n_dims; ++d) {
             const size_t ne_at = c.pos();
             uint64_t ne = 0;
-            if (!c.read(&ne, cat(what, " ne[", d, "]"))) return false;
+            if (!c.read(&ne, [&] { return cat(what(), " ne[", d, "]"); })) return false;
             if (ne > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-                return c.fail(ne_at, cat(what, ": ne[", d, "] = ", static_cast<int64_t>(ne), " is negative"));
+                return c.fail(ne_at,
+                              cat(what(), ": ne[", d, "] = ", static_cast<int64_t>(ne), " is negative"));
             }
             t.ne[d] = static_cast<int64_t>(ne);
             if (__builtin_mul_overflow(nelements, std::max<int64_t>(t.ne[d], 1), &nelements)) {
-                return c.fail(ne_at, cat(what, ": element count overflows at ne[", d, "] = ", ne));
+                return c.fail(ne_at, cat(what(), ": element count overflows at ne[", d, "] = ", ne));
             }
         }
         const size_t type_at = c.pos();
         uint32_t gtype = 0;
-        if (!c.read(&gtype, what + " type")) return false;
+        if (!c.read(&gtype, [&] { return what() + " type"; })) return false;
         const std::optional<ggml_type> type = type_from_gguf(gtype);
-        if (!type) return c.fail(type_at, cat(what, ": unknown or unsupported tensor type id ", gtype));
+        if (!type) return c.fail(type_at, cat(what(), ": unknown or unsupported tensor type id ", gtype));
         t.type = *type;
         offset_at[k] = c.pos();
-        if (!c.read(&t.offset, what + " offset")) return false;
+        if (!c.read(&t.offset, [&] { return what() + " offset"; })) return false;
 
         const int64_t blck = ggml_blck_size(t.type);
         if (t.ne[0] % blck != 0) {
             return c.fail(dims_at + 4,
-                          cat(what, ": ne[0] = ", t.ne[0], " is not a multiple of the block size ", blck,
+                          cat(what(), ": ne[0] = ", t.ne[0], " is not a multiple of the block size ", blck,
                               " of ", ggml_type_name(t.type)));
         }
         uint64_t bytes = 0;
@@ -528,12 +543,12 @@ bool File::parse_all(std::string * error) {
         for (int d = 1; d < GGML_MAX_DIMS && !overflow; ++d)
             overflow = mul_overflow(bytes, t.ne[d], &bytes);
         if (overflow) {
-            return c.fail(dims_at, cat(what, ": byte size of a ", ggml_type_name(t.type),
+            return c.fail(dims_at, cat(what(), ": byte size of a ", ggml_type_name(t.type),
                                        " tensor of this shape overflows"));
         }
         t.bytes = static_cast<size_t>(bytes);
         if (t.offset % alignment_ != 0) {
-            return c.fail(offset_at[k], cat(what, ": offset ", t.offset,
+            return c.fail(offset_at[k], cat(what(), ": offset ", t.offset,
                                             " is not a multiple of the alignment ", alignment_));
         }
     }
