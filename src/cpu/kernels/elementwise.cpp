@@ -299,12 +299,52 @@ bool supports_binary(const ggml_tensor * node) {
            ggml_can_repeat(b, node);
 }
 
+// dst and a dense contiguous F32, b contiguous F32 equal to dst in its leading dimensions and 1 in
+// the rest: element p of the flattened dst pairs with element p mod nelements(b) of b.
+bool flat_broadcast(const ggml_tensor * dst, const ggml_tensor * a, const ggml_tensor * b) {
+    const auto dense = [](const ggml_tensor * t) {
+        return t->type == GGML_TYPE_F32 && ggml_is_contiguous(t);
+    };
+    if (!dense(dst) || !dense(a) || !dense(b)) return false;
+    int k = 0;
+    while (k < GGML_MAX_DIMS && b->ne[k] == dst->ne[k])
+        ++k;
+    for (int i = k; i < GGML_MAX_DIMS; ++i)
+        if (b->ne[i] != 1) return false;
+    return true;
+}
+
+// The flat path: chunks of kChunk elements regardless of rows, so tiny rows cost no per-row work.
+void compute_binary_flat(const ComputeParams & params, ggml_tensor * node, BinaryOp op) {
+    const ggml_tensor *a = node->src[0], *b = node->src[1];
+    const int64_t total = ggml_nelements(node), period = ggml_nelements(b);
+    const auto * av = static_cast<const float *>(a->data);
+    const auto * bv = static_cast<const float *>(b->data);
+    auto * yv = static_cast<float *>(node->data);
+    const auto [begin, end] = chunk_range((total + kChunk - 1) / kChunk, params.ith(), params.nth());
+    for (int64_t c = begin; c < end && !params.should_stop(); ++c) {
+        const int64_t p0 = c * kChunk, n = std::min(kChunk, total - p0), start = p0 % period;
+        float tiled[kChunk];
+        const float * bp = bv + start;
+        if (start + n > period) {  // b wraps inside the chunk
+            for (int64_t off = 0, k = start; off < n; k = 0) {
+                const int64_t len = std::min(n - off, period - k);
+                std::copy_n(bv + k, len, tiled + off);
+                off += len;
+            }
+            bp = tiled;
+        }
+        HWY_DYNAMIC_DISPATCH(elementwise_simd::binary_row)(op, av + p0, bp, yv + p0, n);
+    }
+}
+
 void compute_binary(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *b = node->src[1];
     const BinaryOp op = node->op == GGML_OP_ADD   ? BinaryOp::add
                         : node->op == GGML_OP_SUB ? BinaryOp::sub
                         : node->op == GGML_OP_MUL ? BinaryOp::mul
                                                   : BinaryOp::div;
+    if (flat_broadcast(node, a, b)) return compute_binary_flat(params, node, op);
     for_each_chunk(params, node, [&](int64_t i1, int64_t i2, int64_t i3, int64_t j0, int64_t n) {
         float in_a[kChunk], in_b[kChunk], res[kChunk];
         const Output y(node, row_at(node, i1, i2, i3), j0, res);
