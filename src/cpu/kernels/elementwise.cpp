@@ -181,10 +181,21 @@ template <class F>
 void for_each_chunk(const ComputeParams & params, const ggml_tensor * t, F && f) {
     const int64_t per_row = (t->ne[0] + kChunk - 1) / kChunk;
     const auto [begin, end] = chunk_range(ggml_nrows(t) * per_row, params.ith(), params.nth());
-    for (int64_t c = begin; c < end && !params.should_stop(); ++c) {
-        const int64_t r = c / per_row, j0 = c % per_row * kChunk;
-        const int64_t i1 = r % t->ne[1], i2 = r / t->ne[1] % t->ne[2], i3 = r / (t->ne[1] * t->ne[2]);
-        f(i1, i2, i3, j0, std::min(kChunk, t->ne[0] - j0));
+    if (begin >= end) return;
+    // Row and chunk indices advance with counters: no divisions per chunk (rows can be tiny).
+    const int64_t r0 = begin / per_row;
+    int64_t j = begin % per_row, i1 = r0 % t->ne[1], i2 = r0 / t->ne[1] % t->ne[2],
+            i3 = r0 / (t->ne[1] * t->ne[2]);
+    for (int64_t c = begin; c < end; ++c) {
+        if ((c - begin) % 64 == 0 && params.should_stop()) return;
+        f(i1, i2, i3, j * kChunk, std::min(kChunk, t->ne[0] - j * kChunk));
+        if (++j < per_row) continue;
+        j = 0;
+        if (++i1 < t->ne[1]) continue;
+        i1 = 0;
+        if (++i2 < t->ne[2]) continue;
+        i2 = 0;
+        ++i3;
     }
 }
 
