@@ -145,7 +145,9 @@ void check_all_tensors(const File & f, const std::vector<std::vector<uint8_t>> &
         EXPECT_EQ(t->bytes, storage[k].size());
         EXPECT_EQ(t->offset % f.alignment(), 0u);
         EXPECT_EQ((static_cast<const uint8_t *>(t->data) - f.bytes()) % f.alignment(), 0);
-        EXPECT_EQ(std::memcmp(t->data, storage[k].data(), t->bytes), 0) << specs[k].name;
+        if (t->bytes > 0) {
+            EXPECT_EQ(std::memcmp(t->data, storage[k].data(), t->bytes), 0) << specs[k].name;
+        }
     }
     EXPECT_EQ(f.find("t.absent"), nullptr);
 }
@@ -761,9 +763,9 @@ TEST(Gguf, DISABLED_WriteCorpus) {
     Bytes q;
     q.header(1, 1).kv_u32("general.alignment", 16).tensor("q", {33, 2}, 8, 16).pad(16).zeros(128);
     save("invalid_block_shape.gguf", q.b);
-    std::vector<uint8_t> truncated = small_valid_file();
-    truncated.resize(truncated.size() - 5);
-    save("invalid_truncated.gguf", truncated);
+    const std::vector<uint8_t> full = small_valid_file();
+    save("invalid_truncated.gguf",
+         std::vector<uint8_t>(full.begin(), full.begin() + std::ptrdiff_t(full.size() / 2)));
 }
 
 }  // namespace
