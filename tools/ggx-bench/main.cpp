@@ -138,9 +138,13 @@ size_t liveness_lower_bound(ggml_cgraph * graph, size_t alignment) {
 }
 
 // A fusion rule for the memory suite: RMS_NORM then MUL by a 1-D weight, one pass per row (the
-// normalised row never exists in memory). Registered on the CPU device of this process only.
+// normalised row never exists in memory). Registered on the CPU device of this process only, and
+// matching only while the memory suite measures (registrations are permanent; the other suites'
+// rules must not lose their nodes to it).
+bool g_norm_mul_active = false;
+
 int match_norm_mul(ggml_backend_dev_t, const ggml_cgraph * graph, int first, void *) {
-    if (first + 1 >= ggml_graph_n_nodes(graph)) return 0;
+    if (!g_norm_mul_active || first + 1 >= ggml_graph_n_nodes(graph)) return 0;
     const ggml_tensor * norm = ggml_graph_node(graph, first);
     const ggml_tensor * mul = ggml_graph_node(graph, first + 1);
     const bool f32 =
@@ -221,7 +225,9 @@ std::string memory_report() {
     rule.match = match_norm_mul;
     rule.execute = execute_norm_mul;
     ggml_ext_register_fusion(ggml_backend_get_device(cpu), &rule);
+    g_norm_mul_active = true;
     const size_t unfused = scheduled_bytes(cpu, graph, false), fused = scheduled_bytes(cpu, graph, true);
+    g_norm_mul_active = false;
     char out[768];
     std::snprintf(out, sizeof out,
                   "{\"layers\": %d, \"hidden\": %d, \"heads\": %d, \"tokens\": %d, \"nodes\": %d, "
