@@ -230,7 +230,8 @@ typedef bool (*ggml_backend_sched_eval_callback)(struct ggml_tensor * t, bool as
  * default), for graphs of up to graph_size nodes. parallel: keep GGML_SCHED_MAX_COPIES copies of
  * split inputs for pipelining. NULL (error in ggml_backend_get_last_error) on bad arguments. */
 ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t * backends, ggml_backend_buffer_type_t * bufts,
-                                            int n_backends, size_t graph_size, bool parallel, bool op_offload);
+                                            int n_backends, size_t graph_size, bool parallel,
+                                            bool op_offload);
 void ggml_backend_sched_free(ggml_backend_sched_t sched);
 
 /* Size the compute buffers for the worst-case graph measure_graph (nothing is computed; measure_graph's
@@ -252,12 +253,13 @@ ggml_backend_t ggml_backend_sched_get_tensor_backend(ggml_backend_sched_t sched,
 bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t sched, struct ggml_cgraph * graph);
 /* Compute graph (placing and allocating it first when needed) and wait for the result. */
 enum ggml_status ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, struct ggml_cgraph * graph);
-enum ggml_status ggml_backend_sched_graph_compute_async(ggml_backend_sched_t sched, struct ggml_cgraph * graph);
+enum ggml_status ggml_backend_sched_graph_compute_async(ggml_backend_sched_t sched,
+                                                        struct ggml_cgraph * graph);
 void ggml_backend_sched_synchronize(ggml_backend_sched_t sched);
 /* Forget the last graph's placement and allocation (pins included); buffers are kept. */
 void ggml_backend_sched_reset(ggml_backend_sched_t sched);
-void ggml_backend_sched_set_eval_callback(ggml_backend_sched_t sched, ggml_backend_sched_eval_callback callback,
-                                          void * user_data);
+void ggml_backend_sched_set_eval_callback(ggml_backend_sched_t sched,
+                                          ggml_backend_sched_eval_callback callback, void * user_data);
 
 #define GGML_SCHED_MAX_COPIES 4
 

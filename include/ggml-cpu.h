@@ -33,7 +33,8 @@ ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type(void);
  * whose src[1] has at least 32 columns, as a GPU would. Its backends refuse to compute a node that
  * reads or writes a tensor in any other buffer type. NULL (error in ggml_backend_get_last_error)
  * for a taken name. The device lives until the process ends. */
-ggml_backend_dev_t ggml_backend_cpu_add_virtual_device(const char * name, const enum ggml_op * ops, int n_ops);
+ggml_backend_dev_t ggml_backend_cpu_add_virtual_device(const char * name, const enum ggml_op * ops,
+                                                       int n_ops);
 
 #ifdef __cplusplus
 }

@@ -30,15 +30,16 @@ enum sd_ggml_ext_status sd_ggml_register_extensions(void);
  * (pe[c, r, j, t] = M[r][c]), 1 <= P <= D/2: the first 2P channels of each row are rotated, the rest
  * copied (partial rotation); result: contiguous F32 [D, L, H*B]. interleaved selects pairs
  * (2j, 2j+1), otherwise split halves (j, j + P). NULL (error in ctx) on bad inputs. */
-struct ggml_tensor * ggml_rope_apply(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * pe,
-                                     bool interleaved);
+struct ggml_tensor * ggml_rope_apply(struct ggml_context * ctx, struct ggml_tensor * a,
+                                     struct ggml_tensor * pe, bool interleaved);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* INT8 tensorwise linear with ConvRot (sd-ops.md section 3).                                      */
 
 /* sd.quantize_i8_convrot.v1: a F32 contiguous [K, rows...], group_size G a power of 4 dividing K
  * (1: no rotation); the packed I8 [K, round_up(rows, 4) + ceil(4 rows / K)] layout of section 3.3. */
-struct ggml_tensor * ggml_quantize_i8_convrot(struct ggml_context * ctx, struct ggml_tensor * a, int group_size);
+struct ggml_tensor * ggml_quantize_i8_convrot(struct ggml_context * ctx, struct ggml_tensor * a,
+                                              int group_size);
 
 /* sd.linear_i8.v1: y = float(int32_dot(W, X)) * X_scale * W_scale + bias, each step in F32.
  * weight: I8 [K, N]; input: F32 [K, M, ...] (quantized in the op), the output of
@@ -55,8 +56,10 @@ struct ggml_tensor * ggml_mul_mat_i8_tensorwise(struct ggml_context * ctx, struc
  * the same context), otherwise scales the input, quantizes inside the product, unscales and adds
  * the bias separately. */
 struct ggml_tensor * ggml_ext_linear_i8_tensorwise(struct ggml_context * ctx, struct ggml_tensor * input,
-                                                   struct ggml_tensor * weight, struct ggml_tensor * weight_scale,
-                                                   struct ggml_tensor * bias, int convrot_group_size, float scale);
+                                                   struct ggml_tensor * weight,
+                                                   struct ggml_tensor * weight_scale,
+                                                   struct ggml_tensor * bias, int convrot_group_size,
+                                                   float scale);
 
 #ifdef __cplusplus
 }
