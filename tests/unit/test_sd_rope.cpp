@@ -126,34 +126,6 @@ bool same_bits(const std::vector<float> & a, const std::vector<float> & b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-// sd.cpp's decomposed apply_rope (sd-ops.md 1.5), rebuilt from the formula with views, permutes,
-// repeats, two ggml_mul and one ggml_add: a [D, H, L, B] -> [D, L, H*B], full rotation.
-ggml_tensor * decomposed_rope(ggml_context * ctx, ggml_tensor * a, ggml_tensor * pe, bool interleaved) {
-    const int64_t dim = a->ne[0], pairs = dim / 2, tokens = a->ne[2], hb = a->ne[1] * a->ne[3];
-    ggml_tensor * x = ggml_cont(ctx, ggml_permute(ctx, a, 0, 2, 1, 3));  // [D, L, H, B]
-    ggml_tensor *p, *q, *m0, *m1, *shape;
-    if (interleaved) {
-        x = ggml_reshape_4d(ctx, x, 2, pairs, tokens, hb);
-        p = ggml_view_4d(ctx, x, 1, pairs, tokens, hb, x->nb[1], x->nb[2], x->nb[3], 0);
-        q = ggml_view_4d(ctx, x, 1, pairs, tokens, hb, x->nb[1], x->nb[2], x->nb[3], sizeof(float));
-        shape = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 2, pairs, tokens, hb);
-        ggml_tensor * pr = ggml_cont(ctx, ggml_permute(ctx, pe, 1, 0, 2, 3));           // [row, col, P, L]
-        m0 = ggml_view_3d(ctx, pr, 2, pairs, tokens, pr->nb[2], pr->nb[3], 0);          // M[row][0]
-        m1 = ggml_view_3d(ctx, pr, 2, pairs, tokens, pr->nb[2], pr->nb[3], pr->nb[1]);  // M[row][1]
-    } else {
-        x = ggml_reshape_4d(ctx, x, pairs, 2, tokens, hb);
-        p = ggml_view_4d(ctx, x, pairs, 1, tokens, hb, x->nb[1], x->nb[2], x->nb[3], 0);
-        q = ggml_view_4d(ctx, x, pairs, 1, tokens, hb, x->nb[1], x->nb[2], x->nb[3], x->nb[1]);
-        shape = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, pairs, 2, tokens, hb);
-        ggml_tensor * pr = ggml_cont(ctx, ggml_permute(ctx, pe, 2, 1, 0, 3));  // [P, row, col, L]
-        m0 = ggml_view_3d(ctx, pr, pairs, 2, tokens, pr->nb[1], pr->nb[3], 0);
-        m1 = ggml_view_3d(ctx, pr, pairs, 2, tokens, pr->nb[1], pr->nb[3], pr->nb[2]);
-    }
-    ggml_tensor * y = ggml_add(ctx, ggml_mul(ctx, ggml_repeat(ctx, p, shape), m0),
-                               ggml_mul(ctx, ggml_repeat(ctx, q, shape), m1));
-    return ggml_reshape_3d(ctx, y, dim, tokens, hb);
-}
-
 std::vector<float> values_f32(const ggml_tensor * t) { return to_float(ggx::ref::read_tensor(t)); }
 
 // How a is laid out in memory.
@@ -328,7 +300,7 @@ TEST(SdRopeApply, MatchesTheUnfusedGraphBitForBitAndTheOracle) {
                     ggml_tensor * y = ggml_rope_apply(ctx.get(), a, pe, c.interleaved);
                     ASSERT_NE(y, nullptr) << ggml_get_error(ctx.get());
                     ggml_tensor * unfused =
-                        partial ? nullptr : decomposed_rope(ctx.get(), a, pe, c.interleaved);
+                        partial ? nullptr : sd_ggml_rope_apply_decomposed(ctx.get(), a, pe, c.interleaved);
                     ggml_cgraph * g = ggml_new_graph(ctx.get());
                     ggml_build_forward_expand(g, y);
                     if (unfused) ggml_build_forward_expand(g, unfused);

@@ -42,22 +42,6 @@ struct Graph {
     ggml_cgraph * graph = nullptr;
 };
 
-// sd.cpp's decomposed interleaved RoPE from views, permutes, repeats, two MUL and one ADD.
-ggml_tensor * decomposed_rope(ggml_context * ctx, ggml_tensor * a, ggml_tensor * pe) {
-    const int64_t dim = a->ne[0], pairs = dim / 2, tokens = a->ne[2], hb = a->ne[1] * a->ne[3];
-    ggml_tensor * x = ggml_cont(ctx, ggml_permute(ctx, a, 0, 2, 1, 3));
-    x = ggml_reshape_4d(ctx, x, 2, pairs, tokens, hb);
-    ggml_tensor * p = ggml_view_4d(ctx, x, 1, pairs, tokens, hb, x->nb[1], x->nb[2], x->nb[3], 0);
-    ggml_tensor * q = ggml_view_4d(ctx, x, 1, pairs, tokens, hb, x->nb[1], x->nb[2], x->nb[3], sizeof(float));
-    ggml_tensor * shape = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 2, pairs, tokens, hb);
-    ggml_tensor * pr = ggml_cont(ctx, ggml_permute(ctx, pe, 1, 0, 2, 3));
-    ggml_tensor * m0 = ggml_view_3d(ctx, pr, 2, pairs, tokens, pr->nb[2], pr->nb[3], 0);
-    ggml_tensor * m1 = ggml_view_3d(ctx, pr, 2, pairs, tokens, pr->nb[2], pr->nb[3], pr->nb[1]);
-    ggml_tensor * y = ggml_add(ctx, ggml_mul(ctx, ggml_repeat(ctx, p, shape), m0),
-                               ggml_mul(ctx, ggml_repeat(ctx, q, shape), m1));
-    return ggml_reshape_3d(ctx, y, dim, tokens, hb);
-}
-
 Graph build(bool decomposed) {
     Graph g;
     g.ctx = ggml_init({ggml_tensor_overhead() * 64 + ggml_graph_overhead(), nullptr, true});
@@ -67,7 +51,8 @@ Graph build(bool decomposed) {
     for (ggml_tensor * t : {g.x, g.w, g.pe})
         ggml_set_input(t);
     ggml_tensor * m = ggml_mul(g.ctx, ggml_rms_norm(g.ctx, g.x, 1e-6f), g.w);
-    g.y = decomposed ? decomposed_rope(g.ctx, m, g.pe) : ggml_rope_apply(g.ctx, m, g.pe, true);
+    g.y = decomposed ? sd_ggml_rope_apply_decomposed(g.ctx, m, g.pe, true)
+                     : ggml_rope_apply(g.ctx, m, g.pe, true);
     if (!g.y) return g;
     ggml_set_output(g.y);
     g.graph = ggml_new_graph(g.ctx);

@@ -351,22 +351,6 @@ bool create_model(Model & m, const ModelConfig & cfg, bool ext, ggml_backend_t b
 
 namespace {
 
-// sd.cpp's decomposed interleaved RoPE (what runs without the pack): a [D, H, L, 1] -> [D, L, H].
-ggml_tensor * decomposed_rope(ggml_context * ctx, ggml_tensor * a, ggml_tensor * pe) {
-    const int64_t dim = a->ne[0], pairs = dim / 2, tokens = a->ne[2], hb = a->ne[1] * a->ne[3];
-    ggml_tensor * x = ggml_cont(ctx, ggml_permute(ctx, a, 0, 2, 1, 3));
-    x = ggml_reshape_4d(ctx, x, 2, pairs, tokens, hb);
-    ggml_tensor * p = ggml_view_4d(ctx, x, 1, pairs, tokens, hb, x->nb[1], x->nb[2], x->nb[3], 0);
-    ggml_tensor * q = ggml_view_4d(ctx, x, 1, pairs, tokens, hb, x->nb[1], x->nb[2], x->nb[3], sizeof(float));
-    ggml_tensor * shape = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 2, pairs, tokens, hb);
-    ggml_tensor * pr = ggml_cont(ctx, ggml_permute(ctx, pe, 1, 0, 2, 3));
-    ggml_tensor * m0 = ggml_view_3d(ctx, pr, 2, pairs, tokens, pr->nb[2], pr->nb[3], 0);
-    ggml_tensor * m1 = ggml_view_3d(ctx, pr, 2, pairs, tokens, pr->nb[2], pr->nb[3], pr->nb[1]);
-    ggml_tensor * y = ggml_add(ctx, ggml_mul(ctx, ggml_repeat(ctx, p, shape), m0),
-                               ggml_mul(ctx, ggml_repeat(ctx, q, shape), m1));
-    return ggml_reshape_3d(ctx, y, dim, tokens, hb);
-}
-
 struct GraphBuilder {
     ggml_context * ctx;
     const Model & m;
@@ -413,7 +397,7 @@ struct GraphBuilder {
         tag(kStageOther);
         ggml_tensor * a = ggml_reshape_4d(ctx, proj, c.head_dim, c.heads, c.tokens, 1);
         a = ggml_mul(ctx, ggml_rms_norm(ctx, a, 1e-6f), norm);
-        a = m.ext ? ggml_rope_apply(ctx, a, pe, true) : decomposed_rope(ctx, a, pe);
+        a = m.ext ? ggml_rope_apply(ctx, a, pe, true) : sd_ggml_rope_apply_decomposed(ctx, a, pe, true);
         tag(kStageRope);
         return a;
     }

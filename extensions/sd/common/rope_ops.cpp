@@ -107,3 +107,33 @@ extern "C" ggml_tensor * ggml_rope_apply(ggml_context * ctx, ggml_tensor * a, gg
     const sd::rope::Attrs attrs{interleaved ? 1 : 0};
     return ggml_ext_op_create(ctx, sd::rope::op(), inputs, 2, &attrs, sizeof attrs);
 }
+
+// sd.cpp's decomposed apply_rope (sd-ops.md 1.5) from views, permutes, repeats, two ggml_mul and one
+// ggml_add: a [D, H, L, B] -> [D, L, H*B], full rotation.
+extern "C" ggml_tensor * sd_ggml_rope_apply_decomposed(ggml_context * ctx, ggml_tensor * a, ggml_tensor * pe,
+                                                       bool interleaved) {
+    if (!a || !pe) return nullptr;
+    const int64_t dim = a->ne[0], pairs = dim / 2, tokens = a->ne[2], hb = a->ne[1] * a->ne[3];
+    ggml_tensor * x = ggml_cont(ctx, ggml_permute(ctx, a, 0, 2, 1, 3));  // [D, L, H, B]
+    ggml_tensor *p, *q, *m0, *m1, *shape;
+    if (interleaved) {
+        x = ggml_reshape_4d(ctx, x, 2, pairs, tokens, hb);
+        p = ggml_view_4d(ctx, x, 1, pairs, tokens, hb, x->nb[1], x->nb[2], x->nb[3], 0);
+        q = ggml_view_4d(ctx, x, 1, pairs, tokens, hb, x->nb[1], x->nb[2], x->nb[3], sizeof(float));
+        shape = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 2, pairs, tokens, hb);
+        ggml_tensor * pr = ggml_cont(ctx, ggml_permute(ctx, pe, 1, 0, 2, 3));           // [row, col, P, L]
+        m0 = ggml_view_3d(ctx, pr, 2, pairs, tokens, pr->nb[2], pr->nb[3], 0);          // M[row][0]
+        m1 = ggml_view_3d(ctx, pr, 2, pairs, tokens, pr->nb[2], pr->nb[3], pr->nb[1]);  // M[row][1]
+    } else {
+        x = ggml_reshape_4d(ctx, x, pairs, 2, tokens, hb);
+        p = ggml_view_4d(ctx, x, pairs, 1, tokens, hb, x->nb[1], x->nb[2], x->nb[3], 0);
+        q = ggml_view_4d(ctx, x, pairs, 1, tokens, hb, x->nb[1], x->nb[2], x->nb[3], x->nb[1]);
+        shape = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, pairs, 2, tokens, hb);
+        ggml_tensor * pr = ggml_cont(ctx, ggml_permute(ctx, pe, 2, 1, 0, 3));  // [P, row, col, L]
+        m0 = ggml_view_3d(ctx, pr, pairs, 2, tokens, pr->nb[1], pr->nb[3], 0);
+        m1 = ggml_view_3d(ctx, pr, pairs, 2, tokens, pr->nb[1], pr->nb[3], pr->nb[2]);
+    }
+    ggml_tensor * y = ggml_add(ctx, ggml_mul(ctx, ggml_repeat(ctx, p, shape), m0),
+                               ggml_mul(ctx, ggml_repeat(ctx, q, shape), m1));
+    return ggml_reshape_3d(ctx, y, dim, tokens, hb);
+}

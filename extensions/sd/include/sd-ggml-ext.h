@@ -33,6 +33,12 @@ enum sd_ggml_ext_status sd_ggml_register_extensions(void);
 struct ggml_tensor * ggml_rope_apply(struct ggml_context * ctx, struct ggml_tensor * a,
                                      struct ggml_tensor * pe, bool interleaved);
 
+/* The same result (full rotation, P = D/2) built from native ops only, as sd.cpp's
+ * decomposed apply_rope does (sd-ops.md 1.5): permutes, views, repeats, two ggml_mul and one ggml_add.
+ * For devices without the pack's kernel and for comparisons; bit-identical to ggml_rope_apply. */
+struct ggml_tensor * sd_ggml_rope_apply_decomposed(struct ggml_context * ctx, struct ggml_tensor * a,
+                                                   struct ggml_tensor * pe, bool interleaved);
+
 /* ---------------------------------------------------------------------------------------------- */
 /* INT8 tensorwise linear with ConvRot (sd-ops.md section 3).                                      */
 
