@@ -438,6 +438,9 @@ TEST(ExtKernels, RunsWhereNativeIsUnsupportedAndCountsForCapability) {
     ASSERT_TRUE(ggml_ext_register_kernel(rig.device, &d));
     EXPECT_TRUE(ggml_backend_dev_supports_op(rig.device, g.y));
     EXPECT_FALSE(ggml_ext_dev_supports_native_op(rig.device, g.y));
+    // "Registrations are in-process and scoped to a backend device.": another device with the same
+    // native ops gains nothing.
+    EXPECT_FALSE(ggml_backend_dev_supports_op(fresh_device({GGML_OP_MUL}), g.y));
 
     Sched sched = rig.sched();
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph)) << ggml_backend_get_last_error();

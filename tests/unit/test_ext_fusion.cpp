@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "unit/mul_add_rule.h"
 #include "unit/test_util.h"
 
 namespace ggx::test {
@@ -212,64 +213,6 @@ TEST(FusionLegality, InPlaceWritesOutsideTheMatchAreRefused) {
 // Fusion in the scheduler, with a toy rule: MUL followed by an ADD that reads it, fused into
 // out = a * b + c on a virtual device.
 
-struct MulAddRule {
-    std::atomic<int> matches{0}, executes{0};
-};
-
-int match_mul_add(ggml_backend_dev_t, const ggml_cgraph * graph, int first, void * user) {
-    ++static_cast<MulAddRule *>(user)->matches;
-    if (first + 1 >= ggml_graph_n_nodes(graph)) return 0;
-    const ggml_tensor * mul = ggml_graph_node(graph, first);
-    const ggml_tensor * add = ggml_graph_node(graph, first + 1);
-    const bool reads = add->src[0] == mul || add->src[1] == mul;
-    return mul->op == GGML_OP_MUL && add->op == GGML_OP_ADD && reads && ggml_are_same_shape(mul, add) &&
-                   ggml_are_same_shape(mul->src[0], mul->src[1]) &&
-                   ggml_are_same_shape(add->src[0], add->src[1])
-               ? 2
-               : 0;
-}
-
-ggml_status execute_mul_add(const ggml_ext_fusion_execute_params * params) {
-    ++static_cast<MulAddRule *>(params->user_data)->executes;
-    const ggml_tensor * mul = params->nodes[0];
-    const ggml_tensor * add = params->nodes[1];
-    const ggml_tensor * c = add->src[0] == mul ? add->src[1] : add->src[0];
-    const auto * a = static_cast<const float *>(mul->src[0]->data);
-    const auto * b = static_cast<const float *>(mul->src[1]->data);
-    const auto * cv = static_cast<const float *>(c->data);
-    auto * out = static_cast<float *>(add->data);
-    for (int64_t i = 0; i < ggml_nelements(add); ++i)
-        out[i] = add->src[0] == mul ? a[i] * b[i] + cv[i] : cv[i] + a[i] * b[i];
-    return GGML_STATUS_SUCCESS;
-}
-
-// A virtual device (natively: MUL, ADD and SQR) with the mul+add rule, a CPU backend, schedulers.
-struct FusionRig {
-    FusionRig() {
-        static std::atomic<int> counter{0};
-        const std::string name = "fusion_test_dev_" + std::to_string(counter++);
-        const ggml_op ops[] = {GGML_OP_MUL, GGML_OP_ADD, GGML_OP_SQR};
-        device = ggml_backend_cpu_add_virtual_device(name.c_str(), ops, 3);
-        backend.reset(ggml_backend_dev_init(device, nullptr));
-        cpu.reset(ggml_backend_cpu_init());
-        ggml_ext_fusion_desc d{};
-        d.struct_size = sizeof d;
-        d.version = GGML_EXT_FUSION_DESC_VERSION;
-        d.name = "mul_add";
-        d.match = match_mul_add;
-        d.execute = execute_mul_add;
-        d.user_data = &rule;
-        EXPECT_TRUE(ggml_ext_register_fusion(device, &d)) << ggml_backend_get_last_error();
-    }
-    Sched sched(bool parallel = false) {
-        ggml_backend_t list[] = {backend.get(), cpu.get()};
-        return Sched(ggml_backend_sched_new(list, nullptr, 2, 256, parallel, false));
-    }
-    MulAddRule rule;
-    ggml_backend_dev_t device;
-    Backend backend, cpu;
-};
-
 // out = sqr(p) * sqr(q) + r: two native SQR nodes, then the fusable pair.
 struct MulAddGraph {
     MulAddGraph() {
@@ -307,7 +250,7 @@ struct MulAddGraph {
 // selection before allocating tensors." and "Native graph optimization and execution operate on the
 // remaining contiguous ranges, so native fusion cannot consume nodes selected by an extension."
 TEST(FusionExecution, MatchedRangesRunFusedAndTheRestNatively) {
-    FusionRig rig;
+    MulAddRig rig("fusion_test_dev_", "mul_add", false);
     MulAddGraph g;
     Sched sched = rig.sched();
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph)) << ggml_backend_get_last_error();
@@ -330,7 +273,7 @@ TEST(FusionExecution, MatchedRangesRunFusedAndTheRestNatively) {
 
 // "External inputs stay allocated through the final node."
 TEST(FusionExecution, ExternalInputsStayAllocatedThroughTheFinalNode) {
-    FusionRig rig;
+    MulAddRig rig("fusion_test_dev_", "mul_add", false);
     MulAddGraph g;
     Sched sched = rig.sched();
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph));
@@ -344,7 +287,7 @@ TEST(FusionExecution, ExternalInputsStayAllocatedThroughTheFinalNode) {
 // "Automatic extension fusion is enabled in scheduler execution with one pipeline copy and without
 // evaluation callbacks. Multiple pipeline copies and evaluation callbacks retain individual operations."
 TEST(FusionExecution, PipelineCopiesAndEvalCallbacksKeepIndividualOperations) {
-    FusionRig rig;
+    MulAddRig rig("fusion_test_dev_", "mul_add", false);
     {
         MulAddGraph g;
         Sched parallel = rig.sched(true);
@@ -375,7 +318,7 @@ TEST(FusionExecution, PipelineCopiesAndEvalCallbacksKeepIndividualOperations) {
 // "Direct backend graph computation supports single-node extensions; it does not fuse an already
 // allocated graph."
 TEST(FusionExecution, DirectBackendComputationDoesNotFuse) {
-    FusionRig rig;
+    MulAddRig rig("fusion_test_dev_", "mul_add", false);
     MulAddGraph g;
     Buffer buffer(ggml_backend_alloc_ctx_tensors(g.ctx.get(), rig.backend.get()));
     g.fill();
@@ -411,7 +354,7 @@ TEST(FusionExecution, FusionOnlyRegistrationsDoNotClaimSingleNodeSupport) {
 // Issue 6, explain mode: each fusion candidate with the rule that matched it, every rejection with
 // the legality rule that failed and the node, and the kernel selected for each node and why.
 TEST(FusionExecution, ExplainModeReportsCandidatesRejectionsAndSelections) {
-    FusionRig rig;
+    MulAddRig rig("fusion_test_dev_", "mul_add", false);
     ggml_ext_kernel_desc sqr{};
     sqr.struct_size = sizeof sqr;
     sqr.version = GGML_EXT_KERNEL_DESC_VERSION;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "unit/mul_add_rule.h"
 #include "unit/test_util.h"
 
 namespace ggx::test {
@@ -347,82 +348,6 @@ std::vector<float> integers(int64_t n, int modulus, int shift) {
     return v;
 }
 
-struct DelayRule {
-    std::atomic<int> delays{0}, matches{0}, executes{0};
-};
-
-const ggml_tensor * mul_operand(const ggml_tensor * add) {
-    for (const ggml_tensor * src : {add->src[0], add->src[1]})
-        if (src && src->op == GGML_OP_MUL) return src;
-    return nullptr;
-}
-
-// Delays every MUL read by an ADD to just before that ADD (idempotent: adjacent pairs stay).
-void optimize_mul_add(ggml_backend_dev_t, ggml_cgraph * graph, void * user) {
-    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
-        const ggml_tensor * add = ggml_graph_node(graph, i);
-        const ggml_tensor * mul = add->op == GGML_OP_ADD ? mul_operand(add) : nullptr;
-        if (!mul) continue;
-        for (int j = 0; j < i - 1; ++j)
-            if (ggml_graph_node(graph, j) == mul && ggml_ext_graph_delay(graph, j, 1, i - 1))
-                ++static_cast<DelayRule *>(user)->delays;
-    }
-}
-
-int match_mul_add(ggml_backend_dev_t, const ggml_cgraph * graph, int first, void * user) {
-    ++static_cast<DelayRule *>(user)->matches;
-    if (first + 1 >= ggml_graph_n_nodes(graph)) return 0;
-    const ggml_tensor * mul = ggml_graph_node(graph, first);
-    const ggml_tensor * add = ggml_graph_node(graph, first + 1);
-    return mul->op == GGML_OP_MUL && add->op == GGML_OP_ADD && mul_operand(add) == mul &&
-                   ggml_are_same_shape(mul, add) && ggml_are_same_shape(mul->src[0], mul->src[1]) &&
-                   ggml_are_same_shape(add->src[0], add->src[1])
-               ? 2
-               : 0;
-}
-
-ggml_status execute_mul_add(const ggml_ext_fusion_execute_params * params) {
-    ++static_cast<DelayRule *>(params->user_data)->executes;
-    const ggml_tensor * mul = params->nodes[0];
-    const ggml_tensor * add = params->nodes[1];
-    const ggml_tensor * other = add->src[0] == mul ? add->src[1] : add->src[0];
-    const auto * a = static_cast<const float *>(mul->src[0]->data);
-    const auto * b = static_cast<const float *>(mul->src[1]->data);
-    const auto * c = static_cast<const float *>(other->data);
-    auto * out = static_cast<float *>(add->data);
-    for (int64_t i = 0; i < ggml_nelements(add); ++i)
-        out[i] = a[i] * b[i] + c[i];
-    return GGML_STATUS_SUCCESS;
-}
-
-// A virtual device (natively: MUL, ADD and SQR) with the rule, a CPU backend and a scheduler.
-struct DelayRig {
-    DelayRig() {
-        static std::atomic<int> counter{0};
-        const std::string name = "graph_delay_test_dev_" + std::to_string(counter++);
-        const ggml_op ops[] = {GGML_OP_MUL, GGML_OP_ADD, GGML_OP_SQR};
-        device = ggml_backend_cpu_add_virtual_device(name.c_str(), ops, 3);
-        backend.reset(ggml_backend_dev_init(device, nullptr));
-        cpu.reset(ggml_backend_cpu_init());
-        ggml_ext_fusion_desc d{};
-        d.struct_size = sizeof d;
-        d.version = GGML_EXT_FUSION_DESC_VERSION;
-        d.name = "delayed_mul_add";
-        d.optimize = optimize_mul_add;
-        d.match = match_mul_add;
-        d.execute = execute_mul_add;
-        d.user_data = &rule;
-        EXPECT_TRUE(ggml_ext_register_fusion(device, &d)) << ggml_backend_get_last_error();
-    }
-    Sched sched() {
-        ggml_backend_t list[] = {backend.get(), cpu.get()};
-        return Sched(ggml_backend_sched_new(list, nullptr, 2, 256, false, false));
-    }
-    DelayRule rule;
-    ggml_backend_dev_t device;
-    Backend backend, cpu;
-};
-
 // out = p * q + sqr(r), built as [m = p * q, s = sqr(r), out]: the MUL is not next to its ADD until
 // optimize delays it past s. With `exposed`, a later node also reads m, so fusing is illegal.
 struct DelayGraph {
@@ -472,7 +397,7 @@ std::vector<float> native_result(bool exposed, std::vector<float> * later = null
 // "An optional optimize callback runs before matching and allocation. Use ggml_ext_graph_delay to move
 // a producer range after independent nodes."
 TEST(GraphDelayScheduler, OptimizeMakesAPairAdjacentAndItFuses) {
-    DelayRig rig;
+    MulAddRig rig("graph_delay_test_dev_", "delayed_mul_add", true);
     DelayGraph g(false);
     Sched sched = rig.sched();
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph)) << ggml_backend_get_last_error();
@@ -489,7 +414,7 @@ TEST(GraphDelayScheduler, OptimizeMakesAPairAdjacentAndItFuses) {
 // "Fusion legality is checked again after reordering." (the delayed MUL has another consumer, so the
 // adjacent pair is not fused)
 TEST(GraphDelayScheduler, LegalityIsCheckedAgainAfterReordering) {
-    DelayRig rig;
+    MulAddRig rig("graph_delay_test_dev_", "delayed_mul_add", true);
     DelayGraph g(true);
     Sched sched = rig.sched();
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph)) << ggml_backend_get_last_error();
