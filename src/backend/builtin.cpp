@@ -4,6 +4,9 @@
 #ifdef GGX_BACKEND_CPU
 #include <ggml-cpu.h>
 #endif
+#ifdef GGX_BACKEND_VULKAN
+#include <ggml-vulkan.h>
+#endif
 
 namespace ggx::backend {
 
@@ -11,6 +14,9 @@ std::vector<ggml_backend_reg_t> builtin_registries() {
     std::vector<ggml_backend_reg_t> regs;
 #ifdef GGX_BACKEND_CPU
     regs.push_back(ggml_backend_cpu_reg());
+#endif
+#ifdef GGX_BACKEND_VULKAN
+    regs.push_back(ggml_backend_vk_reg());
 #endif
     return regs;
 }

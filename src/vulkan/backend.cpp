@@ -1,0 +1,132 @@
+#include "vulkan/backend.h"
+
+#include "core/internal.h"
+#include "vulkan/kernels.h"
+
+namespace ggx::vulkan {
+
+namespace {
+
+bool needs_compute(const ggml_tensor * node) { return !core::is_layout_op(node->op) && !ggml_is_empty(node); }
+
+}  // namespace
+
+std::string describe_node(int index, const ggml_tensor * node) {
+    return "node " + std::to_string(index) + " '" + node->name + "' (" + ggml_op_desc(node) + " " +
+           core::describe(node) + ")";
+}
+
+Backend::Backend(ggml_backend_dev_t owner, BufferType & buffer_type)
+    : owner_(owner), buffer_type_(buffer_type), device_(buffer_type.vulkan()), arena_(device_) {
+    VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pool_info.queueFamilyIndex = device_.queue_family();
+    check(vkCreateCommandPool(device_.handle(), &pool_info, nullptr, &pool_), "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    alloc.commandPool = pool_;
+    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    alloc.commandBufferCount = 1;
+    const VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkResult result = vkAllocateCommandBuffers(device_.handle(), &alloc, &commands_);
+    if (result == VK_SUCCESS) result = vkCreateFence(device_.handle(), &fence_info, nullptr, &fence_);
+    if (result != VK_SUCCESS) {
+        vkDestroyCommandPool(device_.handle(), pool_, nullptr);
+        check(result, "creating the backend's command buffer");
+    }
+}
+
+Backend::~Backend() {
+    vkDestroyFence(device_.handle(), fence_, nullptr);
+    vkDestroyCommandPool(device_.handle(), pool_, nullptr);
+}
+
+ggml_status Backend::check_memory(int index, const ggml_tensor * node) const {
+    for (int s = -1; s < GGML_MAX_SRC; ++s) {
+        const ggml_tensor * tensor = s < 0 ? node : node->src[s];
+        if (!tensor || ggml_is_empty(tensor)) continue;
+        const Buffer * buffer = buffer_of(tensor);
+        if (buffer && &buffer->vulkan() == &device_) continue;
+        const std::string role = s < 0 ? "its result" : "source " + std::to_string(s);
+        return backend::fail(GGML_STATUS_FAILED, std::string(name()) + ": " + describe_node(index, node) + ": " +
+                                                     role + " '" + tensor->name + "' is not in " + name() +
+                                                     " memory" +
+                                                     (s < 0 ? "" : " (a cross-device copy is missing)"));
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
+ggml_status Backend::check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const {
+    *workspace_bytes = 0;
+    const KernelTable & table = kernel_table();
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
+        const ggml_tensor * node = ggml_graph_node(graph, i);
+        if (!owner_->supports_op(node)) {
+            return backend::fail(GGML_STATUS_FAILED,
+                                 std::string(name()) + ": " + describe_node(i, node) + " is not supported");
+        }
+        if (!needs_compute(node)) continue;
+        bool allocated = node->data != nullptr;
+        for (const ggml_tensor * src : node->src)
+            allocated = allocated && (!src || src->data || ggml_is_empty(src));
+        if (!allocated) {
+            return backend::fail(GGML_STATUS_FAILED, std::string(name()) + ": " + describe_node(i, node) +
+                                                         " or a source is not allocated");
+        }
+        if (const ggml_status status = check_memory(i, node)) return status;
+        if (const Kernel & kernel = table[node->op]; kernel.workspace)
+            *workspace_bytes = std::max(*workspace_bytes, kernel.workspace(node));
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
+Arg Backend::reserve_workspace(size_t bytes) {
+    if (bytes == 0) return {};
+    if (!workspace_ || workspace_->size < bytes) {
+        workspace_.reset();
+        workspace_ = std::make_unique<Buffer>(&buffer_type_, bytes);
+    }
+    return {workspace_->handle(), 0, bytes, true};
+}
+
+void Backend::record_and_submit(ggml_cgraph * graph, const Arg & workspace) {
+    check(vkResetCommandBuffer(commands_, 0), "vkResetCommandBuffer");
+    arena_.reset();
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(vkBeginCommandBuffer(commands_, &begin), "vkBeginCommandBuffer");
+    Recorder recorder(device_, commands_, arena_, workspace);
+    const KernelTable & table = kernel_table();
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
+        const ggml_tensor * node = ggml_graph_node(graph, i);
+        if (!needs_compute(node)) continue;
+        try {
+            table[node->op].record(recorder, node);
+        } catch (const Error & e) {
+            vkEndCommandBuffer(commands_);
+            throw Error(describe_node(i, node) + ": " + e.what());
+        }
+    }
+    check(vkEndCommandBuffer(commands_), "vkEndCommandBuffer");
+    last_dispatches_ = recorder.n_dispatches();
+    last_barriers_ = recorder.n_barriers();
+    if (last_dispatches_ == 0) return;
+    check(vkResetFences(device_.handle(), 1, &fence_), "vkResetFences");
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &commands_;
+    device_.submit(submit, fence_);
+    check(vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+}
+
+ggml_status Backend::graph_compute(ggml_cgraph * graph) {
+    size_t workspace_bytes = 0;
+    if (const ggml_status status = check_graph(graph, &workspace_bytes)) return status;
+    try {
+        record_and_submit(graph, reserve_workspace(workspace_bytes));
+    } catch (const Error & e) {
+        return backend::fail(GGML_STATUS_FAILED, std::string(name()) + ": " + e.what());
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
+}  // namespace ggx::vulkan

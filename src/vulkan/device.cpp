@@ -1,0 +1,229 @@
+#include "vulkan/device.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "vulkan/shaders.h"
+
+namespace ggx::vulkan {
+
+namespace {
+
+const char * result_name(VkResult result) {
+    switch (result) {
+        case VK_NOT_READY: return "VK_NOT_READY";
+        case VK_TIMEOUT: return "VK_TIMEOUT";
+        case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
+        case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+        case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
+        case VK_ERROR_DEVICE_LOST: return "VK_ERROR_DEVICE_LOST";
+        case VK_ERROR_MEMORY_MAP_FAILED: return "VK_ERROR_MEMORY_MAP_FAILED";
+        case VK_ERROR_FEATURE_NOT_PRESENT: return "VK_ERROR_FEATURE_NOT_PRESENT";
+        case VK_ERROR_INCOMPATIBLE_DRIVER: return "VK_ERROR_INCOMPATIBLE_DRIVER";
+        case VK_ERROR_TOO_MANY_OBJECTS: return "VK_ERROR_TOO_MANY_OBJECTS";
+        case VK_ERROR_OUT_OF_POOL_MEMORY: return "VK_ERROR_OUT_OF_POOL_MEMORY";
+        default: return "VkResult error";
+    }
+}
+
+// The first queue family with compute, preferring one without graphics (a dedicated compute queue).
+uint32_t find_compute_family(VkPhysicalDevice physical) {
+    uint32_t count = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, nullptr);
+    std::vector<VkQueueFamilyProperties> families(count);
+    vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, families.data());
+    uint32_t found = UINT32_MAX;
+    for (uint32_t i = 0; i < count; ++i) {
+        const VkQueueFlags flags = families[i].queueFlags;
+        if (!(flags & VK_QUEUE_COMPUTE_BIT)) continue;
+        if (found == UINT32_MAX || !(flags & VK_QUEUE_GRAPHICS_BIT)) found = i;
+        if (!(flags & VK_QUEUE_GRAPHICS_BIT)) break;
+    }
+    if (found == UINT32_MAX) throw Error("no compute queue");
+    return found;
+}
+
+}  // namespace
+
+void check(VkResult result, const char * what) {
+    if (result != VK_SUCCESS) throw Error(std::string(what) + ": " + result_name(result));
+}
+
+Device::Device(VkInstance, VkPhysicalDevice physical) : physical_(physical) {
+    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &subgroup};
+    vkGetPhysicalDeviceProperties2(physical, &properties);
+    const VkPhysicalDeviceLimits & limits = properties.properties.limits;
+    name_ = properties.properties.deviceName;
+    type_ = properties.properties.deviceType;
+    limits_.storage_offset_alignment = limits.minStorageBufferOffsetAlignment;
+    limits_.max_storage_range = limits.maxStorageBufferRange;
+    std::copy_n(limits.maxComputeWorkGroupCount, 3, limits_.max_workgroup_count);
+    limits_.max_shared_memory = limits.maxComputeSharedMemorySize;
+    limits_.subgroup_size = subgroup.subgroupSize;
+    VkPhysicalDeviceMaintenance3Properties maintenance{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceProperties2 more{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &maintenance};
+    vkGetPhysicalDeviceProperties2(physical, &more);
+    limits_.max_allocation = maintenance.maxMemoryAllocationSize;
+    vkGetPhysicalDeviceMemoryProperties(physical, &memory_properties_);
+
+    VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &storage16};
+    vkGetPhysicalDeviceFeatures2(physical, &features);
+    if (!storage16.storageBuffer16BitAccess) throw Error("no 16-bit storage-buffer access");
+
+    queue_family_ = find_compute_family(physical);
+    const float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    queue_info.queueFamilyIndex = queue_family_;
+    queue_info.queueCount = 1;
+    queue_info.pQueuePriorities = &priority;
+    VkPhysicalDevice16BitStorageFeatures enable16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    enable16.storageBuffer16BitAccess = VK_TRUE;
+    VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &enable16};
+    device_info.queueCreateInfoCount = 1;
+    device_info.pQueueCreateInfos = &queue_info;
+    check(vkCreateDevice(physical, &device_info, nullptr, &device_), "vkCreateDevice");
+    vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+
+    VkDescriptorSetLayoutBinding bindings[kMaxBindings];
+    for (uint32_t i = 0; i < kMaxBindings; ++i)
+        bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    set_info.bindingCount = kMaxBindings;
+    set_info.pBindings = bindings;
+    check(vkCreateDescriptorSetLayout(device_, &set_info, nullptr, &set_layout_), "vkCreateDescriptorSetLayout");
+    const VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes};
+    VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    layout_info.setLayoutCount = 1;
+    layout_info.pSetLayouts = &set_layout_;
+    layout_info.pushConstantRangeCount = 1;
+    layout_info.pPushConstantRanges = &push;
+    check(vkCreatePipelineLayout(device_, &layout_info, nullptr, &pipeline_layout_), "vkCreatePipelineLayout");
+    VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pool_info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+    pool_info.queueFamilyIndex = queue_family_;
+    check(vkCreateCommandPool(device_, &pool_info, nullptr, &transfer_pool_), "vkCreateCommandPool");
+}
+
+Device::~Device() {
+    if (!device_) return;
+    vkDeviceWaitIdle(device_);
+    for (auto & [key, pipeline] : pipelines_)
+        vkDestroyPipeline(device_, pipeline->handle, nullptr);
+    for (auto & [name, module] : modules_)
+        vkDestroyShaderModule(device_, module, nullptr);
+    vkDestroyCommandPool(device_, transfer_pool_, nullptr);
+    vkDestroyPipelineLayout(device_, pipeline_layout_, nullptr);
+    vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
+    vkDestroyDevice(device_, nullptr);
+}
+
+void Device::memory(size_t * free, size_t * total) const {
+    VkDeviceSize bytes = 0;
+    for (uint32_t i = 0; i < memory_properties_.memoryHeapCount; ++i) {
+        if (memory_properties_.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+            bytes += memory_properties_.memoryHeaps[i].size;
+    }
+    *total = static_cast<size_t>(bytes);
+    *free = *total;  // without VK_EXT_memory_budget the driver does not say what others use
+}
+
+uint32_t Device::memory_type(uint32_t type_bits, bool host_visible) const {
+    const auto matches = [&](uint32_t i, VkMemoryPropertyFlags wanted) {
+        return (type_bits & (1u << i)) && (memory_properties_.memoryTypes[i].propertyFlags & wanted) == wanted;
+    };
+    const VkMemoryPropertyFlags visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    const VkMemoryPropertyFlags base = host_visible ? visible : 0;
+    for (VkMemoryPropertyFlags wanted : {base | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, base}) {
+        for (uint32_t i = 0; i < memory_properties_.memoryTypeCount; ++i) {
+            if (matches(i, wanted)) return i;
+        }
+    }
+    throw Error(host_visible ? "no host-visible memory type" : "no memory type for the buffer");
+}
+
+bool Device::is_host_visible(uint32_t memory_type) const {
+    const VkMemoryPropertyFlags visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    return (memory_properties_.memoryTypes[memory_type].propertyFlags & visible) == visible;
+}
+
+void Device::submit(const VkSubmitInfo & info, VkFence fence) {
+    std::lock_guard lock(queue_mutex_);
+    check(vkQueueSubmit(queue_, 1, &info, fence), "vkQueueSubmit");
+}
+
+void Device::run_commands(const std::function<void(VkCommandBuffer)> & record) {
+    std::lock_guard lock(transfer_mutex_);
+    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    alloc.commandPool = transfer_pool_;
+    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    alloc.commandBufferCount = 1;
+    VkCommandBuffer commands = VK_NULL_HANDLE;
+    check(vkAllocateCommandBuffers(device_, &alloc, &commands), "vkAllocateCommandBuffers");
+    VkFence fence = VK_NULL_HANDLE;
+    const VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkResult result = vkCreateFence(device_, &fence_info, nullptr, &fence);
+    if (result == VK_SUCCESS) {
+        VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        result = vkBeginCommandBuffer(commands, &begin);
+        if (result == VK_SUCCESS) {
+            record(commands);
+            result = vkEndCommandBuffer(commands);
+        }
+        if (result == VK_SUCCESS) {
+            VkSubmitInfo submit_info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+            submit_info.commandBufferCount = 1;
+            submit_info.pCommandBuffers = &commands;
+            std::lock_guard queue_lock(queue_mutex_);
+            result = vkQueueSubmit(queue_, 1, &submit_info, fence);
+        }
+        if (result == VK_SUCCESS) result = vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX);
+        vkDestroyFence(device_, fence, nullptr);
+    }
+    vkFreeCommandBuffers(device_, transfer_pool_, 1, &commands);
+    check(result, "transfer");
+}
+
+const Pipeline & Device::pipeline(const std::string & shader, const std::vector<uint32_t> & constants) {
+    std::lock_guard lock(pipeline_mutex_);
+    auto key = std::make_pair(shader, constants);
+    if (const auto it = pipelines_.find(key); it != pipelines_.end()) return *it->second;
+
+    VkShaderModule & module = modules_[shader];
+    if (!module) {
+        const auto & table = shader_table();
+        const auto code = std::find_if(table.begin(), table.end(),
+                                       [&](const ShaderCode & c) { return shader == c.name; });
+        if (code == table.end()) {
+            modules_.erase(shader);
+            throw Error("no shader named '" + shader + "'");
+        }
+        VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+        info.codeSize = code->n_words * sizeof(uint32_t);
+        info.pCode = code->words;
+        const VkResult result = vkCreateShaderModule(device_, &info, nullptr, &module);
+        if (result != VK_SUCCESS) modules_.erase(shader);
+        check(result, "vkCreateShaderModule");
+    }
+
+    std::vector<VkSpecializationMapEntry> entries(constants.size());
+    for (uint32_t i = 0; i < entries.size(); ++i)
+        entries[i] = {i, i * 4u, 4u};
+    const VkSpecializationInfo specialization{static_cast<uint32_t>(entries.size()), entries.data(),
+                                              constants.size() * 4u, constants.data()};
+    VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    info.stage.module = module;
+    info.stage.pName = "main";
+    info.stage.pSpecializationInfo = constants.empty() ? nullptr : &specialization;
+    info.layout = pipeline_layout_;
+    auto pipeline = std::make_unique<Pipeline>();
+    check(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline->handle),
+          ("vkCreateComputePipelines(" + shader + ")").c_str());
+    return *pipelines_.emplace(std::move(key), std::move(pipeline)).first->second;
+}
+
+}  // namespace ggx::vulkan

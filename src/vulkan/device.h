@@ -1,0 +1,97 @@
+// One Vulkan physical device opened for compute: its logical device, compute queue, memory types,
+// limits, the shared descriptor-set and pipeline layouts, and the pipeline cache.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ggx::vulkan {
+
+// A failed Vulkan call or an impossible request; caught at the ggml API boundary and turned into a
+// status with ggml_backend_get_last_error.
+class Error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Throws Error("what: VK_ERROR_...") unless result is VK_SUCCESS.
+void check(VkResult result, const char * what);
+
+// Every kernel binds at most this many storage buffers, at consecutive bindings from zero, and
+// passes at most kPushConstantBytes of push constants (the minimum every device guarantees).
+inline constexpr uint32_t kMaxBindings = 8;
+inline constexpr uint32_t kPushConstantBytes = 128;
+
+struct Limits {
+    VkDeviceSize storage_offset_alignment = 0;  // minStorageBufferOffsetAlignment
+    VkDeviceSize max_storage_range = 0;         // maxStorageBufferRange: the largest binding
+    VkDeviceSize max_allocation = 0;            // maxMemoryAllocationSize
+    uint32_t max_workgroup_count[3] = {};
+    uint32_t max_shared_memory = 0;
+    uint32_t subgroup_size = 0;
+};
+
+struct Pipeline {
+    VkPipeline handle = VK_NULL_HANDLE;
+};
+
+class Device {
+public:
+    // Opens physical for compute; throws Error when it has no compute queue or lacks 16-bit storage.
+    Device(VkInstance instance, VkPhysicalDevice physical);
+    ~Device();
+    Device(const Device &) = delete;
+    Device & operator=(const Device &) = delete;
+
+    VkDevice handle() const { return device_; }
+    VkPhysicalDevice physical() const { return physical_; }
+    const std::string & name() const { return name_; }
+    VkPhysicalDeviceType type() const { return type_; }
+    const Limits & limits() const { return limits_; }
+    uint32_t queue_family() const { return queue_family_; }
+    VkDescriptorSetLayout set_layout() const { return set_layout_; }
+    VkPipelineLayout pipeline_layout() const { return pipeline_layout_; }
+    // Total and currently free bytes of the device-local heaps.
+    void memory(size_t * free, size_t * total) const;
+    // Index of the memory type for requirements: device-local preferred, host-visible required when
+    // asked; throws Error when there is none.
+    uint32_t memory_type(uint32_t type_bits, bool host_visible) const;
+    bool is_host_visible(uint32_t memory_type) const;
+
+    // Submits to the device's compute queue (queues need external synchronisation).
+    void submit(const VkSubmitInfo & info, VkFence fence);
+    // Records commands into a one-time command buffer, submits it and waits for it (transfers).
+    void run_commands(const std::function<void(VkCommandBuffer)> & record);
+
+    // The pipeline of shader name with the given 32-bit specialisation constants (ids 0, 1, ...),
+    // created on first use and cached for the device's lifetime. Throws Error for an unknown name.
+    const Pipeline & pipeline(const std::string & shader, const std::vector<uint32_t> & constants = {});
+
+private:
+    VkPhysicalDevice physical_;
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkQueue queue_ = VK_NULL_HANDLE;
+    uint32_t queue_family_ = 0;
+    std::string name_;
+    VkPhysicalDeviceType type_ = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+    Limits limits_;
+    VkPhysicalDeviceMemoryProperties memory_properties_{};
+    VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+    VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
+    std::mutex queue_mutex_;
+    std::mutex transfer_mutex_;  // guards transfer_pool_
+    VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
+    std::mutex pipeline_mutex_;
+    std::map<std::pair<std::string, std::vector<uint32_t>>, std::unique_ptr<Pipeline>> pipelines_;
+    std::map<std::string, VkShaderModule> modules_;
+};
+
+}  // namespace ggx::vulkan

@@ -1,0 +1,125 @@
+// Vulkan kernels of the element-wise ops: ADD/SUB/MUL/DIV (binary.comp), SCALE/SQR/SQRT/CLAMP/UNARY
+// (map.comp) and GLU (glu.comp), for F32, F16 and BF16 tensors of any strides.
+#include <string>
+
+#include "vulkan/kernels.h"
+
+namespace ggx::vulkan {
+
+namespace {
+
+constexpr uint32_t kLocalSize = 256;
+
+bool same_float_shape(const Device & device, const ggml_tensor * node, const ggml_tensor * src) {
+    return src && src->type == node->type && ggml_are_same_shape(node, src) && float_tensor(device, node) &&
+           float_tensor(device, src);
+}
+
+// ---- binary ----------------------------------------------------------------------------------------
+
+bool supports_binary(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor * b = node->src[1];
+    return same_float_shape(device, node, node->src[0]) && b &&
+           (b->type == GGML_TYPE_F32 || b->type == node->type) && ggml_can_repeat(b, node) &&
+           float_tensor(device, b);
+}
+
+uint32_t binary_op(ggml_op op) {
+    switch (op) {
+        case GGML_OP_ADD: return 0;
+        case GGML_OP_SUB: return 1;
+        case GGML_OP_MUL: return 2;
+        default: return 3;
+    }
+}
+
+void record_binary(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *b = node->src[1];
+    struct {
+        Shape ne, b_ne;
+        View a, b, d;
+    } push{shape_of(node), shape_of(b), view_of(rec, a, float_unit(a->type)), view_of(rec, b, float_unit(b->type)),
+           view_of(rec, node, float_unit(node->type))};
+    const std::string type = float_type_name(node->type);
+    rec.dispatch("binary_" + type + "_" + float_type_name(b->type), {rec.arg(a, false), rec.arg(b, false), rec.arg(node, true)},
+                 push, rec.groups_for(ggml_nelements(node), kLocalSize), {binary_op(node->op)});
+}
+
+// ---- maps of src0 ----------------------------------------------------------------------------------
+
+bool supports_map(const Device & device, const ggml_tensor * node) {
+    return same_float_shape(device, node, node->src[0]);
+}
+
+bool supports_unary(const Device & device, const ggml_tensor * node) {
+    const int32_t op = param<int32_t>(node, 0);
+    return supports_map(device, node) && op >= 0 && op < GGML_UNARY_OP_COUNT;
+}
+
+// map.comp's operation number: SCALE 0, SQR 1, SQRT 2, CLAMP 3, then 4 + the unary op.
+uint32_t map_op(const ggml_tensor * node) {
+    switch (node->op) {
+        case GGML_OP_SCALE: return 0;
+        case GGML_OP_SQR: return 1;
+        case GGML_OP_SQRT: return 2;
+        case GGML_OP_CLAMP: return 3;
+        default: return 4 + static_cast<uint32_t>(param<int32_t>(node, 0));
+    }
+}
+
+void record_map(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    const uint32_t unit = float_unit(node->type);
+    const bool has_params = node->op == GGML_OP_SCALE || node->op == GGML_OP_CLAMP;
+    struct {
+        Shape ne;
+        View a, d;
+        float p0, p1;
+    } push{shape_of(node), view_of(rec, a, unit), view_of(rec, node, unit), has_params ? param<float>(node, 0) : 0.0f,
+           has_params ? param<float>(node, 1) : 0.0f};
+    rec.dispatch(std::string("map_") + float_type_name(node->type), {rec.arg(a, false), rec.arg(node, true)}, push,
+                 rec.groups_for(ggml_nelements(node), kLocalSize), {map_op(node)});
+}
+
+// ---- GLU -------------------------------------------------------------------------------------------
+
+bool supports_glu(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *b = node->src[1];
+    const int32_t op = param<int32_t>(node, 0);
+    if (!a || a->type != node->type || !float_tensor(device, a) || !float_tensor(device, node) || op < 0 ||
+        op >= GGML_GLU_OP_COUNT)
+        return false;
+    if (b) return same_float_shape(device, node, a) && same_float_shape(device, node, b);
+    return a->ne[0] == 2 * node->ne[0] && a->ne[1] == node->ne[1] && a->ne[2] == node->ne[2] &&
+           a->ne[3] == node->ne[3];
+}
+
+void record_glu(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    const ggml_tensor * g = node->src[1] ? node->src[1] : a;
+    const uint32_t unit = float_unit(node->type);
+    const uint32_t half = node->src[1] ? 0 : static_cast<uint32_t>(node->ne[0]);
+    const bool swapped = param<int32_t>(node, 1) != 0;
+    struct {
+        Shape ne;
+        View x, g, d;
+        uint32_t x_shift, g_shift;
+    } push{shape_of(node), view_of(rec, a, unit), view_of(rec, g, unit), view_of(rec, node, unit),
+           swapped ? half : 0, swapped ? 0 : half};
+    rec.dispatch(std::string("glu_") + float_type_name(node->type),
+                 {rec.arg(a, false), rec.arg(g, false), rec.arg(node, true)}, push,
+                 rec.groups_for(ggml_nelements(node), kLocalSize), {static_cast<uint32_t>(param<int32_t>(node, 0))});
+}
+
+}  // namespace
+
+void add_elementwise_kernels(KernelTable & table) {
+    for (ggml_op op : {GGML_OP_ADD, GGML_OP_SUB, GGML_OP_MUL, GGML_OP_DIV})
+        table[op] = {supports_binary, nullptr, record_binary};
+    for (ggml_op op : {GGML_OP_SCALE, GGML_OP_SQR, GGML_OP_SQRT, GGML_OP_CLAMP})
+        table[op] = {supports_map, nullptr, record_map};
+    table[GGML_OP_UNARY] = {supports_unary, nullptr, record_map};
+    table[GGML_OP_GLU] = {supports_glu, nullptr, record_glu};
+}
+
+}  // namespace ggx::vulkan

@@ -1,0 +1,27 @@
+#version 450
+// ADD, SUB, MUL, DIV: d = a op b, with b repeated over d (ggml_can_repeat).
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+layout(constant_id = 0) const uint OP = 0;  // 0 add, 1 sub, 2 mul, 3 div
+
+layout(binding = 0) readonly buffer A { STORAGE(A_TYPE) a[]; };
+layout(binding = 1) readonly buffer B { STORAGE(B_TYPE) b[]; };
+layout(binding = 2) writeonly buffer D { STORAGE(D_TYPE) d[]; };
+
+layout(push_constant) uniform Push {
+    uvec4 ne;
+    uvec4 b_ne;
+    View va, vb, vd;
+} p;
+
+void main() {
+    uint i = global_index(256);
+    if (i >= p.ne.x * p.ne.y * p.ne.z * p.ne.w) return;
+    uvec4 c = unravel(i, p.ne);
+    uvec4 cb = c % p.b_ne;
+    float x = LOAD(A_TYPE, a[element_index(p.va, c.x, c.y, c.z, c.w)]);
+    float y = LOAD(B_TYPE, b[element_index(p.vb, cb.x, cb.y, cb.z, cb.w)]);
+    float r = OP == 0 ? x + y : OP == 1 ? x - y : OP == 2 ? x * y : x / y;
+    d[element_index(p.vd, c.x, c.y, c.z, c.w)] = STORE(D_TYPE, r);
+}
