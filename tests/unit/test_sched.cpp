@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "unit/random_graph.h"
 #include "unit/test_util.h"
 
 namespace ggx::test {
@@ -507,80 +508,15 @@ TEST(Sched, InPlaceWritesTakeTheirUnplacedLeafAlong) {
         EXPECT_EQ(out[i], (in[i] + in[i]) * silu[i]) << i;
 }
 
-// Random graphs over a menu of ops, each on a virtual device admitting a random subset of them:
-// the scheduler's result is bit-identical to the CPU backend computing the graph alone.
-struct RandomGraph {
-    RandomGraph(ggml_context * ctx, Rng & rng) {
-        const auto pick = [&](int n) { return static_cast<int>(rng.uniform(0, n)); };
-        const int64_t n = 1 + pick(24), rows = 1 + pick(5);
-        for (int i = 0; i < 3; ++i) {
-            ggml_tensor * leaf = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n, rows);
-            ggml_set_input(leaf);
-            inputs.push_back(leaf);
-        }
-        std::vector<ggml_tensor *> pool = inputs;
-        const auto any = [&] { return pool[pick(static_cast<int>(pool.size()))]; };
-        const int n_ops = 4 + pick(20);
-        for (int i = 0; i < n_ops; ++i) {
-            ggml_tensor * a = any();
-            ggml_tensor * b = any();
-            ggml_tensor * t = nullptr;
-            switch (pick(9)) {
-                case 0:
-                    t = ggml_add(ctx, a, b);
-                    break;
-                case 1:
-                    t = ggml_mul(ctx, a, b);
-                    break;
-                case 2:
-                    t = ggml_silu(ctx, a);
-                    break;
-                case 3:
-                    t = ggml_scale(ctx, a, 0.75f);
-                    break;
-                case 4:
-                    t = ggml_rms_norm(ctx, a, 1e-5f);
-                    break;
-                case 5:
-                    t = ggml_soft_max(ctx, a);
-                    break;
-                case 6:
-                    t = ggml_cont(ctx, ggml_transpose(ctx, ggml_transpose(ctx, a)));
-                    break;
-                case 7:
-                    t = ggml_mul_mat(ctx, a, b);
-                    break;  // [rows, rows]: keeps the pool square-free
-                default:
-                    t = ggml_add(ctx, ggml_view_2d(ctx, a, n, rows, a->nb[1], 0), b);
-                    break;
-            }
-            if (t->ne[0] != n) {  // a mul_mat, [rows, rows]: fold back to [n, rows]
-                t = ggml_add(ctx, ggml_scale(ctx, a, 0.5f), ggml_sum_rows(ctx, t));
-            }
-            pool.push_back(t);
-        }
-        output = pool.back();
-        for (ggml_tensor * t : pool)
-            if (t != output) output = ggml_add(ctx, output, ggml_scale(ctx, t, 0.125f));
-        ggml_set_output(output);
-        graph = ggml_new_graph(ctx);
-        ggml_build_forward_expand(graph, output);
-    }
-    std::vector<ggml_tensor *> inputs;
-    ggml_tensor * output;
-    ggml_cgraph * graph;
-};
-
+// Random graphs (random_graph.h), each on a virtual device admitting a random subset of the
+// menu: the scheduler's result is bit-identical to the CPU backend computing the graph alone.
 TEST(Sched, RandomGraphsOnTwoDevicesEqualOneDevice) {
-    const std::vector<ggml_op> menu = {GGML_OP_ADD,   GGML_OP_MUL,      GGML_OP_UNARY,
-                                       GGML_OP_SCALE, GGML_OP_RMS_NORM, GGML_OP_SOFT_MAX,
-                                       GGML_OP_CONT,  GGML_OP_MUL_MAT,  GGML_OP_SUM_ROWS};
     constexpr int kSubsets = 6, kGraphs = 300;
     std::vector<std::unique_ptr<TwoDevices>> devices;
     Rng subset_rng(7);
     for (int i = 0; i < kSubsets; ++i) {
         std::vector<ggml_op> ops;
-        for (ggml_op op : menu)
+        for (ggml_op op : RandomGraph::kMenu)
             if (subset_rng.uniform(0, 1) < 0.5) ops.push_back(op);
         devices.push_back(std::make_unique<TwoDevices>("sched_vdev_random_" + std::to_string(i), ops));
     }

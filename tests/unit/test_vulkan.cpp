@@ -1,0 +1,205 @@
+// The Vulkan backend (ggml-vulkan.h, docs/vulkan.md): registry and devices, buffers (mapped and
+// staged transfers), one submission per graph with barriers only on hazards, the errors of
+// graph_compute, and the scheduler over Vulkan + CPU against the CPU alone. Runs on Mesa lavapipe in
+// CI; GGX_REQUIRE_VULKAN=1 (set by CTest) turns a missing device into a failure instead of a skip.
+#include <ggml-backend.h>
+#include <ggml-cpu.h>
+#include <ggml-vulkan.h>
+#include <ggml.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "unit/random_graph.h"
+#include "unit/test_util.h"
+#include "vulkan/backend.h"
+#include "vulkan/buffer.h"
+
+namespace ggx::test {
+namespace {
+
+bool contains(const std::string & text, const std::string & part) { return text.find(part) != std::string::npos; }
+
+class Vulkan : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (ggml_backend_vk_get_device_count() > 0) return;
+        const char * required = std::getenv("GGX_REQUIRE_VULKAN");
+        if (required && std::strcmp(required, "0") != 0) FAIL() << "no Vulkan device (is mesa-vulkan-drivers installed?)";
+        GTEST_SKIP() << "no Vulkan device";
+    }
+    ggml_backend_t vk() {
+        if (!backend_) backend_.reset(ggml_backend_vk_init(0));
+        return backend_.get();
+    }
+    vulkan::Backend & vk_impl() { return *static_cast<vulkan::Backend *>(vk()); }
+    ggml_backend_buffer_type_t buft() { return ggml_backend_vk_buffer_type(0); }
+
+    // A context of no_alloc tensors, allocated in one Vulkan buffer by alloc().
+    ggml_context * ctx() {
+        if (!ctx_) ctx_.reset(ggml_init({size_t{1} << 20, nullptr, true}));
+        return ctx_.get();
+    }
+    void alloc() {
+        buffer_.reset(ggml_backend_alloc_ctx_tensors_from_buft(ctx(), buft()));
+        ASSERT_NE(buffer_, nullptr) << ggml_backend_get_last_error();
+    }
+    ggml_tensor * input(int64_t n0, int64_t n1 = 1) { return ggml_new_tensor_2d(ctx(), GGML_TYPE_F32, n0, n1); }
+    ggml_status compute(ggml_tensor * out) {
+        ggml_cgraph * graph = ggml_new_graph(ctx());
+        ggml_build_forward_expand(graph, out);
+        return ggml_backend_graph_compute(vk(), graph);
+    }
+
+    Backend backend_;
+    Context ctx_;
+    Buffer buffer_;
+};
+
+TEST_F(Vulkan, RegistryListsNamedGpuDevicesWithMemory) {
+    ggml_backend_reg_t reg = ggml_backend_reg_by_name("vulkan");
+    ASSERT_EQ(reg, ggml_backend_vk_reg());
+    ggml_backend_dev_t dev = ggml_backend_dev_by_name("vulkan0");
+    ASSERT_NE(dev, nullptr);
+    EXPECT_EQ(ggml_backend_reg_dev_get(reg, 0), dev);
+    EXPECT_STREQ(ggml_backend_dev_name(dev), "Vulkan0");
+    EXPECT_GT(std::strlen(ggml_backend_dev_description(dev)), 0u);
+    EXPECT_EQ(ggml_backend_dev_type(dev), GGML_BACKEND_DEVICE_TYPE_GPU);
+    size_t free = 0, total = 0;
+    ggml_backend_dev_memory(dev, &free, &total);
+    EXPECT_GT(total, 0u);
+    EXPECT_LE(free, total);
+    EXPECT_FALSE(ggml_backend_buft_is_host(buft()));
+    EXPECT_EQ(ggml_backend_buft_get_device(buft()), dev);
+    EXPECT_EQ(ggml_backend_vk_buffer_type(ggml_backend_vk_get_device_count()), nullptr);
+    EXPECT_EQ(ggml_backend_vk_init(ggml_backend_vk_get_device_count()), nullptr);
+    EXPECT_TRUE(ggml_backend_is_vk(vk()));
+    EXPECT_FALSE(ggml_backend_is_vk(cpu_backend()));
+    EXPECT_STREQ(ggml_backend_name(vk()), "Vulkan0");
+}
+
+// Round trips through set/get/memset/clear and device-to-device copies, with the memory mapped and
+// with every transfer through a staging buffer (GGX_VULKAN_STAGING=1, the discrete-GPU path).
+TEST_F(Vulkan, BufferTransfersRoundTripMappedAndStaged) {
+    for (const char * staging : {"0", "1"}) {
+        setenv("GGX_VULKAN_STAGING", staging, 1);
+        Context c(ggml_init({size_t{1} << 16, nullptr, true}));
+        ggml_tensor * a = ggml_new_tensor_1d(c.get(), GGML_TYPE_F32, 1000);
+        ggml_tensor * b = ggml_new_tensor_1d(c.get(), GGML_TYPE_F32, 1000);
+        Buffer buffer(ggml_backend_alloc_ctx_tensors_from_buft(c.get(), buft()));
+        ASSERT_NE(buffer, nullptr);
+        const std::vector<float> v = ramp(1000, -3.0f, 0.01f);
+        write_f32(a, v);
+        EXPECT_EQ(read_f32(a), v) << "staging " << staging;
+        ggml_backend_tensor_copy(a, b);
+        EXPECT_EQ(read_f32(b), v);
+        ggml_backend_tensor_memset(b, 0, 40, 8);  // elements 10 and 11
+        std::vector<float> expected = v;
+        expected[10] = expected[11] = 0.0f;
+        EXPECT_EQ(read_f32(b), expected);
+        ggml_backend_buffer_clear(buffer.get(), 0);
+        EXPECT_EQ(read_f32(a), std::vector<float>(1000, 0.0f));
+    }
+    unsetenv("GGX_VULKAN_STAGING");
+}
+
+TEST_F(Vulkan, TensorsOfDifferentBuffersHaveDistinctAddresses) {
+    Buffer first(ggml_backend_buft_alloc_buffer(buft(), 256));
+    Buffer second(ggml_backend_buft_alloc_buffer(buft(), 256));
+    ASSERT_NE(first, nullptr);
+    ASSERT_NE(second, nullptr);
+    EXPECT_NE(ggml_backend_buffer_get_base(first.get()), ggml_backend_buffer_get_base(second.get()));
+    EXPECT_EQ(ggml_backend_buffer_get_alignment(first.get()) % 16, 0u);
+}
+
+TEST_F(Vulkan, ComputesAGraphInOneSubmissionWithBarriersOnlyBetweenDependentNodes) {
+    ggml_tensor * a = input(300, 7);
+    ggml_tensor * b = input(300, 7);
+    // Three independent nodes, then one reading them all, then one reading that.
+    ggml_tensor * x = ggml_add(ctx(), a, b);
+    ggml_tensor * y = ggml_mul(ctx(), a, b);
+    ggml_tensor * z = ggml_scale(ctx(), a, 2.0f);
+    ggml_tensor * sum = ggml_add(ctx(), ggml_add(ctx(), x, y), z);
+    ggml_tensor * out = ggml_sqr(ctx(), sum);
+    alloc();
+    const std::vector<float> va = ramp(2100, -1.0f, 0.001f), vb = ramp(2100, 0.5f, -0.002f);
+    write_f32(a, va);
+    write_f32(b, vb);
+    ASSERT_EQ(compute(out), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_EQ(vk_impl().last_dispatches(), 6u);
+    // x, y, z run together; add(x, y), add(., z) and sqr each wait for their input.
+    EXPECT_EQ(vk_impl().last_barriers(), 3u);
+    const std::vector<float> got = read_f32(out);
+    for (size_t i = 0; i < got.size(); ++i) {
+        const float s = (va[i] + vb[i]) + va[i] * vb[i] + va[i] * 2.0f;
+        EXPECT_NEAR(got[i], s * s, 1e-5f * (1.0f + s * s)) << i;
+    }
+}
+
+TEST_F(Vulkan, RefusesNodesOutsideItsMemoryAndUnsupportedNodes) {
+    ggml_tensor * a = input(16);
+    ggml_tensor * y = ggml_add(ctx(), a, a);
+    ggml_set_name(a, "host_input");
+    Buffer host(ggml_backend_alloc_ctx_tensors(ctx(), cpu_backend()));
+    ASSERT_EQ(compute(y), GGML_STATUS_FAILED);
+    EXPECT_TRUE(contains(ggml_backend_get_last_error(), "not in Vulkan0 memory")) << ggml_backend_get_last_error();
+
+    Context c(ggml_init({size_t{1} << 20, nullptr, true}));
+    ggml_tensor * q4 = ggml_new_tensor_2d(c.get(), GGML_TYPE_Q4_0, 64, 2);  // no Q4_0 kernels on Vulkan
+    ggml_tensor * unsupported = ggml_mul_mat(c.get(), q4, ggml_new_tensor_1d(c.get(), GGML_TYPE_F32, 64));
+    ASSERT_NE(unsupported, nullptr);
+    EXPECT_FALSE(ggml_backend_supports_op(vk(), unsupported));
+    ggml_cgraph * graph = ggml_new_graph(c.get());
+    ggml_build_forward_expand(graph, unsupported);
+    EXPECT_EQ(ggml_backend_graph_compute(vk(), graph), GGML_STATUS_FAILED);
+    EXPECT_TRUE(contains(ggml_backend_get_last_error(), "is not supported")) << ggml_backend_get_last_error();
+}
+
+TEST_F(Vulkan, RefusesUnallocatedNodes) {
+    ggml_tensor * a = input(16);
+    ggml_tensor * y = ggml_add(ctx(), a, a);
+    EXPECT_EQ(compute(y), GGML_STATUS_FAILED);
+    EXPECT_TRUE(contains(ggml_backend_get_last_error(), "not allocated")) << ggml_backend_get_last_error();
+}
+
+// The scheduler over Vulkan and the CPU, with random nodes pinned to the CPU so that every graph
+// has several splits and copies both ways: results equal the CPU alone within float tolerance (the
+// device's exp, division and summation order differ from the CPU's).
+TEST_F(Vulkan, SchedulerOverVulkanAndCpuMatchesTheCpuAlone) {
+    Backend cpu(ggml_backend_cpu_init());
+    ggml_backend_t backends[] = {vk(), cpu.get()};
+    int mixed = 0;
+    for (uint32_t seed = 1; seed <= 60; ++seed) {
+        Sched sched(ggml_backend_sched_new(backends, nullptr, 2, 2048, seed % 2 == 0, false));
+        Rng rng(seed), ref_rng(seed);
+        Context c(ggml_init({size_t{4} << 20, nullptr, true}));
+        Context ref_c(ggml_init({size_t{4} << 20, nullptr, true}));
+        RandomGraph g(c.get(), rng), ref(ref_c.get(), ref_rng);
+        for (int i = 0; i < ggml_graph_n_nodes(g.graph); ++i) {
+            if (rng.uniform(0, 1) < 0.3)
+                ggml_backend_sched_set_tensor_backend(sched.get(), ggml_graph_node(g.graph, i), cpu.get());
+        }
+        ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph)) << rng.trace() << ": " << ggml_backend_get_last_error();
+        Buffer ref_buffer(ggml_backend_alloc_ctx_tensors(ref_c.get(), cpu.get()));
+        for (size_t i = 0; i < g.inputs.size(); ++i) {
+            const std::vector<float> v = ramp(ggml_nelements(g.inputs[i]), -1.0f + 0.3f * i, 0.037f);
+            write_f32(g.inputs[i], v);
+            write_f32(ref.inputs[i], v);
+        }
+        ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS)
+            << rng.trace() << ": " << ggml_backend_get_last_error();
+        ASSERT_EQ(ggml_backend_graph_compute(cpu.get(), ref.graph), GGML_STATUS_SUCCESS);
+        mixed += ggml_backend_sched_get_n_splits(sched.get()) > 1;
+        const std::vector<float> got = read_f32(g.output), want = read_f32(ref.output);
+        for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], 1e-4 * (1.0 + std::fabs(want[i]))) << rng.trace() << ", element " << i;
+    }
+    EXPECT_GT(mixed, 30);
+}
+
+}  // namespace
+}  // namespace ggx::test
