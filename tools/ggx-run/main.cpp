@@ -2,15 +2,16 @@
 //
 //   ggx-run [--device NAME] [--threads N] [--layers N] [--hidden N] [--heads N] [--tokens N]
 //           [--weights f32|f16|bf16|q8_0|int8-convrot] [--ext on|off|compare] [--steps N]
-//           [--seed N] [--no-profile] [--json]
+//           [--seed N] [--reference-device NAME] [--no-profile] [--json]
 //
 // Builds the built-in Z-Image/Flux-style DiT (model.h) with deterministic synthetic weights and runs
 // --steps Euler steps of a flow-matching sampler (sigma 1 -> 0) from a fixed noise latent: each step
 // one forward pass through a scheduler whose plan is reused. With --ext compare (the default) it runs
 // the ext-on variant (sd pack kernels and fusions) and then the ext-off variant (native ops only, the
 // extension kernels of every device disabled with ggml_ext_dev_set_enabled), profiles one forward
-// pass of each node by node, and compares the outputs. Exit status: 0 success, 1 the difference
-// exceeded its bound, 2 usage or runtime error.
+// pass of each node by node, and compares the outputs. With --reference-device it also runs the
+// compared variant (ext off, or ext on with --ext on) on that device and compares the two devices.
+// Exit status: 0 success, 1 a difference exceeded its bound, 2 usage or runtime error.
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
 #include <ggml-ext.h>
@@ -49,6 +50,7 @@ struct Options {
     bool json = false;
     bool profile = true;
     std::string model_path, export_path;
+    std::string reference_device;  // empty: no cross-device comparison
 };
 
 void usage(FILE * out) {
@@ -56,9 +58,11 @@ void usage(FILE * out) {
         out,
         "usage: ggx-run [--device NAME] [--threads N] [--layers N] [--hidden N] [--heads N] [--tokens N]\n"
         "               [--weights f32|f16|bf16|q8_0|int8-convrot] [--ext on|off|compare] [--steps N]\n"
-        "               [--seed N] [--model PATH.gguf] [--export PATH.gguf] [--no-profile] [--json]\n"
+        "               [--seed N] [--model PATH.gguf] [--export PATH.gguf] [--reference-device NAME]\n"
+        "               [--no-profile] [--json]\n"
         "Runs a built-in diffusion transformer (defaults: 4 layers, hidden 1024, 8 heads, 1024 tokens,\n"
-        "int8-convrot weights, 3 steps) with the sd extension pack on and off and compares them.\n");
+        "int8-convrot weights, 3 steps) with the sd extension pack on and off and compares them; with\n"
+        "--reference-device, also compares the device's results with that device's (e.g. CPU).\n");
 }
 
 bool parse_int(const char * s, int & v) {
@@ -98,6 +102,8 @@ int parse(int argc, char ** argv, Options & o) {
             o.model_path = v;
         else if (a == "--export")
             o.export_path = v;
+        else if (a == "--reference-device")
+            o.reference_device = v;
         else if (a == "--threads")
             ok = parse_int(v, o.threads);
         else if (a == "--layers")
@@ -359,6 +365,10 @@ bool run_variant(const Options & o, const Backends & b, bool ext, const ggx::ggu
     return true;
 }
 
+bool within(const Difference & d, double nmse_bound, double max_abs_bound) {
+    return d.nmse <= nmse_bound && d.max_abs <= max_abs_bound * d.ref_max_abs;
+}
+
 }  // namespace
 
 int main(int argc, char ** argv) {
@@ -399,7 +409,8 @@ int main(int argc, char ** argv) {
 
     const bool want_on = o.ext != "off", want_off = o.ext != "on";
     const int per_variant = 1 + o.steps + (o.profile ? 1 : 0);
-    Progress bar(per_variant * ((want_on ? 1 : 0) + (want_off ? 1 : 0)));
+    const int reference_units = o.reference_device.empty() ? 0 : 1 + o.steps;
+    Progress bar(per_variant * ((want_on ? 1 : 0) + (want_off ? 1 : 0)) + reference_units);
     Progressor progress{bar};
     bool ok = true;
     if (!o.export_path.empty()) {
@@ -412,6 +423,17 @@ int main(int argc, char ** argv) {
     if (ok && want_on) ok = run_variant(o, b, true, file.get(), r.on, progress, error);
     if (ok && want_off) ok = run_variant(o, b, false, file.get(), r.off, progress, error);
     set_ext_enabled(b, true);
+    // The reference device runs the variant compared across devices: ext off when it ran.
+    Backends reference;
+    if (ok && !o.reference_device.empty()) {
+        Options ro = o;
+        ro.device = o.reference_device;
+        ro.profile = false;
+        ok = init_backends(ro, reference, error) &&
+             run_variant(ro, reference, !want_off, file.get(), r.reference, progress, error);
+        set_ext_enabled(reference, true);
+        if (ok) r.reference_device = ggml_backend_name(reference.main);
+    }
     bar.finish();
     if (!ok) {
         std::fprintf(stderr, "ggx-run: %s\n", error.c_str());
@@ -430,8 +452,17 @@ int main(int argc, char ** argv) {
         r.velocity = compare(r.on.velocity, r.off.velocity);
         r.latent = compare(r.on.latent, r.off.latent);
         for (const Difference * d : {&r.velocity, &r.latent})
-            if (!(d->nmse <= r.nmse_bound) || !(d->max_abs <= r.max_abs_bound * d->ref_max_abs))
-                r.within_bounds = false;
+            r.within_bounds = r.within_bounds && within(*d, r.nmse_bound, r.max_abs_bound);
+    }
+    // Across devices the same ops run with different summation orders and transcendental functions.
+    r.device_nmse_bound = 1e-6;
+    r.device_max_abs_bound = 1e-3;
+    if (r.reference.ran) {
+        const VariantResult & compared = want_off ? r.off : r.on;
+        r.device_velocity = compare(compared.velocity, r.reference.velocity);
+        r.device_latent = compare(compared.latent, r.reference.latent);
+        for (const Difference * d : {&r.device_velocity, &r.device_latent})
+            r.within_bounds = r.within_bounds && within(*d, r.device_nmse_bound, r.device_max_abs_bound);
     }
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);

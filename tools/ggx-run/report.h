@@ -58,6 +58,11 @@ struct Report {
     bool compared = false;
     Difference velocity, latent;
     double nmse_bound = 0.0, max_abs_bound = 0.0;  // max_abs bound relative to max |reference|
+    // --reference-device: the compared variant on that device, and the device's difference from it.
+    std::string reference_device;
+    VariantResult reference;
+    Difference device_velocity, device_latent;
+    double device_nmse_bound = 0.0, device_max_abs_bound = 0.0;
     bool within_bounds = true;
     double wall_seconds = 0.0;
     long peak_rss_kib = 0;
