@@ -33,6 +33,7 @@ void add_matmul_kernels(KernelTable & table);
 void add_rope_kernels(KernelTable & table);
 void add_attention_kernels(KernelTable & table);
 void add_image_kernels(KernelTable & table);
+void add_argmax_kernels(KernelTable & table);
 
 // A tensor as the shaders address it (struct View in shaders/common.glsl): the offset of its first
 // element and its strides, in elements of unit bytes, from the start of its binding.

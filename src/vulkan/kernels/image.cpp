@@ -1,8 +1,163 @@
-// Vulkan kernels of the image family (being written).
+// Vulkan kernels of the image family used by diffusion models: IM2COL (1-D and 2-D, F32/F16 input
+// and result, any input and result strides; im2col.comp), UPSCALE (nearest, F32, any strides;
+// upscale.comp) and TIMESTEP_EMBEDDING (F32; timestep_embedding.comp).
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
 #include "vulkan/kernels.h"
 
 namespace ggx::vulkan {
 
-void add_image_kernels(KernelTable &) {}
+namespace {
+
+bool f32_or_f16(const Device & device, const ggml_tensor * tensor) {
+    return (tensor->type == GGML_TYPE_F32 || tensor->type == GGML_TYPE_F16) && float_tensor(device, tensor);
+}
+
+bool fits_u32(int64_t value) { return value >= 0 && value <= std::numeric_limits<uint32_t>::max(); }
+
+// ---- IM2COL ----------------------------------------------------------------------------------------
+
+constexpr uint32_t kIm2colLocalSize = 256;
+constexpr uint32_t kIm2colChunk = 16;  // columns per invocation (im2col.comp CHUNK)
+
+// The op as a 2-D one (a 1-D im2col is a 2-D one with KH = H = OH = 1): the views address x as
+// (w, h, c, n) and d as (r, ow, oh, n).
+struct Im2col {
+    View x, d;
+    int32_t s0, s1, p0, p1, d0, d1;
+    uint32_t kw, kh, width, height;
+    uint32_t rows, ow, ow_chunks, oh, count;
+};
+
+bool is_2d(const ggml_tensor * node) { return param<int32_t>(node, 6) != 0; }
+
+// Whether the input coordinates the shader steps through along dimension i (in int, one stride past
+// the last column) fit in 32 bits.
+bool coordinates_fit(const ggml_tensor * node, int i) {
+    const int64_t s = param<int32_t>(node, i), p = param<int32_t>(node, 2 + i),
+                  d = param<int32_t>(node, 4 + i);
+    if (s < 1 || p < 0 || d < 1) return false;
+    const int64_t reach = node->ne[1 + i] * s + (node->src[0]->ne[i] - 1) * d;
+    return reach <= std::numeric_limits<int32_t>::max();
+}
+
+bool supports_im2col(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor *k = node->src[0], *x = node->src[1];
+    if (!k || !x || !f32_or_f16(device, x) || !f32_or_f16(device, node)) return false;
+    const int dims = is_2d(node) ? 2 : 1;
+    for (int i = 0; i < dims; ++i) {
+        if (!coordinates_fit(node, i)) return false;
+    }
+    const int64_t channels = x->ne[dims], batch = x->ne[dims + 1];
+    const int64_t patch = k->ne[0] * (dims == 2 ? k->ne[1] : 1);
+    return node->ne[0] == channels * patch && node->ne[dims + 1] == batch && (dims == 2 || node->ne[3] == 1);
+}
+
+Im2col im2col_geometry(const Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor *k = node->src[0], *x = node->src[1];
+    const View vx = view_of(rec, x, float_unit(x->type)), vd = view_of(rec, node, float_unit(node->type));
+    const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
+    Im2col g{};
+    g.s0 = param<int32_t>(node, 0), g.p0 = param<int32_t>(node, 2), g.d0 = param<int32_t>(node, 4);
+    g.kw = u32(k->ne[0]), g.width = u32(x->ne[0]), g.rows = u32(node->ne[0]), g.ow = u32(node->ne[1]);
+    g.ow_chunks = (g.ow + kIm2colChunk - 1) / kIm2colChunk;
+    uint32_t batch;
+    if (is_2d(node)) {
+        g.s1 = param<int32_t>(node, 1), g.p1 = param<int32_t>(node, 3), g.d1 = param<int32_t>(node, 5);
+        g.kh = u32(k->ne[1]), g.height = u32(x->ne[1]), g.oh = u32(node->ne[2]), batch = u32(node->ne[3]);
+        g.x = vx, g.d = vd;
+    } else {
+        g.s1 = 1, g.p1 = 0, g.d1 = 1;
+        g.kh = 1, g.height = 1, g.oh = 1, batch = u32(node->ne[2]);
+        g.x = {vx.offset, vx.s0, 0, vx.s1, vx.s2};
+        g.d = {vd.offset, vd.s0, vd.s1, 0, vd.s2};
+    }
+    g.count = g.rows * g.ow_chunks * g.oh * batch;
+    return g;
+}
+
+void record_im2col(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor * x = node->src[1];
+    const Im2col g = im2col_geometry(rec, node);
+    rec.dispatch(std::string("im2col_") + float_type_name(x->type) + "_" + float_type_name(node->type),
+                 {rec.arg(x, false), rec.arg(node, true)}, g, rec.groups_for(g.count, kIm2colLocalSize));
+}
+
+// ---- UPSCALE (nearest) -----------------------------------------------------------------------------
+
+constexpr uint32_t kUpscaleLocalSize = 128;  // upscale.comp local_size_x
+
+bool supports_upscale(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    if (!a || a->type != GGML_TYPE_F32 || node->type != GGML_TYPE_F32 || ggml_is_empty(a) ||
+        param<int32_t>(node, 0) != GGML_SCALE_MODE_NEAREST || !float_tensor(device, a) ||
+        !float_tensor(device, node))
+        return false;
+    // The shader forms i * a.ne / d.ne in 32 bits.
+    for (int k = 0; k < GGML_MAX_DIMS; ++k) {
+        if (!fits_u32(node->ne[k] * a->ne[k])) return false;
+    }
+    return true;
+}
+
+void record_upscale(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    // The step is used only when a row is longer than the workgroup, and then it is below a.ne[0].
+    const uint64_t step = uint64_t{kUpscaleLocalSize} * static_cast<uint64_t>(a->ne[0]);
+    const uint64_t ne0 = static_cast<uint64_t>(node->ne[0]);
+    struct {
+        Shape ne, a_ne;
+        View a, d;
+        uint32_t step_q, step_r;
+    } push{shape_of(node),
+           shape_of(a),
+           view_of(rec, a, 4),
+           view_of(rec, node, 4),
+           static_cast<uint32_t>(step / ne0),
+           static_cast<uint32_t>(step % ne0)};
+    const uint64_t rows = static_cast<uint64_t>(ggml_nrows(node));
+    rec.dispatch("upscale", {rec.arg(a, false), rec.arg(node, true)}, push,
+                 rec.groups_for(rows * kUpscaleLocalSize, kUpscaleLocalSize));
+}
+
+// ---- TIMESTEP_EMBEDDING ----------------------------------------------------------------------------
+
+constexpr uint32_t kTimestepLocalSize = 128;  // timestep_embedding.comp local_size_x
+
+bool supports_timestep_embedding(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor * t = node->src[0];
+    const int32_t dim = param<int32_t>(node, 0);
+    return t && t->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_is_vector(t) && dim >= 2 &&
+           param<int32_t>(node, 1) >= 1 && node->ne[0] >= dim / 2 * 2 && node->ne[1] == t->ne[0] &&
+           ggml_nrows(node) == node->ne[1] && float_tensor(device, t) && float_tensor(device, node);
+}
+
+void record_timestep_embedding(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor * t = node->src[0];
+    const uint32_t half = static_cast<uint32_t>(param<int32_t>(node, 0) / 2);
+    struct {
+        View t, d;
+        uint32_t ne0, rows, half;
+        float log2_period_per_j;
+    } push{view_of(rec, t, 4),
+           view_of(rec, node, 4),
+           static_cast<uint32_t>(node->ne[0]),
+           static_cast<uint32_t>(node->ne[1]),
+           half,
+           static_cast<float>(std::log2(static_cast<double>(param<int32_t>(node, 1))) / half)};
+    rec.dispatch("timestep_embedding", {rec.arg(t, false), rec.arg(node, true)}, push,
+                 rec.groups_for(static_cast<uint64_t>(node->ne[1]) * kTimestepLocalSize, kTimestepLocalSize));
+}
+
+}  // namespace
+
+void add_image_kernels(KernelTable & table) {
+    table[GGML_OP_IM2COL] = {supports_im2col, nullptr, record_im2col};
+    table[GGML_OP_UPSCALE] = {supports_upscale, nullptr, record_upscale};
+    table[GGML_OP_TIMESTEP_EMBEDDING] = {supports_timestep_embedding, nullptr, record_timestep_embedding};
+}
 
 }  // namespace ggx::vulkan

@@ -16,6 +16,7 @@ const KernelTable & kernel_table() {
         add_rope_kernels(t);
         add_attention_kernels(t);
         add_image_kernels(t);
+        add_argmax_kernels(t);
         return t;
     }();
     return table;

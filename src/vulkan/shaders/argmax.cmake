@@ -1,0 +1,2 @@
+# kernels/argmax.cpp: ARGMAX.
+ggx_vulkan_shader(argmax argmax.comp)
