@@ -12,6 +12,7 @@ run(${CMAKE_COMMAND} --build ${WORK_DIR} --parallel 2)
 # Tests of failed allocations expect NULL rather than a sanitizer abort.
 set(ENV{ASAN_OPTIONS} "allocator_may_return_null=1")
 set(ENV{TSAN_OPTIONS} "allocator_may_return_null=1")
+set(ENV{LSAN_OPTIONS} "suppressions=${SOURCE_DIR}/tests/sanitize/lsan.supp")
 if(SANITIZE STREQUAL "thread")
   run(${CMAKE_CTEST_COMMAND} --test-dir ${WORK_DIR} --output-on-failure -R "${TESTS}")
 else()
