@@ -1,8 +1,103 @@
-// Vulkan kernels of the rope family (being written).
+// Vulkan kernel of ROPE (rope.comp): NORMAL and NEOX rotation with YaRN scaling and optional
+// frequency factors, of F32/F16 tensors of any strides, with the CPU kernel's op_params
+// (ints [1] n_dims, [2] mode, [4] n_ctx_orig; floats [5..10] base, freq_scale, ext_factor,
+// attn_factor, beta_fast, beta_slow).
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <numbers>
+#include <string>
+
 #include "vulkan/kernels.h"
 
 namespace ggx::vulkan {
 
-void add_rope_kernels(KernelTable &) {}
+namespace {
+
+constexpr uint32_t kLocalSize = 256;     // rope.comp's LOCAL_SIZE
+constexpr int32_t kMaxPairs = 512;       // rope.comp's MAX_PAIRS (its shared cos/sin table)
+constexpr uint32_t kPassesPerGroup = 4;  // row passes of one workgroup: amortises its table
+
+bool vector_of(const Device & device, const ggml_tensor * t, ggml_type type) {
+    return t->type == type && ggml_is_vector(t) && addressable(device, t, 4) && small_enough(t);
+}
+
+bool supports_rope(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *pos = node->src[1], *factors = node->src[2];
+    const int32_t n_dims = param<int32_t>(node, 1), mode = param<int32_t>(node, 2);
+    return a && pos && (a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16) && node->type == a->type &&
+           ggml_are_same_shape(a, node) && float_tensor(device, a) && float_tensor(device, node) &&
+           vector_of(device, pos, GGML_TYPE_I32) && pos->ne[0] >= a->ne[2] &&
+           (mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX) && n_dims > 0 && n_dims % 2 == 0 &&
+           n_dims <= a->ne[0] && n_dims / 2 <= kMaxPairs &&
+           (!factors || (vector_of(device, factors, GGML_TYPE_F32) && factors->ne[0] >= n_dims / 2));
+}
+
+// The rotation parameters the shader takes, derived in double as the CPU kernel does.
+struct Angles {
+    float log2_theta_scale, ramp_low, ramp_inv_range, mscale;
+};
+
+Angles angles_of(const ggml_tensor * node) {
+    const double n_dims = param<int32_t>(node, 1), n_ctx_orig = param<int32_t>(node, 4);
+    const double base = param<float>(node, 5), freq_scale = param<float>(node, 6);
+    const double ext_factor = param<float>(node, 7), attn_factor = param<float>(node, 8);
+    const double beta_fast = param<float>(node, 9), beta_slow = param<float>(node, 10);
+    const auto corr_dim = [&](double n_rot) {
+        return n_dims * std::log(n_ctx_orig / (n_rot * 2.0 * std::numbers::pi)) / (2.0 * std::log(base));
+    };
+    const double low = std::max(0.0, std::floor(corr_dim(beta_fast)));
+    const double high = std::min(n_dims - 1.0, std::ceil(corr_dim(beta_slow)));
+    const double mscale =
+        ext_factor != 0.0 ? attn_factor * (1.0 + 0.1 * std::log(1.0 / freq_scale)) : attn_factor;
+    return {static_cast<float>(-2.0 / n_dims * std::log2(base)), static_cast<float>(low),
+            static_cast<float>(1.0 / std::max(0.001, high - low)), static_cast<float>(mscale)};
+}
+
+void record_rope(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *pos = node->src[1], *factors = node->src[2];
+    const uint32_t unit = float_unit(node->type);
+    const uint32_t half = static_cast<uint32_t>(param<int32_t>(node, 1)) / 2;
+    const uint32_t items = static_cast<uint32_t>(node->ne[0]) - half;  // pairs and copied channels
+    const uint32_t lanes = std::min(kLocalSize, std::bit_ceil(items));
+    const uint32_t heads_per_group = kPassesPerGroup * (kLocalSize / lanes);
+    const Angles angles = angles_of(node);
+    const View pos_view = view_of(rec, pos, 4);
+    const View factors_view = factors ? view_of(rec, factors, 4) : View{};
+    struct {
+        Shape ne;
+        View a, d;
+        uint32_t pos_off, pos_s0, factors_off, factors_s0;
+        uint32_t half_dims, lane_shift, heads_per_group;
+        float log2_theta_scale, freq_scale, ext_factor, ramp_low, ramp_inv_range, mscale;
+    } push{shape_of(node),
+           view_of(rec, a, unit),
+           view_of(rec, node, unit),
+           pos_view.offset,
+           pos_view.s0,
+           factors_view.offset,
+           factors_view.s0,
+           half,
+           static_cast<uint32_t>(std::countr_zero(lanes)),
+           heads_per_group,
+           angles.log2_theta_scale,
+           param<float>(node, 6),
+           param<float>(node, 7),
+           angles.ramp_low,
+           angles.ramp_inv_range,
+           angles.mscale};
+    const uint64_t head_blocks = (node->ne[1] + heads_per_group - 1) / heads_per_group;
+    const uint64_t groups = head_blocks * node->ne[2] * node->ne[3];
+    const Arg pos_arg = rec.arg(pos, false);
+    rec.dispatch(
+        std::string("rope_") + float_type_name(node->type),
+        {rec.arg(a, false), pos_arg, factors ? rec.arg(factors, false) : pos_arg, rec.arg(node, true)}, push,
+        rec.groups_for(groups * kLocalSize, kLocalSize),
+        {param<int32_t>(node, 2) == GGML_ROPE_TYPE_NEOX ? 1u : 0u, factors ? 1u : 0u});
+}
+
+}  // namespace
+
+void add_rope_kernels(KernelTable & table) { table[GGML_OP_ROPE] = {supports_rope, nullptr, record_rope}; }
 
 }  // namespace ggx::vulkan
