@@ -21,7 +21,7 @@ struct Gen {
     enum class Kind {
         Uniform,   // uniform in [lo, hi)
         Integer,   // integers uniform in [lo, hi)
-        Distinct,  // each row holds distinct integers of [0, hi) (ne0 <= hi)
+        Distinct,  // any hi consecutive elements of a row are distinct integers of [0, hi)
         Mask,      // 0 or -inf (about a third), never -inf at one position per row; else in [lo, 0]
         Special,   // uniform in [lo, hi) with about one in six replaced by +-inf, NaN, +-0, 1e6, 1e-40
     };

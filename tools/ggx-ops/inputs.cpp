@@ -32,16 +32,17 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// One random permutation of [0, hi) repeated along the row: any hi consecutive elements are
+// distinct, so a strided view into the row (which starts past its first element) is too.
 void distinct_row(const Gen & gen, Rng & rng, double * out, int64_t n) {
     const int64_t range = static_cast<int64_t>(gen.hi);
     if (range <= 0) return;
     std::vector<int64_t> pool(static_cast<size_t>(range));
-    for (int64_t i = 0; i < n; ++i) {
-        const int64_t k = i % range;  // distinct while n <= range
-        if (k == 0) std::iota(pool.begin(), pool.end(), 0);
+    std::iota(pool.begin(), pool.end(), 0);
+    for (int64_t k = 0; k + 1 < range; ++k)
         std::swap(pool[k], pool[k + rng.below(range - k)]);
-        out[i] = static_cast<double>(pool[k]);
-    }
+    for (int64_t i = 0; i < n; ++i)
+        out[i] = static_cast<double>(pool[i % range]);
 }
 
 double special_value(Rng & rng) {
