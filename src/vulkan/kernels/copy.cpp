@@ -13,7 +13,7 @@ namespace {
 
 constexpr uint32_t kLocalSize = 256;
 constexpr uint32_t kQuantizeLocalSize = 64;
-constexpr uint32_t kCopyRun = 8;    // elements per invocation of cpy.comp (RUN)
+constexpr uint32_t kCopyRun = 8;    // elements per invocation of cpy.comp (RUN in common.glsl)
 constexpr int64_t kBlock = 32;      // elements per Q8_0 / Q4_0 block
 constexpr uint32_t kBlockUnit = 2;  // blocks are addressed in 16-bit words
 

@@ -9,6 +9,11 @@ namespace ggx::vulkan {
 namespace {
 
 constexpr uint32_t kLocalSize = 256;
+constexpr int64_t kRun = 8;  // elements per invocation (RUN in common.glsl)
+
+Groups element_groups(const Recorder & rec, const ggml_tensor * node) {
+    return rec.groups_for((ggml_nelements(node) + kRun - 1) / kRun, kLocalSize);
+}
 
 bool same_float_shape(const Device & device, const ggml_tensor * node, const ggml_tensor * src) {
     return src && src->type == node->type && ggml_are_same_shape(node, src) && float_tensor(device, node) &&
@@ -42,7 +47,7 @@ void record_binary(Recorder & rec, const ggml_tensor * node) {
            view_of(rec, node, float_unit(node->type))};
     const std::string type = float_type_name(node->type);
     rec.dispatch("binary_" + type + "_" + float_type_name(b->type), {rec.arg(a, false), rec.arg(b, false), rec.arg(node, true)},
-                 push, rec.groups_for(ggml_nelements(node), kLocalSize), {binary_op(node->op)});
+                 push, element_groups(rec, node), {binary_op(node->op)});
 }
 
 // ---- maps of src0 ----------------------------------------------------------------------------------
@@ -78,7 +83,7 @@ void record_map(Recorder & rec, const ggml_tensor * node) {
     } push{shape_of(node), view_of(rec, a, unit), view_of(rec, node, unit), has_params ? param<float>(node, 0) : 0.0f,
            has_params ? param<float>(node, 1) : 0.0f};
     rec.dispatch(std::string("map_") + float_type_name(node->type), {rec.arg(a, false), rec.arg(node, true)}, push,
-                 rec.groups_for(ggml_nelements(node), kLocalSize), {map_op(node)});
+                 element_groups(rec, node), {map_op(node)});
 }
 
 // ---- GLU -------------------------------------------------------------------------------------------
@@ -108,7 +113,7 @@ void record_glu(Recorder & rec, const ggml_tensor * node) {
            swapped ? half : 0, swapped ? 0 : half};
     rec.dispatch(std::string("glu_") + float_type_name(node->type),
                  {rec.arg(a, false), rec.arg(g, false), rec.arg(node, true)}, push,
-                 rec.groups_for(ggml_nelements(node), kLocalSize), {static_cast<uint32_t>(param<int32_t>(node, 0))});
+                 element_groups(rec, node), {static_cast<uint32_t>(param<int32_t>(node, 0))});
 }
 
 }  // namespace

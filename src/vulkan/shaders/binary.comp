@@ -16,12 +16,14 @@ layout(push_constant) uniform Push {
 } p;
 
 void main() {
-    uint i = global_index(256);
-    if (i >= p.ne.x * p.ne.y * p.ne.z * p.ne.w) return;
-    uvec4 c = unravel(i, p.ne);
-    uvec4 cb = c % p.b_ne;
-    float x = LOAD(A_TYPE, a[element_index(p.va, c.x, c.y, c.z, c.w)]);
-    float y = LOAD(B_TYPE, b[element_index(p.vb, cb.x, cb.y, cb.z, cb.w)]);
-    float r = OP == 0 ? x + y : OP == 1 ? x - y : OP == 2 ? x * y : x / y;
-    d[element_index(p.vd, c.x, c.y, c.z, c.w)] = STORE(D_TYPE, r);
+    uint first, end;
+    if (!flat_run(p.ne.x * p.ne.y * p.ne.z * p.ne.w, first, end)) return;
+    uvec4 c = unravel(first, p.ne);
+    for (uint k = first; k < end; ++k, c = next_coord(c, p.ne)) {
+        uvec4 cb = wrap(c, p.b_ne);
+        float x = LOAD(A_TYPE, a[element_index(p.va, c.x, c.y, c.z, c.w)]);
+        float y = LOAD(B_TYPE, b[element_index(p.vb, cb.x, cb.y, cb.z, cb.w)]);
+        float r = OP == 0 ? x + y : OP == 1 ? x - y : OP == 2 ? x * y : x / y;
+        d[element_index(p.vd, c.x, c.y, c.z, c.w)] = STORE(D_TYPE, r);
+    }
 }

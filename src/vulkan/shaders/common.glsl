@@ -85,3 +85,27 @@ uvec4 unravel(uint i, uvec4 ne) {
     uint i2 = i % ne.z;
     return uvec4(i0, i1, i2, i / ne.z);
 }
+
+// The coordinates after c in flat order over shape ne (a carry instead of a division per element).
+uvec4 next_coord(uvec4 c, uvec4 ne) {
+    if (++c.x < ne.x) return c;
+    c.x = 0u;
+    if (++c.y < ne.y) return c;
+    c.y = 0u;
+    if (++c.z < ne.z) return c;
+    return uvec4(0u, 0u, 0u, c.w + 1u);
+}
+
+// i modulo n, dividing only when a broadcast dimension actually wraps.
+uint wrap(uint i, uint n) { return i < n ? i : (n == 1u ? 0u : i % n); }
+uvec4 wrap(uvec4 c, uvec4 n) { return uvec4(wrap(c.x, n.x), wrap(c.y, n.y), wrap(c.z, n.z), wrap(c.w, n.w)); }
+
+// Element-wise shaders give each invocation RUN consecutive elements in flat order
+// (kernels/elementwise.cpp kRun): [first, end) of the n elements, unravelled once.
+const uint RUN = 8u;
+bool flat_run(uint n, out uint first, out uint end) {
+    first = global_index(256) * RUN;
+    end = min(first + RUN, n);
+    return first < end;
+}
+

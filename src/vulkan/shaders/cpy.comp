@@ -11,8 +11,6 @@ layout(local_size_x = 256) in;
 // Whether a's shape differs from d's (k is then unravelled in each shape); otherwise the host has
 // described both in one shape and the coordinates serve both.
 layout(constant_id = 0) const bool RESHAPE = false;
-// Elements per invocation, consecutive in flat order (kernels/copy.cpp kCopyRun).
-const uint RUN = 8u;
 
 layout(push_constant) uniform Push {
     uvec4 ne;    // d's shape (the iteration shape)
@@ -57,25 +55,14 @@ layout(binding = 1) writeonly buffer D { STORAGE(D_TYPE) d[]; };
 void copy_element(uvec4 ca, uvec4 cd) { d[at(p.vd, cd)] = STORE(D_TYPE, LOAD(A_TYPE, a[at(p.va, ca)])); }
 #endif
 
-// The coordinates after c in flat order (a carry instead of a division per element).
-uvec4 next(uvec4 c, uvec4 ne) {
-    if (++c.x < ne.x) return c;
-    c.x = 0u;
-    if (++c.y < ne.y) return c;
-    c.y = 0u;
-    if (++c.z < ne.z) return c;
-    return uvec4(0u, 0u, 0u, c.w + 1u);
-}
-
 void main() {
-    uint first = global_index(256) * RUN;
-    uint end = min(first + RUN, p.ne.x * p.ne.y * p.ne.z * p.ne.w);
-    if (first >= end) return;
+    uint first, end;
+    if (!flat_run(p.ne.x * p.ne.y * p.ne.z * p.ne.w, first, end)) return;
     uvec4 cd = unravel(first, p.ne);
     uvec4 ca = RESHAPE ? unravel(first, p.a_ne) : cd;
     for (uint k = first; k < end; ++k) {
         copy_element(ca, cd);
-        cd = next(cd, p.ne);
-        ca = RESHAPE ? next(ca, p.a_ne) : cd;
+        cd = next_coord(cd, p.ne);
+        ca = RESHAPE ? next_coord(ca, p.a_ne) : cd;
     }
 }

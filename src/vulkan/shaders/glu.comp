@@ -18,11 +18,13 @@ layout(push_constant) uniform Push {
 } p;
 
 void main() {
-    uint i = global_index(256);
-    if (i >= p.ne.x * p.ne.y * p.ne.z * p.ne.w) return;
-    uvec4 c = unravel(i, p.ne);
-    float xv = LOAD(T, x[element_index(p.vx, c.x + p.x_shift, c.y, c.z, c.w)]);
-    float gv = LOAD(T, g[element_index(p.vg, c.x + p.g_shift, c.y, c.z, c.w)]);
-    float act = ACT == 0 ? silu_of(xv) : gelu_of(xv);
-    d[element_index(p.vd, c.x, c.y, c.z, c.w)] = STORE(T, act * gv);
+    uint first, end;
+    if (!flat_run(p.ne.x * p.ne.y * p.ne.z * p.ne.w, first, end)) return;
+    uvec4 c = unravel(first, p.ne);
+    for (uint k = first; k < end; ++k, c = next_coord(c, p.ne)) {
+        float xv = LOAD(T, x[element_index(p.vx, c.x + p.x_shift, c.y, c.z, c.w)]);
+        float gv = LOAD(T, g[element_index(p.vg, c.x + p.g_shift, c.y, c.z, c.w)]);
+        float act = ACT == 0 ? silu_of(xv) : gelu_of(xv);
+        d[element_index(p.vd, c.x, c.y, c.z, c.w)] = STORE(T, act * gv);
+    }
 }

@@ -36,9 +36,11 @@ float apply(float x) {
 }
 
 void main() {
-    uint i = global_index(256);
-    if (i >= p.ne.x * p.ne.y * p.ne.z * p.ne.w) return;
-    uvec4 c = unravel(i, p.ne);
-    float x = LOAD(T, a[element_index(p.va, c.x, c.y, c.z, c.w)]);
-    d[element_index(p.vd, c.x, c.y, c.z, c.w)] = STORE(T, apply(x));
+    uint first, end;
+    if (!flat_run(p.ne.x * p.ne.y * p.ne.z * p.ne.w, first, end)) return;
+    uvec4 c = unravel(first, p.ne);
+    for (uint k = first; k < end; ++k, c = next_coord(c, p.ne)) {
+        float x = LOAD(T, a[element_index(p.va, c.x, c.y, c.z, c.w)]);
+        d[element_index(p.vd, c.x, c.y, c.z, c.w)] = STORE(T, apply(x));
+    }
 }
