@@ -10,66 +10,11 @@ namespace ggx::vulkan {
 
 namespace {
 
-constexpr VkBufferUsageFlags kUsage =
-    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-
 // GGX_VULKAN_STAGING=1 reaches even host-visible memory through staging copies, so that the path
 // of discrete GPUs is also exercised on unified-memory devices.
 bool force_staging() {
     const char * value = std::getenv("GGX_VULKAN_STAGING");
     return value && std::strcmp(value, "0") != 0;
-}
-
-// A VkBuffer bound to its own allocation of the requested memory kind.
-struct Allocation {
-    Device & device;
-    VkBuffer buffer = VK_NULL_HANDLE;
-    VkDeviceMemory memory = VK_NULL_HANDLE;
-    uint32_t type = 0;
-
-    Allocation(Device & owner, VkDeviceSize bytes, bool host_visible) : device(owner) {
-        VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-        info.size = std::max<VkDeviceSize>(bytes, 4);
-        info.usage = kUsage;
-        info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-        check(vkCreateBuffer(device.handle(), &info, nullptr, &buffer), "vkCreateBuffer");
-        VkMemoryRequirements requirements;
-        vkGetBufferMemoryRequirements(device.handle(), buffer, &requirements);
-        try {
-            type = device.memory_type(requirements.memoryTypeBits, host_visible);
-            VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-            alloc.allocationSize = requirements.size;
-            alloc.memoryTypeIndex = type;
-            check(vkAllocateMemory(device.handle(), &alloc, nullptr, &memory), "vkAllocateMemory");
-            check(vkBindBufferMemory(device.handle(), buffer, memory, 0), "vkBindBufferMemory");
-        } catch (...) {
-            release();
-            throw;
-        }
-    }
-    ~Allocation() { release(); }
-    Allocation(const Allocation &) = delete;
-    Allocation & operator=(const Allocation &) = delete;
-
-    void release() {
-        if (memory) vkFreeMemory(device.handle(), memory, nullptr);
-        if (buffer) vkDestroyBuffer(device.handle(), buffer, nullptr);
-        memory = VK_NULL_HANDLE;
-        buffer = VK_NULL_HANDLE;
-    }
-    uint8_t * map() {
-        void * pointer = nullptr;
-        check(vkMapMemory(device.handle(), memory, 0, VK_WHOLE_SIZE, 0, &pointer), "vkMapMemory");
-        return static_cast<uint8_t *>(pointer);
-    }
-};
-
-void copy_buffer(Device & device, VkBuffer from, VkDeviceSize from_offset, VkBuffer to, VkDeviceSize to_offset,
-                 VkDeviceSize bytes) {
-    device.run_commands([&](VkCommandBuffer commands) {
-        const VkBufferCopy region{from_offset, to_offset, bytes};
-        vkCmdCopyBuffer(commands, from, to, 1, &region);
-    });
 }
 
 }  // namespace
@@ -92,66 +37,43 @@ size_t BufferType::alignment() const {
 
 size_t BufferType::max_size() const { return static_cast<size_t>(device_.limits().max_allocation); }
 
-Buffer::Buffer(BufferType * type, size_t bytes) : ggml_backend_buffer(type, bytes), device_(type->vulkan()) {
+Buffer::Buffer(BufferType * type, size_t bytes)
+    : ggml_backend_buffer(type, bytes), device_(type->vulkan()), memory_(device_, bytes, false) {
+    if (memory_.host_visible() && !force_staging()) mapped_ = memory_.map();
     const size_t page = 4096;
     reserved_ = (std::max<size_t>(bytes, 1) + page - 1) / page * page;
     base_ = mmap(nullptr, reserved_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base_ == MAP_FAILED) throw Error("cannot reserve address space for the buffer");
-    try {
-        Allocation allocation(device_, bytes, false);
-        if (device_.is_host_visible(allocation.type) && !force_staging()) mapped_ = allocation.map();
-        buffer_ = allocation.buffer;
-        memory_ = allocation.memory;
-        allocation.buffer = VK_NULL_HANDLE;
-        allocation.memory = VK_NULL_HANDLE;
-    } catch (...) {
-        munmap(base_, reserved_);
-        throw;
-    }
 }
 
-Buffer::~Buffer() {
-    if (mapped_) vkUnmapMemory(device_.handle(), memory_);
-    vkFreeMemory(device_.handle(), memory_, nullptr);
-    vkDestroyBuffer(device_.handle(), buffer_, nullptr);
-    munmap(base_, reserved_);
-}
+Buffer::~Buffer() { munmap(base_, reserved_); }
 
 VkDeviceSize Buffer::offset_of(const ggml_tensor * tensor) const {
     return static_cast<VkDeviceSize>(static_cast<const uint8_t *>(tensor->data) - static_cast<const uint8_t *>(base_));
 }
 
 void Buffer::write(VkDeviceSize offset, const void * data, size_t bytes) {
-    if (bytes == 0) return;
     if (mapped_) {
         std::memcpy(mapped_ + offset, data, bytes);
-        return;
+    } else if (bytes) {
+        device_.upload(handle(), offset, data, bytes);
     }
-    Allocation staging(device_, bytes, true);
-    std::memcpy(staging.map(), data, bytes);
-    copy_buffer(device_, staging.buffer, 0, buffer_, offset, bytes);
 }
 
 void Buffer::read(VkDeviceSize offset, void * data, size_t bytes) {
-    if (bytes == 0) return;
     if (mapped_) {
         std::memcpy(data, mapped_ + offset, bytes);
-        return;
+    } else if (bytes) {
+        device_.download(handle(), offset, data, bytes);
     }
-    Allocation staging(device_, bytes, true);
-    copy_buffer(device_, buffer_, offset, staging.buffer, 0, bytes);
-    std::memcpy(data, staging.map(), bytes);
 }
 
 void Buffer::fill(VkDeviceSize offset, uint8_t value, size_t bytes) {
-    if (bytes == 0) return;
     if (mapped_) {
         std::memset(mapped_ + offset, value, bytes);
-        return;
+    } else if (bytes) {
+        device_.fill(handle(), offset, value, bytes);
     }
-    Allocation staging(device_, bytes, true);
-    std::memset(staging.map(), value, bytes);
-    copy_buffer(device_, staging.buffer, 0, buffer_, offset, bytes);
 }
 
 // Transfers run synchronously; a failure here (device lost, out of memory for staging) cannot be
@@ -190,8 +112,7 @@ bool Buffer::copy_tensor(const ggml_tensor * src, ggml_tensor * dst) {
     }
     Buffer * from = buffer_of(src);
     if (!from || &from->device_ != &device_) return false;
-    or_abort("copy_tensor",
-             [&] { copy_buffer(device_, from->buffer_, from->offset_of(src), buffer_, offset_of(dst), bytes); });
+    or_abort("copy_tensor", [&] { device_.copy(from->handle(), from->offset_of(src), handle(), offset_of(dst), bytes); });
     return true;
 }
 

@@ -39,7 +39,7 @@ public:
     bool copy_tensor(const ggml_tensor * src, ggml_tensor * dst) override;
     void clear(uint8_t value) override;
 
-    VkBuffer handle() const { return buffer_; }
+    VkBuffer handle() const { return memory_.buffer(); }
     Device & vulkan() const { return device_; }
     // Byte offset of a tensor's (or view's) first element in this buffer.
     VkDeviceSize offset_of(const ggml_tensor * tensor) const;
@@ -51,9 +51,8 @@ private:
     void fill(VkDeviceSize offset, uint8_t value, size_t bytes);
 
     Device & device_;
-    VkBuffer buffer_ = VK_NULL_HANDLE;
-    VkDeviceMemory memory_ = VK_NULL_HANDLE;
-    uint8_t * mapped_ = nullptr;  // null: device-only memory, reached through staging
+    Allocation memory_;
+    uint8_t * mapped_ = nullptr;  // null: transfers go through the device's staging buffer
     void * base_ = nullptr;
     size_t reserved_ = 0;  // bytes of address space reserved at base_
 };

@@ -9,6 +9,9 @@ namespace ggx::vulkan {
 
 namespace {
 
+// Host transfers to memory the host cannot map go through a staging buffer of this size.
+constexpr size_t kStagingBytes = size_t{8} << 20;
+
 const char * result_name(VkResult result) {
     switch (result) {
         case VK_NOT_READY: return "VK_NOT_READY";
@@ -108,6 +111,7 @@ Device::Device(VkInstance, VkPhysicalDevice physical) : physical_(physical) {
 
 Device::~Device() {
     if (!device_) return;
+    staging_.reset();
     vkDeviceWaitIdle(device_);
     for (auto & [key, pipeline] : pipelines_)
         vkDestroyPipeline(device_, pipeline->handle, nullptr);
@@ -155,6 +159,10 @@ void Device::submit(const VkSubmitInfo & info, VkFence fence) {
 
 void Device::run_commands(const std::function<void(VkCommandBuffer)> & record) {
     std::lock_guard lock(transfer_mutex_);
+    record_and_wait(record);
+}
+
+void Device::record_and_wait(const std::function<void(VkCommandBuffer)> & record) {
     VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     alloc.commandPool = transfer_pool_;
     alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
@@ -184,6 +192,91 @@ void Device::run_commands(const std::function<void(VkCommandBuffer)> & record) {
     }
     vkFreeCommandBuffers(device_, transfer_pool_, 1, &commands);
     check(result, "transfer");
+}
+
+template <class Chunk>
+void Device::staged(size_t bytes, Chunk chunk) {
+    std::lock_guard lock(transfer_mutex_);
+    if (!staging_) staging_ = std::make_unique<Allocation>(*this, kStagingBytes, true);
+    for (size_t done = 0; done < bytes; done += kStagingBytes)
+        chunk(done, std::min(kStagingBytes, bytes - done));
+}
+
+void Device::upload(VkBuffer to, VkDeviceSize offset, const void * data, size_t bytes) {
+    staged(bytes, [&](size_t done, size_t n) {
+        std::memcpy(staging_->map(), static_cast<const uint8_t *>(data) + done, n);
+        record_and_wait([&](VkCommandBuffer commands) {
+            const VkBufferCopy region{0, offset + done, n};
+            vkCmdCopyBuffer(commands, staging_->buffer(), to, 1, &region);
+        });
+    });
+}
+
+void Device::download(VkBuffer from, VkDeviceSize offset, void * data, size_t bytes) {
+    staged(bytes, [&](size_t done, size_t n) {
+        record_and_wait([&](VkCommandBuffer commands) {
+            const VkBufferCopy region{offset + done, 0, n};
+            vkCmdCopyBuffer(commands, from, staging_->buffer(), 1, &region);
+        });
+        std::memcpy(static_cast<uint8_t *>(data) + done, staging_->map(), n);
+    });
+}
+
+void Device::fill(VkBuffer to, VkDeviceSize offset, uint8_t value, size_t bytes) {
+    staged(bytes, [&](size_t done, size_t n) {
+        std::memset(staging_->map(), value, n);
+        record_and_wait([&](VkCommandBuffer commands) {
+            const VkBufferCopy region{0, offset + done, n};
+            vkCmdCopyBuffer(commands, staging_->buffer(), to, 1, &region);
+        });
+    });
+}
+
+void Device::copy(VkBuffer from, VkDeviceSize from_offset, VkBuffer to, VkDeviceSize to_offset, size_t bytes) {
+    run_commands([&](VkCommandBuffer commands) {
+        const VkBufferCopy region{from_offset, to_offset, bytes};
+        vkCmdCopyBuffer(commands, from, to, 1, &region);
+    });
+}
+
+Allocation::Allocation(Device & device, VkDeviceSize bytes, bool host_visible) : device_(device) {
+    VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    info.size = std::max<VkDeviceSize>(bytes, 4);
+    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    check(vkCreateBuffer(device.handle(), &info, nullptr, &buffer_), "vkCreateBuffer");
+    VkMemoryRequirements requirements;
+    vkGetBufferMemoryRequirements(device.handle(), buffer_, &requirements);
+    try {
+        type_ = device.memory_type(requirements.memoryTypeBits, host_visible);
+        VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+        alloc.allocationSize = requirements.size;
+        alloc.memoryTypeIndex = type_;
+        check(vkAllocateMemory(device.handle(), &alloc, nullptr, &memory_), "vkAllocateMemory");
+        check(vkBindBufferMemory(device.handle(), buffer_, memory_, 0), "vkBindBufferMemory");
+    } catch (...) {
+        if (memory_) vkFreeMemory(device.handle(), memory_, nullptr);
+        vkDestroyBuffer(device.handle(), buffer_, nullptr);
+        throw;
+    }
+}
+
+Allocation::~Allocation() {
+    if (mapped_) vkUnmapMemory(device_.handle(), memory_);
+    vkFreeMemory(device_.handle(), memory_, nullptr);
+    vkDestroyBuffer(device_.handle(), buffer_, nullptr);
+}
+
+bool Allocation::host_visible() const { return device_.is_host_visible(type_); }
+
+uint8_t * Allocation::map() {
+    if (!mapped_) {
+        void * pointer = nullptr;
+        check(vkMapMemory(device_.handle(), memory_, 0, VK_WHOLE_SIZE, 0, &pointer), "vkMapMemory");
+        mapped_ = static_cast<uint8_t *>(pointer);
+    }
+    return mapped_;
 }
 
 const Pipeline & Device::pipeline(const std::string & shader, const std::vector<uint32_t> & constants) {

@@ -43,6 +43,30 @@ struct Pipeline {
     VkPipeline handle = VK_NULL_HANDLE;
 };
 
+class Device;
+
+// A VkBuffer (storage and transfer usage) bound to its own memory allocation: device-local when
+// possible, host-visible and coherent when asked. Throws Error when it cannot be created.
+class Allocation {
+public:
+    Allocation(Device & device, VkDeviceSize bytes, bool host_visible);
+    ~Allocation();
+    Allocation(const Allocation &) = delete;
+    Allocation & operator=(const Allocation &) = delete;
+
+    VkBuffer buffer() const { return buffer_; }
+    bool host_visible() const;
+    // The persistent host mapping of host-visible memory (mapped on first use).
+    uint8_t * map();
+
+private:
+    Device & device_;
+    VkBuffer buffer_ = VK_NULL_HANDLE;
+    VkDeviceMemory memory_ = VK_NULL_HANDLE;
+    uint32_t type_ = 0;
+    uint8_t * mapped_ = nullptr;
+};
+
 class Device {
 public:
     // Opens physical for compute; throws Error when it has no compute queue or lacks 16-bit storage.
@@ -68,8 +92,14 @@ public:
 
     // Submits to the device's compute queue (queues need external synchronisation).
     void submit(const VkSubmitInfo & info, VkFence fence);
-    // Records commands into a one-time command buffer, submits it and waits for it (transfers).
+    // Records commands into a one-time command buffer, submits it and waits for it.
     void run_commands(const std::function<void(VkCommandBuffer)> & record);
+    // Synchronous transfers between host memory and a buffer range, through a persistent staging
+    // buffer in chunks (for memory the host cannot map), and between two buffers of the device.
+    void upload(VkBuffer to, VkDeviceSize offset, const void * data, size_t bytes);
+    void download(VkBuffer from, VkDeviceSize offset, void * data, size_t bytes);
+    void fill(VkBuffer to, VkDeviceSize offset, uint8_t value, size_t bytes);
+    void copy(VkBuffer from, VkDeviceSize from_offset, VkBuffer to, VkDeviceSize to_offset, size_t bytes);
 
     // The pipeline of shader name with the given 32-bit specialisation constants (ids 0, 1, ...),
     // created on first use and cached for the device's lifetime. Throws Error for an unknown name.
@@ -87,8 +117,14 @@ private:
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
     std::mutex queue_mutex_;
-    std::mutex transfer_mutex_;  // guards transfer_pool_
+    void record_and_wait(const std::function<void(VkCommandBuffer)> & record);  // transfer_mutex_ held
+    // Stages host data through staging_ (created on first use) in chunks of at most its size.
+    template <class Chunk>
+    void staged(size_t bytes, Chunk chunk);
+
+    std::mutex transfer_mutex_;  // guards transfer_pool_ and staging_
     VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
+    std::unique_ptr<Allocation> staging_;
     std::mutex pipeline_mutex_;
     std::map<std::pair<std::string, std::vector<uint32_t>>, std::unique_ptr<Pipeline>> pipelines_;
     std::map<std::string, VkShaderModule> modules_;

@@ -107,6 +107,21 @@ TEST_F(Vulkan, BufferTransfersRoundTripMappedAndStaged) {
     unsetenv("GGX_VULKAN_STAGING");
 }
 
+// The staging buffer holds 8 MiB: a 12 MB tensor goes through it in two chunks each way.
+TEST_F(Vulkan, StagedTransfersLargerThanTheStagingBufferGoInChunks) {
+    setenv("GGX_VULKAN_STAGING", "1", 1);
+    ggml_tensor * a = input(3'000'000);
+    alloc();
+    unsetenv("GGX_VULKAN_STAGING");
+    const std::vector<float> v = ramp(3'000'000, -1.0f, 1e-6f);
+    write_f32(a, v);
+    EXPECT_EQ(read_f32(a), v);
+    ggml_backend_tensor_memset(a, 0, 2'000'000, 9'000'000);  // elements [500,000, 2,750,000)
+    const std::vector<float> got = read_f32(a);
+    for (size_t i = 0; i < got.size(); i += 997)
+        EXPECT_EQ(got[i], i >= 500'000 && i < 2'750'000 ? 0.0f : v[i]) << i;
+}
+
 TEST_F(Vulkan, TensorsOfDifferentBuffersHaveDistinctAddresses) {
     Buffer first(ggml_backend_buft_alloc_buffer(buft(), 256));
     Buffer second(ggml_backend_buft_alloc_buffer(buft(), 256));
