@@ -67,6 +67,11 @@ struct ggml_backend {
     virtual void synchronize() {}
     // Graph validity and tensor placement are checked by the caller.
     virtual ggml_status graph_compute(ggml_cgraph * graph) = 0;
+    // Bracket one execution of a plan (its native ranges and extension steps, in order): a backend
+    // may queue the native ranges and the extensions' device work and complete it all in end_plan,
+    // which returns the status of that completion. Plans do not nest.
+    virtual void begin_plan() {}
+    virtual ggml_status end_plan() { return GGML_STATUS_SUCCESS; }
 };
 
 struct ggml_backend_device {

@@ -138,6 +138,14 @@ ggml_status ExecutionPlan::run(ggml_cgraph * graph, int first, int last,
 
 ggml_status ExecutionPlan::run(ggml_cgraph * graph, int first, int last, ggml_backend_buffer_t workspace,
                                void * workspace_data, size_t workspace_size) const {
+    backend_->begin_plan();
+    const ggml_status status = run_steps(graph, first, last, workspace, workspace_data, workspace_size);
+    const ggml_status ended = backend_->end_plan();
+    return status != GGML_STATUS_SUCCESS ? status : ended;
+}
+
+ggml_status ExecutionPlan::run_steps(ggml_cgraph * graph, int first, int last, ggml_backend_buffer_t workspace,
+                                     void * workspace_data, size_t workspace_size) const {
     if (generation_ != ext::generation()) {
         return fail(GGML_STATUS_FAILED,
                     std::string(backend_->name()) +

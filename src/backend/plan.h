@@ -46,6 +46,9 @@ public:
                     void * workspace_data, size_t workspace_size) const;
 
 private:
+    // The steps of run, between the backend's begin_plan and end_plan.
+    ggml_status run_steps(ggml_cgraph * graph, int first, int last, ggml_backend_buffer_t workspace,
+                          void * workspace_data, size_t workspace_size) const;
     struct Step {
         int begin, end;                            // graph nodes
         const ext::Kernel * kernel;                // a single-node extension step, or

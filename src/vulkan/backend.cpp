@@ -82,19 +82,51 @@ ggml_status Backend::check_graph(ggml_cgraph * graph, size_t * workspace_bytes) 
 Arg Backend::reserve_workspace(size_t bytes) {
     if (bytes == 0) return {};
     if (!workspace_ || workspace_->size < bytes) {
-        workspace_.reset();
+        // Commands recorded but not yet submitted may still use the old workspace.
+        if (workspace_) retired_.push_back(std::move(workspace_));
         workspace_ = std::make_unique<Buffer>(&buffer_type_, bytes);
     }
     return {workspace_->handle(), 0, bytes, true};
 }
 
-void Backend::record_and_submit(ggml_cgraph * graph, const Arg & workspace) {
+Recorder & Backend::recording() {
+    if (recorder_) return *recorder_;
     check(vkResetCommandBuffer(commands_, 0), "vkResetCommandBuffer");
     arena_.reset();
     VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     check(vkBeginCommandBuffer(commands_, &begin), "vkBeginCommandBuffer");
-    Recorder recorder(device_, commands_, arena_, workspace);
+    return recorder_.emplace(device_, commands_, arena_);
+}
+
+void Backend::discard_recording() {
+    if (!recorder_) return;
+    vkEndCommandBuffer(commands_);
+    recorder_.reset();
+    retired_.clear();
+}
+
+void Backend::submit_recording() {
+    if (!recorder_) return;
+    const Recorder recorded = *recorder_;
+    recorder_.reset();
+    last_dispatches_ = recorded.n_dispatches();
+    last_barriers_ = recorded.n_barriers();
+    check(vkEndCommandBuffer(commands_), "vkEndCommandBuffer");
+    if (recorded.n_commands() > 0) {
+        check(vkResetFences(device_.handle(), 1, &fence_), "vkResetFences");
+        VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+        submit.commandBufferCount = 1;
+        submit.pCommandBuffers = &commands_;
+        device_.submit(submit, fence_);
+        check(vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    }
+    retired_.clear();
+}
+
+void Backend::record(ggml_cgraph * graph, const Arg & workspace) {
+    Recorder & recorder = recording();
+    recorder.set_workspace(workspace);
     const KernelTable & table = kernel_table();
     for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
         const ggml_tensor * node = ggml_graph_node(graph, i);
@@ -102,31 +134,49 @@ void Backend::record_and_submit(ggml_cgraph * graph, const Arg & workspace) {
         try {
             table[node->op].record(recorder, node);
         } catch (const Error & e) {
-            vkEndCommandBuffer(commands_);
             throw Error(describe_node(i, node) + ": " + e.what());
         }
     }
-    check(vkEndCommandBuffer(commands_), "vkEndCommandBuffer");
-    last_dispatches_ = recorder.n_dispatches();
-    last_barriers_ = recorder.n_barriers();
-    if (last_dispatches_ == 0) return;
-    check(vkResetFences(device_.handle(), 1, &fence_), "vkResetFences");
-    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &commands_;
-    device_.submit(submit, fence_);
-    check(vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
 }
 
 ggml_status Backend::graph_compute(ggml_cgraph * graph) {
     size_t workspace_bytes = 0;
     if (const ggml_status status = check_graph(graph, &workspace_bytes)) return status;
+    return guarded([&] {
+        record(graph, reserve_workspace(workspace_bytes));
+        if (!in_plan_) submit_recording();
+    });
+}
+
+void Backend::begin_plan() { in_plan_ = true; }
+
+ggml_status Backend::end_plan() {
+    in_plan_ = false;
+    return guarded([&] { submit_recording(); });
+}
+
+Recorder * Backend::plan_recorder() {
+    if (!in_plan_) {
+        backend::set_last_error(std::string(name()) + ": extension work can only be recorded while a plan executes");
+        return nullptr;
+    }
     try {
-        record_and_submit(graph, reserve_workspace(workspace_bytes));
+        return &recording();
     } catch (const Error & e) {
+        backend::set_last_error(std::string(name()) + ": " + e.what());
+        return nullptr;
+    }
+}
+
+template <class F>
+ggml_status Backend::guarded(F f) {
+    try {
+        f();
+        return GGML_STATUS_SUCCESS;
+    } catch (const Error & e) {
+        discard_recording();
         return backend::fail(GGML_STATUS_FAILED, std::string(name()) + ": " + e.what());
     }
-    return GGML_STATUS_SUCCESS;
 }
 
 }  // namespace ggx::vulkan

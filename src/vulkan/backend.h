@@ -1,8 +1,12 @@
-// The Vulkan backend: executes a graph (or a graph range of a plan) as one command buffer and one
-// submission on its device's compute queue, then waits for it.
+// The Vulkan backend: records a graph into one command buffer and submits it once on its device's
+// compute queue, then waits for it. Within a plan (begin_plan .. end_plan) the native ranges and the
+// extensions' dispatches and copies (ggml_ext_vulkan_v1) go into the same command buffer, which
+// end_plan submits.
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "backend/backend-impl.h"
 #include "vulkan/buffer.h"
@@ -18,8 +22,15 @@ public:
     const char * name() const override { return owner_->name(); }
     ggml_backend_dev_t device() const override { return owner_; }
     ggml_status graph_compute(ggml_cgraph * graph) override;
+    void begin_plan() override;
+    ggml_status end_plan() override;
 
-    // Dispatches and barriers recorded by the last graph_compute (for tests and explain output).
+    // The recording of the executing plan, for extension work; nullptr (with an error set) outside
+    // a plan or when recording cannot start.
+    Recorder * plan_recorder();
+    Device & vulkan() const { return device_; }
+
+    // Dispatches and barriers of the last submission (for tests).
     size_t last_dispatches() const { return last_dispatches_; }
     size_t last_barriers() const { return last_barriers_; }
 
@@ -27,7 +38,15 @@ private:
     ggml_status check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const;
     ggml_status check_memory(int index, const ggml_tensor * node) const;
     Arg reserve_workspace(size_t bytes);
-    void record_and_submit(ggml_cgraph * graph, const Arg & workspace);
+    // The open recording, begun on first use.
+    Recorder & recording();
+    void record(ggml_cgraph * graph, const Arg & workspace);
+    // Ends, submits and waits for the open recording (nothing to do without one).
+    void submit_recording();
+    void discard_recording();
+    // Runs f; an Error discards the recording and becomes a FAILED status with the message.
+    template <class F>
+    ggml_status guarded(F f);
 
     ggml_backend_dev_t owner_;
     BufferType & buffer_type_;
@@ -37,6 +56,9 @@ private:
     VkFence fence_ = VK_NULL_HANDLE;
     DescriptorArena arena_;
     std::unique_ptr<Buffer> workspace_;
+    std::vector<std::unique_ptr<Buffer>> retired_;  // replaced workspaces the recording may still use
+    std::optional<Recorder> recorder_;
+    bool in_plan_ = false;
     size_t last_dispatches_ = 0, last_barriers_ = 0;
 };
 

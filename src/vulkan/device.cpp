@@ -52,12 +52,13 @@ void check(VkResult result, const char * what) {
     if (result != VK_SUCCESS) throw Error(std::string(what) + ": " + result_name(result));
 }
 
-Device::Device(VkInstance, VkPhysicalDevice physical) : physical_(physical) {
+Device::Device(VkInstance instance, VkPhysicalDevice physical) : physical_(physical) {
     VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &subgroup};
     vkGetPhysicalDeviceProperties2(physical, &properties);
     const VkPhysicalDeviceLimits & limits = properties.properties.limits;
     name_ = properties.properties.deviceName;
+    if (properties.properties.apiVersion < VK_API_VERSION_1_2) throw Error("Vulkan 1.2 is required");
     type_ = properties.properties.deviceType;
     limits_.storage_offset_alignment = limits.minStorageBufferOffsetAlignment;
     limits_.max_storage_range = limits.maxStorageBufferRange;
@@ -70,10 +71,18 @@ Device::Device(VkInstance, VkPhysicalDevice physical) : physical_(physical) {
     limits_.max_allocation = maintenance.maxMemoryAllocationSize;
     vkGetPhysicalDeviceMemoryProperties(physical, &memory_properties_);
 
-    VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDevice8BitStorageFeatures storage8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceShaderFloat16Int8Features float16_int8{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, &storage8};
+    VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+                                                   &float16_int8};
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &storage16};
     vkGetPhysicalDeviceFeatures2(physical, &features);
     if (!storage16.storageBuffer16BitAccess) throw Error("no 16-bit storage-buffer access");
+    read_info(instance, properties.properties, subgroup);
+    info_.storage_buffer_8bit = storage8.storageBuffer8BitAccess;
+    info_.shader_int8 = float16_int8.shaderInt8;
+    info_.shader_float16 = float16_int8.shaderFloat16;
 
     queue_family_ = find_compute_family(physical);
     const float priority = 1.0f;
@@ -81,7 +90,16 @@ Device::Device(VkInstance, VkPhysicalDevice physical) : physical_(physical) {
     queue_info.queueFamilyIndex = queue_family_;
     queue_info.queueCount = 1;
     queue_info.pQueuePriorities = &priority;
-    VkPhysicalDevice16BitStorageFeatures enable16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    // Enable what the service reports: 16-bit storage always, 8-bit storage and int8/float16
+    // arithmetic where the device has them.
+    VkPhysicalDevice8BitStorageFeatures enable8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+    enable8.storageBuffer8BitAccess = info_.storage_buffer_8bit;
+    VkPhysicalDeviceShaderFloat16Int8Features enable_arith{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, &enable8};
+    enable_arith.shaderInt8 = info_.shader_int8;
+    enable_arith.shaderFloat16 = info_.shader_float16;
+    VkPhysicalDevice16BitStorageFeatures enable16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+                                                  &enable_arith};
     enable16.storageBuffer16BitAccess = VK_TRUE;
     VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &enable16};
     device_info.queueCreateInfoCount = 1;
@@ -107,6 +125,60 @@ Device::Device(VkInstance, VkPhysicalDevice physical) : physical_(physical) {
     pool_info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
     pool_info.queueFamilyIndex = queue_family_;
     check(vkCreateCommandPool(device_, &pool_info, nullptr, &transfer_pool_), "vkCreateCommandPool");
+}
+
+void Device::read_info(VkInstance instance, const VkPhysicalDeviceProperties & properties,
+                       const VkPhysicalDeviceSubgroupProperties & subgroup) {
+    const VkPhysicalDeviceLimits & limits = properties.limits;
+    info_.struct_size = sizeof info_;
+    info_.api_version = properties.apiVersion;
+    info_.vendor_id = properties.vendorID;
+    info_.device_id = properties.deviceID;
+    std::copy_n(limits.maxComputeWorkGroupCount, 3, info_.max_workgroup_count);
+    std::copy_n(limits.maxComputeWorkGroupSize, 3, info_.max_workgroup_size);
+    info_.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
+    info_.max_shared_memory = limits.maxComputeSharedMemorySize;
+    info_.max_bindings = kMaxBindings;
+    info_.max_push_constants = kPushConstantBytes;
+    info_.max_constants = kMaxConstants;
+    info_.storage_offset_alignment = limits.minStorageBufferOffsetAlignment;
+    info_.max_storage_range = limits.maxStorageBufferRange;
+    info_.subgroup_size = info_.min_subgroup_size = info_.max_subgroup_size = subgroup.subgroupSize;
+    info_.subgroup_stages = subgroup.supportedStages;
+    info_.subgroup_operations = subgroup.supportedOperations;
+    info_.storage_buffer_16bit = true;
+
+    uint32_t n_extensions = 0;
+    vkEnumerateDeviceExtensionProperties(physical_, nullptr, &n_extensions, nullptr);
+    std::vector<VkExtensionProperties> extensions(n_extensions);
+    vkEnumerateDeviceExtensionProperties(physical_, nullptr, &n_extensions, extensions.data());
+    const auto has = [&](const char * name) {
+        return std::any_of(extensions.begin(), extensions.end(),
+                           [&](const VkExtensionProperties & e) { return std::strcmp(e.extensionName, name) == 0; });
+    };
+    if (has(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME) || properties.apiVersion >= VK_API_VERSION_1_3) {
+        VkPhysicalDeviceSubgroupSizeControlPropertiesEXT control{
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
+        VkPhysicalDeviceProperties2 more{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &control};
+        vkGetPhysicalDeviceProperties2(physical_, &more);
+        info_.min_subgroup_size = control.minSubgroupSize;
+        info_.max_subgroup_size = control.maxSubgroupSize;
+    }
+    const auto coopmat_properties = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+        vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+    if (has(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && coopmat_properties) {
+        uint32_t n = 0;
+        coopmat_properties(physical_, &n, nullptr);
+        std::vector<VkCooperativeMatrixPropertiesNV> shapes(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+        coopmat_properties(physical_, &n, shapes.data());
+        info_.n_coopmat = std::min<uint32_t>(n, GGML_EXT_VULKAN_MAX_COOPMAT);
+        for (uint32_t i = 0; i < info_.n_coopmat; ++i) {
+            const VkCooperativeMatrixPropertiesNV & c = shapes[i];
+            info_.coopmat[i] = {c.MSize, c.NSize, c.KSize, static_cast<uint32_t>(c.AType), static_cast<uint32_t>(c.BType),
+                                static_cast<uint32_t>(c.CType), static_cast<uint32_t>(c.DType),
+                                static_cast<uint32_t>(c.scope)};
+        }
+    }
 }
 
 Device::~Device() {
@@ -280,26 +352,28 @@ uint8_t * Allocation::map() {
 }
 
 const Pipeline & Device::pipeline(const std::string & shader, const std::vector<uint32_t> & constants) {
-    std::lock_guard lock(pipeline_mutex_);
-    auto key = std::make_pair(shader, constants);
-    if (const auto it = pipelines_.find(key); it != pipelines_.end()) return *it->second;
+    const auto & table = shader_table();
+    const auto code =
+        std::find_if(table.begin(), table.end(), [&](const ShaderCode & c) { return shader == c.name; });
+    if (code == table.end()) throw Error("no shader named '" + shader + "'");
+    return pipeline(shader, code->words, code->n_words, constants);
+}
 
-    VkShaderModule & module = modules_[shader];
-    if (!module) {
-        const auto & table = shader_table();
-        const auto code = std::find_if(table.begin(), table.end(),
-                                       [&](const ShaderCode & c) { return shader == c.name; });
-        if (code == table.end()) {
-            modules_.erase(shader);
-            throw Error("no shader named '" + shader + "'");
-        }
-        VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-        info.codeSize = code->n_words * sizeof(uint32_t);
-        info.pCode = code->words;
-        const VkResult result = vkCreateShaderModule(device_, &info, nullptr, &module);
-        if (result != VK_SUCCESS) modules_.erase(shader);
-        check(result, "vkCreateShaderModule");
-    }
+VkShaderModule Device::module(const std::string & key, const uint32_t * words, size_t n_words) {
+    if (const auto it = modules_.find(key); it != modules_.end()) return it->second;
+    VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    info.codeSize = n_words * sizeof(uint32_t);
+    info.pCode = words;
+    VkShaderModule module = VK_NULL_HANDLE;
+    check(vkCreateShaderModule(device_, &info, nullptr, &module), ("vkCreateShaderModule(" + key + ")").c_str());
+    return modules_[key] = module;
+}
+
+const Pipeline & Device::pipeline(const std::string & key, const uint32_t * words, size_t n_words,
+                                  const std::vector<uint32_t> & constants) {
+    std::lock_guard lock(pipeline_mutex_);
+    auto cache_key = std::make_pair(key, constants);
+    if (const auto it = pipelines_.find(cache_key); it != pipelines_.end()) return *it->second;
 
     std::vector<VkSpecializationMapEntry> entries(constants.size());
     for (uint32_t i = 0; i < entries.size(); ++i)
@@ -309,14 +383,14 @@ const Pipeline & Device::pipeline(const std::string & shader, const std::vector<
     VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-    info.stage.module = module;
+    info.stage.module = module(key, words, n_words);
     info.stage.pName = "main";
     info.stage.pSpecializationInfo = constants.empty() ? nullptr : &specialization;
     info.layout = pipeline_layout_;
     auto pipeline = std::make_unique<Pipeline>();
     check(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline->handle),
-          ("vkCreateComputePipelines(" + shader + ")").c_str());
-    return *pipelines_.emplace(std::move(key), std::move(pipeline)).first->second;
+          ("vkCreateComputePipelines(" + key + ")").c_str());
+    return *pipelines_.emplace(std::move(cache_key), std::move(pipeline)).first->second;
 }
 
 }  // namespace ggx::vulkan

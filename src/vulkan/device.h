@@ -2,6 +2,7 @@
 // limits, the shared descriptor-set and pipeline layouts, and the pipeline cache.
 #pragma once
 
+#include <ggml-ext-vulkan.h>
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
@@ -29,6 +30,8 @@ void check(VkResult result, const char * what);
 // passes at most kPushConstantBytes of push constants (the minimum every device guarantees).
 inline constexpr uint32_t kMaxBindings = 8;
 inline constexpr uint32_t kPushConstantBytes = 128;
+// Specialisation constants per pipeline that ggml_ext_vulkan_v1 accepts.
+inline constexpr uint32_t kMaxConstants = 64;
 
 struct Limits {
     VkDeviceSize storage_offset_alignment = 0;  // minStorageBufferOffsetAlignment
@@ -80,6 +83,8 @@ public:
     const std::string & name() const { return name_; }
     VkPhysicalDeviceType type() const { return type_; }
     const Limits & limits() const { return limits_; }
+    // Limits and enabled features as the extension service reports them.
+    const ggml_ext_vulkan_device_info & info() const { return info_; }
     uint32_t queue_family() const { return queue_family_; }
     VkDescriptorSetLayout set_layout() const { return set_layout_; }
     VkPipelineLayout pipeline_layout() const { return pipeline_layout_; }
@@ -104,6 +109,13 @@ public:
     // The pipeline of shader name with the given 32-bit specialisation constants (ids 0, 1, ...),
     // created on first use and cached for the device's lifetime. Throws Error for an unknown name.
     const Pipeline & pipeline(const std::string & shader, const std::vector<uint32_t> & constants = {});
+    size_t n_pipelines() const {
+        std::lock_guard lock(pipeline_mutex_);
+        return pipelines_.size();
+    }
+    // The same for an application's SPIR-V module (words), cached under key.
+    const Pipeline & pipeline(const std::string & key, const uint32_t * words, size_t n_words,
+                              const std::vector<uint32_t> & constants);
 
 private:
     VkPhysicalDevice physical_;
@@ -113,11 +125,15 @@ private:
     std::string name_;
     VkPhysicalDeviceType type_ = VK_PHYSICAL_DEVICE_TYPE_OTHER;
     Limits limits_;
+    ggml_ext_vulkan_device_info info_{};
     VkPhysicalDeviceMemoryProperties memory_properties_{};
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
     std::mutex queue_mutex_;
     void record_and_wait(const std::function<void(VkCommandBuffer)> & record);  // transfer_mutex_ held
+    void read_info(VkInstance instance, const VkPhysicalDeviceProperties & properties,
+                   const VkPhysicalDeviceSubgroupProperties & subgroup);
+    VkShaderModule module(const std::string & key, const uint32_t * words, size_t n_words);  // mutex held
     // Stages host data through staging_ (created on first use) in chunks of at most its size.
     template <class Chunk>
     void staged(size_t bytes, Chunk chunk);
@@ -125,7 +141,7 @@ private:
     std::mutex transfer_mutex_;  // guards transfer_pool_ and staging_
     VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
     std::unique_ptr<Allocation> staging_;
-    std::mutex pipeline_mutex_;
+    mutable std::mutex pipeline_mutex_;
     std::map<std::pair<std::string, std::vector<uint32_t>>, std::unique_ptr<Pipeline>> pipelines_;
     std::map<std::string, VkShaderModule> modules_;
 };

@@ -91,11 +91,13 @@ void Recorder::barrier_if_needed(const std::vector<Arg> & args) {
         return overlaps(written_, a) || (a.written && overlaps(read_, a));
     });
     if (hazard) {
+        // Dispatches and copies both read and write: order every kind after every kind.
+        constexpr VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
         VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-        barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-        vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                             0, 1, &barrier, 0, nullptr, 0, nullptr);
+        barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                                VK_ACCESS_TRANSFER_WRITE_BIT;
+        vkCmdPipelineBarrier(commands_, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
         written_.clear();
         read_.clear();
         ++n_barriers_;
@@ -106,8 +108,12 @@ void Recorder::barrier_if_needed(const std::vector<Arg> & args) {
 
 void Recorder::dispatch(const std::string & shader, const std::vector<Arg> & args, const void * push,
                         size_t push_bytes, Groups groups, const std::vector<uint32_t> & constants) {
-    if (args.size() > kMaxBindings || push_bytes > kPushConstantBytes) throw Error("dispatch of " + shader + ": too many arguments");
-    const Pipeline & pipeline = device_.pipeline(shader, constants);
+    dispatch(device_.pipeline(shader, constants), args, push, push_bytes, groups);
+}
+
+void Recorder::dispatch(const Pipeline & pipeline, const std::vector<Arg> & args, const void * push,
+                        size_t push_bytes, Groups groups) {
+    if (args.size() > kMaxBindings || push_bytes > kPushConstantBytes) throw Error("too many dispatch arguments");
     barrier_if_needed(args);
 
     const VkDescriptorSet set = arena_.allocate();
@@ -132,6 +138,13 @@ void Recorder::dispatch(const std::string & shader, const std::vector<Arg> & arg
     }
     vkCmdDispatch(commands_, groups.x, groups.y, groups.z);
     ++n_dispatches_;
+}
+
+void Recorder::copy(const Arg & dst, const Arg & src) {
+    barrier_if_needed({src, dst});
+    const VkBufferCopy region{src.offset, dst.offset, src.range};
+    vkCmdCopyBuffer(commands_, src.buffer, dst.buffer, 1, &region);
+    ++n_copies_;
 }
 
 }  // namespace ggx::vulkan

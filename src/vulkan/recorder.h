@@ -47,8 +47,8 @@ struct Groups {
 
 class Recorder {
 public:
-    Recorder(Device & device, VkCommandBuffer commands, DescriptorArena & arena, const Arg & workspace)
-        : device_(device), commands_(commands), arena_(arena), workspace_(workspace) {}
+    Recorder(Device & device, VkCommandBuffer commands, DescriptorArena & arena)
+        : device_(device), commands_(commands), arena_(arena) {}
 
     Device & device() const { return device_; }
 
@@ -59,13 +59,16 @@ public:
     // Offset of tensor's first element from the start of its binding, in units of unit bytes (the
     // size of the shader's array element). Throws Error when it is not a whole number of units.
     uint32_t element_offset(const ggml_tensor * tensor, uint32_t unit) const;
-    // The plan's scratch memory (Kernel::workspace bytes, at offset 0 of its binding).
+    // The scratch memory of the graph being recorded (Kernel::workspace bytes, at offset 0).
     Arg workspace() const { return workspace_; }
+    void set_workspace(const Arg & workspace) { workspace_ = workspace; }
 
     // Records shader (with specialisation constants) over args at bindings 0, 1, ... with push
     // constants push (at most kPushConstantBytes), after a barrier when a hazard requires one.
     void dispatch(const std::string & shader, const std::vector<Arg> & args, const void * push, size_t push_bytes,
                   Groups groups, const std::vector<uint32_t> & constants = {});
+    void dispatch(const Pipeline & pipeline, const std::vector<Arg> & args, const void * push, size_t push_bytes,
+                  Groups groups);
     template <class Push>
     void dispatch(const std::string & shader, const std::vector<Arg> & args, const Push & push, Groups groups,
                   const std::vector<uint32_t> & constants = {}) {
@@ -77,8 +80,12 @@ public:
     // x alone would exceed the device's limit (the shader rebuilds the linear index; see common.glsl).
     Groups groups_for(uint64_t n, uint32_t local_size) const;
 
+    // Records a copy of equal-size ranges (dst.written must be set), after a barrier when needed.
+    void copy(const Arg & dst, const Arg & src);
+
     size_t n_dispatches() const { return n_dispatches_; }
     size_t n_barriers() const { return n_barriers_; }
+    size_t n_commands() const { return n_dispatches_ + n_copies_; }
 
 private:
     struct Range {
@@ -91,10 +98,11 @@ private:
     Device & device_;
     VkCommandBuffer commands_;
     DescriptorArena & arena_;
-    Arg workspace_;
+    Arg workspace_{};
     std::vector<Range> written_;  // since the last barrier
     std::vector<Range> read_;     // since the last barrier
     size_t n_dispatches_ = 0;
+    size_t n_copies_ = 0;
     size_t n_barriers_ = 0;
 };
 

@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include "core/internal.h"
 #include "vulkan/backend.h"
+#include "vulkan/ext_service.h"
 #include "vulkan/kernels.h"
 
 namespace ggx::vulkan {
@@ -51,6 +53,7 @@ public:
     bool offload_op(const ggml_tensor * op) const override {
         return op->op == GGML_OP_MUL_MAT && op->src[1] && op->src[1]->ne[1] >= kOffloadBatch;
     }
+    Device & vulkan() const { return *device_; }
 
 private:
     ggml_backend_reg_t reg_;
@@ -111,6 +114,10 @@ public:
     }
 
     const char * name() const override { return "Vulkan"; }
+    void * proc_address(const char * name) override {
+        return std::string_view(name) == GGML_EXT_VULKAN_V1 ? const_cast<ggml_ext_vulkan_v1 *>(ext_service())
+                                                            : nullptr;
+    }
     size_t device_count() const override { return devices_.size(); }
     ggml_backend_dev_t device(size_t index) override {
         return index < devices_.size() ? devices_[index].get() : nullptr;
@@ -127,6 +134,11 @@ VulkanReg & vulkan_reg() {
 }
 
 }  // namespace
+
+Device * vulkan_device(ggml_backend_dev_t device) {
+    auto * vk = dynamic_cast<VulkanDevice *>(device);
+    return vk ? &vk->vulkan() : nullptr;
+}
 
 }  // namespace ggx::vulkan
 

@@ -48,6 +48,7 @@ set(ggx_vulkan_sources
   ${ggx_vulkan_dir}/backend.cpp
   ${ggx_vulkan_dir}/recorder.cpp
   ${ggx_vulkan_dir}/registry.cpp
+  ${ggx_vulkan_dir}/ext_service.cpp
   ${ggx_vulkan_kernel_sources})
 target_sources(ggx PRIVATE ${ggx_vulkan_sources} ${ggx_vulkan_table})
 # Vulkan structures are initialised as {sType} with the rest zeroed, by design.

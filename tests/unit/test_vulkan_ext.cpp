@@ -1,0 +1,416 @@
+// ggml_ext_vulkan_v1 (ggml-ext-vulkan.h, spec "Vulkan execution services"): device information,
+// range resolution, application SPIR-V dispatches and copies recorded in the backend's command
+// buffer in order with native work, and the validation of every kind of bad range or dispatch.
+// The extension kernels are a SCALE override dispatching tests/vulkan/ext_scale.comp and a DUP
+// override built on the copy service.
+#include <ggml-backend.h>
+#include <ggml-cpu.h>
+#include <ggml-ext-vulkan.h>
+#include <ggml-ext.h>
+#include <ggml-vulkan.h>
+#include <ggml.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "unit/test_util.h"
+#include "vulkan/backend.h"
+
+namespace ggx::test {
+namespace {
+
+bool contains(const std::string & text, const std::string & part) { return text.find(part) != std::string::npos; }
+
+const ggml_ext_vulkan_v1 * service() {
+    return static_cast<const ggml_ext_vulkan_v1 *>(
+        ggml_backend_reg_get_proc_address(ggml_backend_vk_reg(), GGML_EXT_VULKAN_V1));
+}
+
+const std::vector<uint32_t> & scale_spirv() {
+    static const std::vector<uint32_t> words = [] {
+        std::ifstream file(GGX_TEST_SPV_DIR "/ext_scale.spv", std::ios::binary);
+        const std::vector<char> bytes{std::istreambuf_iterator<char>(file), {}};
+        std::vector<uint32_t> w(bytes.size() / 4);
+        std::memcpy(w.data(), bytes.data(), w.size() * 4);
+        return w;
+    }();
+    return words;
+}
+
+ggml_ext_vulkan_range range_of(const ggml_tensor * t, size_t offset = 0, size_t size = 0) {
+    return {t, nullptr, offset, size};
+}
+
+bool contiguous_f32_pair(const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    return a && a->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_is_contiguous(a) &&
+           ggml_is_contiguous(node) && ggml_are_same_shape(a, node);
+}
+
+// A hook the SCALE kernel runs inside execute before its own dispatch (for the negative tests).
+std::function<void(ggml_backend_t, const ggml_tensor *)> & probe() {
+    static std::function<void(ggml_backend_t, const ggml_tensor *)> hook;
+    return hook;
+}
+
+// y = x * scale + bias through ext_scale.comp, 64 elements per workgroup.
+ggml_status execute_scale(const ggml_ext_execute_params * params) {
+    const ggml_tensor *y = params->node, *x = y->src[0];
+    if (probe()) probe()(params->backend, y);
+    const ggml_ext_vulkan_v1 * svc = service();
+    const ggml_ext_vulkan_range xr = range_of(x), yr = range_of(y);
+    ggml_ext_vulkan_buffer_info xi, yi;
+    if (!svc->buffer_info(params->backend, &xr, &xi) || !svc->buffer_info(params->backend, &yr, &yi))
+        return GGML_STATUS_FAILED;
+    struct {
+        uint32_t n, x_offset, y_offset;
+        float scale, bias;
+    } push{static_cast<uint32_t>(ggml_nelements(y)), xi.shader_offset / 4, yi.shader_offset / 4, 0.0f, 0.0f};
+    std::memcpy(&push.scale, y->op_params, 4);
+    std::memcpy(&push.bias, reinterpret_cast<const char *>(y->op_params) + 4, 4);
+    const ggml_ext_vulkan_binding bindings[] = {{xr, false}, {yr, true}};
+    const uint32_t add_bias = push.bias != 0.0f;
+    ggml_ext_vulkan_dispatch d{sizeof d, "ext_scale", scale_spirv().data(), scale_spirv().size() * 4, bindings, 2,
+                               &add_bias, 1, &push, sizeof push, {(push.n + 63) / 64, 1, 1}};
+    return svc->dispatch(params->backend, &d);
+}
+
+ggml_status execute_dup(const ggml_ext_execute_params * params) {
+    const ggml_ext_vulkan_range dst = range_of(params->node), src = range_of(params->node->src[0]);
+    return service()->copy(params->backend, &dst, &src);
+}
+
+ggml_ext_kernel_desc scale_kernel() {
+    ggml_ext_kernel_desc d{};
+    d.struct_size = sizeof d;
+    d.version = GGML_EXT_KERNEL_DESC_VERSION;
+    d.name = "test.scale.vulkan";
+    d.op = GGML_OP_SCALE;
+    d.supports = [](ggml_backend_dev_t, const ggml_tensor * node, void *) { return contiguous_f32_pair(node); };
+    d.preferred = [](ggml_backend_dev_t, const ggml_tensor *, void *) { return true; };
+    d.execute = execute_scale;
+    return d;
+}
+
+ggml_ext_kernel_desc dup_kernel() {
+    ggml_ext_kernel_desc d{};
+    d.struct_size = sizeof d;
+    d.version = GGML_EXT_KERNEL_DESC_VERSION;
+    d.name = "test.dup.vulkan";
+    d.op = GGML_OP_DUP;
+    d.supports = [](ggml_backend_dev_t, const ggml_tensor * node, void *) {
+        return contiguous_f32_pair(node) && ggml_nbytes(node) % 4 == 0;
+    };
+    d.preferred = [](ggml_backend_dev_t, const ggml_tensor *, void *) { return true; };
+    d.execute = execute_dup;
+    return d;
+}
+
+class VulkanExt : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        if (ggml_backend_vk_get_device_count() == 0) return;
+        ggml_backend_dev_t dev = ggml_backend_dev_by_name("Vulkan0");
+        const ggml_ext_kernel_desc scale = scale_kernel(), dup = dup_kernel();
+        ASSERT_TRUE(ggml_ext_register_kernel(dev, &scale)) << ggml_backend_get_last_error();
+        ASSERT_TRUE(ggml_ext_register_kernel(dev, &dup)) << ggml_backend_get_last_error();
+    }
+    void SetUp() override {
+        if (ggml_backend_vk_get_device_count() == 0) {
+            const char * required = std::getenv("GGX_REQUIRE_VULKAN");
+            if (required && std::strcmp(required, "0") != 0) FAIL() << "no Vulkan device";
+            GTEST_SKIP() << "no Vulkan device";
+        }
+        backend_.reset(ggml_backend_vk_init(0));
+        ctx_.reset(ggml_init({size_t{1} << 20, nullptr, true}));
+    }
+    void TearDown() override { probe() = nullptr; }
+
+    ggml_backend_t vk() { return backend_.get(); }
+    vulkan::Backend & vk_impl() { return *static_cast<vulkan::Backend *>(vk()); }
+    ggml_context * ctx() { return ctx_.get(); }
+    ggml_tensor * input(int64_t n0, int64_t n1 = 1) { return ggml_new_tensor_2d(ctx(), GGML_TYPE_F32, n0, n1); }
+    void alloc() {
+        buffer_.reset(ggml_backend_alloc_ctx_tensors(ctx(), vk()));
+        ASSERT_NE(buffer_, nullptr) << ggml_backend_get_last_error();
+    }
+    ggml_status compute(ggml_tensor * out) {
+        ggml_cgraph * graph = ggml_new_graph(ctx());
+        ggml_build_forward_expand(graph, out);
+        return ggml_backend_graph_compute(vk(), graph);
+    }
+
+    Backend backend_;
+    Context ctx_;
+    Buffer buffer_;
+};
+
+TEST_F(VulkanExt, ServiceIsVersionedAndReportsTheDevice) {
+    const ggml_ext_vulkan_v1 * svc = service();
+    ASSERT_NE(svc, nullptr);
+    EXPECT_GE(svc->struct_size, sizeof *svc);
+    EXPECT_EQ(svc->version, GGML_EXT_VULKAN_V1_VERSION);
+    ggml_ext_vulkan_device_info info{};
+    info.struct_size = sizeof info;
+    ASSERT_TRUE(svc->device_info(ggml_backend_get_device(vk()), &info));
+    EXPECT_EQ(info.max_bindings, 8u);
+    EXPECT_EQ(info.max_push_constants, 128u);
+    EXPECT_TRUE(info.storage_buffer_16bit);
+    EXPECT_GT(info.subgroup_size, 0u);
+    EXPECT_LE(info.min_subgroup_size, info.subgroup_size);
+    EXPECT_GE(info.max_subgroup_size, info.subgroup_size);
+    EXPECT_GE(info.max_workgroup_count[0], 65535u);
+    EXPECT_GE(info.max_shared_memory, 16384u);
+    EXPECT_GT(info.max_storage_range, 0u);
+    EXPECT_LE(info.n_coopmat, static_cast<uint32_t>(GGML_EXT_VULKAN_MAX_COOPMAT));
+
+    EXPECT_FALSE(svc->device_info(ggml_backend_dev_by_name("CPU"), &info));
+    info.struct_size = 8;
+    EXPECT_FALSE(svc->device_info(ggml_backend_get_device(vk()), &info));
+}
+
+TEST_F(VulkanExt, BufferInfoGivesStorageRangesAndShaderOffsets) {
+    ggml_tensor * a = input(100, 4);
+    alloc();
+    const ggml_ext_vulkan_v1 * svc = service();
+    ggml_tensor * row = ggml_view_1d(ctx(), a, 100, a->nb[1]);  // row 1: 400 bytes in
+    ggml_backend_view_init(row);
+    ggml_ext_vulkan_buffer_info whole, second, part;
+    const ggml_ext_vulkan_range r_whole = range_of(a), r_row = range_of(row), r_part = range_of(a, 12, 8);
+    ASSERT_TRUE(svc->buffer_info(vk(), &r_whole, &whole));
+    ASSERT_TRUE(svc->buffer_info(vk(), &r_row, &second));
+    ASSERT_TRUE(svc->buffer_info(vk(), &r_part, &part));
+    EXPECT_EQ(whole.storage, second.storage);
+    EXPECT_EQ(whole.end - whole.begin, ggml_nbytes(a));
+    EXPECT_EQ(second.begin, whole.begin + 400);
+    EXPECT_EQ(part.begin, whole.begin + 12);
+    EXPECT_EQ(part.end, whole.begin + 20);
+    ggml_ext_vulkan_device_info info{};
+    info.struct_size = sizeof info;
+    ASSERT_TRUE(svc->device_info(ggml_backend_get_device(vk()), &info));
+    for (const ggml_ext_vulkan_buffer_info & i : {whole, second, part}) {
+        EXPECT_EQ(i.descriptor_offset % info.storage_offset_alignment, 0u);
+        EXPECT_EQ(i.descriptor_offset + i.shader_offset, i.begin);
+        EXPECT_LT(i.shader_offset, info.storage_offset_alignment);
+    }
+    // A plain buffer of the device (as the plan workspace is) resolves too.
+    Buffer scratch(ggml_backend_buft_alloc_buffer(ggml_backend_vk_buffer_type(0), 1024));
+    const ggml_ext_vulkan_range r_scratch{nullptr, scratch.get(), 64, 0};
+    ggml_ext_vulkan_buffer_info s;
+    ASSERT_TRUE(svc->buffer_info(vk(), &r_scratch, &s));
+    EXPECT_NE(s.storage, whole.storage);
+    EXPECT_EQ(s.end - s.begin, 1024u - 64u);
+}
+
+TEST_F(VulkanExt, BufferInfoRejectsEmptyOutsideAndForeignRanges) {
+    ggml_tensor * a = input(16);
+    alloc();
+    Context host_ctx(ggml_init({size_t{1} << 16, nullptr, true}));
+    ggml_tensor * h = ggml_new_tensor_1d(host_ctx.get(), GGML_TYPE_F32, 16);
+    Buffer host(ggml_backend_alloc_ctx_tensors(host_ctx.get(), cpu_backend()));
+    const ggml_ext_vulkan_v1 * svc = service();
+    ggml_ext_vulkan_buffer_info info;
+    const struct {
+        ggml_ext_vulkan_range range;
+        const char * why;
+    } bad[] = {{range_of(a, 64), "outside"},       {range_of(a, 60, 8), "outside"},
+               {range_of(h), "not on this Vulkan"}, {{nullptr, nullptr, 0, 0}, "neither"},
+               {range_of(ggml_new_tensor_1d(ctx(), GGML_TYPE_F32, 4)), "not allocated"}};
+    for (const auto & b : bad) {
+        EXPECT_FALSE(svc->buffer_info(vk(), &b.range, &info)) << b.why;
+        EXPECT_TRUE(contains(ggml_backend_get_last_error(), b.why)) << ggml_backend_get_last_error();
+    }
+    const ggml_ext_vulkan_range good = range_of(a);
+    EXPECT_FALSE(svc->buffer_info(cpu_backend(), &good, &info));
+    EXPECT_TRUE(contains(ggml_backend_get_last_error(), "not a Vulkan backend"));
+}
+
+// add (native) -> scale (the extension's SPIR-V) -> mul (native) -> dup (the copy service), all in
+// one command buffer and one submission, ordered by barriers.
+TEST_F(VulkanExt, ExtensionWorkIsRecordedInOrderWithNativeWorkInOneSubmission) {
+    ggml_tensor * a = input(1000, 3);
+    ggml_tensor * b = input(1000, 3);
+    ggml_tensor * scaled = ggml_scale_bias(ctx(), ggml_add(ctx(), a, b), 3.0f, 1.0f);
+    ggml_tensor * out = ggml_dup(ctx(), ggml_mul(ctx(), scaled, a));
+    alloc();
+    EXPECT_STREQ(ggml_ext_dev_selected_kernel(ggml_backend_get_device(vk()), scaled), "test.scale.vulkan");
+    const std::vector<float> va = ramp(3000, -1.0f, 0.001f), vb = ramp(3000, 2.0f, -0.0005f);
+    write_f32(a, va);
+    write_f32(b, vb);
+    ASSERT_EQ(compute(out), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_EQ(vk_impl().last_dispatches(), 3u);  // add, scale, mul; the dup is a copy command
+    EXPECT_EQ(vk_impl().last_barriers(), 3u);
+    const std::vector<float> got = read_f32(out);
+    for (size_t i = 0; i < got.size(); ++i) {
+        const float want = ((va[i] + vb[i]) * 3.0f + 1.0f) * va[i];
+        ASSERT_NEAR(got[i], want, 1e-5f * (1.0f + std::fabs(want))) << i;
+    }
+}
+
+TEST_F(VulkanExt, SchedulerOverVulkanAndCpuRunsTheExtensionKernels) {
+    Context c(ggml_init({size_t{1} << 20, nullptr, true}));
+    ggml_tensor * a = ggml_new_tensor_1d(c.get(), GGML_TYPE_F32, 777);
+    ggml_set_input(a);
+    ggml_tensor * y = ggml_dup(c.get(), ggml_scale(c.get(), ggml_sqr(c.get(), a), 0.5f));
+    ggml_set_output(y);
+    ggml_cgraph * graph = ggml_new_graph(c.get());
+    ggml_build_forward_expand(graph, y);
+    Backend cpu(ggml_backend_cpu_init());
+    ggml_backend_t backends[] = {vk(), cpu.get()};
+    Sched sched(ggml_backend_sched_new(backends, nullptr, 2, 256, false, false));
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), graph)) << ggml_backend_get_last_error();
+    const std::vector<float> v = ramp(777, -2.0f, 0.005f);
+    write_f32(a, v);
+    ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), graph), GGML_STATUS_SUCCESS)
+        << ggml_backend_get_last_error();
+    const std::vector<float> got = read_f32(y);
+    for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_FLOAT_EQ(got[i], v[i] * v[i] * 0.5f) << i;
+}
+
+TEST_F(VulkanExt, ExtensionKernelsPassTheConformanceCheck) {
+    const auto build_scale = [](ggml_context * c, ggml_tensor ** in, int, void *) {
+        return ggml_scale_bias(c, in[0], -1.25f, 0.5f);
+    };
+    const auto build_dup = [](ggml_context * c, ggml_tensor ** in, int, void *) { return ggml_dup(c, in[0]); };
+    for (auto [kernel, build] : {std::pair{scale_kernel(), +build_scale}, std::pair{dup_kernel(), +build_dup}}) {
+        std::vector<ggml_ext_check_case> cases;
+        for (const auto & ne : {std::array<int64_t, 4>{1, 1, 1, 1}, {37, 3, 1, 1}, {1000, 2, 3, 1}}) {
+            ggml_ext_check_case c{};
+            c.struct_size = sizeof c;
+            c.version = GGML_EXT_CHECK_CASE_VERSION;
+            c.n_inputs = 1;
+            c.types[0] = GGML_TYPE_F32;
+            std::copy(ne.begin(), ne.end(), c.ne[0]);
+            c.build = build;
+            c.non_contiguous = true;
+            cases.push_back(c);
+        }
+        ggml_ext_check_params params{};
+        params.struct_size = sizeof params;
+        params.version = GGML_EXT_CHECK_PARAMS_VERSION;
+        params.device = ggml_backend_get_device(vk());
+        params.kernel = &kernel;
+        params.cases = cases.data();
+        params.n_cases = static_cast<int>(cases.size());
+        params.max_nmse = 1e-12;
+        params.seed = 5;
+        ggml_ext_check_report report{};
+        report.struct_size = sizeof report;
+        report.version = GGML_EXT_CHECK_REPORT_VERSION;
+        EXPECT_TRUE(ggml_ext_check_kernel(&params, &report)) << kernel.name << ": " << report.first_failure;
+        EXPECT_EQ(report.n_passed, 3) << kernel.name;
+    }
+}
+
+// Each kind of bad dispatch or copy fails with its reason and records nothing; the kernel's own
+// dispatch after them still gives the right result.
+TEST_F(VulkanExt, DispatchAndCopyRejectEachKindOfBadRequest) {
+    ggml_tensor * a = input(256);
+    ggml_tensor * y = ggml_scale(ctx(), a, 2.0f);
+    ggml_tensor * other = input(300);
+    alloc();
+    Context host_ctx(ggml_init({size_t{1} << 16, nullptr, true}));
+    ggml_tensor * h = ggml_new_tensor_1d(host_ctx.get(), GGML_TYPE_F32, 256);
+    Buffer host(ggml_backend_alloc_ctx_tensors(host_ctx.get(), cpu_backend()));
+    std::vector<std::string> errors;
+    probe() = [&](ggml_backend_t backend, const ggml_tensor *) {
+        const ggml_ext_vulkan_v1 * svc = service();
+        const std::vector<uint32_t> & spirv = scale_spirv();
+        const ggml_ext_vulkan_binding good[] = {{range_of(a), false}, {range_of(y), true}};
+        const uint32_t push[5] = {256, 0, 0, 0, 0};
+        const auto base = [&] {
+            return ggml_ext_vulkan_dispatch{sizeof(ggml_ext_vulkan_dispatch), "bad", spirv.data(), spirv.size() * 4,
+                                            good, 2, nullptr, 0, push, sizeof push, {4, 1, 1}};
+        };
+        const auto try_dispatch = [&](ggml_ext_vulkan_dispatch d) {
+            errors.push_back(svc->dispatch(backend, &d) == GGML_STATUS_SUCCESS ? "accepted"
+                                                                             : ggml_backend_get_last_error());
+        };
+        ggml_ext_vulkan_dispatch d = base();
+        d.n_bindings = 9;
+        try_dispatch(d);  // too many bindings
+        d = base();
+        d.push_constants_bytes = 6;
+        try_dispatch(d);  // push bytes not a multiple of 4
+        d = base();
+        d.push_constants_bytes = 132;
+        try_dispatch(d);  // too many push bytes
+        d = base();
+        d.groups[0] = 0;
+        try_dispatch(d);  // no workgroups
+        d = base();
+        d.groups[1] = UINT32_MAX;
+        try_dispatch(d);  // beyond the device's limit
+        d = base();
+        const uint32_t garbage[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+        d.spirv = garbage;
+        d.spirv_bytes = sizeof garbage;
+        try_dispatch(d);  // not SPIR-V
+        d = base();
+        const ggml_ext_vulkan_binding outside[] = {{range_of(a, 1020, 8), false}, {range_of(y), true}};
+        d.bindings = outside;
+        try_dispatch(d);  // a range outside its tensor
+        d = base();
+        const ggml_ext_vulkan_binding foreign[] = {{range_of(h), false}, {range_of(y), true}};
+        d.bindings = foreign;
+        try_dispatch(d);  // host memory
+        d = base();
+        d.n_constants = 65;
+        d.constants = push;
+        try_dispatch(d);  // too many constants
+        const auto try_copy = [&](ggml_ext_vulkan_range dst, ggml_ext_vulkan_range src) {
+            errors.push_back(svc->copy(backend, &dst, &src) == GGML_STATUS_SUCCESS ? "accepted"
+                                                                                 : ggml_backend_get_last_error());
+        };
+        try_copy(range_of(other, 0, 512), range_of(a, 0, 256));  // sizes differ
+        try_copy(range_of(other, 2, 256), range_of(a, 0, 256));  // unaligned
+        try_copy(range_of(a, 0, 512), range_of(a, 256, 512));    // overlapping
+        try_copy(range_of(other, 0, 256), range_of(h, 0, 256));  // foreign source
+    };
+    write_f32(a, ramp(256, 0.0f, 1.0f));
+    ASSERT_EQ(compute(y), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    const char * expected[] = {"9 bindings",        "6 push-constant bytes", "132 push-constant bytes",
+                               "workgroup count 0", "workgroup count",       "no SPIR-V module",
+                               "outside the",       "not on this Vulkan",    "65 constants",
+                               "differ in size",    "4-byte aligned",        "overlap",
+                               "not on this Vulkan"};
+    ASSERT_EQ(errors.size(), std::size(expected));
+    for (size_t i = 0; i < errors.size(); ++i)
+        EXPECT_TRUE(contains(errors[i], expected[i])) << i << ": " << errors[i];
+    EXPECT_EQ(vk_impl().last_dispatches(), 1u);  // only the kernel's own
+    EXPECT_EQ(read_f32(y), ramp(256, 0.0f, 2.0f));
+}
+
+TEST_F(VulkanExt, DispatchOutsideAnExecutingPlanFails) {
+    ggml_tensor * a = input(64);
+    alloc();
+    const ggml_ext_vulkan_binding bindings[] = {{range_of(a), false}, {range_of(a), true}};
+    const uint32_t push[5] = {64, 0, 0, 0, 0};
+    const ggml_ext_vulkan_dispatch d{sizeof d,  "outside", scale_spirv().data(), scale_spirv().size() * 4,
+                                     bindings,  2,         nullptr,
+                                     0,         push,      sizeof push,
+                                     {1, 1, 1}};
+    EXPECT_EQ(service()->dispatch(vk(), &d), GGML_STATUS_FAILED);
+    EXPECT_TRUE(contains(ggml_backend_get_last_error(), "while a plan executes")) << ggml_backend_get_last_error();
+}
+
+TEST_F(VulkanExt, PipelinesAreCreatedOnExecutionAndCached) {
+    ggml_tensor * a = input(128);
+    ggml_tensor * y = ggml_scale(ctx(), a, 2.0f);
+    alloc();
+    vulkan::Device & device = vk_impl().vulkan();
+    ASSERT_EQ(compute(y), GGML_STATUS_SUCCESS);
+    const size_t after_first = device.n_pipelines();
+    ASSERT_EQ(compute(y), GGML_STATUS_SUCCESS);
+    EXPECT_EQ(device.n_pipelines(), after_first);
+}
+
+}  // namespace
+}  // namespace ggx::test
