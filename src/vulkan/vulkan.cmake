@@ -1,31 +1,18 @@
 # The Vulkan backend: host code in this folder, kernels in kernels/, GLSL compute shaders in
-# shaders/ compiled by glslc at build time and embedded in the library (cmake/EmbedSpirv.cmake).
+# shaders/ compiled by glslc at build time and embedded in the library (cmake/GgxSpirv.cmake).
 # Each kernel family lists its shader variants in shaders/<family>.cmake with ggx_vulkan_shader.
 
 # Included from src/CMakeLists.txt (custom-command outputs must be in the directory of their target).
+include(GgxSpirv)
 set(ggx_vulkan_dir ${CMAKE_CURRENT_LIST_DIR})
 set(ggx_vulkan_spv_dir ${CMAKE_CURRENT_BINARY_DIR}/vulkan/spv)
-set(ggx_vulkan_shader_names "")
-set(ggx_vulkan_spv_files "")
+set(ggx_vulkan_names "")
+set(ggx_vulkan_files "")
 
-# ggx_vulkan_shader(name source.comp [DEFINE=VALUE ...]): one SPIR-V module from one GLSL source.
-function(ggx_vulkan_shader name source)
-  set(spv ${ggx_vulkan_spv_dir}/${name}.spv)
-  set(defines "")
-  foreach(define IN LISTS ARGN)
-    list(APPEND defines -D${define})
-  endforeach()
-  add_custom_command(OUTPUT ${spv}
-    COMMAND ${Vulkan_GLSLC_EXECUTABLE} --target-env=vulkan1.2 -fshader-stage=compute -O -Werror
-            -I ${ggx_vulkan_dir}/shaders ${defines} -MD -MF ${spv}.d -o ${spv}
-            ${ggx_vulkan_dir}/shaders/${source}
-    DEPENDS ${ggx_vulkan_dir}/shaders/${source}
-    DEPFILE ${spv}.d
-    COMMENT "glslc ${name}"
-    VERBATIM)
-  set(ggx_vulkan_shader_names ${ggx_vulkan_shader_names} ${name} PARENT_SCOPE)
-  set(ggx_vulkan_spv_files ${ggx_vulkan_spv_files} ${spv} PARENT_SCOPE)
-endfunction()
+# ggx_vulkan_shader(name source.comp [DEFINE=VALUE ...]): one SPIR-V module from shaders/source.comp.
+macro(ggx_vulkan_shader name source)
+  ggx_spirv_shader(ggx_vulkan ${name} ${ggx_vulkan_dir}/shaders/${source} ${ARGN})
+endmacro()
 
 file(MAKE_DIRECTORY ${ggx_vulkan_spv_dir})
 file(GLOB ggx_vulkan_shader_lists CONFIGURE_DEPENDS ${ggx_vulkan_dir}/shaders/*.cmake)
@@ -34,12 +21,8 @@ foreach(list_file IN LISTS ggx_vulkan_shader_lists)
 endforeach()
 
 set(ggx_vulkan_table ${CMAKE_CURRENT_BINARY_DIR}/vulkan/shader_table.cpp)
-add_custom_command(OUTPUT ${ggx_vulkan_table}
-  COMMAND ${CMAKE_COMMAND} -DOUTPUT=${ggx_vulkan_table} "-DNAMES=${ggx_vulkan_shader_names}"
-          -DSPV_DIR=${ggx_vulkan_spv_dir} -P ${PROJECT_SOURCE_DIR}/cmake/EmbedSpirv.cmake
-  DEPENDS ${ggx_vulkan_spv_files} ${PROJECT_SOURCE_DIR}/cmake/EmbedSpirv.cmake
-  COMMENT "Embedding the Vulkan shaders"
-  VERBATIM)
+ggx_spirv_table(ggx_vulkan ${ggx_vulkan_table} HEADER vulkan/shaders.h NAMESPACE ggx::vulkan TYPE ShaderCode
+                FUNCTION shader_table)
 
 file(GLOB ggx_vulkan_kernel_sources CONFIGURE_DEPENDS ${ggx_vulkan_dir}/kernels/*.cpp)
 set(ggx_vulkan_sources
