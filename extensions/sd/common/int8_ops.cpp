@@ -9,6 +9,9 @@
 
 #include "common/int8.h"
 #include "common/pack.h"
+#ifdef SD_VULKAN
+#include "vulkan/vulkan.h"
+#endif
 #include "sd-ggml-ext.h"
 
 namespace sd::int8 {
@@ -227,7 +230,12 @@ bool register_int8() {
         ggml_ext_set_error("sd.linear_i8.v1: no CPU device to register the kernels on");
         return false;
     }
-    return int8::register_cpu(cpu);
+    if (!int8::register_cpu(cpu)) return false;
+#ifdef SD_VULKAN
+    for (ggml_backend_dev_t device : vulkan::devices())
+        if (!vulkan::register_int8(device)) return false;
+#endif
+    return true;
 }
 
 }  // namespace sd

@@ -11,6 +11,9 @@
 #include <mutex>
 
 #include "common/pack.h"
+#ifdef SD_VULKAN
+#include "vulkan/vulkan.h"
+#endif
 #include "common/rope.h"
 #include "sd-ggml-ext.h"
 
@@ -96,7 +99,12 @@ bool register_rope() {
         ggml_ext_set_error("sd.rope_apply.v1: no CPU device to register the kernel on");
         return false;
     }
-    return rope::register_cpu(cpu, rope_op);
+    if (!rope::register_cpu(cpu, rope_op)) return false;
+#ifdef SD_VULKAN
+    for (ggml_backend_dev_t device : vulkan::devices())
+        if (!vulkan::register_rope(device, rope_op)) return false;
+#endif
+    return true;
 }
 
 }  // namespace sd
