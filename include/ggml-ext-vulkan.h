@@ -37,10 +37,10 @@ struct ggml_ext_vulkan_device_info {
     uint32_t max_workgroup_count[3];
     uint32_t max_workgroup_size[3];
     uint32_t max_workgroup_invocations;
-    uint32_t max_shared_memory;  /* bytes of workgroup shared memory */
-    uint32_t max_bindings;       /* storage buffers per dispatch, at bindings 0 .. max_bindings - 1 */
-    uint32_t max_push_constants; /* bytes */
-    uint32_t max_constants;      /* 32-bit specialisation constants per dispatch, ids 0, 1, ... */
+    uint32_t max_shared_memory;        /* bytes of workgroup shared memory */
+    uint32_t max_bindings;             /* storage buffers per dispatch, at bindings 0 .. max_bindings - 1 */
+    uint32_t max_push_constants;       /* bytes */
+    uint32_t max_constants;            /* 32-bit specialisation constants per dispatch, ids 0, 1, ... */
     uint64_t storage_offset_alignment; /* minStorageBufferOffsetAlignment */
     uint64_t max_storage_range;        /* largest binding in bytes */
     uint32_t subgroup_size, min_subgroup_size, max_subgroup_size;

@@ -5,6 +5,7 @@
 #include <ggml-backend.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace ggx::backend {
@@ -13,6 +14,20 @@ namespace ggx::backend {
 void set_last_error(std::string message);
 // Shorthand: records message and returns status.
 ggml_status fail(ggml_status status, std::string message);
+
+// "node 3 'name' (ADD f32 [4, 1, 1, 1])", for error messages.
+std::string describe_node(int index, const ggml_tensor * node);
+// Whether a node runs a kernel (false for layout-only ops and empty tensors).
+bool needs_compute(const ggml_tensor * node);
+
+// What a backend checks before computing graph: every node supported by its device; every node
+// that computes allocated, with its sources, and touching only memory the backend reaches
+// (can_access of the storage owner's buffer type, or of NULL for memory of no buffer); then
+// check_node(index, node) for each such node. FAILED with a message naming the backend and node
+// at the first problem.
+ggml_status check_graph(const ggml_backend & backend, ggml_cgraph * graph,
+                        const std::function<bool(ggml_backend_buffer_type_t)> & can_access,
+                        const std::function<ggml_status(int, ggml_tensor *)> & check_node);
 
 }  // namespace ggx::backend
 

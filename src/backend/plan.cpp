@@ -144,8 +144,9 @@ ggml_status ExecutionPlan::run(ggml_cgraph * graph, int first, int last, ggml_ba
     return status != GGML_STATUS_SUCCESS ? status : ended;
 }
 
-ggml_status ExecutionPlan::run_steps(ggml_cgraph * graph, int first, int last, ggml_backend_buffer_t workspace,
-                                     void * workspace_data, size_t workspace_size) const {
+ggml_status ExecutionPlan::run_steps(ggml_cgraph * graph, int first, int last,
+                                     ggml_backend_buffer_t workspace, void * workspace_data,
+                                     size_t workspace_size) const {
     if (generation_ != ext::generation()) {
         return fail(GGML_STATUS_FAILED,
                     std::string(backend_->name()) +

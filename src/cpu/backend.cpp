@@ -16,13 +16,6 @@
 
 namespace ggx::cpu {
 
-std::string describe_node(int index, const ggml_tensor * node) {
-    return "node " + std::to_string(index) + " '" + node->name + "' (" + ggml_op_desc(node) + " " +
-           core::describe(node) + ")";
-}
-
-bool needs_compute(const ggml_tensor * node) { return !core::is_layout_op(node->op) && !ggml_is_empty(node); }
-
 void host_memory(size_t * free, size_t * total) {
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     *total = page * static_cast<size_t>(sysconf(_SC_PHYS_PAGES));
@@ -69,7 +62,7 @@ public:
     ggml_backend_reg_t reg() const override { return reg_; }
     ggml_backend_t init_backend(const char *) override { return new CpuBackend(this); }
     ggml_backend_buffer_type_t buffer_type() override { return &buffer_type_; }
-    // Metadata only: where the sources live is checked when computing (CpuBackend::check_memory).
+    // Metadata only: where the sources live is checked when computing (CpuBackend::check_graph).
     bool supports_op(const ggml_tensor * op) const override {
         const Kernel & kernel = kernel_table()[op->op];
         return kernel.supports && kernel.supports(op);
@@ -150,45 +143,13 @@ void CpuBackend::set_n_threads(int n) {
 ggml_status CpuBackend::check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const {
     *workspace_bytes = 0;
     const auto & table = kernel_table();
-    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
-        ggml_tensor * node = ggml_graph_node(graph, i);
-        if (!device_->supports_op(node)) {
-            return backend::fail(GGML_STATUS_FAILED,
-                                 std::string(name()) + ": " + describe_node(i, node) + " is not supported");
-        }
-        if (!needs_compute(node)) continue;
-        bool allocated = node->data != nullptr;
-        for (const ggml_tensor * src : node->src)
-            allocated = allocated && (!src || src->data || ggml_is_empty(src));
-        if (!allocated) {
-            return backend::fail(GGML_STATUS_FAILED, std::string(name()) + ": " + describe_node(i, node) +
-                                                         " or a source is not allocated");
-        }
-        if (const ggml_status status = check_memory(i, node)) return status;
-        const Kernel & kernel = table[node->op];
-        if (kernel.workspace)
-            *workspace_bytes = std::max(*workspace_bytes, kernel.workspace(node, n_threads()));
-    }
-    return GGML_STATUS_SUCCESS;
-}
-
-ggml_status CpuBackend::check_memory(int index, const ggml_tensor * node) const {
-    for (int s = -1; s < GGML_MAX_SRC; ++s) {
-        const ggml_tensor * tensor = s < 0 ? node : node->src[s];
-        if (!tensor || (ggml_is_empty(tensor) && !tensor->data)) continue;
-        const ggml_tensor * owner = tensor->view_src ? tensor->view_src : tensor;
-        if (can_access(owner->buffer ? owner->buffer->buft : nullptr)) continue;
-        const std::string role = s < 0 ? "its result" : "source " + std::to_string(s);
-        const std::string where = owner->buffer
-                                      ? std::string("a buffer of type ") + owner->buffer->buft->name()
-                                      : std::string("memory of no buffer");
-        return backend::fail(
-            GGML_STATUS_FAILED,
-            std::string(name()) + ": " + describe_node(index, node) + ": " + role + " '" + tensor->name +
-                "' is in " + where + ", which " + name() + " cannot access" +
-                (s < 0 ? " (it must be allocated on the device)" : " (a cross-device copy is missing)"));
-    }
-    return GGML_STATUS_SUCCESS;
+    return backend::check_graph(
+        *this, graph, [this](ggml_backend_buffer_type_t buft) { return can_access(buft); },
+        [&](int, ggml_tensor * node) {
+            if (const Kernel & kernel = table[node->op]; kernel.workspace)
+                *workspace_bytes = std::max(*workspace_bytes, kernel.workspace(node, n_threads()));
+            return GGML_STATUS_SUCCESS;
+        });
 }
 
 void * CpuBackend::reserve_workspace(size_t bytes) {
@@ -217,7 +178,7 @@ ggml_status CpuBackend::graph_compute(ggml_cgraph * graph) {
         const ComputeParams params(thread, workspace, workspace_bytes, failed, error);
         for (int i = 0; i < n_nodes; ++i) {
             ggml_tensor * node = ggml_graph_node(graph, i);
-            if (!needs_compute(node)) continue;
+            if (!backend::needs_compute(node)) continue;
             table[node->op].compute(params, node);
             if (thread.ith == 0) thread.poll_abort();
             if (failed.load()) failed_node.store(i);  // the failing node's threads have all finished it
@@ -226,9 +187,9 @@ ggml_status CpuBackend::graph_compute(ggml_cgraph * graph) {
     });
     if (failed.load()) {
         const int index = failed_node.load();
-        return backend::fail(
-            GGML_STATUS_FAILED,
-            std::string(name()) + ": " + describe_node(index, ggml_graph_node(graph, index)) + ": " + error);
+        return backend::fail(GGML_STATUS_FAILED,
+                             std::string(name()) + ": " +
+                                 backend::describe_node(index, ggml_graph_node(graph, index)) + ": " + error);
     }
     return pool_.aborted() ? GGML_STATUS_ABORTED : GGML_STATUS_SUCCESS;
 }

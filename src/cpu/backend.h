@@ -18,10 +18,6 @@ namespace ggx::cpu {
 // Alignment of CPU buffers and of the compute workspace.
 inline constexpr size_t kAlignment = 64;
 
-// "node 3 'name' (ADD f32 [4, 1, 1, 1])", for error messages.
-std::string describe_node(int index, const ggml_tensor * node);
-// Whether a node runs a kernel (false for layout-only ops and empty tensors).
-bool needs_compute(const ggml_tensor * node);
 // Physical and available host memory in bytes.
 void host_memory(size_t * free, size_t * total);
 
@@ -60,7 +56,6 @@ protected:
 
 private:
     ggml_status check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const;
-    ggml_status check_memory(int index, const ggml_tensor * node) const;
     void * reserve_workspace(size_t bytes);
 
     ggml_backend_dev_t device_;

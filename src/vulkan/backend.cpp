@@ -1,20 +1,8 @@
 #include "vulkan/backend.h"
 
-#include "core/internal.h"
 #include "vulkan/kernels.h"
 
 namespace ggx::vulkan {
-
-namespace {
-
-bool needs_compute(const ggml_tensor * node) { return !core::is_layout_op(node->op) && !ggml_is_empty(node); }
-
-}  // namespace
-
-std::string describe_node(int index, const ggml_tensor * node) {
-    return "node " + std::to_string(index) + " '" + node->name + "' (" + ggml_op_desc(node) + " " +
-           core::describe(node) + ")";
-}
 
 Backend::Backend(ggml_backend_dev_t owner, BufferType & buffer_type)
     : owner_(owner), buffer_type_(buffer_type), device_(buffer_type.vulkan()), arena_(device_) {
@@ -40,43 +28,16 @@ Backend::~Backend() {
     vkDestroyCommandPool(device_.handle(), pool_, nullptr);
 }
 
-ggml_status Backend::check_memory(int index, const ggml_tensor * node) const {
-    for (int s = -1; s < GGML_MAX_SRC; ++s) {
-        const ggml_tensor * tensor = s < 0 ? node : node->src[s];
-        if (!tensor || ggml_is_empty(tensor)) continue;
-        const Buffer * buffer = buffer_of(tensor);
-        if (buffer && &buffer->vulkan() == &device_) continue;
-        const std::string role = s < 0 ? "its result" : "source " + std::to_string(s);
-        return backend::fail(GGML_STATUS_FAILED, std::string(name()) + ": " + describe_node(index, node) + ": " +
-                                                     role + " '" + tensor->name + "' is not in " + name() +
-                                                     " memory" +
-                                                     (s < 0 ? "" : " (a cross-device copy is missing)"));
-    }
-    return GGML_STATUS_SUCCESS;
-}
-
 ggml_status Backend::check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const {
     *workspace_bytes = 0;
     const KernelTable & table = kernel_table();
-    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
-        const ggml_tensor * node = ggml_graph_node(graph, i);
-        if (!owner_->supports_op(node)) {
-            return backend::fail(GGML_STATUS_FAILED,
-                                 std::string(name()) + ": " + describe_node(i, node) + " is not supported");
-        }
-        if (!needs_compute(node)) continue;
-        bool allocated = node->data != nullptr;
-        for (const ggml_tensor * src : node->src)
-            allocated = allocated && (!src || src->data || ggml_is_empty(src));
-        if (!allocated) {
-            return backend::fail(GGML_STATUS_FAILED, std::string(name()) + ": " + describe_node(i, node) +
-                                                         " or a source is not allocated");
-        }
-        if (const ggml_status status = check_memory(i, node)) return status;
-        if (const Kernel & kernel = table[node->op]; kernel.workspace)
-            *workspace_bytes = std::max(*workspace_bytes, kernel.workspace(node));
-    }
-    return GGML_STATUS_SUCCESS;
+    return backend::check_graph(
+        *this, graph, [this](ggml_backend_buffer_type_t buft) { return buft == &buffer_type_; },
+        [&](int, ggml_tensor * node) {
+            if (const Kernel & kernel = table[node->op]; kernel.workspace)
+                *workspace_bytes = std::max(*workspace_bytes, kernel.workspace(node));
+            return GGML_STATUS_SUCCESS;
+        });
 }
 
 Arg Backend::reserve_workspace(size_t bytes) {
@@ -130,11 +91,11 @@ void Backend::record(ggml_cgraph * graph, const Arg & workspace) {
     const KernelTable & table = kernel_table();
     for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
         const ggml_tensor * node = ggml_graph_node(graph, i);
-        if (!needs_compute(node)) continue;
+        if (!backend::needs_compute(node)) continue;
         try {
             table[node->op].record(recorder, node);
         } catch (const Error & e) {
-            throw Error(describe_node(i, node) + ": " + e.what());
+            throw Error(backend::describe_node(i, node) + ": " + e.what());
         }
     }
 }
@@ -157,7 +118,8 @@ ggml_status Backend::end_plan() {
 
 Recorder * Backend::plan_recorder() {
     if (!in_plan_) {
-        backend::set_last_error(std::string(name()) + ": extension work can only be recorded while a plan executes");
+        backend::set_last_error(std::string(name()) +
+                                ": extension work can only be recorded while a plan executes");
         return nullptr;
     }
     try {

@@ -36,7 +36,6 @@ public:
 
 private:
     ggml_status check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const;
-    ggml_status check_memory(int index, const ggml_tensor * node) const;
     Arg reserve_workspace(size_t bytes);
     // The open recording, begun on first use.
     Recorder & recording();
@@ -61,8 +60,5 @@ private:
     bool in_plan_ = false;
     size_t last_dispatches_ = 0, last_barriers_ = 0;
 };
-
-// "node 3 'name' (ADD f32 [4, 1, 1, 1])", for error messages.
-std::string describe_node(int index, const ggml_tensor * node);
 
 }  // namespace ggx::vulkan

@@ -49,7 +49,8 @@ Buffer::Buffer(BufferType * type, size_t bytes)
 Buffer::~Buffer() { munmap(base_, reserved_); }
 
 VkDeviceSize Buffer::offset_of(const ggml_tensor * tensor) const {
-    return static_cast<VkDeviceSize>(static_cast<const uint8_t *>(tensor->data) - static_cast<const uint8_t *>(base_));
+    return static_cast<VkDeviceSize>(static_cast<const uint8_t *>(tensor->data) -
+                                     static_cast<const uint8_t *>(base_));
 }
 
 void Buffer::write(VkDeviceSize offset, const void * data, size_t bytes) {
@@ -112,7 +113,8 @@ bool Buffer::copy_tensor(const ggml_tensor * src, ggml_tensor * dst) {
     }
     Buffer * from = buffer_of(src);
     if (!from || &from->device_ != &device_) return false;
-    or_abort("copy_tensor", [&] { device_.copy(from->handle(), from->offset_of(src), handle(), offset_of(dst), bytes); });
+    or_abort("copy_tensor",
+             [&] { device_.copy(from->handle(), from->offset_of(src), handle(), offset_of(dst), bytes); });
     return true;
 }
 

@@ -14,18 +14,30 @@ constexpr size_t kStagingBytes = size_t{8} << 20;
 
 const char * result_name(VkResult result) {
     switch (result) {
-        case VK_NOT_READY: return "VK_NOT_READY";
-        case VK_TIMEOUT: return "VK_TIMEOUT";
-        case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
-        case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
-        case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
-        case VK_ERROR_DEVICE_LOST: return "VK_ERROR_DEVICE_LOST";
-        case VK_ERROR_MEMORY_MAP_FAILED: return "VK_ERROR_MEMORY_MAP_FAILED";
-        case VK_ERROR_FEATURE_NOT_PRESENT: return "VK_ERROR_FEATURE_NOT_PRESENT";
-        case VK_ERROR_INCOMPATIBLE_DRIVER: return "VK_ERROR_INCOMPATIBLE_DRIVER";
-        case VK_ERROR_TOO_MANY_OBJECTS: return "VK_ERROR_TOO_MANY_OBJECTS";
-        case VK_ERROR_OUT_OF_POOL_MEMORY: return "VK_ERROR_OUT_OF_POOL_MEMORY";
-        default: return "VkResult error";
+        case VK_NOT_READY:
+            return "VK_NOT_READY";
+        case VK_TIMEOUT:
+            return "VK_TIMEOUT";
+        case VK_ERROR_OUT_OF_HOST_MEMORY:
+            return "VK_ERROR_OUT_OF_HOST_MEMORY";
+        case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+            return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+        case VK_ERROR_INITIALIZATION_FAILED:
+            return "VK_ERROR_INITIALIZATION_FAILED";
+        case VK_ERROR_DEVICE_LOST:
+            return "VK_ERROR_DEVICE_LOST";
+        case VK_ERROR_MEMORY_MAP_FAILED:
+            return "VK_ERROR_MEMORY_MAP_FAILED";
+        case VK_ERROR_FEATURE_NOT_PRESENT:
+            return "VK_ERROR_FEATURE_NOT_PRESENT";
+        case VK_ERROR_INCOMPATIBLE_DRIVER:
+            return "VK_ERROR_INCOMPATIBLE_DRIVER";
+        case VK_ERROR_TOO_MANY_OBJECTS:
+            return "VK_ERROR_TOO_MANY_OBJECTS";
+        case VK_ERROR_OUT_OF_POOL_MEMORY:
+            return "VK_ERROR_OUT_OF_POOL_MEMORY";
+        default:
+            return "VkResult error";
     }
 }
 
@@ -65,7 +77,8 @@ Device::Device(VkInstance instance, VkPhysicalDevice physical) : physical_(physi
     std::copy_n(limits.maxComputeWorkGroupCount, 3, limits_.max_workgroup_count);
     limits_.max_shared_memory = limits.maxComputeSharedMemorySize;
     limits_.subgroup_size = subgroup.subgroupSize;
-    VkPhysicalDeviceMaintenance3Properties maintenance{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceMaintenance3Properties maintenance{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
     VkPhysicalDeviceProperties2 more{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &maintenance};
     vkGetPhysicalDeviceProperties2(physical, &more);
     limits_.max_allocation = maintenance.maxMemoryAllocationSize;
@@ -113,14 +126,16 @@ Device::Device(VkInstance instance, VkPhysicalDevice physical) : physical_(physi
     VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     set_info.bindingCount = kMaxBindings;
     set_info.pBindings = bindings;
-    check(vkCreateDescriptorSetLayout(device_, &set_info, nullptr, &set_layout_), "vkCreateDescriptorSetLayout");
+    check(vkCreateDescriptorSetLayout(device_, &set_info, nullptr, &set_layout_),
+          "vkCreateDescriptorSetLayout");
     const VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes};
     VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     layout_info.setLayoutCount = 1;
     layout_info.pSetLayouts = &set_layout_;
     layout_info.pushConstantRangeCount = 1;
     layout_info.pPushConstantRanges = &push;
-    check(vkCreatePipelineLayout(device_, &layout_info, nullptr, &pipeline_layout_), "vkCreatePipelineLayout");
+    check(vkCreatePipelineLayout(device_, &layout_info, nullptr, &pipeline_layout_),
+          "vkCreatePipelineLayout");
     VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pool_info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
     pool_info.queueFamilyIndex = queue_family_;
@@ -153,8 +168,9 @@ void Device::read_info(VkInstance instance, const VkPhysicalDeviceProperties & p
     std::vector<VkExtensionProperties> extensions(n_extensions);
     vkEnumerateDeviceExtensionProperties(physical_, nullptr, &n_extensions, extensions.data());
     const auto has = [&](const char * name) {
-        return std::any_of(extensions.begin(), extensions.end(),
-                           [&](const VkExtensionProperties & e) { return std::strcmp(e.extensionName, name) == 0; });
+        return std::any_of(extensions.begin(), extensions.end(), [&](const VkExtensionProperties & e) {
+            return std::strcmp(e.extensionName, name) == 0;
+        });
     };
     if (has(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME) || properties.apiVersion >= VK_API_VERSION_1_3) {
         VkPhysicalDeviceSubgroupSizeControlPropertiesEXT control{
@@ -169,13 +185,19 @@ void Device::read_info(VkInstance instance, const VkPhysicalDeviceProperties & p
     if (has(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && coopmat_properties) {
         uint32_t n = 0;
         coopmat_properties(physical_, &n, nullptr);
-        std::vector<VkCooperativeMatrixPropertiesNV> shapes(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+        std::vector<VkCooperativeMatrixPropertiesNV> shapes(
+            n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
         coopmat_properties(physical_, &n, shapes.data());
         info_.n_coopmat = std::min<uint32_t>(n, GGML_EXT_VULKAN_MAX_COOPMAT);
         for (uint32_t i = 0; i < info_.n_coopmat; ++i) {
             const VkCooperativeMatrixPropertiesNV & c = shapes[i];
-            info_.coopmat[i] = {c.MSize, c.NSize, c.KSize, static_cast<uint32_t>(c.AType), static_cast<uint32_t>(c.BType),
-                                static_cast<uint32_t>(c.CType), static_cast<uint32_t>(c.DType),
+            info_.coopmat[i] = {c.MSize,
+                                c.NSize,
+                                c.KSize,
+                                static_cast<uint32_t>(c.AType),
+                                static_cast<uint32_t>(c.BType),
+                                static_cast<uint32_t>(c.CType),
+                                static_cast<uint32_t>(c.DType),
                                 static_cast<uint32_t>(c.scope)};
         }
     }
@@ -207,9 +229,11 @@ void Device::memory(size_t * free, size_t * total) const {
 
 uint32_t Device::memory_type(uint32_t type_bits, bool host_visible) const {
     const auto matches = [&](uint32_t i, VkMemoryPropertyFlags wanted) {
-        return (type_bits & (1u << i)) && (memory_properties_.memoryTypes[i].propertyFlags & wanted) == wanted;
+        return (type_bits & (1u << i)) &&
+               (memory_properties_.memoryTypes[i].propertyFlags & wanted) == wanted;
     };
-    const VkMemoryPropertyFlags visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    const VkMemoryPropertyFlags visible =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     const VkMemoryPropertyFlags base = host_visible ? visible : 0;
     for (VkMemoryPropertyFlags wanted : {base | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, base}) {
         for (uint32_t i = 0; i < memory_properties_.memoryTypeCount; ++i) {
@@ -220,7 +244,8 @@ uint32_t Device::memory_type(uint32_t type_bits, bool host_visible) const {
 }
 
 bool Device::is_host_visible(uint32_t memory_type) const {
-    const VkMemoryPropertyFlags visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    const VkMemoryPropertyFlags visible =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     return (memory_properties_.memoryTypes[memory_type].propertyFlags & visible) == visible;
 }
 
@@ -304,7 +329,8 @@ void Device::fill(VkBuffer to, VkDeviceSize offset, uint8_t value, size_t bytes)
     });
 }
 
-void Device::copy(VkBuffer from, VkDeviceSize from_offset, VkBuffer to, VkDeviceSize to_offset, size_t bytes) {
+void Device::copy(VkBuffer from, VkDeviceSize from_offset, VkBuffer to, VkDeviceSize to_offset,
+                  size_t bytes) {
     run_commands([&](VkCommandBuffer commands) {
         const VkBufferCopy region{from_offset, to_offset, bytes};
         vkCmdCopyBuffer(commands, from, to, 1, &region);
@@ -365,7 +391,8 @@ VkShaderModule Device::module(const std::string & key, const uint32_t * words, s
     info.codeSize = n_words * sizeof(uint32_t);
     info.pCode = words;
     VkShaderModule module = VK_NULL_HANDLE;
-    check(vkCreateShaderModule(device_, &info, nullptr, &module), ("vkCreateShaderModule(" + key + ")").c_str());
+    check(vkCreateShaderModule(device_, &info, nullptr, &module),
+          ("vkCreateShaderModule(" + key + ")").c_str());
     return modules_[key] = module;
 }
 

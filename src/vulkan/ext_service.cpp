@@ -27,15 +27,17 @@ struct Resolved {
 };
 
 // Resolves range on device, or sets an error naming what (and returns false).
-bool resolve(const Device & device, const ggml_ext_vulkan_range & range, const std::string & what, Resolved & out) {
+bool resolve(const Device & device, const ggml_ext_vulkan_range & range, const std::string & what,
+             Resolved & out) {
     const auto reject = [&](const std::string & why) {
         ggml_ext_set_error((what + ": " + why).c_str());
         return false;
     };
-    const ggml_backend_buffer_t holder = range.tensor ? (range.tensor->view_src ? range.tensor->view_src->buffer
-                                                                                : range.tensor->buffer)
-                                                      : range.buffer;
-    if (!holder) return reject(range.tensor ? "the tensor is not allocated" : "neither a tensor nor a buffer");
+    const ggml_backend_buffer_t holder =
+        range.tensor ? (range.tensor->view_src ? range.tensor->view_src->buffer : range.tensor->buffer)
+                     : range.buffer;
+    if (!holder)
+        return reject(range.tensor ? "the tensor is not allocated" : "neither a tensor nor a buffer");
     const auto * buffer = dynamic_cast<const Buffer *>(holder);
     if (!buffer || &buffer->vulkan() != &device) return reject("the memory is not on this Vulkan device");
     const VkDeviceSize base = range.tensor ? buffer->offset_of(range.tensor) : 0;
@@ -60,7 +62,8 @@ bool device_info(ggml_backend_dev_t device, ggml_ext_vulkan_device_info * info) 
     return true;
 }
 
-bool buffer_info(ggml_backend_t backend, const ggml_ext_vulkan_range * range, ggml_ext_vulkan_buffer_info * info) {
+bool buffer_info(ggml_backend_t backend, const ggml_ext_vulkan_range * range,
+                 ggml_ext_vulkan_buffer_info * info) {
     Backend * vk = vulkan_backend(backend, "buffer_info");
     Resolved r;
     if (!vk || !range || !info || !resolve(vk->vulkan(), *range, "buffer_info", r)) return false;
@@ -80,7 +83,8 @@ std::string check_dispatch(const Device & device, const ggml_ext_vulkan_dispatch
     if (d.n_bindings > info.max_bindings || (d.n_bindings && !d.bindings))
         return std::to_string(d.n_bindings) + " bindings (at most " + std::to_string(info.max_bindings) + ")";
     if (d.n_constants > info.max_constants || (d.n_constants && !d.constants))
-        return std::to_string(d.n_constants) + " constants (at most " + std::to_string(info.max_constants) + ")";
+        return std::to_string(d.n_constants) + " constants (at most " + std::to_string(info.max_constants) +
+               ")";
     if (d.push_constants_bytes > info.max_push_constants || d.push_constants_bytes % 4 != 0 ||
         (d.push_constants_bytes && !d.push_constants))
         return std::to_string(d.push_constants_bytes) + " push-constant bytes (a multiple of 4, at most " +
@@ -131,8 +135,9 @@ ggml_status dispatch(ggml_backend_t backend, const ggml_ext_vulkan_dispatch * d)
         return GGML_STATUS_FAILED;
     }
     try {
-        const Pipeline & pipeline = device.pipeline(module_key(*d), d->spirv, d->spirv_bytes / 4,
-                                                    std::vector<uint32_t>(d->constants, d->constants + d->n_constants));
+        const Pipeline & pipeline =
+            device.pipeline(module_key(*d), d->spirv, d->spirv_bytes / 4,
+                            std::vector<uint32_t>(d->constants, d->constants + d->n_constants));
         recorder->dispatch(pipeline, args, d->push_constants, d->push_constants_bytes,
                            {d->groups[0], d->groups[1], d->groups[2]});
     } catch (const Error & e) {
@@ -142,17 +147,19 @@ ggml_status dispatch(ggml_backend_t backend, const ggml_ext_vulkan_dispatch * d)
     return GGML_STATUS_SUCCESS;
 }
 
-ggml_status copy(ggml_backend_t backend, const ggml_ext_vulkan_range * dst, const ggml_ext_vulkan_range * src) {
+ggml_status copy(ggml_backend_t backend, const ggml_ext_vulkan_range * dst,
+                 const ggml_ext_vulkan_range * src) {
     Backend * vk = vulkan_backend(backend, "copy");
     Resolved to, from;
     if (!vk || !dst || !src || !resolve(vk->vulkan(), *dst, "copy: destination", to) ||
         !resolve(vk->vulkan(), *src, "copy: source", from))
         return GGML_STATUS_FAILED;
     const VkDeviceSize bytes = to.end - to.begin;
-    const char * problem = bytes != from.end - from.begin                        ? "the ranges differ in size"
-                           : (to.begin | from.begin | bytes) % 4 != 0             ? "offsets and size must be 4-byte aligned"
-                           : to.buffer == from.buffer && to.begin < from.end && from.begin < to.end ? "the ranges overlap"
-                                                                                                   : nullptr;
+    const char * problem =
+        bytes != from.end - from.begin             ? "the ranges differ in size"
+        : (to.begin | from.begin | bytes) % 4 != 0 ? "offsets and size must be 4-byte aligned"
+        : to.buffer == from.buffer && to.begin < from.end && from.begin < to.end ? "the ranges overlap"
+                                                                                 : nullptr;
     if (problem) {
         ggml_ext_set_error((std::string("copy: ") + problem).c_str());
         return GGML_STATUS_FAILED;
@@ -162,12 +169,13 @@ ggml_status copy(ggml_backend_t backend, const ggml_ext_vulkan_range * dst, cons
         ggml_ext_set_error((std::string("copy: ") + ggml_backend_get_last_error()).c_str());
         return GGML_STATUS_FAILED;
     }
-    recorder->copy({to.buffer->handle(), to.begin, bytes, true}, {from.buffer->handle(), from.begin, bytes, false});
+    recorder->copy({to.buffer->handle(), to.begin, bytes, true},
+                   {from.buffer->handle(), from.begin, bytes, false});
     return GGML_STATUS_SUCCESS;
 }
 
-const ggml_ext_vulkan_v1 kService = {sizeof(ggml_ext_vulkan_v1), GGML_EXT_VULKAN_V1_VERSION, device_info, buffer_info,
-                                     dispatch, copy};
+const ggml_ext_vulkan_v1 kService = {
+    sizeof(ggml_ext_vulkan_v1), GGML_EXT_VULKAN_V1_VERSION, device_info, buffer_info, dispatch, copy};
 
 }  // namespace
 

@@ -62,6 +62,8 @@ bool addressable(const Device & device, const ggml_tensor * tensor, uint32_t uni
 bool small_enough(const ggml_tensor * tensor);
 // The shader-name suffix of a storage type ("f32", "f16", "bf16"), or nullptr for other types.
 const char * float_type_name(ggml_type type);
+// The shader-name suffix of a block-quantized type ("q8_0", "q4_0"), or nullptr for other types.
+const char * block_type_name(ggml_type type);
 // Bytes per shader array element for a float storage type (4 for F32, 2 for F16/BF16).
 uint32_t float_unit(ggml_type type);
 // An F32, F16 or BF16 tensor that the float shaders can address.

@@ -63,10 +63,11 @@ Arg Recorder::arg(const ggml_tensor * tensor, bool written) const {
 }
 
 uint32_t Recorder::element_offset(const ggml_tensor * tensor, uint32_t unit) const {
-    const VkDeviceSize within = buffer_of(tensor)->offset_of(tensor) % device_.limits().storage_offset_alignment;
+    const VkDeviceSize within =
+        buffer_of(tensor)->offset_of(tensor) % device_.limits().storage_offset_alignment;
     if (within % unit != 0) {
-        throw Error(std::string("tensor '") + tensor->name + "' is not aligned to its " + std::to_string(unit) +
-                    "-byte elements");
+        throw Error(std::string("tensor '") + tensor->name + "' is not aligned to its " +
+                    std::to_string(unit) + "-byte elements");
     }
     return static_cast<uint32_t>(within / unit);
 }
@@ -92,11 +93,12 @@ void Recorder::barrier_if_needed(const std::vector<Arg> & args) {
     });
     if (hazard) {
         // Dispatches and copies both read and write: order every kind after every kind.
-        constexpr VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+        constexpr VkPipelineStageFlags stages =
+            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
         VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
         barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                                VK_ACCESS_TRANSFER_WRITE_BIT;
+        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
         vkCmdPipelineBarrier(commands_, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
         written_.clear();
         read_.clear();
@@ -113,7 +115,8 @@ void Recorder::dispatch(const std::string & shader, const std::vector<Arg> & arg
 
 void Recorder::dispatch(const Pipeline & pipeline, const std::vector<Arg> & args, const void * push,
                         size_t push_bytes, Groups groups) {
-    if (args.size() > kMaxBindings || push_bytes > kPushConstantBytes) throw Error("too many dispatch arguments");
+    if (args.size() > kMaxBindings || push_bytes > kPushConstantBytes)
+        throw Error("too many dispatch arguments");
     barrier_if_needed(args);
 
     const VkDescriptorSet set = arena_.allocate();
@@ -130,8 +133,8 @@ void Recorder::dispatch(const Pipeline & pipeline, const std::vector<Arg> & args
     }
     vkUpdateDescriptorSets(device_.handle(), static_cast<uint32_t>(args.size()), writes, 0, nullptr);
     vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle);
-    vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, device_.pipeline_layout(), 0, 1, &set, 0,
-                            nullptr);
+    vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, device_.pipeline_layout(), 0, 1, &set,
+                            0, nullptr);
     if (push_bytes) {
         vkCmdPushConstants(commands_, device_.pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                            static_cast<uint32_t>(push_bytes), push);

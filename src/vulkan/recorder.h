@@ -65,10 +65,10 @@ public:
 
     // Records shader (with specialisation constants) over args at bindings 0, 1, ... with push
     // constants push (at most kPushConstantBytes), after a barrier when a hazard requires one.
-    void dispatch(const std::string & shader, const std::vector<Arg> & args, const void * push, size_t push_bytes,
-                  Groups groups, const std::vector<uint32_t> & constants = {});
-    void dispatch(const Pipeline & pipeline, const std::vector<Arg> & args, const void * push, size_t push_bytes,
-                  Groups groups);
+    void dispatch(const std::string & shader, const std::vector<Arg> & args, const void * push,
+                  size_t push_bytes, Groups groups, const std::vector<uint32_t> & constants = {});
+    void dispatch(const Pipeline & pipeline, const std::vector<Arg> & args, const void * push,
+                  size_t push_bytes, Groups groups);
     template <class Push>
     void dispatch(const std::string & shader, const std::vector<Arg> & args, const Push & push, Groups groups,
                   const std::vector<uint32_t> & constants = {}) {

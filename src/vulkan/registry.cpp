@@ -78,7 +78,8 @@ std::vector<uint32_t> selected_devices(uint32_t count) {
         if (end != item.c_str() && *end == '\0' && index < count) {
             indices.push_back(static_cast<uint32_t>(index));
         } else {
-            std::fprintf(stderr, "ggx vulkan: GGX_VULKAN_DEVICES: ignoring '%s' (%u devices)\n", item.c_str(), count);
+            std::fprintf(stderr, "ggx vulkan: GGX_VULKAN_DEVICES: ignoring '%s' (%u devices)\n", item.c_str(),
+                         count);
         }
     }
     return indices;
@@ -107,8 +108,8 @@ public:
             } catch (const Error & e) {
                 VkPhysicalDeviceProperties properties;
                 vkGetPhysicalDeviceProperties(physical[index], &properties);
-                std::fprintf(stderr, "ggx vulkan: skipping device %u (%s): %s\n", index, properties.deviceName,
-                             e.what());
+                std::fprintf(stderr, "ggx vulkan: skipping device %u (%s): %s\n", index,
+                             properties.deviceName, e.what());
             }
         }
     }
@@ -153,7 +154,8 @@ int ggml_backend_vk_get_device_count(void) { return static_cast<int>(vulkan_reg(
 ggml_backend_t ggml_backend_vk_init(size_t device_index) {
     ggml_backend_dev_t device = vulkan_reg().device(device_index);
     if (!device) {
-        ggx::backend::set_last_error("ggml_backend_vk_init: no Vulkan device " + std::to_string(device_index));
+        ggx::backend::set_last_error("ggml_backend_vk_init: no Vulkan device " +
+                                     std::to_string(device_index));
         return nullptr;
     }
     return device->init_backend(nullptr);

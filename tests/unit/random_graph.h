@@ -72,6 +72,15 @@ struct RandomGraph {
         graph = ggml_new_graph(ctx);
         ggml_build_forward_expand(graph, output);
     }
+    // Sets the same ramps into the inputs of g and of its reference copy ref (allocated graphs).
+    static void write_inputs(const RandomGraph & g, const RandomGraph & ref) {
+        for (size_t i = 0; i < g.inputs.size(); ++i) {
+            const std::vector<float> v = ramp(ggml_nelements(g.inputs[i]), -1.0f + 0.3f * i, 0.037f);
+            write_f32(g.inputs[i], v);
+            write_f32(ref.inputs[i], v);
+        }
+    }
+
     std::vector<ggml_tensor *> inputs;
     ggml_tensor * output;
     ggml_cgraph * graph;

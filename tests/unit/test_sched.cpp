@@ -532,11 +532,7 @@ TEST(Sched, RandomGraphsOnTwoDevicesEqualOneDevice) {
         ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph))
             << rng.trace() << ": " << ggml_backend_get_last_error();
         Buffer buffer(ggml_backend_alloc_ctx_tensors(ref_ctx.get(), d.cpu.get()));
-        for (size_t i = 0; i < g.inputs.size(); ++i) {
-            const std::vector<float> v = ramp(ggml_nelements(g.inputs[i]), -1.0f + 0.3f * i, 0.037f);
-            write_f32(g.inputs[i], v);
-            write_f32(ref.inputs[i], v);
-        }
+        RandomGraph::write_inputs(g, ref);
         ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS)
             << rng.trace() << ": " << ggml_backend_get_last_error();
         ASSERT_EQ(ggml_backend_graph_compute(d.cpu.get(), ref.graph), GGML_STATUS_SUCCESS) << rng.trace();

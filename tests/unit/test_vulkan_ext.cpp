@@ -20,12 +20,15 @@
 #include <vector>
 
 #include "unit/test_util.h"
+#include "unit/vulkan_util.h"
 #include "vulkan/backend.h"
 
 namespace ggx::test {
 namespace {
 
-bool contains(const std::string & text, const std::string & part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string & text, const std::string & part) {
+    return text.find(part) != std::string::npos;
+}
 
 const ggml_ext_vulkan_v1 * service() {
     return static_cast<const ggml_ext_vulkan_v1 *>(
@@ -76,8 +79,9 @@ ggml_status execute_scale(const ggml_ext_execute_params * params) {
     std::memcpy(&push.bias, reinterpret_cast<const char *>(y->op_params) + 4, 4);
     const ggml_ext_vulkan_binding bindings[] = {{xr, false}, {yr, true}};
     const uint32_t add_bias = push.bias != 0.0f;
-    ggml_ext_vulkan_dispatch d{sizeof d, "ext_scale", scale_spirv().data(), scale_spirv().size() * 4, bindings, 2,
-                               &add_bias, 1, &push, sizeof push, {(push.n + 63) / 64, 1, 1}};
+    ggml_ext_vulkan_dispatch d{
+        sizeof d, "ext_scale", scale_spirv().data(), scale_spirv().size() * 4,  bindings, 2, &add_bias,
+        1,        &push,       sizeof push,          {(push.n + 63) / 64, 1, 1}};
     return svc->dispatch(params->backend, &d);
 }
 
@@ -92,7 +96,9 @@ ggml_ext_kernel_desc scale_kernel() {
     d.version = GGML_EXT_KERNEL_DESC_VERSION;
     d.name = "test.scale.vulkan";
     d.op = GGML_OP_SCALE;
-    d.supports = [](ggml_backend_dev_t, const ggml_tensor * node, void *) { return contiguous_f32_pair(node); };
+    d.supports = [](ggml_backend_dev_t, const ggml_tensor * node, void *) {
+        return contiguous_f32_pair(node);
+    };
     d.preferred = [](ggml_backend_dev_t, const ggml_tensor *, void *) { return true; };
     d.execute = execute_scale;
     return d;
@@ -122,11 +128,7 @@ protected:
         ASSERT_TRUE(ggml_ext_register_kernel(dev, &dup)) << ggml_backend_get_last_error();
     }
     void SetUp() override {
-        if (ggml_backend_vk_get_device_count() == 0) {
-            const char * required = std::getenv("GGX_REQUIRE_VULKAN");
-            if (required && std::strcmp(required, "0") != 0) FAIL() << "no Vulkan device";
-            GTEST_SKIP() << "no Vulkan device";
-        }
+        if (!vulkan_present()) GTEST_SKIP() << "no Vulkan device";
         backend_.reset(ggml_backend_vk_init(0));
         ctx_.reset(ggml_init({size_t{1} << 20, nullptr, true}));
     }
@@ -135,7 +137,9 @@ protected:
     ggml_backend_t vk() { return backend_.get(); }
     vulkan::Backend & vk_impl() { return *static_cast<vulkan::Backend *>(vk()); }
     ggml_context * ctx() { return ctx_.get(); }
-    ggml_tensor * input(int64_t n0, int64_t n1 = 1) { return ggml_new_tensor_2d(ctx(), GGML_TYPE_F32, n0, n1); }
+    ggml_tensor * input(int64_t n0, int64_t n1 = 1) {
+        return ggml_new_tensor_2d(ctx(), GGML_TYPE_F32, n0, n1);
+    }
     void alloc() {
         buffer_.reset(ggml_backend_alloc_ctx_tensors(ctx(), vk()));
         ASSERT_NE(buffer_, nullptr) << ggml_backend_get_last_error();
@@ -219,8 +223,10 @@ TEST_F(VulkanExt, BufferInfoRejectsEmptyOutsideAndForeignRanges) {
     const struct {
         ggml_ext_vulkan_range range;
         const char * why;
-    } bad[] = {{range_of(a, 64), "outside"},       {range_of(a, 60, 8), "outside"},
-               {range_of(h), "not on this Vulkan"}, {{nullptr, nullptr, 0, 0}, "neither"},
+    } bad[] = {{range_of(a, 64), "outside"},
+               {range_of(a, 60, 8), "outside"},
+               {range_of(h), "not on this Vulkan"},
+               {{nullptr, nullptr, 0, 0}, "neither"},
                {range_of(ggml_new_tensor_1d(ctx(), GGML_TYPE_F32, 4)), "not allocated"}};
     for (const auto & b : bad) {
         EXPECT_FALSE(svc->buffer_info(vk(), &b.range, &info)) << b.why;
@@ -278,8 +284,11 @@ TEST_F(VulkanExt, ExtensionKernelsPassTheConformanceCheck) {
     const auto build_scale = [](ggml_context * c, ggml_tensor ** in, int, void *) {
         return ggml_scale_bias(c, in[0], -1.25f, 0.5f);
     };
-    const auto build_dup = [](ggml_context * c, ggml_tensor ** in, int, void *) { return ggml_dup(c, in[0]); };
-    for (auto [kernel, build] : {std::pair{scale_kernel(), +build_scale}, std::pair{dup_kernel(), +build_dup}}) {
+    const auto build_dup = [](ggml_context * c, ggml_tensor ** in, int, void *) {
+        return ggml_dup(c, in[0]);
+    };
+    for (auto [kernel, build] :
+         {std::pair{scale_kernel(), +build_scale}, std::pair{dup_kernel(), +build_dup}}) {
         std::vector<ggml_ext_check_case> cases;
         for (const auto & ne : {std::array<int64_t, 4>{1, 1, 1, 1}, {37, 3, 1, 1}, {1000, 2, 3, 1}}) {
             ggml_ext_check_case c{};
@@ -326,12 +335,22 @@ TEST_F(VulkanExt, DispatchAndCopyRejectEachKindOfBadRequest) {
         const ggml_ext_vulkan_binding good[] = {{range_of(a), false}, {range_of(y), true}};
         const uint32_t push[5] = {256, 0, 0, 0, 0};
         const auto base = [&] {
-            return ggml_ext_vulkan_dispatch{sizeof(ggml_ext_vulkan_dispatch), "bad", spirv.data(), spirv.size() * 4,
-                                            good, 2, nullptr, 0, push, sizeof push, {4, 1, 1}};
+            return ggml_ext_vulkan_dispatch{sizeof(ggml_ext_vulkan_dispatch),
+                                            "bad",
+                                            spirv.data(),
+                                            spirv.size() * 4,
+                                            good,
+                                            2,
+                                            nullptr,
+                                            0,
+                                            push,
+                                            sizeof push,
+                                            {4, 1, 1}};
         };
         const auto try_dispatch = [&](ggml_ext_vulkan_dispatch d) {
-            errors.push_back(svc->dispatch(backend, &d) == GGML_STATUS_SUCCESS ? "accepted"
-                                                                             : ggml_backend_get_last_error());
+            errors.push_back(svc->dispatch(backend, &d) == GGML_STATUS_SUCCESS
+                                 ? "accepted"
+                                 : ggml_backend_get_last_error());
         };
         ggml_ext_vulkan_dispatch d = base();
         d.n_bindings = 9;
@@ -366,8 +385,9 @@ TEST_F(VulkanExt, DispatchAndCopyRejectEachKindOfBadRequest) {
         d.constants = push;
         try_dispatch(d);  // too many constants
         const auto try_copy = [&](ggml_ext_vulkan_range dst, ggml_ext_vulkan_range src) {
-            errors.push_back(svc->copy(backend, &dst, &src) == GGML_STATUS_SUCCESS ? "accepted"
-                                                                                 : ggml_backend_get_last_error());
+            errors.push_back(svc->copy(backend, &dst, &src) == GGML_STATUS_SUCCESS
+                                 ? "accepted"
+                                 : ggml_backend_get_last_error());
         };
         try_copy(range_of(other, 0, 512), range_of(a, 0, 256));  // sizes differ
         try_copy(range_of(other, 2, 256), range_of(a, 0, 256));  // unaligned
@@ -393,12 +413,12 @@ TEST_F(VulkanExt, DispatchOutsideAnExecutingPlanFails) {
     alloc();
     const ggml_ext_vulkan_binding bindings[] = {{range_of(a), false}, {range_of(a), true}};
     const uint32_t push[5] = {64, 0, 0, 0, 0};
-    const ggml_ext_vulkan_dispatch d{sizeof d,  "outside", scale_spirv().data(), scale_spirv().size() * 4,
-                                     bindings,  2,         nullptr,
-                                     0,         push,      sizeof push,
-                                     {1, 1, 1}};
+    const ggml_ext_vulkan_dispatch d{
+        sizeof d,    "outside", scale_spirv().data(), scale_spirv().size() * 4, bindings, 2, nullptr, 0, push,
+        sizeof push, {1, 1, 1}};
     EXPECT_EQ(service()->dispatch(vk(), &d), GGML_STATUS_FAILED);
-    EXPECT_TRUE(contains(ggml_backend_get_last_error(), "while a plan executes")) << ggml_backend_get_last_error();
+    EXPECT_TRUE(contains(ggml_backend_get_last_error(), "while a plan executes"))
+        << ggml_backend_get_last_error();
 }
 
 TEST_F(VulkanExt, PipelinesAreCreatedOnExecutionAndCached) {

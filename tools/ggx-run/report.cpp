@@ -145,24 +145,26 @@ std::string fmt(const char * f, double v) {
     return buf;
 }
 
-}  // namespace
-
 // The velocity and latent differences of one comparison, and whether they are within bounds.
-void print_differences(const Report & r, const char * title, const Difference & velocity, const Difference & latent,
-                       double nmse_bound, double max_abs_bound, const char * what) {
+void print_differences(const Report & r, const char * title, const Difference & velocity,
+                       const Difference & latent, double nmse_bound, double max_abs_bound,
+                       const char * what) {
     std::printf("\n  %-40s %9s %10s %10s %12s\n", title, "max-abs", "max|ref|", "nmse", "bound nmse");
     const auto line = [&](const std::string & label, const Difference & d) {
-        std::printf("  %-40s %9.3g %10.3g %10.3g %12.3g  %s\n", label.c_str(), d.max_abs, d.ref_max_abs, d.nmse,
-                    nmse_bound, d.bit_identical ? "bit-identical" : "");
+        std::printf("  %-40s %9.3g %10.3g %10.3g %12.3g  %s\n", label.c_str(), d.max_abs, d.ref_max_abs,
+                    d.nmse, nmse_bound, d.bit_identical ? "bit-identical" : "");
     };
     line("velocity, step 1", velocity);
     line(fmt("latent after %.0f steps", r.steps), latent);
     const bool ok = velocity.nmse <= nmse_bound && latent.nmse <= nmse_bound &&
                     velocity.max_abs <= max_abs_bound * velocity.ref_max_abs &&
                     latent.max_abs <= max_abs_bound * latent.ref_max_abs;
-    std::printf("  check: %s%s %s (bounds: nmse <= %.3g, max-abs <= %.3g x max|ref|)\n", ok ? "" : "EXCEEDED: ", what,
-                ok ? "within bounds" : "outside bounds", nmse_bound, max_abs_bound);
+    std::printf("  check: %s%s %s (bounds: nmse <= %.3g, max-abs <= %.3g x max|ref|)\n",
+                ok ? "" : "EXCEEDED: ", what, ok ? "within bounds" : "outside bounds", nmse_bound,
+                max_abs_bound);
 }
+
+}  // namespace
 
 void print_table(const Report & r) {
     const ModelConfig & c = r.cfg;
@@ -268,8 +270,9 @@ void print_table(const Report & r) {
                           r.max_abs_bound, "ext-on vs ext-off");
     }
     if (r.reference.ran) {
-        const std::string title = r.device + " vs " + r.reference_device + " (reference: " + r.reference_device +
-                                  ", ext " + (r.reference.ext ? "on" : "off") + ")";
+        const std::string title = r.device + " vs " + r.reference_device +
+                                  " (reference: " + r.reference_device + ", ext " +
+                                  (r.reference.ext ? "on" : "off") + ")";
         print_differences(r, title.c_str(), r.device_velocity, r.device_latent, r.device_nmse_bound,
                           r.device_max_abs_bound, (r.device + " vs " + r.reference_device).c_str());
     }
@@ -304,8 +307,10 @@ void print_json(const Report & r) {
     }
     if (r.reference.ran) {
         s += ", \"reference\": {\"device\": " + json_string(r.reference_device) +
-             ", \"ext\": " + (r.reference.ext ? "true" : "false") + ", \"variant\": " + json_variant(r.reference) +
-             ", \"velocity\": " + json_diff(r.device_velocity) + ", \"latent\": " + json_diff(r.device_latent) +
+             ", \"ext\": " + (r.reference.ext ? "true" : "false") +
+             ", \"variant\": " + json_variant(r.reference) +
+             ", \"velocity\": " + json_diff(r.device_velocity) +
+             ", \"latent\": " + json_diff(r.device_latent) +
              ", \"nmse_bound\": " + json_number(r.device_nmse_bound) +
              ", \"max_abs_bound_relative\": " + json_number(r.device_max_abs_bound) + "}";
     }

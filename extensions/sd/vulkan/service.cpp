@@ -12,8 +12,9 @@ const ggml_ext_vulkan_v1 * service() {
     static const ggml_ext_vulkan_v1 * table = [] {
         const auto * t = static_cast<const ggml_ext_vulkan_v1 *>(
             ggml_backend_reg_get_proc_address(ggml_backend_vk_reg(), GGML_EXT_VULKAN_V1));
-        return t && t->struct_size >= sizeof(ggml_ext_vulkan_v1) && t->version >= GGML_EXT_VULKAN_V1_VERSION ? t
-                                                                                                              : nullptr;
+        return t && t->struct_size >= sizeof(ggml_ext_vulkan_v1) && t->version >= GGML_EXT_VULKAN_V1_VERSION
+                   ? t
+                   : nullptr;
     }();
     return table;
 }
@@ -26,14 +27,16 @@ std::vector<ggml_backend_dev_t> devices() {
     return list;
 }
 
-ggml_status dispatch(ggml_backend_t backend, const char * shader, std::initializer_list<ggml_ext_vulkan_binding> bindings,
+ggml_status dispatch(ggml_backend_t backend, const char * shader,
+                     std::initializer_list<ggml_ext_vulkan_binding> bindings,
                      std::initializer_list<uint32_t> constants, const void * push, uint32_t push_bytes,
                      uint32_t groups_x, uint32_t groups_y, uint32_t groups_z) {
     const SpirvModule * module = nullptr;
     for (const SpirvModule & m : shader_table())
         if (std::strcmp(m.name, shader) == 0) module = &m;
     if (!module || !service()) {
-        ggml_ext_set_error((std::string("sd vulkan: no shader '") + shader + "' or no Vulkan service").c_str());
+        ggml_ext_set_error(
+            (std::string("sd vulkan: no shader '") + shader + "' or no Vulkan service").c_str());
         return GGML_STATUS_FAILED;
     }
     const std::vector<ggml_ext_vulkan_binding> b(bindings);

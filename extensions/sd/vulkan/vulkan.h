@@ -29,13 +29,23 @@ std::vector<ggml_backend_dev_t> devices();
 
 // Records the module named shader over bindings (0, 1, ...) with the constants, push constants and
 // workgroup counts, through the service; the status of dispatch (error set on failure).
-ggml_status dispatch(ggml_backend_t backend, const char * shader, std::initializer_list<ggml_ext_vulkan_binding> bindings,
+ggml_status dispatch(ggml_backend_t backend, const char * shader,
+                     std::initializer_list<ggml_ext_vulkan_binding> bindings,
                      std::initializer_list<uint32_t> constants, const void * push, uint32_t push_bytes,
                      uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
 
 // Each registers its part's kernels and fusion rules on one Vulkan device; false after setting the
 // error when a registration fails.
 bool register_rope(ggml_backend_dev_t device, ggml_ext_op_t rope_op);  // vulkan/rope.cpp
-bool register_int8(ggml_backend_dev_t device);                        // vulkan/int8.cpp
+bool register_int8(ggml_backend_dev_t device);                         // vulkan/int8.cpp
+
+// The descriptor of the kernel "sd.rope_apply.vulkan" that register_rope registers, for
+// ggml_ext_check_kernel in tests; its callbacks work once register_rope has run.
+const ggml_ext_kernel_desc * rope_kernel_desc();
+
+// The descriptors of "sd.quantize_i8_convrot.vulkan" and "sd.linear_i8.vulkan" that register_int8
+// registers (on devices able to run them), for ggml_ext_check_kernel in tests.
+const ggml_ext_kernel_desc * int8_quantize_kernel_desc();
+const ggml_ext_kernel_desc * int8_linear_kernel_desc();
 
 }  // namespace sd::vulkan

@@ -17,17 +17,6 @@ constexpr uint32_t kCopyRun = 8;    // elements per invocation of cpy.comp (RUN 
 constexpr int64_t kBlock = 32;      // elements per Q8_0 / Q4_0 block
 constexpr uint32_t kBlockUnit = 2;  // blocks are addressed in 16-bit words
 
-const char * block_type_name(ggml_type type) {
-    switch (type) {
-        case GGML_TYPE_Q8_0:
-            return "q8_0";
-        case GGML_TYPE_Q4_0:
-            return "q4_0";
-        default:
-            return nullptr;
-    }
-}
-
 // The shader-name suffix of a type moved as raw bits, by element size.
 const char * raw_name(ggml_type type) {
     if (ggml_is_quantized(type)) return nullptr;

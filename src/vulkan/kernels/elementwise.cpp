@@ -31,10 +31,14 @@ bool supports_binary(const Device & device, const ggml_tensor * node) {
 
 uint32_t binary_op(ggml_op op) {
     switch (op) {
-        case GGML_OP_ADD: return 0;
-        case GGML_OP_SUB: return 1;
-        case GGML_OP_MUL: return 2;
-        default: return 3;
+        case GGML_OP_ADD:
+            return 0;
+        case GGML_OP_SUB:
+            return 1;
+        case GGML_OP_MUL:
+            return 2;
+        default:
+            return 3;
     }
 }
 
@@ -43,11 +47,12 @@ void record_binary(Recorder & rec, const ggml_tensor * node) {
     struct {
         Shape ne, b_ne;
         View a, b, d;
-    } push{shape_of(node), shape_of(b), view_of(rec, a, float_unit(a->type)), view_of(rec, b, float_unit(b->type)),
-           view_of(rec, node, float_unit(node->type))};
+    } push{shape_of(node), shape_of(b), view_of(rec, a, float_unit(a->type)),
+           view_of(rec, b, float_unit(b->type)), view_of(rec, node, float_unit(node->type))};
     const std::string type = float_type_name(node->type);
-    rec.dispatch("binary_" + type + "_" + float_type_name(b->type), {rec.arg(a, false), rec.arg(b, false), rec.arg(node, true)},
-                 push, element_groups(rec, node), {binary_op(node->op)});
+    rec.dispatch("binary_" + type + "_" + float_type_name(b->type),
+                 {rec.arg(a, false), rec.arg(b, false), rec.arg(node, true)}, push, element_groups(rec, node),
+                 {binary_op(node->op)});
 }
 
 // ---- maps of src0 ----------------------------------------------------------------------------------
@@ -64,11 +69,16 @@ bool supports_unary(const Device & device, const ggml_tensor * node) {
 // map.comp's operation number: SCALE 0, SQR 1, SQRT 2, CLAMP 3, then 4 + the unary op.
 uint32_t map_op(const ggml_tensor * node) {
     switch (node->op) {
-        case GGML_OP_SCALE: return 0;
-        case GGML_OP_SQR: return 1;
-        case GGML_OP_SQRT: return 2;
-        case GGML_OP_CLAMP: return 3;
-        default: return 4 + static_cast<uint32_t>(param<int32_t>(node, 0));
+        case GGML_OP_SCALE:
+            return 0;
+        case GGML_OP_SQR:
+            return 1;
+        case GGML_OP_SQRT:
+            return 2;
+        case GGML_OP_CLAMP:
+            return 3;
+        default:
+            return 4 + static_cast<uint32_t>(param<int32_t>(node, 0));
     }
 }
 
@@ -80,10 +90,10 @@ void record_map(Recorder & rec, const ggml_tensor * node) {
         Shape ne;
         View a, d;
         float p0, p1;
-    } push{shape_of(node), view_of(rec, a, unit), view_of(rec, node, unit), has_params ? param<float>(node, 0) : 0.0f,
-           has_params ? param<float>(node, 1) : 0.0f};
-    rec.dispatch(std::string("map_") + float_type_name(node->type), {rec.arg(a, false), rec.arg(node, true)}, push,
-                 element_groups(rec, node), {map_op(node)});
+    } push{shape_of(node), view_of(rec, a, unit), view_of(rec, node, unit),
+           has_params ? param<float>(node, 0) : 0.0f, has_params ? param<float>(node, 1) : 0.0f};
+    rec.dispatch(std::string("map_") + float_type_name(node->type), {rec.arg(a, false), rec.arg(node, true)},
+                 push, element_groups(rec, node), {map_op(node)});
 }
 
 // ---- GLU -------------------------------------------------------------------------------------------
@@ -109,11 +119,11 @@ void record_glu(Recorder & rec, const ggml_tensor * node) {
         Shape ne;
         View x, g, d;
         uint32_t x_shift, g_shift;
-    } push{shape_of(node), view_of(rec, a, unit), view_of(rec, g, unit), view_of(rec, node, unit),
-           swapped ? half : 0, swapped ? 0 : half};
+    } push{shape_of(node),           view_of(rec, a, unit), view_of(rec, g, unit),
+           view_of(rec, node, unit), swapped ? half : 0,    swapped ? 0 : half};
     rec.dispatch(std::string("glu_") + float_type_name(node->type),
-                 {rec.arg(a, false), rec.arg(g, false), rec.arg(node, true)}, push,
-                 element_groups(rec, node), {static_cast<uint32_t>(param<int32_t>(node, 0))});
+                 {rec.arg(a, false), rec.arg(g, false), rec.arg(node, true)}, push, element_groups(rec, node),
+                 {static_cast<uint32_t>(param<int32_t>(node, 0))});
 }
 
 }  // namespace

@@ -13,22 +13,11 @@ namespace {
 constexpr int64_t kVecColumns = 8;
 constexpr int64_t kTile = 64;  // mul_mat.comp's TILE
 
-const char * weight_type_name(ggml_type type) {
-    switch (type) {
-        case GGML_TYPE_Q8_0:
-            return "q8_0";
-        case GGML_TYPE_Q4_0:
-            return "q4_0";
-        default:
-            return float_type_name(type);
-    }
-}
-
 // Bytes per shader array element of the weights: block types are read as 16-bit words.
 uint32_t weight_unit(ggml_type type) { return ggml_is_quantized(type) ? 2 : float_unit(type); }
 
 bool weights_supported(const Device & device, const ggml_tensor * a) {
-    if (a->type != GGML_TYPE_Q8_0 && a->type != GGML_TYPE_Q4_0) return float_tensor(device, a);
+    if (!block_type_name(a->type)) return float_tensor(device, a);
     return a->nb[0] == ggml_type_size(a->type) && a->ne[0] % ggml_blck_size(a->type) == 0 &&
            addressable(device, a, 2) && small_enough(a);
 }
@@ -60,7 +49,8 @@ void record_mul_mat(Recorder & rec, const ggml_tensor * node) {
            static_cast<uint32_t>(b->ne[2] / a->ne[2]),
            static_cast<uint32_t>(b->ne[3] / a->ne[3]),
            static_cast<uint32_t>(batches)};
-    const std::string types = std::string(weight_type_name(a->type)) + "_" + float_type_name(b->type);
+    const char * weights = block_type_name(a->type) ? block_type_name(a->type) : float_type_name(a->type);
+    const std::string types = std::string(weights) + "_" + float_type_name(b->type);
     const std::vector<Arg> args = {rec.arg(a, false), rec.arg(b, false), rec.arg(node, true)};
     if (columns <= kVecColumns) {
         rec.dispatch("mul_mat_vec_" + types, args, push, rec.groups_for(rows * batches, 1),

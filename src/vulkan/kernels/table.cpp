@@ -31,7 +31,8 @@ bool addressable(const Device & device, const ggml_tensor * tensor, uint32_t uni
     for (size_t nb : tensor->nb) {
         if (nb % unit != 0) return false;
     }
-    return ggml_nbytes(tensor) + device.limits().storage_offset_alignment <= device.limits().max_storage_range;
+    return ggml_nbytes(tensor) + device.limits().storage_offset_alignment <=
+           device.limits().max_storage_range;
 }
 
 bool small_enough(const ggml_tensor * tensor) {
@@ -40,10 +41,25 @@ bool small_enough(const ggml_tensor * tensor) {
 
 const char * float_type_name(ggml_type type) {
     switch (type) {
-        case GGML_TYPE_F32: return "f32";
-        case GGML_TYPE_F16: return "f16";
-        case GGML_TYPE_BF16: return "bf16";
-        default: return nullptr;
+        case GGML_TYPE_F32:
+            return "f32";
+        case GGML_TYPE_F16:
+            return "f16";
+        case GGML_TYPE_BF16:
+            return "bf16";
+        default:
+            return nullptr;
+    }
+}
+
+const char * block_type_name(ggml_type type) {
+    switch (type) {
+        case GGML_TYPE_Q8_0:
+            return "q8_0";
+        case GGML_TYPE_Q4_0:
+            return "q4_0";
+        default:
+            return nullptr;
     }
 }
 
@@ -55,8 +71,8 @@ bool float_tensor(const Device & device, const ggml_tensor * tensor) {
 }
 
 Shape shape_of(const ggml_tensor * t) {
-    return {{static_cast<uint32_t>(t->ne[0]), static_cast<uint32_t>(t->ne[1]), static_cast<uint32_t>(t->ne[2]),
-             static_cast<uint32_t>(t->ne[3])}};
+    return {{static_cast<uint32_t>(t->ne[0]), static_cast<uint32_t>(t->ne[1]),
+             static_cast<uint32_t>(t->ne[2]), static_cast<uint32_t>(t->ne[3])}};
 }
 
 }  // namespace ggx::vulkan
