@@ -1,0 +1,106 @@
+#version 450
+// sd.linear_i8.v1 with int8 activations (sd-ops.md 3.4): y[r, o] = float(sum_k W[o, k] * X[r, k]),
+// then * s_x[r], * s_w[o], + b[o], each an F32 operation in that order (`precise`: never fused), so
+// the result is bit-identical to the CPU kernel. The int32 sums are exact (|sum| <= 127^2 K < 2^31).
+// Tiled GEMM: a workgroup of 16 x 16 invocations computes 64 outputs x 64 activation rows, each
+// invocation a 4 x 4 register block; K advances 32 codes (8 words) at a time through shared memory.
+// Codes are read as 32-bit words and unpacked with bitfieldExtract (no 8-bit storage or arithmetic
+// needed); rows that do not start on a word (K % 4 != 0, or an unaligned tensor) are read byte by byte.
+layout(local_size_x = 16, local_size_y = 16) in;
+
+layout(constant_id = 0) const uint ALIGNED = 0;   // every row of W and X starts on a word
+layout(constant_id = 1) const uint HAS_XS = 0;    // binding 3 holds one scale per activation row
+layout(constant_id = 2) const uint HAS_WS = 0;    // binding 4 holds one scale per output
+layout(constant_id = 3) const uint HAS_BIAS = 0;  // binding 5 holds one bias per output
+
+layout(binding = 0) readonly buffer W { uint w[]; };
+layout(binding = 1) readonly buffer X { uint x[]; };
+layout(binding = 2) writeonly buffer Y { float y[]; };
+layout(binding = 3) readonly buffer SX { float sx[]; };
+layout(binding = 4) readonly buffer SW { float sw[]; };
+layout(binding = 5) readonly buffer B { float bias[]; };
+
+layout(push_constant) uniform Push {
+    uint k, n, m;            // codes per row, outputs (weight rows), activation rows
+    uint w_byte, x_byte;     // first byte of W and X in their bindings
+    uint y_offset, sx_offset, sw_offset, b_offset;  // first float of each in its binding
+} p;
+
+const uint TILE = 64u;     // outputs and activation rows per workgroup
+const uint KW = 8u;        // words of K per step
+const uint STRIDE = KW + 1u;  // shared row stride in words (padded against bank conflicts)
+
+shared uint w_tile[TILE * STRIDE];
+shared uint x_tile[TILE * STRIDE];
+
+uint word_of(bool weights, uint i) { return weights ? w[i] : x[i]; }
+
+// The four codes at k0 .. k0 + 3 of the row starting at byte `start`; codes at or beyond K read as 0.
+uint row_codes(bool weights, uint start, uint k0) {
+    if (ALIGNED != 0u) return k0 < p.k ? word_of(weights, (start + k0) / 4u) : 0u;
+    uint codes = 0u;
+    for (uint i = 0u; i < 4u && k0 + i < p.k; ++i) {
+        const uint b = start + k0 + i;
+        codes |= bitfieldExtract(word_of(weights, b / 4u), int(b % 4u) * 8, 8) << (8u * i);
+    }
+    return codes;
+}
+
+// Rows [first, first + TILE) of W (weights) or X, codes [k0, k0 + 4 KW), into tile (0 past the end).
+void load_tile(bool weights, uint first, uint count, uint start, uint k0) {
+    const uint t = gl_LocalInvocationIndex;
+    for (uint i = t; i < TILE * KW; i += 256u) {
+        const uint r = i / KW, kw = i % KW;
+        const uint codes = first + r < count ? row_codes(weights, start + (first + r) * p.k, k0 + 4u * kw) : 0u;
+        if (weights)
+            w_tile[r * STRIDE + kw] = codes;
+        else
+            x_tile[r * STRIDE + kw] = codes;
+    }
+}
+
+ivec4 unpack_codes(uint codes) {
+    const int c = int(codes);
+    return ivec4(bitfieldExtract(c, 0, 8), bitfieldExtract(c, 8, 8), bitfieldExtract(c, 16, 8),
+                 bitfieldExtract(c, 24, 8));
+}
+
+void main() {
+    const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
+    const uint o0 = gl_WorkGroupID.x * TILE, r0 = gl_WorkGroupID.y * TILE;
+    int acc[4][4];
+    for (uint i = 0u; i < 4u; ++i)
+        for (uint j = 0u; j < 4u; ++j)
+            acc[i][j] = 0;
+    for (uint k0 = 0u; k0 < p.k; k0 += 4u * KW) {
+        load_tile(true, o0, p.n, p.w_byte, k0);
+        load_tile(false, r0, p.m, p.x_byte, k0);
+        barrier();
+        for (uint kw = 0u; kw < KW; ++kw) {
+            ivec4 wv[4], xv[4];
+            for (uint i = 0u; i < 4u; ++i) {
+                wv[i] = unpack_codes(w_tile[(tx + 16u * i) * STRIDE + kw]);
+                xv[i] = unpack_codes(x_tile[(ty + 16u * i) * STRIDE + kw]);
+            }
+            for (uint i = 0u; i < 4u; ++i)
+                for (uint j = 0u; j < 4u; ++j) {
+                    const ivec4 prod = wv[i] * xv[j];
+                    acc[i][j] += prod.x + prod.y + prod.z + prod.w;
+                }
+        }
+        barrier();
+    }
+    for (uint j = 0u; j < 4u; ++j) {
+        const uint r = r0 + ty + 16u * j;
+        if (r >= p.m) continue;
+        for (uint i = 0u; i < 4u; ++i) {
+            const uint o = o0 + tx + 16u * i;
+            if (o >= p.n) continue;
+            precise float v = float(acc[i][j]);
+            if (HAS_XS != 0u) v = v * sx[p.sx_offset + r];
+            if (HAS_WS != 0u) v = v * sw[p.sw_offset + o];
+            if (HAS_BIAS != 0u) v = v + bias[p.b_offset + o];
+            y[p.y_offset + r * p.n + o] = v;
+        }
+    }
+}

@@ -1,0 +1,394 @@
+// The sd pack's INT8 kernels on Vulkan (extensions/sd/vulkan/int8.cpp): sd.quantize_i8_convrot.v1
+// with G = 256 and sd.linear_i8.v1 with packed or I8 activations, against the CPU kernels BIT FOR BIT
+// (bound: 0 ulp). Both kernels evaluate the spec's operations in its order with every F32 step
+// rounded once (the shaders mark them `precise`; the divisions are correctly rounded), and the int32
+// sums are exact, so nothing may differ: ggml_ext_check_kernel runs with max_nmse 0 and the CPU kernel
+// as its reference; larger shapes compare the output bytes; a graph quantize -> linear scheduled over
+// Vulkan + CPU (F32-input linears falling back to the CPU) equals the CPU alone.
+// (Inputs are normal floats: a device may flush subnormals, which the CPU kernel keeps.)
+#include <ggml-backend.h>
+#include <ggml-cpu.h>
+#include <ggml-ext.h>
+#include <ggml-vulkan.h>
+#include <ggml.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/int8.h"
+#include "sd-ggml-ext.h"
+#include "unit/test_util.h"
+#include "unit/vulkan_util.h"
+#include "vulkan/vulkan.h"
+
+namespace {
+
+using namespace sd::int8;
+using ggx::test::Backend;
+using ggx::test::Buffer;
+using ggx::test::Context;
+using ggx::test::cpu_backend;
+using ggx::test::Sched;
+
+constexpr uint64_t kSeed = 20240611;
+constexpr int kGroup = 256;
+
+// An input of a node: type, shape and host bytes.
+struct Input {
+    ggml_type type;
+    std::array<int64_t, 4> ne;
+    std::vector<uint8_t> bytes;
+};
+
+template <typename T>
+std::vector<uint8_t> bytes_of(const std::vector<T> & v) {
+    std::vector<uint8_t> b(v.size() * sizeof(T));
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+}
+
+std::vector<float> random_floats(std::mt19937_64 & rng, int64_t n, float lo, float hi) {
+    std::uniform_real_distribution<float> u(lo, hi);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float & f : v)
+        f = u(rng);
+    return v;
+}
+
+std::vector<int8_t> random_codes(std::mt19937_64 & rng, int64_t n) {
+    std::uniform_int_distribution<int> u(-127, 127);
+    std::vector<int8_t> v(static_cast<size_t>(n));
+    for (int8_t & c : v)
+        c = static_cast<int8_t>(u(rng));
+    return v;
+}
+
+// Activations [k, rows] of random values with a zero row and a row with one large outlier.
+std::vector<float> activations(std::mt19937_64 & rng, int64_t k, int64_t rows) {
+    std::vector<float> x = random_floats(rng, k * rows, -3.0f, 3.0f);
+    if (rows > 2) {
+        std::fill_n(x.begin() + k, k, 0.0f);
+        x[size_t(2 * k + 7)] = 250.0f;
+    }
+    return x;
+}
+
+ggml_tensor * new_tensor(ggml_context * ctx, ggml_type type, const std::array<int64_t, 4> & ne) {
+    return ggml_new_tensor_4d(ctx, type, ne[0], ne[1], ne[2], ne[3]);
+}
+
+// The node op(inputs, attrs) computed alone on backend, whose kernel must be `kernel`: its output bytes.
+std::vector<uint8_t> compute_node(ggml_backend_t backend, ggml_ext_op_t op, const std::vector<Input> & inputs,
+                                  const void * attrs, size_t attr_size, const char * kernel) {
+    Context ctx(ggml_init({size_t{1} << 20, nullptr, true}));
+    std::vector<ggml_tensor *> in;
+    for (const Input & i : inputs)
+        in.push_back(new_tensor(ctx.get(), i.type, i.ne));
+    ggml_tensor * out = ggml_ext_op_create(ctx.get(), op, in.data(), int(in.size()), attrs, attr_size);
+    EXPECT_NE(out, nullptr) << ggml_get_error(ctx.get());
+    if (!out) return {};
+    Buffer buffer(ggml_backend_alloc_ctx_tensors(ctx.get(), backend));
+    for (size_t i = 0; i < in.size(); ++i)
+        ggml_backend_tensor_set(in[i], inputs[i].bytes.data(), 0, inputs[i].bytes.size());
+    EXPECT_STREQ(ggml_ext_dev_selected_kernel(ggml_backend_get_device(backend), out), kernel);
+    ggml_cgraph * graph = ggml_new_graph(ctx.get());
+    ggml_build_forward_expand(graph, out);
+    EXPECT_EQ(ggml_backend_graph_compute(backend, graph), GGML_STATUS_SUCCESS)
+        << ggml_backend_get_last_error();
+    std::vector<uint8_t> result(ggml_nbytes(out));
+    ggml_backend_tensor_get(out, result.data(), 0, result.size());
+    return result;
+}
+
+const char * cpu_kernel_of(ggml_ext_op_t op) {
+    return op == quantize_op() ? "sd.quantize_i8_convrot.cpu" : "sd.linear_i8.cpu";
+}
+
+// ggml_ext_check_kernel's reference: the CPU kernel on the same values.
+bool cpu_reference(const ggml_tensor * node, const double * const * values, double * output, void *) {
+    std::vector<Input> inputs;
+    for (int i = 0; i < GGML_MAX_SRC && node->src[i]; ++i) {
+        const ggml_tensor * s = node->src[i];
+        const auto n = static_cast<size_t>(ggml_nelements(s));
+        Input in{s->type, {s->ne[0], s->ne[1], s->ne[2], s->ne[3]}, {}};
+        if (s->type == GGML_TYPE_I8) {
+            std::vector<int8_t> codes(n);
+            for (size_t j = 0; j < n; ++j)
+                codes[j] = static_cast<int8_t>(values[i][j]);
+            in.bytes = bytes_of(codes);
+        } else {
+            in.bytes = bytes_of(std::vector<float>(values[i], values[i] + n));
+        }
+        inputs.push_back(std::move(in));
+    }
+    size_t attr_size = 0;
+    const void * attrs = ggml_ext_node_attrs(node, &attr_size);
+    const ggml_ext_op_t op = ggml_ext_node_op(node);
+    const std::vector<uint8_t> out =
+        compute_node(cpu_backend(), op, inputs, attrs, attr_size, cpu_kernel_of(op));
+    if (out.size() != ggml_nbytes(node)) return false;
+    for (size_t i = 0; i < size_t(ggml_nelements(node)); ++i) {
+        if (node->type == GGML_TYPE_I8) {
+            output[i] = static_cast<int8_t>(out[i]);
+        } else {
+            float f;
+            std::memcpy(&f, out.data() + 4 * i, 4);
+            output[i] = f;
+        }
+    }
+    return true;
+}
+
+ggml_ext_check_case make_case(const char * name,
+                              std::vector<std::pair<ggml_type, std::array<int64_t, 4>>> inputs,
+                              const void * attrs, size_t attr_size) {
+    ggml_ext_check_case c{};
+    c.struct_size = sizeof c;
+    c.version = GGML_EXT_CHECK_CASE_VERSION;
+    c.name = name;
+    c.n_inputs = int(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        c.types[i] = inputs[i].first;
+        std::copy(inputs[i].second.begin(), inputs[i].second.end(), c.ne[i]);
+        if (inputs[i].first == GGML_TYPE_I8) c.range[i][0] = -127, c.range[i][1] = 128;
+    }
+    c.attrs = attrs;
+    c.attr_size = attr_size;
+    c.non_contiguous = true;
+    return c;
+}
+
+class SdInt8Vulkan : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        const sd_ggml_ext_status st = sd_ggml_register_extensions();
+        ASSERT_TRUE(st == SD_GGML_EXT_REGISTERED || st == SD_GGML_EXT_ALREADY_REGISTERED)
+            << ggml_backend_get_last_error();
+    }
+    void SetUp() override {
+        if (!ggx::test::vulkan_present()) GTEST_SKIP() << "no Vulkan device";
+        vk_.reset(ggml_backend_vk_init(0));
+    }
+
+    ggml_backend_t vk() { return vk_.get(); }
+    ggml_backend_dev_t vk_device() { return ggml_backend_get_device(vk()); }
+
+    // Every case passes on Vulkan0, bit for bit.
+    void expect_conformant(const ggml_ext_kernel_desc * kernel,
+                           const std::vector<ggml_ext_check_case> & cases) {
+        ggml_ext_check_params p{};
+        p.struct_size = sizeof p;
+        p.version = GGML_EXT_CHECK_PARAMS_VERSION;
+        p.device = vk_device();
+        p.backend = vk();
+        p.kernel = kernel;
+        p.cases = cases.data();
+        p.n_cases = int(cases.size());
+        p.max_nmse = 0.0;
+        p.reference = cpu_reference;
+        p.seed = kSeed;
+        ggml_ext_check_report r{};
+        r.struct_size = sizeof r;
+        r.version = GGML_EXT_CHECK_REPORT_VERSION;
+        EXPECT_TRUE(ggml_ext_check_kernel(&p, &r)) << kernel->name << ": " << r.first_failure;
+        EXPECT_EQ(r.n_passed, r.n_cases) << kernel->name;
+        EXPECT_GE(r.n_runs, r.n_cases) << kernel->name;  // every case ran at least contiguous
+    }
+
+    // The node on Vulkan and on the CPU: the same bytes.
+    void expect_same_as_cpu(ggml_ext_op_t op, const std::vector<Input> & inputs, const void * attrs,
+                            size_t attr_size, const char * vulkan_kernel) {
+        const std::vector<uint8_t> got = compute_node(vk(), op, inputs, attrs, attr_size, vulkan_kernel);
+        const std::vector<uint8_t> want =
+            compute_node(cpu_backend(), op, inputs, attrs, attr_size, cpu_kernel_of(op));
+        ASSERT_EQ(got.size(), want.size());
+        size_t first = 0;
+        while (first < got.size() && got[first] == want[first])
+            ++first;
+        EXPECT_EQ(first, got.size()) << "first differing byte " << first << " of " << got.size();
+    }
+
+    Backend vk_;
+};
+
+// The packed ConvRot output of activations [k, rows], computed by the CPU kernel.
+Input packed_input(const std::vector<float> & x, int64_t k, int64_t rows) {
+    const QuantizeAttrs attrs{kGroup};
+    const std::vector<Input> in = {{GGML_TYPE_F32, {k, rows, 1, 1}, bytes_of(x)}};
+    return {
+        GGML_TYPE_I8,
+        {k, packed_rows_pad(rows) + packed_scale_rows(rows, k), 1, 1},
+        compute_node(cpu_backend(), quantize_op(), in, &attrs, sizeof attrs, cpu_kernel_of(quantize_op()))};
+}
+
+TEST_F(SdInt8Vulkan, QuantizePassesTheConformanceCheck) {
+    const QuantizeAttrs g256{kGroup};
+    expect_conformant(sd::vulkan::int8_quantize_kernel_desc(),
+                      {make_case("[256, 1]", {{GGML_TYPE_F32, {256, 1, 1, 1}}}, &g256, sizeof g256),
+                       make_case("[512, 7]", {{GGML_TYPE_F32, {512, 7, 1, 1}}}, &g256, sizeof g256),
+                       make_case("[1280, 3, 2]", {{GGML_TYPE_F32, {1280, 3, 2, 1}}}, &g256, sizeof g256),
+                       make_case("[2304, 5]", {{GGML_TYPE_F32, {2304, 5, 1, 1}}}, &g256, sizeof g256)});
+}
+
+TEST_F(SdInt8Vulkan, LinearPassesTheConformanceCheck) {
+    const LinearAttrs packed_bias{kInputPacked, 64, 64, kHasBias, {3, 1, 1}};
+    const LinearAttrs packed_full{kInputPacked, 4, 4, kHasWeightScale | kHasBias, {67, 1, 1}};
+    const LinearAttrs i8_scaled{kInputI8, 0, 0, kHasWeightScale | kHasBias | kHasInputScale, {7, 1, 1}};
+    const LinearAttrs i8_plain{kInputI8, 0, 0, 0, {2, 3, 1}};
+    std::vector<ggml_ext_check_case> cases = {
+        // Packed K 64, 3 rows: [64, 4 + 1]; K 324 (not a multiple of the 32-code step), 67 rows: [324, 68 +
+        // 1].
+        make_case(
+            "packed K64 N5 M3",
+            {{GGML_TYPE_I8, {64, 5, 1, 1}}, {GGML_TYPE_I8, {64, 5, 1, 1}}, {GGML_TYPE_F32, {5, 1, 1, 1}}},
+            &packed_bias, sizeof packed_bias),
+        make_case("packed K324 N70 M67",
+                  {{GGML_TYPE_I8, {324, 70, 1, 1}},
+                   {GGML_TYPE_I8, {324, 69, 1, 1}},
+                   {GGML_TYPE_F32, {70, 1, 1, 1}},
+                   {GGML_TYPE_F32, {70, 1, 1, 1}}},
+                  &packed_full, sizeof packed_full),
+        // I8 with K % 4 != 0: rows off word boundaries, read byte by byte.
+        make_case("i8 K70 N9 M7",
+                  {{GGML_TYPE_I8, {70, 9, 1, 1}},
+                   {GGML_TYPE_I8, {70, 7, 1, 1}},
+                   {GGML_TYPE_F32, {9, 1, 1, 1}},
+                   {GGML_TYPE_F32, {9, 1, 1, 1}},
+                   {GGML_TYPE_F32, {7, 1, 1, 1}}},
+                  &i8_scaled, sizeof i8_scaled),
+        make_case("i8 K37 N65 M2x3", {{GGML_TYPE_I8, {37, 65, 1, 1}}, {GGML_TYPE_I8, {37, 2, 3, 1}}},
+                  &i8_plain, sizeof i8_plain),
+    };
+    // Packed inputs: bytes of [56, 64) make finite positive row scales.
+    for (int c : {0, 1})
+        cases[size_t(c)].range[1][0] = 56, cases[size_t(c)].range[1][1] = 64;
+    expect_conformant(sd::vulkan::int8_linear_kernel_desc(), cases);
+}
+
+TEST_F(SdInt8Vulkan, QuantizeBitIdenticalToCpu) {
+    std::mt19937_64 rng(kSeed);
+    const QuantizeAttrs attrs{kGroup};
+    for (const auto & [k, rows] : {std::pair<int64_t, int64_t>{256, 1}, {3072, 77}, {1536, 301}, {5120, 3}}) {
+        SCOPED_TRACE("K " + std::to_string(k) + ", rows " + std::to_string(rows));
+        expect_same_as_cpu(quantize_op(),
+                           {{GGML_TYPE_F32, {k, rows, 1, 1}, bytes_of(activations(rng, k, rows))}}, &attrs,
+                           sizeof attrs, "sd.quantize_i8_convrot.vulkan");
+    }
+}
+
+TEST_F(SdInt8Vulkan, LinearBitIdenticalToCpu) {
+    std::mt19937_64 rng(kSeed + 1);
+    // Packed activations of real ConvRot quantization, with weight scales and bias.
+    for (const auto & [k, n, rows] :
+         {std::array<int64_t, 3>{256, 64, 1}, {3072, 200, 77}, {1280, 129, 130}}) {
+        SCOPED_TRACE("packed K " + std::to_string(k) + ", N " + std::to_string(n) + ", rows " +
+                     std::to_string(rows));
+        const LinearAttrs attrs{kInputPacked, kGroup, kGroup, kHasWeightScale | kHasBias, {rows, 1, 1}};
+        expect_same_as_cpu(linear_op(),
+                           {{GGML_TYPE_I8, {k, n, 1, 1}, bytes_of(random_codes(rng, k * n))},
+                            packed_input(activations(rng, k, rows), k, rows),
+                            {GGML_TYPE_F32, {n, 1, 1, 1}, bytes_of(random_floats(rng, n, 1e-4f, 1e-2f))},
+                            {GGML_TYPE_F32, {n, 1, 1, 1}, bytes_of(random_floats(rng, n, -1.0f, 1.0f))}},
+                           &attrs, sizeof attrs, "sd.linear_i8.vulkan");
+    }
+    // I8 codes with an odd K (byte-wise reads) and per-row input scales.
+    const int64_t k = 1001, n = 33, rows = 9;
+    const LinearAttrs attrs{kInputI8, 0, 0, kHasWeightScale | kHasInputScale, {rows, 1, 1}};
+    expect_same_as_cpu(linear_op(),
+                       {{GGML_TYPE_I8, {k, n, 1, 1}, bytes_of(random_codes(rng, k * n))},
+                        {GGML_TYPE_I8, {k, rows, 1, 1}, bytes_of(random_codes(rng, k * rows))},
+                        {GGML_TYPE_F32, {n, 1, 1, 1}, bytes_of(random_floats(rng, n, 1e-4f, 1e-2f))},
+                        {GGML_TYPE_F32, {rows, 1, 1, 1}, bytes_of(random_floats(rng, rows, 1e-3f, 1e-1f))}},
+                       &attrs, sizeof attrs, "sd.linear_i8.vulkan");
+}
+
+// Other group sizes and F32 activations are the CPU's.
+TEST_F(SdInt8Vulkan, UnsupportedLayoutsAreLeftToTheCpu) {
+    Context ctx(ggml_init({size_t{1} << 20, nullptr, true}));
+    ggml_tensor * x = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, 256, 4);
+    ggml_tensor * w = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_I8, 256, 8);
+    ggml_tensor * g64 = ggml_quantize_i8_convrot(ctx.get(), x, 64);
+    ggml_tensor * f32_input = ggml_mul_mat_i8_tensorwise(ctx.get(), w, x, nullptr, nullptr, 256, nullptr);
+    ASSERT_TRUE(g64 && f32_input) << ggml_get_error(ctx.get());
+    for (ggml_tensor * node : {g64, f32_input}) {
+        EXPECT_FALSE(ggml_backend_dev_supports_op(vk_device(), node)) << node->name;
+        EXPECT_TRUE(ggml_backend_dev_supports_op(ggml_backend_get_device(cpu_backend()), node)) << node->name;
+    }
+}
+
+// x -> scale (native) -> quantize G256 -> two linears sharing the packed input -> scale (native), and an
+// F32-input linear (CPU fallback), weights on the Vulkan device; outputs read back as bytes.
+struct Model {
+    static constexpr int64_t kK = 768, kTokens = 45, kN1 = 96, kN2 = 40;
+    Context weights_ctx{ggml_init({size_t{1} << 16, nullptr, true})};
+    Context graph_ctx{ggml_init({size_t{1} << 20, nullptr, true})};
+    Buffer weights;
+    ggml_tensor *w1, *s1, *b1, *w2, *x, *packed, *y1, *y2, *y3;
+    ggml_cgraph * graph;
+
+    Model(ggml_backend_t weights_backend, uint64_t seed) {
+        std::mt19937_64 rng(seed);
+        ggml_context * wc = weights_ctx.get();
+        w1 = ggml_new_tensor_2d(wc, GGML_TYPE_I8, kK, kN1);
+        s1 = ggml_new_tensor_1d(wc, GGML_TYPE_F32, kN1);
+        b1 = ggml_new_tensor_1d(wc, GGML_TYPE_F32, kN1);
+        w2 = ggml_new_tensor_2d(wc, GGML_TYPE_I8, kK, kN2);
+        weights.reset(ggml_backend_alloc_ctx_tensors(wc, weights_backend));
+        ggml_backend_tensor_set(w1, random_codes(rng, kK * kN1).data(), 0, ggml_nbytes(w1));
+        ggml_backend_tensor_set(s1, random_floats(rng, kN1, 1e-4f, 1e-2f).data(), 0, ggml_nbytes(s1));
+        ggml_backend_tensor_set(b1, random_floats(rng, kN1, -1.0f, 1.0f).data(), 0, ggml_nbytes(b1));
+        ggml_backend_tensor_set(w2, random_codes(rng, kK * kN2).data(), 0, ggml_nbytes(w2));
+        ggml_context * c = graph_ctx.get();
+        x = ggml_new_tensor_2d(c, GGML_TYPE_F32, kK, kTokens);
+        ggml_set_input(x);
+        packed = ggml_quantize_i8_convrot(c, ggml_scale(c, x, 0.5f), kGroup);
+        y1 = ggml_scale(c, ggml_mul_mat_i8_tensorwise(c, w1, packed, s1, b1, kGroup, nullptr), 2.0f);
+        y2 = ggml_mul_mat_i8_tensorwise(c, w2, packed, nullptr, nullptr, kGroup, nullptr);
+        y3 = ggml_mul_mat_i8_tensorwise(c, w2, x, nullptr, nullptr, kGroup, nullptr);
+        graph = ggml_new_graph(c);
+        for (ggml_tensor * y : {y1, y2, y3}) {
+            ggml_set_output(y);
+            ggml_build_forward_expand(graph, y);
+        }
+    }
+
+    std::vector<uint8_t> outputs() const {
+        std::vector<uint8_t> all;
+        for (const ggml_tensor * y : {y1, y2, y3}) {
+            std::vector<uint8_t> b(ggml_nbytes(y));
+            ggml_backend_tensor_get(y, b.data(), 0, b.size());
+            all.insert(all.end(), b.begin(), b.end());
+        }
+        return all;
+    }
+};
+
+TEST_F(SdInt8Vulkan, ScheduledGraphOverVulkanAndCpuEqualsCpuAlone) {
+    std::mt19937_64 rng(kSeed + 2);
+    const std::vector<float> input = activations(rng, Model::kK, Model::kTokens);
+
+    Model cpu_model(cpu_backend(), kSeed + 3);
+    Buffer cpu_activations(ggml_backend_alloc_ctx_tensors(cpu_model.graph_ctx.get(), cpu_backend()));
+    ggml_backend_tensor_set(cpu_model.x, input.data(), 0, ggml_nbytes(cpu_model.x));
+    ASSERT_EQ(ggml_backend_graph_compute(cpu_backend(), cpu_model.graph), GGML_STATUS_SUCCESS)
+        << ggml_backend_get_last_error();
+
+    Model vk_model(vk(), kSeed + 3);
+    ggml_backend_t backends[] = {vk(), cpu_backend()};
+    Sched sched(ggml_backend_sched_new(backends, nullptr, 2, 256, false, false));
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), vk_model.graph)) << ggml_backend_get_last_error();
+    ggml_backend_tensor_set(vk_model.x, input.data(), 0, ggml_nbytes(vk_model.x));
+    ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), vk_model.graph), GGML_STATUS_SUCCESS)
+        << ggml_backend_get_last_error();
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), vk_model.packed), vk());
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), vk_model.y1->src[0]), vk());
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), vk_model.y2), vk());
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), vk_model.y3), cpu_backend());
+    EXPECT_TRUE(vk_model.outputs() == cpu_model.outputs());
+}
+
+}  // namespace
