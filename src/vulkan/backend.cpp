@@ -4,27 +4,34 @@
 
 namespace ggx::vulkan {
 
+namespace {
+
+// Multiply-adds of the matrix ops, for the submission threshold (other ops count as commands only).
+double node_flops(const ggml_tensor * node) {
+    if (node->op == GGML_OP_MUL_MAT)
+        return 2.0 * static_cast<double>(node->src[0]->ne[0]) * ggml_nelements(node);
+    if (node->op == GGML_OP_FLASH_ATTN_EXT) {
+        const ggml_tensor *q = node->src[0], *k = node->src[1];
+        return 4.0 * static_cast<double>(q->ne[0]) * q->ne[1] * q->ne[2] * q->ne[3] * k->ne[1];
+    }
+    return 0.0;
+}
+
+}  // namespace
+
 Backend::Backend(ggml_backend_dev_t owner, BufferType & buffer_type)
     : owner_(owner), buffer_type_(buffer_type), device_(buffer_type.vulkan()), arena_(device_) {
     VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     pool_info.queueFamilyIndex = device_.queue_family();
     check(vkCreateCommandPool(device_.handle(), &pool_info, nullptr, &pool_), "vkCreateCommandPool");
-    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    alloc.commandPool = pool_;
-    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    alloc.commandBufferCount = 1;
-    const VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VkResult result = vkAllocateCommandBuffers(device_.handle(), &alloc, &commands_);
-    if (result == VK_SUCCESS) result = vkCreateFence(device_.handle(), &fence_info, nullptr, &fence_);
-    if (result != VK_SUCCESS) {
-        vkDestroyCommandPool(device_.handle(), pool_, nullptr);
-        check(result, "creating the backend's command buffer");
-    }
 }
 
 Backend::~Backend() {
-    vkDestroyFence(device_.handle(), fence_, nullptr);
+    wait_in_flight();
+    for (const Commands & c : free_)
+        vkDestroyFence(device_.handle(), c.fence, nullptr);
+    if (open_.fence) vkDestroyFence(device_.handle(), open_.fence, nullptr);
     vkDestroyCommandPool(device_.handle(), pool_, nullptr);
 }
 
@@ -50,38 +57,93 @@ Arg Backend::reserve_workspace(size_t bytes) {
     return {workspace_->handle(), 0, bytes, true};
 }
 
-Recorder & Backend::recording() {
-    if (recorder_) return *recorder_;
-    check(vkResetCommandBuffer(commands_, 0), "vkResetCommandBuffer");
-    arena_.reset();
+VkCommandBuffer Backend::begin_commands() {
+    if (free_.empty()) {
+        Commands c;
+        VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+        alloc.commandPool = pool_;
+        alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        alloc.commandBufferCount = 1;
+        check(vkAllocateCommandBuffers(device_.handle(), &alloc, &c.buffer), "vkAllocateCommandBuffers");
+        const VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        check(vkCreateFence(device_.handle(), &fence_info, nullptr, &c.fence), "vkCreateFence");
+        free_.push_back(c);
+    }
+    open_ = free_.back();
+    free_.pop_back();
+    check(vkResetCommandBuffer(open_.buffer, 0), "vkResetCommandBuffer");
     VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    check(vkBeginCommandBuffer(commands_, &begin), "vkBeginCommandBuffer");
-    return recorder_.emplace(device_, commands_, arena_);
+    check(vkBeginCommandBuffer(open_.buffer, &begin), "vkBeginCommandBuffer");
+    return open_.buffer;
+}
+
+Recorder & Backend::recording() {
+    if (recorder_) return *recorder_;
+    arena_.reset();  // every earlier submission has completed
+    commands_at_submit_ = 0;
+    pending_flops_ = 0.0;
+    last_submissions_ = 0;
+    return recorder_.emplace(device_, begin_commands(), arena_);
+}
+
+void Backend::submit_commands() {
+    const Commands c = open_;
+    open_ = {};
+    check(vkEndCommandBuffer(c.buffer), "vkEndCommandBuffer");
+    check(vkResetFences(device_.handle(), 1, &c.fence), "vkResetFences");
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &c.buffer;
+    in_flight_.push_back(c);  // its fence is waited for even if the submission fails
+    device_.submit(submit, c.fence);
+    ++last_submissions_;
+}
+
+// Barriers in later buffers order their commands after every earlier submission to the queue, so
+// the recorder's hazard tracking carries on across buffers.
+void Backend::submit_if_due() {
+    const size_t pending = recorder_->n_commands() - commands_at_submit_;
+    if (pending < kSubmitCommands && pending_flops_ < kSubmitFlops) return;
+    submit_commands();
+    recorder_->set_commands(begin_commands());
+    commands_at_submit_ = recorder_->n_commands();
+    pending_flops_ = 0.0;
+}
+
+void Backend::wait_in_flight() {
+    for (const Commands & c : in_flight_) {
+        vkWaitForFences(device_.handle(), 1, &c.fence, VK_TRUE, UINT64_MAX);
+        free_.push_back(c);
+    }
+    in_flight_.clear();
 }
 
 void Backend::discard_recording() {
     if (!recorder_) return;
-    vkEndCommandBuffer(commands_);
+    vkEndCommandBuffer(open_.buffer);
+    free_.push_back(open_);
+    open_ = {};
     recorder_.reset();
+    wait_in_flight();
     retired_.clear();
 }
 
 void Backend::submit_recording() {
     if (!recorder_) return;
-    const Recorder recorded = *recorder_;
-    recorder_.reset();
-    last_dispatches_ = recorded.n_dispatches();
-    last_barriers_ = recorded.n_barriers();
-    check(vkEndCommandBuffer(commands_), "vkEndCommandBuffer");
-    if (recorded.n_commands() > 0) {
-        check(vkResetFences(device_.handle(), 1, &fence_), "vkResetFences");
-        VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-        submit.commandBufferCount = 1;
-        submit.pCommandBuffers = &commands_;
-        device_.submit(submit, fence_);
-        check(vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    last_dispatches_ = recorder_->n_dispatches();
+    last_barriers_ = recorder_->n_barriers();
+    if (recorder_->n_commands() > commands_at_submit_) {
+        submit_commands();
+    } else {
+        vkEndCommandBuffer(open_.buffer);
+        free_.push_back(open_);
+        open_ = {};
     }
+    recorder_.reset();
+    for (const Commands & c : in_flight_)
+        check(vkWaitForFences(device_.handle(), 1, &c.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    wait_in_flight();
     retired_.clear();
 }
 
@@ -97,6 +159,8 @@ void Backend::record(ggml_cgraph * graph, const Arg & workspace) {
         } catch (const Error & e) {
             throw Error(backend::describe_node(i, node) + ": " + e.what());
         }
+        pending_flops_ += node_flops(node);
+        submit_if_due();
     }
 }
 
@@ -116,18 +180,16 @@ ggml_status Backend::end_plan() {
     return guarded([&] { submit_recording(); });
 }
 
-Recorder * Backend::plan_recorder() {
+ggml_status Backend::record_extension(const std::function<void(Recorder &)> & record) {
     if (!in_plan_) {
-        backend::set_last_error(std::string(name()) +
-                                ": extension work can only be recorded while a plan executes");
-        return nullptr;
+        return backend::fail(
+            GGML_STATUS_FAILED,
+            std::string(name()) + ": extension work can only be recorded while a plan executes");
     }
-    try {
-        return &recording();
-    } catch (const Error & e) {
-        backend::set_last_error(std::string(name()) + ": " + e.what());
-        return nullptr;
-    }
+    return guarded([&] {
+        record(recording());
+        submit_if_due();
+    });
 }
 
 template <class F>

@@ -1,9 +1,11 @@
-// The Vulkan backend: records a graph into one command buffer and submits it once on its device's
-// compute queue, then waits for it. Within a plan (begin_plan .. end_plan) the native ranges and the
-// extensions' dispatches and copies (ggml_ext_vulkan_v1) go into the same command buffer, which
-// end_plan submits.
+// The Vulkan backend: records a graph into command buffers on its device's compute queue and waits
+// for them at the end. Within a plan (begin_plan .. end_plan) the native ranges and the extensions'
+// dispatches and copies (ggml_ext_vulkan_v1) are recorded together: one counter of commands and of
+// matrix FLOPs decides when a command buffer is submitted early (so the device starts while the
+// rest is recorded), and end_plan submits the rest and waits.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -25,14 +27,20 @@ public:
     void begin_plan() override;
     ggml_status end_plan() override;
 
-    // The recording of the executing plan, for extension work; nullptr (with an error set) outside
-    // a plan or when recording cannot start.
-    Recorder * plan_recorder();
+    // Records extension work (record(recorder)) into the executing plan, counting toward the
+    // submission thresholds. FAILED with an error outside a plan or when record throws.
+    ggml_status record_extension(const std::function<void(Recorder &)> & record);
+    bool in_plan() const { return in_plan_; }
     Device & vulkan() const { return device_; }
 
-    // Dispatches and barriers of the last submission (for tests).
+    // Of the last completed graph or plan (for tests): dispatches, barriers and queue submissions.
     size_t last_dispatches() const { return last_dispatches_; }
     size_t last_barriers() const { return last_barriers_; }
+    size_t last_submissions() const { return last_submissions_; }
+
+    // A command buffer is submitted early once it holds this many commands or matrix FLOPs.
+    static constexpr size_t kSubmitCommands = 100;
+    static constexpr double kSubmitFlops = 4e9;
 
 private:
     ggml_status check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const;
@@ -40,9 +48,16 @@ private:
     // The open recording, begun on first use.
     Recorder & recording();
     void record(ggml_cgraph * graph, const Arg & workspace);
-    // Ends, submits and waits for the open recording (nothing to do without one).
+    // A command buffer from the free list (or a new one), begun.
+    VkCommandBuffer begin_commands();
+    // Ends and submits the open command buffer without waiting.
+    void submit_commands();
+    // Submits early when the thresholds are reached (the recording continues in a new buffer).
+    void submit_if_due();
+    // Submits the open recording and waits for every submission (nothing to do without one).
     void submit_recording();
     void discard_recording();
+    void wait_in_flight();
     // Runs f; an Error discards the recording and becomes a FAILED status with the message.
     template <class F>
     ggml_status guarded(F f);
@@ -50,15 +65,21 @@ private:
     ggml_backend_dev_t owner_;
     BufferType & buffer_type_;
     Device & device_;
+    struct Commands {
+        VkCommandBuffer buffer = VK_NULL_HANDLE;
+        VkFence fence = VK_NULL_HANDLE;
+    };
     VkCommandPool pool_ = VK_NULL_HANDLE;
-    VkCommandBuffer commands_ = VK_NULL_HANDLE;
-    VkFence fence_ = VK_NULL_HANDLE;
+    std::vector<Commands> free_, in_flight_;
+    Commands open_;                  // being recorded (valid while recorder_ is)
+    size_t commands_at_submit_ = 0;  // recorder_->n_commands() when the last buffer was submitted
+    double pending_flops_ = 0.0;
     DescriptorArena arena_;
     std::unique_ptr<Buffer> workspace_;
     std::vector<std::unique_ptr<Buffer>> retired_;  // replaced workspaces the recording may still use
     std::optional<Recorder> recorder_;
     bool in_plan_ = false;
-    size_t last_dispatches_ = 0, last_barriers_ = 0;
+    size_t last_dispatches_ = 0, last_barriers_ = 0, last_submissions_ = 0;
 };
 
 }  // namespace ggx::vulkan

@@ -3,6 +3,7 @@
 #include <ggml-ext.h>
 
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,22 @@ bool resolve(const Device & device, const ggml_ext_vulkan_range & range, const s
     }
     out = {buffer, base + range.offset, base + range.offset + size};
     return true;
+}
+
+// Whether vk is executing a plan (extension work is recorded only then); else sets the error.
+bool in_plan(const Backend & vk, const std::string & what) {
+    if (vk.in_plan()) return true;
+    ggml_ext_set_error(
+        (what + ": " + vk.name() + ": extension work can only be recorded while a plan executes").c_str());
+    return false;
+}
+
+// Records through the backend (which counts it toward early submission); its error prefixed by what.
+ggml_status record(Backend & vk, const std::string & what, const std::function<void(Recorder &)> & f) {
+    const ggml_status status = vk.record_extension(f);
+    if (status != GGML_STATUS_SUCCESS)
+        ggml_ext_set_error((what + ": " + ggml_backend_get_last_error()).c_str());
+    return status;
 }
 
 bool device_info(ggml_backend_dev_t device, ggml_ext_vulkan_device_info * info) {
@@ -129,22 +146,19 @@ ggml_status dispatch(ggml_backend_t backend, const ggml_ext_vulkan_dispatch * d)
         }
         args.push_back({r.buffer->handle(), begin, r.end - begin, d->bindings[i].written});
     }
-    Recorder * recorder = vk->plan_recorder();
-    if (!recorder) {
-        ggml_ext_set_error((what + ": " + ggml_backend_get_last_error()).c_str());
-        return GGML_STATUS_FAILED;
-    }
+    if (!in_plan(*vk, what)) return GGML_STATUS_FAILED;
+    const Pipeline * pipeline = nullptr;
     try {
-        const Pipeline & pipeline =
-            device.pipeline(module_key(*d), d->spirv, d->spirv_bytes / 4,
-                            std::vector<uint32_t>(d->constants, d->constants + d->n_constants));
-        recorder->dispatch(pipeline, args, d->push_constants, d->push_constants_bytes,
-                           {d->groups[0], d->groups[1], d->groups[2]});
+        pipeline = &device.pipeline(module_key(*d), d->spirv, d->spirv_bytes / 4,
+                                    std::vector<uint32_t>(d->constants, d->constants + d->n_constants));
     } catch (const Error & e) {
         ggml_ext_set_error((what + ": " + e.what()).c_str());
         return GGML_STATUS_FAILED;
     }
-    return GGML_STATUS_SUCCESS;
+    return record(*vk, what, [&](Recorder & r) {
+        r.dispatch(*pipeline, args, d->push_constants, d->push_constants_bytes,
+                   {d->groups[0], d->groups[1], d->groups[2]});
+    });
 }
 
 ggml_status copy(ggml_backend_t backend, const ggml_ext_vulkan_range * dst,
@@ -164,14 +178,11 @@ ggml_status copy(ggml_backend_t backend, const ggml_ext_vulkan_range * dst,
         ggml_ext_set_error((std::string("copy: ") + problem).c_str());
         return GGML_STATUS_FAILED;
     }
-    Recorder * recorder = vk->plan_recorder();
-    if (!recorder) {
-        ggml_ext_set_error((std::string("copy: ") + ggml_backend_get_last_error()).c_str());
-        return GGML_STATUS_FAILED;
-    }
-    recorder->copy({to.buffer->handle(), to.begin, bytes, true},
-                   {from.buffer->handle(), from.begin, bytes, false});
-    return GGML_STATUS_SUCCESS;
+    if (!in_plan(*vk, "copy")) return GGML_STATUS_FAILED;
+    return record(*vk, "copy", [&](Recorder & r) {
+        r.copy({to.buffer->handle(), to.begin, bytes, true},
+               {from.buffer->handle(), from.begin, bytes, false});
+    });
 }
 
 const ggml_ext_vulkan_v1 kService = {

@@ -51,6 +51,8 @@ public:
         : device_(device), commands_(commands), arena_(arena) {}
 
     Device & device() const { return device_; }
+    // Continues in another command buffer (after the previous one was submitted).
+    void set_commands(VkCommandBuffer commands) { commands_ = commands; }
 
     // The binding of tensor's bytes (a view's own extent), starting at the aligned offset at or below
     // its first byte. Throws Error when the tensor is not in this device's memory or its extent is

@@ -157,6 +157,42 @@ TEST_F(Vulkan, ComputesAGraphInOneSubmissionWithBarriersOnlyBetweenDependentNode
     }
 }
 
+// A graph is recorded into command buffers of at most Backend::kSubmitCommands commands, each
+// submitted as soon as it is full, and waited for at the end.
+TEST_F(Vulkan, SubmitsEveryHundredCommandsWhileRecording) {
+    ggml_tensor * x = input(64);
+    ggml_tensor * one = input(64);
+    ggml_tensor * y = x;
+    for (int i = 0; i < 250; ++i)
+        y = ggml_add(ctx(), y, one);
+    alloc();
+    write_f32(x, std::vector<float>(64, 0.5f));
+    write_f32(one, std::vector<float>(64, 1.0f));
+    ggml_cgraph * graph = ggml_new_graph_custom(ctx(), 512, false);
+    ggml_build_forward_expand(graph, y);
+    ASSERT_EQ(ggml_backend_graph_compute(vk(), graph), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_EQ(vk_impl().last_dispatches(), 250u);
+    EXPECT_EQ(vk_impl().last_submissions(), 3u);
+    EXPECT_EQ(read_f32(y), std::vector<float>(64, 250.5f));
+}
+
+// Matrix products count their FLOPs: four products of 1.07 GFLOP fill one command buffer.
+TEST_F(Vulkan, SubmitsOnceTheMatrixFlopsReachTheThreshold) {
+    ggml_tensor * w = input(512, 1024);
+    ggml_tensor * x = input(512, 1024);
+    ggml_tensor * sum = nullptr;
+    for (int i = 0; i < 4; ++i) {
+        ggml_tensor * p = ggml_mul_mat(ctx(), w, x);  // 2 * 512 * 1024 * 1024 FLOPs
+        sum = sum ? ggml_add(ctx(), sum, p) : p;
+    }
+    alloc();
+    write_f32(w, std::vector<float>(512 * 1024, 0.25f));
+    write_f32(x, std::vector<float>(512 * 1024, 0.5f));
+    ASSERT_EQ(compute(sum), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_EQ(vk_impl().last_submissions(), 2u);  // the fourth product crosses 4e9; its add follows
+    EXPECT_EQ(read_f32(sum), std::vector<float>(1024 * 1024, 4 * 512 * 0.125f));
+}
+
 TEST_F(Vulkan, RefusesNodesOutsideItsMemoryAndUnsupportedNodes) {
     ggml_tensor * a = input(16);
     ggml_tensor * y = ggml_add(ctx(), a, a);

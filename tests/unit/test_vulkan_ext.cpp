@@ -252,11 +252,63 @@ TEST_F(VulkanExt, ExtensionWorkIsRecordedInOrderWithNativeWorkInOneSubmission) {
     ASSERT_EQ(compute(out), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_EQ(vk_impl().last_dispatches(), 3u);  // add, scale, mul; the dup is a copy command
     EXPECT_EQ(vk_impl().last_barriers(), 3u);
+    EXPECT_EQ(vk_impl().last_submissions(), 1u);
     const std::vector<float> got = read_f32(out);
     for (size_t i = 0; i < got.size(); ++i) {
         const float want = ((va[i] + vb[i]) * 3.0f + 1.0f) * va[i];
         ASSERT_NEAR(got[i], want, 1e-5f * (1.0f + std::fabs(want))) << i;
     }
+}
+
+// Native dispatches and the extension's count toward one submission threshold: 60 extension scales
+// and 60 native adds are 120 commands, so one early submission and one at the end.
+TEST_F(VulkanExt, NativeAndExtensionCommandsShareTheSubmissionCounter) {
+    ggml_tensor * x = input(32);
+    ggml_tensor * one = input(32);
+    ggml_tensor * y = x;
+    for (int i = 0; i < 60; ++i)
+        y = ggml_add(ctx(), ggml_scale(ctx(), y, 0.5f), one);
+    alloc();
+    write_f32(x, std::vector<float>(32, 2.0f));
+    write_f32(one, std::vector<float>(32, 1.0f));
+    ggml_cgraph * graph = ggml_new_graph_custom(ctx(), 256, false);
+    ggml_build_forward_expand(graph, y);
+    ASSERT_EQ(ggml_backend_graph_compute(vk(), graph), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_EQ(vk_impl().last_dispatches(), 120u);
+    EXPECT_EQ(vk_impl().last_submissions(), 2u);
+    EXPECT_EQ(read_f32(y), std::vector<float>(32, 2.0f));  // 2 is the fixed point of x / 2 + 1
+}
+
+// With an eval callback the scheduler runs node by node, each fragment submitted on its own: the
+// callback sees every result, the extension's included, when it is asked.
+TEST_F(VulkanExt, EvalCallbacksSeeEachFragmentsResults) {
+    Context c(ggml_init({size_t{1} << 20, nullptr, true}));
+    ggml_tensor * a = ggml_new_tensor_1d(c.get(), GGML_TYPE_F32, 100);
+    ggml_set_input(a);
+    ggml_tensor * scaled = ggml_scale(c.get(), a, 3.0f);  // the extension kernel
+    ggml_set_name(scaled, "scaled");
+    ggml_tensor * y = ggml_add(c.get(), scaled, a);
+    ggml_set_output(y);
+    ggml_cgraph * graph = ggml_new_graph(c.get());
+    ggml_build_forward_expand(graph, y);
+    Backend cpu(ggml_backend_cpu_init());
+    ggml_backend_t backends[] = {vk(), cpu.get()};
+    Sched sched(ggml_backend_sched_new(backends, nullptr, 2, 256, false, false));
+    std::vector<float> seen;
+    const auto callback = [](ggml_tensor * t, bool ask, void * data) {
+        if (ask) return std::strcmp(t->name, "scaled") == 0;
+        *static_cast<std::vector<float> *>(data) = read_f32(t);
+        return true;
+    };
+    ggml_backend_sched_set_eval_callback(sched.get(), callback, &seen);
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), graph)) << ggml_backend_get_last_error();
+    write_f32(a, ramp(100, -1.0f, 0.02f));
+    ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), graph), GGML_STATUS_SUCCESS)
+        << ggml_backend_get_last_error();
+    const std::vector<float> in = ramp(100, -1.0f, 0.02f);
+    ASSERT_EQ(seen.size(), in.size());
+    for (size_t i = 0; i < in.size(); ++i)
+        EXPECT_FLOAT_EQ(seen[i], in[i] * 3.0f) << i;
 }
 
 TEST_F(VulkanExt, SchedulerOverVulkanAndCpuRunsTheExtensionKernels) {
