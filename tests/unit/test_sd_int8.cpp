@@ -195,34 +195,46 @@ TEST(SdInt8ConvRot, ButterflyEqualsDigitFormulaAndIsSelfInverse) {
 
 // ---- quantization and the packed layout ----------------------------------------------------
 
+// Quantizes random F32 [k, ne1, ne2] (one zero row, one row with a large outlier) and compares the
+// packed output byte for byte with ref_packed on every target and thread count.
+void expect_packed_matches(int64_t k, int64_t ne1, int64_t ne2, int g) {
+    SCOPED_TRACE("K " + std::to_string(k) + " rows " + std::to_string(ne1 * ne2) + " G " + std::to_string(g));
+    Ctx ctx(ggml_init({64u << 20, nullptr, false}));
+    std::mt19937_64 rng(kSeed + uint64_t(k));
+    const int64_t rows = ne1 * ne2;
+    std::vector<float> x = random_floats(rng, size_t(k * rows), -3.0f, 3.0f);
+    std::fill_n(x.begin() + k, k, 0.0f);  // a zero row: scale 0, all-zero codes
+    if (rows > 2) {                       // a row with one large outlier: clamping and tiny codes
+        x[size_t(2 * k)] = 1e6f;
+    }
+    ggml_tensor * a = tensor(ctx.get(), GGML_TYPE_F32, {k, ne1, ne2}, x.data());
+    ggml_tensor * q = ggml_quantize_i8_convrot(ctx.get(), a, g);
+    ASSERT_NE(q, nullptr) << ggml_get_error(ctx.get());
+    ASSERT_EQ(q->ne[0], k);
+    ASSERT_EQ(q->ne[1], packed_rows_pad(rows) + (rows * 4 + k - 1) / k);
+    ggml_cgraph * graph = ggml_new_graph(ctx.get());
+    ggml_build_forward_expand(graph, q);
+    const std::vector<int8_t> expected = ref_packed(x.data(), k, rows, g);
+    compute_everywhere(graph, q,
+                       [&] { ASSERT_EQ(0, std::memcmp(q->data, expected.data(), expected.size())); });
+}
+
 TEST_F(Int8Test, QuantizePackedLayoutByteForByte) {
     struct Case {
         int64_t k, ne1, ne2;
         int g;
     };
     for (const Case c : {Case{256, 5, 1, 256}, Case{64, 7, 2, 64}, Case{48, 3, 1, 16}, Case{12, 9, 1, 4},
-                         Case{37, 6, 1, 1}, Case{3, 5, 1, 1}, Case{8192, 3, 1, 256}, Case{5120, 2, 1, 64}}) {
-        SCOPED_TRACE("K " + std::to_string(c.k) + " rows " + std::to_string(c.ne1 * c.ne2) + " G " +
-                     std::to_string(c.g));
-        Ctx ctx(ggml_init({64u << 20, nullptr, false}));
-        std::mt19937_64 rng(kSeed + uint64_t(c.k));
-        const int64_t rows = c.ne1 * c.ne2;
-        std::vector<float> x = random_floats(rng, size_t(c.k * rows), -3.0f, 3.0f);
-        std::fill_n(x.begin() + c.k, c.k, 0.0f);  // a zero row: scale 0, all-zero codes
-        if (rows > 2) {                           // a row with one large outlier: clamping and tiny codes
-            x[size_t(2 * c.k)] = 1e6f;
-        }
-        ggml_tensor * a = tensor(ctx.get(), GGML_TYPE_F32, {c.k, c.ne1, c.ne2}, x.data());
-        ggml_tensor * q = ggml_quantize_i8_convrot(ctx.get(), a, c.g);
-        ASSERT_NE(q, nullptr) << ggml_get_error(ctx.get());
-        ASSERT_EQ(q->ne[0], c.k);
-        ASSERT_EQ(q->ne[1], packed_rows_pad(rows) + (rows * 4 + c.k - 1) / c.k);
-        ggml_cgraph * graph = ggml_new_graph(ctx.get());
-        ggml_build_forward_expand(graph, q);
-        const std::vector<int8_t> expected = ref_packed(x.data(), c.k, rows, c.g);
-        compute_everywhere(graph, q,
-                           [&] { ASSERT_EQ(0, std::memcmp(q->data, expected.data(), expected.size())); });
-    }
+                         Case{37, 6, 1, 1}, Case{3, 5, 1, 1}, Case{8192, 3, 1, 256}, Case{5120, 2, 1, 64}})
+        expect_packed_matches(c.k, c.ne1, c.ne2, c.g);
+}
+
+// Every group size with one group per row, an odd number of groups (vector and 64-value tails) and one
+// group more than the 4096-value buffer (chunked rows with a one-group last chunk), odd row counts.
+TEST_F(Int8Test, QuantizeEveryGroupSizeAndRowLength) {
+    for (int g : {1, 4, 16, 64, 256})
+        for (int64_t k : {int64_t(g), int64_t(5 * g), int64_t(4096 + g)})
+            expect_packed_matches(k, 7, g == 16 ? 3 : 1, g);
 }
 
 TEST_F(Int8Test, QuantizeRoundsHalfToEvenAndClamps) {

@@ -6,7 +6,9 @@
 // scale = amax / 127, inv = scale == 0 ? 0 : 1 / scale, q = round_half_even(clamp(v * inv, ±127))
 // (clamping to integer bounds before rounding equals clamping after). Rows whose rotated copy fits
 // a 16 KiB stack buffer are rotated once; longer rows are rotated twice, chunk by chunk (once for
-// amax, once to quantize), which gives bit-identical values and needs no scratch.
+// amax, once to quantize), which gives bit-identical values and needs no scratch. AVX-512 rotates
+// each group in registers in one pass (amax folded in), other targets stage by stage in the buffer;
+// then one quantizing pass reads the buffer.
 //
 // GEMM: y[r, o] = float(sum_k W[o, k] * X[r, k]) * s_x[r] * s_w[o] + b[o], each step an F32 op in
 // that order (this file is compiled with -ffp-contract=off). The int32 sums are exact:
@@ -40,9 +42,11 @@
 #include <ggml-cpu.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "common/int8.h"
 
@@ -121,6 +125,134 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // ---- ConvRot and row quantization -----------------------------------------------------------
 
+HWY_INLINE float absmax(const float * HWY_RESTRICT v, int64_t n, float m) {
+    const hn::ScalableTag<float> df;
+    const int64_t L = static_cast<int64_t>(hn::Lanes(df));
+    auto acc = hn::Zero(df);
+    int64_t i = 0;
+    for (; i + L <= n; i += L)
+        acc = hn::Max(acc, hn::Abs(hn::LoadU(df, v + i)));
+    m = std::max(m, hn::GetLane(hn::MaxOfLanes(df, acc)));
+    for (; i < n; ++i)
+        m = std::max(m, std::fabs(v[i]));
+    return m;
+}
+
+#if HWY_TARGET <= HWY_AVX3
+// 16-lane targets: one pass per group, in registers. A group of G >= 16 values is G / 16 vectors (a
+// vector holds four groups of G = 4); the strides 1 and 4 are within a vector (the lanes of each
+// 128-bit block, then the blocks), the larger strides across vectors.
+using V16 = hn::Vec512<float>;
+
+// The four units (lanes of each block, or blocks) of v rearranged as units i0, i1, i2, i3.
+template <bool kBlocks, int i0, int i1, int i2, int i3>
+HWY_INLINE V16 units(V16 v) {
+    constexpr int imm = i0 | i1 << 2 | i2 << 4 | i3 << 6;
+    if constexpr (kBlocks)  // (masked: GCC 12's unmasked form trips -Wmaybe-uninitialized)
+        return V16{_mm512_maskz_shuffle_f32x4(0xFFFF, v.raw, v.raw, imm)};
+    else
+        return V16{_mm512_shuffle_ps(v.raw, v.raw, imm)};
+}
+
+// The signs of the multiply-adds below, per unit.
+struct Signs {
+    V16 pq, c, d;
+};
+
+template <bool kBlocks>
+HWY_INLINE Signs unit_signs() {
+    const hn::ScalableTag<float> df;
+    const auto per_unit = [&](const float(&s)[4]) {
+        HWY_ALIGN float lanes[16];
+        for (int i = 0; i < 16; ++i)
+            lanes[i] = s[kBlocks ? i / 4 : i % 4];
+        return hn::Load(df, lanes);
+    };
+    return {per_unit({1, 1, -1, -1}), per_unit({1, -1, 1, 1}), per_unit({-1, 1, 1, 1})};
+}
+
+// The butterfly over the units a, b, c, d of v, each output in the spec's order: (a+b, a+b, a-b, b-a) =
+// (a, a, a, b) + (1, 1, -1, -1) * (b, b, b, a), then +-c, then +-d. A multiply-add by +-1 rounds once,
+// exactly like the addition or subtraction it stands for.
+template <bool kBlocks>
+HWY_INLINE V16 butterfly_within(V16 v, const Signs & s) {
+    const V16 t = hn::MulAdd(units<kBlocks, 1, 1, 1, 0>(v), s.pq, units<kBlocks, 0, 0, 0, 1>(v));
+    return hn::MulAdd(units<kBlocks, 3, 3, 3, 3>(v), s.d, hn::MulAdd(units<kBlocks, 2, 2, 2, 2>(v), s.c, t));
+}
+
+// The butterfly over four vectors, as written in the spec.
+HWY_INLINE void butterfly_across(V16 & a, V16 & b, V16 & c, V16 & e) {
+    const V16 ab = hn::Add(a, b), p0 = hn::Sub(hn::Add(ab, c), e), p1 = hn::Add(hn::Sub(ab, c), e);
+    const V16 p2 = hn::Add(hn::Add(hn::Sub(a, b), c), e), p3 = hn::Add(hn::Add(hn::Sub(b, a), c), e);
+    a = p0, b = p1, c = p2, e = p3;
+}
+
+// f(0), ..., f(n - 1), unrolled.
+template <int n, class F>
+HWY_INLINE void unrolled(F f) {
+    [&]<int... i>(std::integer_sequence<int, i...>) { (f(i), ...); }
+    (std::make_integer_sequence<int, n>());
+}
+
+// Rotates the max(G, 16) values at src into dst (scale: 1/sqrt(G)); returns max(m, |rotated|) lane-wise.
+template <int G>
+HWY_INLINE V16 rotate_vectors(const float * HWY_RESTRICT src, float * HWY_RESTRICT dst, V16 scale,
+                              const Signs & lanes, const Signs & blocks, V16 m) {
+    constexpr int kN = G < 16 ? 1 : G / 16, kAcross = G < 64 ? 0 : G == 64 ? 1 : 2;
+    const hn::ScalableTag<float> df;
+    V16 v[kN];  // in registers: every index below is a constant
+    unrolled<kN>([&](int i) {
+        v[i] = butterfly_within<false>(hn::Mul(hn::LoadU(df, src + 16 * i), scale), lanes);
+        if constexpr (G >= 16) v[i] = butterfly_within<true>(v[i], blocks);
+    });
+    unrolled<kAcross>([&](int t) {
+        const int s = t == 0 ? 1 : 4;  // stride in vectors
+        unrolled<kN / 4>([&](int q) {
+            const int j = q / s * 4 * s + q % s;
+            butterfly_across(v[j], v[j + s], v[j + 2 * s], v[j + 3 * s]);
+        });
+    });
+    unrolled<kN>([&](int i) {
+        hn::StoreU(v[i], df, dst + 16 * i);
+        m = hn::Max(m, hn::Abs(v[i]));
+    });
+    return m;
+}
+
+template <int G>
+HWY_INLINE float rotate_groups(const float * HWY_RESTRICT src, float * HWY_RESTRICT v, int64_t n, float m) {
+    const hn::ScalableTag<float> df;
+    const Signs lanes = unit_signs<false>(), blocks = unit_signs<true>();
+    const V16 scale = hn::Set(df, G == 4 ? 0.5f : G == 16 ? 0.25f : G == 64 ? 0.125f : 0.0625f);
+    constexpr int64_t kStep = G < 16 ? 16 : G;
+    auto acc = hn::Zero(df);
+    int64_t i = 0;
+    for (; i + kStep <= n; i += kStep)
+        acc = rotate_vectors<G>(src + i, v + i, scale, lanes, blocks, acc);
+    if (i < n) {  // G = 4: the last n - i < 16 values
+        const auto mask = hn::FirstN(df, static_cast<size_t>(n - i));
+        const auto x = butterfly_within<false>(hn::Mul(hn::MaskedLoad(mask, df, src + i), scale), lanes);
+        hn::BlendedStore(x, mask, df, v + i);
+        acc = hn::Max(acc, hn::Abs(x));
+    }
+    return std::max(m, hn::GetLane(hn::MaxOfLanes(df, acc)));
+}
+
+// Rotates the n values at src into v (n a multiple of G > 1); returns max(m, max |v|).
+HWY_NOINLINE float rotate_chunk(const float * HWY_RESTRICT src, float * HWY_RESTRICT v, int64_t n, int group,
+                                float m) {
+    switch (group) {
+        case 4:
+            return rotate_groups<4>(src, v, n, m);
+        case 16:
+            return rotate_groups<16>(src, v, n, m);
+        case 64:
+            return rotate_groups<64>(src, v, n, m);
+        default:
+            return rotate_groups<256>(src, v, n, m);
+    }
+}
+#else
 // One radix-4 stage of stride s (s a multiple of Lanes(d)) over a chunk of n values.
 template <class D>
 HWY_INLINE void stage_vec(D d, float * HWY_RESTRICT v, int64_t n, int64_t s) {
@@ -167,7 +299,7 @@ HWY_INLINE void stage_scalar(float * v, int64_t n, int64_t s) {
 // Rotates the n values at src into v (n a multiple of G > 1) group by group: scale by 1/sqrt(G) (an
 // exact power of two), then the stages of strides 1, 4, ..., G/4 (each stage over all groups of the chunk
 // at once: groups are independent and the order within a group is the spec's).
-HWY_NOINLINE void rotate_chunk(const float * HWY_RESTRICT src, float * HWY_RESTRICT v, int64_t n, int group) {
+HWY_INLINE void rotate_values(const float * HWY_RESTRICT src, float * HWY_RESTRICT v, int64_t n, int group) {
     const hn::ScalableTag<float> df;
     const hn::CappedTag<float, 4> d4;
     const int64_t L = static_cast<int64_t>(hn::Lanes(df)), L4 = static_cast<int64_t>(hn::Lanes(d4));
@@ -195,18 +327,12 @@ HWY_NOINLINE void rotate_chunk(const float * HWY_RESTRICT src, float * HWY_RESTR
     }
 }
 
-HWY_INLINE float absmax(const float * HWY_RESTRICT v, int64_t n, float m) {
-    const hn::ScalableTag<float> df;
-    const int64_t L = static_cast<int64_t>(hn::Lanes(df));
-    auto acc = hn::Zero(df);
-    int64_t i = 0;
-    for (; i + L <= n; i += L)
-        acc = hn::Max(acc, hn::Abs(hn::LoadU(df, v + i)));
-    m = std::max(m, hn::GetLane(hn::MaxOfLanes(df, acc)));
-    for (; i < n; ++i)
-        m = std::max(m, std::fabs(v[i]));
-    return m;
+HWY_NOINLINE float rotate_chunk(const float * HWY_RESTRICT src, float * HWY_RESTRICT v, int64_t n, int group,
+                                float m) {
+    rotate_values(src, v, n, group);
+    return absmax(v, n, m);
 }
+#endif
 
 HWY_INLINE void quantize_values(const float * HWY_RESTRICT v, int64_t n, float inv, int8_t * HWY_RESTRICT q) {
     const hn::ScalableTag<float> df;
@@ -214,6 +340,21 @@ HWY_INLINE void quantize_values(const float * HWY_RESTRICT v, int64_t n, float i
     const int64_t L = static_cast<int64_t>(hn::Lanes(df));
     const auto vinv = hn::Set(df, inv), lo = hn::Set(df, -127.0f), hi = hn::Set(df, 127.0f);
     int64_t i = 0;
+#if HWY_TARGET <= HWY_AVX3
+    // Four vectors at a time: the clamped values convert without overflow, and the saturating packs
+    // leave them as they are; they interleave the four vectors per 128-bit block, which one dword
+    // permute undoes. (Masked forms: GCC 12's unmasked ones trip -Wmaybe-uninitialized.)
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    for (; i + 4 * L <= n; i += 4 * L) {
+        __m512i c[4];
+        for (int j = 0; j < 4; ++j)
+            c[j] = _mm512_maskz_cvtps_epi32(
+                0xFFFF, hn::Min(hn::Max(hn::Mul(hn::LoadU(df, v + i + j * L), vinv), lo), hi).raw);
+        const __m512i packed =
+            _mm512_packs_epi16(_mm512_packs_epi32(c[0], c[1]), _mm512_packs_epi32(c[2], c[3]));
+        _mm512_storeu_si512(q + i, _mm512_maskz_permutexvar_epi32(0xFFFF, order, packed));
+    }
+#endif
     for (; i + L <= n; i += L) {
         const auto x = hn::Min(hn::Max(hn::Mul(hn::LoadU(df, v + i), vinv), lo), hi);
         hn::StoreU(hn::DemoteTo(d8, hn::NearestInt(x)), d8, q + i);
@@ -238,8 +379,7 @@ HWY_NOINLINE void quantize_row(const float * HWY_RESTRICT src, int64_t k, int gr
     float amax = 0.0f;
     for (int64_t c = 0; c < k; c += chunk) {
         const int64_t n = std::min(chunk, k - c);
-        rotate_chunk(src + c, buf, n, group);
-        amax = absmax(buf, n, amax);
+        amax = rotate_chunk(src + c, buf, n, group, amax);
     }
     const float scale = amax / 127.0f;
     *scale_out = scale;
@@ -250,39 +390,41 @@ HWY_NOINLINE void quantize_row(const float * HWY_RESTRICT src, int64_t k, int gr
     }
     for (int64_t c = 0; c < k; c += chunk) {
         const int64_t n = std::min(chunk, k - c);
-        rotate_chunk(src + c, buf, n, group);
+        rotate_chunk(src + c, buf, n, group, 0.0f);
         quantize_values(buf, n, inv, codes + c);
     }
 }
 
-// Rows [r0, r1) of a (row r at `row_ptr(r)`) into codes (row stride k) and scales.
+// The rows of a into codes (row stride k) and scales. Threads take `chunk` rows at a time, so one
+// slowed down by other load on its core does fewer.
 struct QuantizeJob {
     const ggml_tensor * a;  // F32 [k, ...] with contiguous rows
-    int64_t k, rows;
+    int64_t k, rows, chunk;
     int group;
     int8_t * codes;
     float * scales;
+    std::atomic<int64_t> next{0};  // first row not taken yet
 };
 
 void quantize_task(const ggml_ext_cpu_task * task) {
-    const auto * job = static_cast<const QuantizeJob *>(task->user_data);
+    auto * job = static_cast<QuantizeJob *>(task->user_data);
     const ggml_tensor * a = job->a;
-    const int64_t per = (job->rows + task->nth - 1) / task->nth;
-    const int64_t r0 = task->ith * per, r1 = std::min(job->rows, r0 + per);
-    for (int64_t r = r0; r < r1; ++r) {
-        if ((r - r0) % 16 == 0 && g_parallel->should_stop(task)) return;
-        const int64_t i1 = r % a->ne[1], i2 = r / a->ne[1] % a->ne[2], i3 = r / (a->ne[1] * a->ne[2]);
-        const auto * src = reinterpret_cast<const float *>(static_cast<const char *>(a->data) +
-                                                           i1 * a->nb[1] + i2 * a->nb[2] + i3 * a->nb[3]);
-        quantize_row(src, job->k, job->group, job->codes + r * job->k, job->scales + r);
+    for (int64_t r0; (r0 = job->next.fetch_add(job->chunk, std::memory_order_relaxed)) < job->rows;) {
+        if (g_parallel->should_stop(task)) return;
+        for (int64_t r = r0; r < std::min(job->rows, r0 + job->chunk); ++r) {
+            const int64_t i1 = r % a->ne[1], i2 = r / a->ne[1] % a->ne[2], i3 = r / (a->ne[1] * a->ne[2]);
+            const auto * src = reinterpret_cast<const float *>(static_cast<const char *>(a->data) +
+                                                               i1 * a->nb[1] + i2 * a->nb[2] + i3 * a->nb[3]);
+            quantize_row(src, job->k, job->group, job->codes + r * job->k, job->scales + r);
+        }
     }
 }
 
 ggml_status run_quantize(ggml_backend_t backend, const ggml_tensor * a, int64_t k, int64_t rows, int group,
                          int8_t * codes, float * scales) {
-    QuantizeJob job{a, k, rows, group, codes, scales};
     if (rows == 0) return GGML_STATUS_SUCCESS;
     const int nth = static_cast<int>(std::min<int64_t>(rows, std::max(1, g_parallel->n_threads(backend))));
+    QuantizeJob job{a, k, rows, std::clamp<int64_t>(rows / (4 * nth), 1, 16), group, codes, scales};
     return g_parallel->run(backend, quantize_task, &job, nth);
 }
 
