@@ -6,6 +6,16 @@
 // as its reference; larger shapes compare the output bytes; a graph quantize -> linear scheduled over
 // Vulkan + CPU (F32-input linears falling back to the CPU) equals the CPU alone.
 // (Inputs are normal floats: a device may flush subnormals, which the CPU kernel keeps.)
+//
+// The fusion sd.linear_i8 -> [SCALE] -> MUL(gate) -> ADD(residual) against the same chain unfused on
+// Vulkan (GGML_VK_DISABLE_FUSION=1: the linear kernel, then native SCALE, MUL and ADD), BIT FOR BIT
+// (bound: 0 ulp): the fused epilogue rounds each of those operations once, in the same order. Observed
+// through the scheduler's explanation: the rule fires (with and without SCALE; packed and I8 inputs;
+// gates [N], [N, 1], [N, 1, B] and full; residuals full or repeated; either operand order), not with
+// an intermediate's other consumer, a SCALE with bias or an F16 sum, nor when disabled; an output
+// placed exactly on the residual (in place) or partly over the gate (through the workspace) is right.
+// (The one allowed difference, the sign of a zero output over a -0 residual when the native SCALE's
+// + 0 turns a -0 into +0, cannot arise from these random inputs.)
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
 #include <ggml-ext.h>
@@ -13,8 +23,11 @@
 #include <ggml.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -389,6 +402,282 @@ TEST_F(SdInt8Vulkan, ScheduledGraphOverVulkanAndCpuEqualsCpuAlone) {
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), vk_model.y2), vk());
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), vk_model.y3), cpu_backend());
     EXPECT_TRUE(vk_model.outputs() == cpu_model.outputs());
+}
+
+// ---- the fusion sd.linear_i8 -> [SCALE] -> MUL(gate) -> ADD(residual) -----------------------------
+
+constexpr const char * kGatedRule = "sd.linear_i8_gated_residual.vulkan";
+
+// The explanation's line about the rule's candidate range ("" when the rule matched nothing).
+std::string candidate_line(const std::string & explanation, const char * rule) {
+    const size_t at = explanation.find(std::string("fusion '") + rule + "' matched nodes");
+    if (at == std::string::npos) return "";
+    return explanation.substr(at, explanation.find('\n', at) - at);
+}
+
+bool fused(const std::string & explanation) {
+    const std::string line = candidate_line(explanation, kGatedRule);
+    return line.size() > 10 && line.compare(line.size() - 10, 10, ": accepted") == 0;
+}
+
+// Sets GGML_VK_DISABLE_FUSION for one scope.
+struct DisableFusion {
+    explicit DisableFusion(const char * value) { setenv("GGML_VK_DISABLE_FUSION", value, 1); }
+    ~DisableFusion() { unsetenv("GGML_VK_DISABLE_FUSION"); }
+};
+
+// A gated-residual site over the linear's output [n, tokens, batch].
+struct GatedCase {
+    const char * name;
+    bool packed;  // a quantize node's packed output, else I8 codes with input scales
+    int64_t k, n, tokens, batch;
+    bool scale;
+    std::array<int64_t, 4> gate_ne;  // repeated over the output
+    bool gate_first;                 // MUL(gate, value) (a full gate) rather than MUL(value, gate)
+    std::array<int64_t, 4> residual_ne;
+    bool residual_first;  // ADD(residual, product) (a full residual) rather than ADD(product, residual)
+};
+
+// Where the output goes: the scheduler's choice, by hand exactly onto the residual, or by hand one
+// buffer alignment past the (full) gate's start, overlapping it partly.
+enum class Place { kScheduler, kOnResidual, kOverGate };
+
+// The site built, planned by a scheduler over Vulkan + CPU with explain mode on, filled from seed and
+// computed; `edit` may change the graph before it is planned.
+struct GatedSite {
+    GatedSite(ggml_backend_t vk, const GatedCase & c, uint64_t seed, Place place = Place::kScheduler,
+              const std::function<void(ggml_context *, GatedSite &)> & edit = {}) {
+        ggml_context * x = ctx.get();
+        ggml_tensor * w = input(new_tensor(x, GGML_TYPE_I8, {c.k, c.n, 1, 1}));
+        ggml_tensor * ws = input(new_tensor(x, GGML_TYPE_F32, {c.n, 1, 1, 1}));
+        ggml_tensor * bias = input(new_tensor(x, GGML_TYPE_F32, {c.n, 1, 1, 1}));
+        ggml_tensor * act =
+            input(new_tensor(x, c.packed ? GGML_TYPE_F32 : GGML_TYPE_I8, {c.k, c.tokens, c.batch, 1}));
+        ggml_tensor * xs =
+            c.packed ? nullptr : input(new_tensor(x, GGML_TYPE_F32, {c.tokens, c.batch, 1, 1}));
+        ggml_tensor * codes = c.packed ? ggml_quantize_i8_convrot(x, act, kGroup) : act;
+        linear = ggml_mul_mat_i8_tensorwise(x, w, codes, ws, bias, c.packed ? kGroup : 0, xs);
+        ggml_tensor * value = c.scale ? ggml_scale(x, linear, 0.375f) : linear;
+        gate = input(new_tensor(x, GGML_TYPE_F32, c.gate_ne));
+        residual = input(new_tensor(x, GGML_TYPE_F32, c.residual_ne));
+        mul = c.gate_first ? ggml_mul(x, gate, value) : ggml_mul(x, value, gate);
+        ggml_set_name(mul, "gated");
+        out = c.residual_first ? ggml_add(x, residual, mul) : ggml_add(x, mul, residual);
+        ggml_set_output(out);
+        graph = ggml_new_graph(x);
+        ggml_build_forward_expand(graph, out);
+        if (edit) edit(x, *this);
+        place_by_hand(vk, place);
+
+        ggml_backend_t backends[] = {vk, cpu_backend()};
+        sched.reset(ggml_backend_sched_new(backends, nullptr, 2, 256, false, false));
+        ggml_ext_sched_set_explain(sched.get(), true);
+        alloc_ok = ggml_backend_sched_alloc_graph(sched.get(), graph);
+        explanation = ggml_ext_sched_explanation(sched.get());
+        if (!alloc_ok) return;
+        std::mt19937_64 rng(seed);
+        for (ggml_tensor * t : inputs)
+            fill(rng, t, t == ws || t == xs);
+        compute_status = ggml_backend_sched_graph_compute(sched.get(), graph);
+        if (compute_status == GGML_STATUS_SUCCESS) result = bytes(out);
+    }
+
+    ggml_tensor * input(ggml_tensor * t) {
+        ggml_set_input(t);
+        inputs.push_back(t);
+        return t;
+    }
+
+    void place_by_hand(ggml_backend_t vk, Place place) {
+        if (place == Place::kScheduler) return;
+        const size_t shift = place == Place::kOverGate ? ggml_backend_get_alignment(vk) : 0;
+        ggml_tensor * under = place == Place::kOverGate ? gate : residual;
+        placed.reset(ggml_backend_alloc_buffer(vk, ggml_nbytes(under) + shift));
+        char * base = static_cast<char *>(ggml_backend_buffer_get_base(placed.get()));
+        ASSERT_EQ(ggml_backend_tensor_alloc(placed.get(), under, base), GGML_STATUS_SUCCESS);
+        ASSERT_EQ(ggml_backend_tensor_alloc(placed.get(), out, base + shift), GGML_STATUS_SUCCESS)
+            << ggml_backend_get_last_error();
+    }
+
+    // Random codes, scales in [1e-3, 1e-2) or values in [-2, 2) by type and role.
+    static void fill(std::mt19937_64 & rng, ggml_tensor * t, bool is_scale) {
+        const int64_t n = ggml_nelements(t);
+        std::vector<uint8_t> b;
+        if (t->type == GGML_TYPE_I8) {
+            b = bytes_of(random_codes(rng, n));
+        } else {
+            const std::vector<float> v =
+                random_floats(rng, n, is_scale ? 1e-3f : -2.0f, is_scale ? 1e-2f : 2.0f);
+            std::vector<ggml_fp16_t> h(v.size());
+            ggml_fp32_to_fp16_row(v.data(), h.data(), n);
+            b = t->type == GGML_TYPE_F32 ? bytes_of(v) : bytes_of(h);
+        }
+        ggml_backend_tensor_set(t, b.data(), 0, b.size());
+    }
+
+    static std::vector<uint8_t> bytes(const ggml_tensor * t) {
+        std::vector<uint8_t> b(ggml_nbytes(t));
+        ggml_backend_tensor_get(t, b.data(), 0, b.size());
+        return b;
+    }
+
+    Context ctx{ggml_init({size_t{1} << 20, nullptr, true})};
+    Buffer placed;
+    Sched sched;
+    std::vector<ggml_tensor *> inputs;
+    ggml_tensor *linear, *gate, *residual, *mul, *out;
+    ggml_cgraph * graph;
+    bool alloc_ok = false;
+    ggml_status compute_status = GGML_STATUS_FAILED;
+    std::string explanation;
+    std::vector<uint8_t> result;
+};
+
+// Fused (expected) and unfused on Vulkan: the same bytes.
+void expect_fused_equals_unfused(ggml_backend_t vk, const GatedCase & c, uint64_t seed,
+                                 Place place = Place::kScheduler) {
+    SCOPED_TRACE(c.name);
+    GatedSite on(vk, c, seed, place);
+    ASSERT_TRUE(on.alloc_ok) << ggml_backend_get_last_error();
+    ASSERT_EQ(on.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_TRUE(fused(on.explanation)) << on.explanation;
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(on.sched.get(), on.out), vk);
+
+    DisableFusion off("1");
+    GatedSite unfused(vk, c, seed, place);
+    ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_EQ(candidate_line(unfused.explanation, kGatedRule), "") << unfused.explanation;
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(unfused.sched.get(), unfused.linear), vk);
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(unfused.sched.get(), unfused.out), vk);
+    ASSERT_EQ(on.result.size(), unfused.result.size());
+    EXPECT_TRUE(on.result == unfused.result);
+}
+
+TEST_F(SdInt8Vulkan, GatedResidualFusionIsBitIdenticalToTheUnfusedChain) {
+    const GatedCase cases[] = {
+        {"packed, scale, gate [N], ADD(residual, product)",
+         true,
+         768,
+         96,
+         45,
+         1,
+         true,
+         {96, 1, 1, 1},
+         false,
+         {96, 45, 1, 1},
+         true},
+        {"packed, no scale, gate [N, 1], ADD(product, residual)",
+         true,
+         512,
+         70,
+         67,
+         1,
+         false,
+         {70, 1, 1, 1},
+         false,
+         {70, 67, 1, 1},
+         false},
+        {"packed, scale, per-batch gate [N, 1, B]",
+         true,
+         256,
+         130,
+         33,
+         3,
+         true,
+         {130, 1, 3, 1},
+         false,
+         {130, 33, 3, 1},
+         true},
+        {"i8 K % 4 != 0, full gate MUL(gate, value)",
+         false,
+         70,
+         65,
+         9,
+         2,
+         false,
+         {65, 9, 2, 1},
+         true,
+         {65, 9, 2, 1},
+         true},
+        {"i8, scale, gate [N], residual [N] repeated",
+         false,
+         1001,
+         33,
+         7,
+         1,
+         true,
+         {33, 1, 1, 1},
+         false,
+         {33, 1, 1, 1},
+         false},
+    };
+    uint64_t seed = kSeed + 10;
+    for (const GatedCase & c : cases)
+        expect_fused_equals_unfused(vk(), c, ++seed);
+}
+
+// Placed by hand: exactly on the residual (computed in place) and a little into the full gate (a
+// partial overlap, computed in the workspace and copied); the unfused chain reads the gate before ADD
+// writes.
+TEST_F(SdInt8Vulkan, GatedResidualFusionHandlesOutputsOverItsInputs) {
+    const GatedCase c{"full gate and residual", true, 256, 72, 70, 1, true, {72, 70, 1, 1}, false,
+                      {72, 70, 1, 1},           true};
+    expect_fused_equals_unfused(vk(), c, kSeed + 20, Place::kOnResidual);
+    expect_fused_equals_unfused(vk(), c, kSeed + 21, Place::kOverGate);
+}
+
+const GatedCase kSmallSite{"small", true, 256, 40, 20, 1, true, {40, 1, 1, 1}, false, {40, 20, 1, 1}, true};
+
+// The runtime's legality check keeps the chain unfused when the product has another consumer.
+TEST_F(SdInt8Vulkan, GatedResidualFusionLeavesAnObservedProductAlone) {
+    GatedSite site(vk(), kSmallSite, kSeed + 30, Place::kScheduler, [](ggml_context * x, GatedSite & s) {
+        ggml_tensor * extra = ggml_scale(x, s.mul, 2.0f);
+        ggml_set_output(extra);
+        ggml_build_forward_expand(s.graph, extra);
+    });
+    ASSERT_TRUE(site.alloc_ok) << ggml_backend_get_last_error();
+    EXPECT_EQ(site.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_NE(candidate_line(site.explanation, kGatedRule).find("rule 'external uses' fails at 'gated'"),
+              std::string::npos)
+        << site.explanation;
+}
+
+// A SCALE with bias (which the native SCALE may contract into an FMA) and an F16 sum (an F16 residual
+// plus the F32 product) do not match.
+TEST_F(SdInt8Vulkan, GatedResidualFusionMatchesOnlyWhatItComputes) {
+    GatedSite biased(vk(), kSmallSite, kSeed + 31, Place::kScheduler, [](ggml_context * x, GatedSite & s) {
+        s.mul->src[0] = ggml_scale_bias(x, s.linear, 0.5f, 0.25f);
+        s.graph = ggml_new_graph(x);
+        ggml_build_forward_expand(s.graph, s.out);
+    });
+    EXPECT_EQ(biased.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_EQ(candidate_line(biased.explanation, kGatedRule), "") << biased.explanation;
+
+    GatedSite f16_sum(vk(), kSmallSite, kSeed + 32, Place::kScheduler, [](ggml_context * x, GatedSite & s) {
+        s.inputs.erase(std::find(s.inputs.begin(), s.inputs.end(), s.residual));
+        s.residual = s.input(new_tensor(x, GGML_TYPE_F16, {s.out->ne[0], s.out->ne[1], 1, 1}));
+        s.out = ggml_add(x, s.residual, s.mul);
+        ggml_set_output(s.out);
+        s.graph = ggml_new_graph(x);
+        ggml_build_forward_expand(s.graph, s.out);
+    });
+    EXPECT_EQ(f16_sum.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_EQ(candidate_line(f16_sum.explanation, kGatedRule), "") << f16_sum.explanation;
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(f16_sum.sched.get(), f16_sum.out), vk());
+}
+
+TEST_F(SdInt8Vulkan, GatedResidualFusionHonoursTheDisableSwitch) {
+    {
+        DisableFusion off("1");
+        GatedSite site(vk(), kSmallSite, kSeed + 40);
+        EXPECT_EQ(site.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+        EXPECT_EQ(candidate_line(site.explanation, kGatedRule), "") << site.explanation;
+    }
+    {
+        DisableFusion zero("0");  // "0" means not disabled
+        EXPECT_TRUE(fused(GatedSite(vk(), kSmallSite, kSeed + 40).explanation));
+    }
+    EXPECT_TRUE(fused(GatedSite(vk(), kSmallSite, kSeed + 40).explanation));  // unset
 }
 
 }  // namespace

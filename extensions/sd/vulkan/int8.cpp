@@ -5,10 +5,22 @@
 //    codes with an optional input_scale (shaders/linear_i8.comp, a tiled GEMM with exact int32 sums
 //    and the F32 epilogue in the spec's order). F32 activations (quantized inside the op) are
 //    unsupported here and run on the CPU.
-// Both need 256 invocations per workgroup and a few KiB of shared memory; a device without them
-// registers neither. The allocator never places an extension node over its inputs; an output that
-// overlaps an input anyway (a hand-made layout) is refused at execution.
+//  * the fusion rule "sd.linear_i8_gated_residual.vulkan": sd.linear_i8.v1 (as above) -> optional
+//    SCALE (no bias) -> MUL(gate) -> ADD(residual), gate and residual repeated over the output as
+//    ggml_can_repeat allows, in one pass (linear_i8.comp with GATED_RESIDUAL): the epilogue goes on
+//    with * scale, * gate, + residual, each rounded once in the native nodes' order, so the result
+//    is bit-identical to the unfused chain on Vulkan (native SCALE, MUL and ADD round each operation
+//    once too). Only the chain's last node is an output; the runtime refuses intermediates with
+//    other consumers. The output may be the residual exactly (in place); any other overlap of the
+//    output with an input is computed in the plan workspace and copied. GGML_VK_DISABLE_FUSION set
+//    to anything but "0" makes the rule match nothing.
+// All need 256 invocations per workgroup and a few KiB of shared memory; a device without them
+// registers none (the fusion also needs 8 bindings). The allocator never places an extension node
+// over its inputs; a linear output that overlaps an input anyway (a hand-made layout) is refused at
+// execution.
 #include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/int8.h"
@@ -154,39 +166,232 @@ bool linear_supports(ggml_backend_dev_t device, const ggml_tensor * node, void *
            fits_binding(device, ggml_nbytes(in.x)) && fits_binding(device, ggml_nbytes(node));
 }
 
+struct LinearPush {
+    uint32_t k, n, m, w_byte, x_byte, y_offset, sx_offset, sw_offset, b_offset;
+};
+
+// The inputs of a linear node bound for linear_i8.comp, with its constants and workgroup counts;
+// push.y_offset is the caller's (see bind_output).
+struct LinearCall {
+    Bound w, x, sx, sw, b;
+    LinearPush push;
+    uint32_t aligned, has_xs, has_ws, has_bias;
+    uint32_t groups_x, groups_y;
+
+    std::array<const Bound *, 5> inputs() const { return {&w, &x, &sx, &sw, &b}; }
+};
+
+bool bind_linear(ggml_backend_t backend, const LinearInputs & in, LinearCall * c) {
+    if (!bind_codes(backend, in.w, &c->w) || !bind_codes(backend, in.x, &c->x)) return false;
+    // Absent optional inputs bind the weights (declared by the shader, never read: its constants say so).
+    const bool bound = in.attrs.kind == kInputPacked
+                           ? bind(backend, in.x, false, &c->sx, size_t(in.k * packed_rows_pad(in.rows)),
+                                  sizeof(float) * size_t(in.rows))
+                           : bind(backend, in.xs ? in.xs : in.w, false, &c->sx);
+    if (!bound || !bind(backend, in.ws ? in.ws : in.w, false, &c->sw) ||
+        !bind(backend, in.bias ? in.bias : in.w, false, &c->b))
+        return false;
+    for (const Bound * floats : {&c->sx, &c->sw, &c->b})
+        if (floats->info.shader_offset % 4 != 0) {
+            ggml_ext_set_error("sd.linear_i8.vulkan: F32 tensors must start on a 4-byte boundary");
+            return false;
+        }
+    c->aligned = in.k % 4 == 0 && c->w.info.shader_offset % 4 == 0 && c->x.info.shader_offset % 4 == 0;
+    c->has_xs = in.attrs.kind == kInputPacked || in.xs != nullptr;
+    c->has_ws = in.ws != nullptr;
+    c->has_bias = in.bias != nullptr;
+    c->push = {static_cast<uint32_t>(in.k),  static_cast<uint32_t>(in.n),  static_cast<uint32_t>(in.rows),
+               c->w.info.shader_offset,      c->x.info.shader_offset,      0,
+               c->sx.info.shader_offset / 4, c->sw.info.shader_offset / 4, c->b.info.shader_offset / 4};
+    c->groups_x = static_cast<uint32_t>((in.n + kGemmTile - 1) / kGemmTile);
+    c->groups_y = static_cast<uint32_t>((in.rows + kGemmTile - 1) / kGemmTile);
+    return true;
+}
+
+// The F32 output range written by the shader, which must start on a float.
+bool bind_output(ggml_backend_t backend, const ggml_ext_vulkan_range & range, Bound * out) {
+    out->binding = {range, true};
+    if (!service()->buffer_info(backend, &range, &out->info)) return false;
+    if (out->info.shader_offset % 4 == 0) return true;
+    ggml_ext_set_error("sd.linear_i8.vulkan: F32 tensors must start on a 4-byte boundary");
+    return false;
+}
+
 ggml_status linear_execute(const ggml_ext_execute_params * params) {
     const ggml_tensor * node = params->node;
     const LinearInputs in = linear_inputs(node);
     if (in.rows == 0 || in.n == 0) return GGML_STATUS_SUCCESS;
     ggml_backend_t backend = params->backend;
-    Bound w, x, y, sx, sw, b;
-    if (!bind_codes(backend, in.w, &w) || !bind_codes(backend, in.x, &x) || !bind(backend, node, true, &y))
+    LinearCall c;
+    Bound y;
+    if (!bind_linear(backend, in, &c) || !bind_output(backend, {node, nullptr, 0, 0}, &y))
         return GGML_STATUS_FAILED;
-    // Absent optional inputs bind the weights (declared by the shader, never read: its constants say so).
-    const bool bound = in.attrs.kind == kInputPacked
-                           ? bind(backend, in.x, false, &sx, size_t(in.k * packed_rows_pad(in.rows)),
-                                  sizeof(float) * size_t(in.rows))
-                           : bind(backend, in.xs ? in.xs : in.w, false, &sx);
-    if (!bound || !bind(backend, in.ws ? in.ws : in.w, false, &sw) ||
-        !bind(backend, in.bias ? in.bias : in.w, false, &b))
-        return GGML_STATUS_FAILED;
-    for (const Bound * input : {&w, &x, &sw, &b, &sx})
+    for (const Bound * input : c.inputs())
         if (overlaps(*input, y)) return fail("sd.linear_i8.vulkan: the output overlaps an input");
-    for (const Bound * floats : {&y, &sx, &sw, &b})
-        if (floats->info.shader_offset % 4 != 0)
-            return fail("sd.linear_i8.vulkan: F32 tensors must start on a 4-byte boundary");
-    const uint32_t aligned = in.k % 4 == 0 && w.info.shader_offset % 4 == 0 && x.info.shader_offset % 4 == 0;
-    const uint32_t has_xs = in.attrs.kind == kInputPacked || in.xs != nullptr;
-    const struct {
-        uint32_t k, n, m, w_byte, x_byte, y_offset, sx_offset, sw_offset, b_offset;
-    } push{static_cast<uint32_t>(in.k), static_cast<uint32_t>(in.n), static_cast<uint32_t>(in.rows),
-           w.info.shader_offset,        x.info.shader_offset,        y.info.shader_offset / 4,
-           sx.info.shader_offset / 4,   sw.info.shader_offset / 4,   b.info.shader_offset / 4};
+    c.push.y_offset = y.info.shader_offset / 4;
     return dispatch(backend, "sd_linear_i8",
-                    {w.binding, x.binding, y.binding, sx.binding, sw.binding, b.binding},
-                    {aligned, has_xs, uint32_t(in.ws != nullptr), uint32_t(in.bias != nullptr)}, &push,
-                    sizeof push, static_cast<uint32_t>((in.n + kGemmTile - 1) / kGemmTile),
-                    static_cast<uint32_t>((in.rows + kGemmTile - 1) / kGemmTile));
+                    {c.w.binding, c.x.binding, y.binding, c.sx.binding, c.sw.binding, c.b.binding},
+                    {c.aligned, c.has_xs, c.has_ws, c.has_bias}, &c.push, sizeof c.push, c.groups_x,
+                    c.groups_y);
+}
+
+// ---- the fusion sd.linear_i8 -> [SCALE] -> MUL(gate) -> ADD(residual) ------------------------
+
+// F32 with float-aligned strides, in one binding with 32-bit float indices.
+bool bindable_f32(ggml_backend_dev_t device, const ggml_tensor * t) {
+    return t->type == GGML_TYPE_F32 && fits_binding(device, ggml_nbytes(t)) &&
+           std::all_of(t->nb, t->nb + GGML_MAX_DIMS, [](size_t nb) { return nb % sizeof(float) == 0; });
+}
+
+// The other operand of node, an F32 `op` of value's shape with value as one operand: a bindable F32
+// tensor repeated over the node (ggml_can_repeat), or NULL when node is not such a node.
+const ggml_tensor * repeated_operand(ggml_backend_dev_t device, const ggml_tensor * node, ggml_op op,
+                                     const ggml_tensor * value) {
+    if (node->op != op || node->type != GGML_TYPE_F32 || !ggml_are_same_shape(node, value) ||
+        (node->src[0] != value && node->src[1] != value))
+        return nullptr;
+    const ggml_tensor * other = node->src[0] == value ? node->src[1] : node->src[0];
+    return other && ggml_can_repeat(other, node) && bindable_f32(device, other) ? other : nullptr;
+}
+
+float op_param(const ggml_tensor * node, int i) {
+    float f;
+    std::memcpy(&f, reinterpret_cast<const char *>(node->op_params) + i * sizeof f, sizeof f);
+    return f;
+}
+
+// A chain the fused shader computes: the linear, an optional SCALE without bias, the MUL by the gate
+// and the ADD of the residual, the gate and residual tensors outside the chain, the output contiguous.
+// The native SCALE computes x * s + b, which a driver may contract into an FMA when b != 0; with
+// b = 0 the fused x * s differs from it at most in the sign of a zero (a driver may or may not fold
+// the + 0), which reaches the output only as the sign of a zero result over a -0 residual.
+struct GatedChain {
+    const ggml_tensor *linear, *scale, *mul, *add, *gate, *residual;
+    int n_nodes;
+};
+
+// The chain at nodes[0 .. n) (false when they do not start one).
+bool parse_chain(ggml_backend_dev_t device, const ggml_tensor * const * nodes, int n, GatedChain * c) {
+    if (n < 3 || !linear_supports(device, nodes[0], nullptr)) return false;
+    c->linear = nodes[0];
+    c->scale = nodes[1]->op == GGML_OP_SCALE ? nodes[1] : nullptr;
+    if (c->scale && (c->scale->src[0] != c->linear || c->scale->type != GGML_TYPE_F32 ||
+                     !ggml_are_same_shape(c->scale, c->linear) || op_param(c->scale, 1) != 0.0f))
+        return false;
+    c->n_nodes = c->scale ? 4 : 3;
+    if (n < c->n_nodes) return false;
+    c->mul = nodes[c->n_nodes - 2];
+    c->add = nodes[c->n_nodes - 1];
+    c->gate = repeated_operand(device, c->mul, GGML_OP_MUL, c->scale ? c->scale : c->linear);
+    c->residual = repeated_operand(device, c->add, GGML_OP_ADD, c->mul);
+    const auto outside = [c](const ggml_tensor * t) {
+        return t && t != c->linear && t != c->scale && t != c->mul;
+    };
+    return outside(c->gate) && outside(c->residual) && ggml_is_contiguous(c->add) &&
+           bindable_f32(device, c->add);
+}
+
+int gated_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int first, void *) {
+    if (fusion_disabled()) return 0;
+    const ggml_tensor * nodes[4];
+    const int n = std::min(4, ggml_graph_n_nodes(graph) - first);
+    for (int i = 0; i < n; ++i)
+        nodes[i] = ggml_graph_node(graph, first + i);
+    GatedChain c;
+    return parse_chain(device, nodes, n, &c) ? c.n_nodes : 0;  // the runtime checks legality
+}
+
+// Where addresses are known only at execution an input may overlap the output (a hand-made layout
+// or the allocator's in-place reuse), so the output's size is always requested for scratch.
+ggml_status gated_prepare(const ggml_ext_fusion_prepare_params * params, void ** state,
+                          size_t * workspace_bytes) {
+    *state = nullptr;
+    *workspace_bytes = ggml_nbytes(params->nodes[params->n_nodes - 1]);
+    return GGML_STATUS_SUCCESS;
+}
+
+// A tensor repeated over the output, as linear_i8.comp's View.
+struct View {
+    uint32_t offset, ne[4], nb[4];
+};
+
+View view_of(const Bound & bound, const ggml_tensor * t) {
+    View v{bound.info.shader_offset / 4, {}, {}};
+    for (int i = 0; i < 4; ++i) {
+        v.ne[i] = static_cast<uint32_t>(t->ne[i]);
+        v.nb[i] = static_cast<uint32_t>(t->nb[i] / sizeof(float));
+    }
+    return v;
+}
+
+struct GatedPush {
+    LinearPush linear;
+    uint32_t ne1, ne2;
+    float scale;
+    View gate, residual;
+};
+
+bool same_range(const Bound & a, const Bound & b) {
+    return a.info.storage == b.info.storage && a.info.begin == b.info.begin && a.info.end == b.info.end;
+}
+
+ggml_status gated_execute(const ggml_ext_fusion_execute_params * params) {
+    ggml_backend_t backend = params->backend;
+    GatedChain c;
+    if (!parse_chain(ggml_backend_get_device(backend), params->nodes, params->n_nodes, &c))
+        return fail("sd.linear_i8_gated_residual.vulkan: the nodes are not a chain it computes");
+    const LinearInputs in = linear_inputs(c.linear);
+    if (in.rows == 0 || in.n == 0) return GGML_STATUS_SUCCESS;
+    LinearCall call;
+    Bound out, gate, residual;
+    if (!bind_linear(backend, in, &call) || !bind_output(backend, {c.add, nullptr, 0, 0}, &out) ||
+        !bind(backend, c.gate, false, &gate) || !bind(backend, c.residual, false, &residual))
+        return GGML_STATUS_FAILED;
+    if (gate.info.shader_offset % 4 != 0 || residual.info.shader_offset % 4 != 0)
+        return fail("sd.linear_i8_gated_residual.vulkan: F32 tensors must start on a 4-byte boundary");
+    // Each invocation reads its residual element before writing it: an output that is exactly the
+    // residual is computed in place; any other overlap goes through the workspace.
+    const bool exact_residual = same_range(residual, out) && ggml_are_same_shape(c.residual, c.add) &&
+                                ggml_are_same_stride(c.residual, c.add);
+    bool scratch = overlaps(gate, out) || (overlaps(residual, out) && !exact_residual);
+    for (const Bound * input : call.inputs())
+        scratch = scratch || overlaps(*input, out);
+    const size_t bytes = ggml_nbytes(c.add);
+    Bound y = out;
+    if (scratch) {
+        if (!params->workspace || params->workspace_size < bytes)
+            return fail("sd.linear_i8_gated_residual.vulkan: workspace smaller than prepare requested");
+        if (!bind_output(backend, {nullptr, params->workspace, 0, bytes}, &y)) return GGML_STATUS_FAILED;
+    }
+    call.push.y_offset = y.info.shader_offset / 4;
+    const GatedPush push{call.push,
+                         static_cast<uint32_t>(c.add->ne[1]),
+                         static_cast<uint32_t>(c.add->ne[2]),
+                         c.scale ? op_param(c.scale, 0) : 1.0f,
+                         view_of(gate, c.gate),
+                         view_of(residual, c.residual)};
+    const ggml_status status =
+        dispatch(backend, "sd_linear_i8_gated_residual",
+                 {call.w.binding, call.x.binding, y.binding, call.sx.binding, call.sw.binding, call.b.binding,
+                  gate.binding, residual.binding},
+                 {call.aligned, call.has_xs, call.has_ws, call.has_bias, uint32_t(c.scale != nullptr)}, &push,
+                 sizeof push, call.groups_x, call.groups_y);
+    if (status != GGML_STATUS_SUCCESS || !scratch) return status;
+    return service()->copy(backend, &out.binding.range, &y.binding.range);
+}
+
+const ggml_ext_fusion_desc * gated_fusion_desc() {
+    static const ggml_ext_fusion_desc desc = [] {
+        ggml_ext_fusion_desc d{};
+        d.struct_size = sizeof d;
+        d.version = GGML_EXT_FUSION_DESC_VERSION;
+        d.name = "sd.linear_i8_gated_residual.vulkan";
+        d.match = gated_match;
+        d.prepare = gated_prepare;
+        d.execute = gated_execute;
+        return d;
+    }();
+    return &desc;
 }
 
 }  // namespace
@@ -210,8 +415,11 @@ bool register_int8(ggml_backend_dev_t device) {
     if (info.max_workgroup_invocations < kInvocations || info.max_workgroup_size[0] < kInvocations ||
         info.max_workgroup_size[1] < 16 || info.max_shared_memory < kSharedBytes)
         return true;  // the scheduler runs the INT8 nodes on the CPU
+    // The fused shader adds two bindings and its own push constants.
+    const bool fusion = info.max_bindings >= 8 && info.max_push_constants >= sizeof(GatedPush);
     return ggml_ext_register_kernel(device, int8_quantize_kernel_desc()) &&
-           ggml_ext_register_kernel(device, int8_linear_kernel_desc());
+           ggml_ext_register_kernel(device, int8_linear_kernel_desc()) &&
+           (!fusion || ggml_ext_register_fusion(device, gated_fusion_desc()));
 }
 
 }  // namespace sd::vulkan

@@ -1,14 +1,22 @@
 // The sd pack's Vulkan RoPE: the kernel "sd.rope_apply.vulkan" for sd.rope_apply.v1
-// (shaders/rope_apply.comp) and the fusion rule "sd.rms_norm_mul_rope.vulkan" for
-// RMS_NORM -> MUL(1-D weight) -> sd.rope_apply.v1 (shaders/rms_norm_mul_rope.comp), both one
-// workgroup per output row, reading the input rows, pe and the weight through their strides.
+// (shaders/rope_apply.comp), the fusion rule "sd.rms_norm_mul_rope.vulkan" for RMS_NORM ->
+// MUL(1-D weight) -> sd.rope_apply.v1 (shaders/rms_norm_mul_rope.comp) and the rule
+// "sd.rms_norm_mul_rope_scale_f16.vulkan" continuing it with -> SCALE -> CPY into F16 (the same
+// shader with SCALE_F16), all one workgroup per output row, reading the input rows, pe and the weight
+// through their strides. The F16 rule writes any destination layout (e.g. a view of a K/V cache);
+// a destination overlapping an input is computed into the plan workspace and copied. The first
+// rule's optimize delays the leading links of every such chain past the independent nodes between
+// them (ggml_ext_graph_delay), so that the chain becomes consecutive and can match.
 //
 // Numerics (shaders/rope.glsl): the rotation rounds each product separately (no FMA), so the kernel
 // is bit-identical to the CPU kernel. The fused normalisation repeats the native Vulkan RMS_NORM's
 // F32 reduction order with the same workgroup size; it is not claimed bit-identical to the native
-// RMS_NORM -> MUL -> rope chain (the driver may contract the native sum of squares differently).
+// RMS_NORM -> MUL -> rope chain (the driver may contract the native sum of squares differently). The
+// F16 rule then computes the native SCALE's x * scale + bias with both operations rounded and the
+// native CPY's round-to-nearest-even F16 conversion.
 //
-// GGML_VK_DISABLE_FUSION set to anything but "0" makes the fusion rule match nothing.
+// GGML_VK_DISABLE_FUSION set to anything but "0" makes the fusion rules match nothing (and optimize
+// move nothing).
 #include <ggml.h>
 
 #include <algorithm>
@@ -16,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "common/rope.h"
 #include "vulkan/vulkan.h"
@@ -35,11 +44,13 @@ uint64_t max_binding_bytes(ggml_backend_dev_t device) {
                : 0;
 }
 
-// F32, float-aligned strides, and small enough for one binding with 32-bit float indices.
-bool bindable_f32(ggml_backend_dev_t device, const ggml_tensor * t) {
+// Of type (F32 or F16), element-aligned strides, and small enough for one binding with 32-bit
+// element indices.
+bool bindable(ggml_backend_dev_t device, const ggml_tensor * t, ggml_type type) {
+    const size_t unit = ggml_type_size(type);
     const uint64_t limit = std::min<uint64_t>(max_binding_bytes(device), uint64_t{4} << 30);
-    return t && t->type == GGML_TYPE_F32 && ggml_nbytes(t) <= limit &&
-           std::all_of(t->nb, t->nb + GGML_MAX_DIMS, [](size_t nb) { return nb % sizeof(float) == 0; });
+    return t && t->type == type && ggml_nbytes(t) <= limit &&
+           std::all_of(t->nb, t->nb + GGML_MAX_DIMS, [unit](size_t nb) { return nb % unit == 0; });
 }
 
 // A sd.rope_apply.v1 node the shaders compute: every tensor bindable, the contiguous output of the
@@ -48,8 +59,8 @@ bool rope_node_ok(ggml_backend_dev_t device, const ggml_tensor * node) {
     if (!node || !g_rope_op || ggml_ext_node_op(node) != g_rope_op) return false;
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * pe = node->src[1];
-    return bindable_f32(device, a) && bindable_f32(device, pe) && bindable_f32(device, node) &&
-           ggml_is_contiguous(node);
+    return bindable(device, a, GGML_TYPE_F32) && bindable(device, pe, GGML_TYPE_F32) &&
+           bindable(device, node, GGML_TYPE_F32) && ggml_is_contiguous(node);
 }
 
 // Workgroup size for n elements per row: a power of two in [32, 256], as the native norm chooses it.
@@ -61,79 +72,152 @@ uint32_t block_size(int64_t n) {
 struct Push {
     uint32_t dim, heads, tokens, rows;
     uint32_t pairs;
-    uint32_t x_off, x_s0, x_s1, x_s2, x_s3;
-    uint32_t pe_off, pe_s0, pe_s1, pe_s2, pe_s3;
+    uint32_t x_off, x_s[4];
+    uint32_t pe_off, pe_s[4];
     uint32_t y_off;
     uint32_t w_off, w_s0;
     float eps;
+    float scale, bias;
+    uint32_t d_ne[3];
+    uint32_t d_s[4];
+};
+static_assert(sizeof(Push) <= 128, "push constants are at most 128 bytes");
+
+// What one dispatch computes: the rows of the rope node, from x (its input, or the RMS_NORM input
+// when the MUL weight w is set), and with cpy set continued by the SCALE node and the terminal CPY
+// into F16.
+struct Job {
+    const char * what;
+    const ggml_tensor * x;
+    const ggml_tensor * w;
+    float eps;
+    const ggml_tensor * rope;
+    const ggml_tensor * scale;
+    const ggml_tensor * cpy;
 };
 
-// The range of t, resolved: its binding, and its first float in the binding (offset). false
-// (error set) when it is not float-aligned or overlaps the output out.
-bool bind(ggml_backend_t backend, const char * what, const ggml_tensor * t, const ggml_tensor * out,
-          bool written, ggml_ext_vulkan_binding & binding, uint32_t & offset) {
-    binding = {{t, nullptr, 0, 0}, written};
+// A range bound for the shader: its binding, where it is, and its first element (of `unit` bytes)
+// in the binding.
+struct Operand {
+    ggml_ext_vulkan_binding binding;
     ggml_ext_vulkan_buffer_info info;
-    if (!service()->buffer_info(backend, &binding.range, &info)) return false;
-    if (info.shader_offset % sizeof(float) != 0) {
-        ggml_ext_set_error((std::string(what) + ": tensor '" + t->name + "' is not float-aligned").c_str());
+    uint32_t offset;
+};
+
+// false (error set) when the range cannot be resolved or addressed in units.
+bool resolve(ggml_backend_t backend, const char * what, const ggml_ext_vulkan_range & range, size_t unit,
+             bool written, Operand & operand) {
+    operand.binding = {range, written};
+    if (!service()->buffer_info(backend, &range, &operand.info)) return false;
+    if (operand.info.shader_offset % unit != 0) {
+        ggml_ext_set_error((std::string(what) + ": tensor '" + (range.tensor ? range.tensor->name : "") +
+                            "' is not aligned to its element size")
+                               .c_str());
         return false;
     }
-    offset = info.shader_offset / sizeof(float);
-    if (t == out) return true;
-    // Custom nodes are never placed over their inputs, and a fused range's external inputs stay
-    // allocated through its output: an overlap is a caller-made layout, not supported (as on CPU).
-    const ggml_ext_vulkan_range out_range{out, nullptr, 0, 0};
-    ggml_ext_vulkan_buffer_info out_info;
-    if (!service()->buffer_info(backend, &out_range, &out_info)) return false;
-    if (out_info.storage == info.storage && out_info.begin < info.end && info.begin < out_info.end) {
-        ggml_ext_set_error(
-            (std::string(what) + ": the output overlaps input '" + t->name + "'; not supported").c_str());
-        return false;
-    }
+    operand.offset = static_cast<uint32_t>(operand.info.shader_offset / unit);
     return true;
 }
 
-void set_strides(const ggml_tensor * t, uint32_t & s0, uint32_t & s1, uint32_t & s2, uint32_t & s3) {
-    s0 = static_cast<uint32_t>(t->nb[0] / sizeof(float));
-    s1 = static_cast<uint32_t>(t->nb[1] / sizeof(float));
-    s2 = static_cast<uint32_t>(t->nb[2] / sizeof(float));
-    s3 = static_cast<uint32_t>(t->nb[3] / sizeof(float));
+bool overlap(const Operand & a, const Operand & b) {
+    return a.info.storage == b.info.storage && a.info.begin < b.info.end && b.info.begin < a.info.end;
 }
 
-// Records the rope of x (a, or the RMS_NORM input when w is set) into the rope node out.
-ggml_status record(ggml_backend_t backend, const ggml_tensor * x, const ggml_tensor * w, float eps,
-                   ggml_tensor * out) {
-    if (ggml_nelements(out) == 0) return GGML_STATUS_SUCCESS;
-    const char * what = w ? "sd.rms_norm_mul_rope.vulkan" : "sd.rope_apply.vulkan";
-    const ggml_tensor * pe = out->src[1];
+void set_strides(const ggml_tensor * t, size_t unit, uint32_t (&s)[4]) {
+    for (int i = 0; i < 4; ++i)
+        s[i] = static_cast<uint32_t>(t->nb[i] / unit);
+}
+
+float float_param(const ggml_tensor * node, int i) {
+    float value;
+    std::memcpy(&value, reinterpret_cast<const char *>(node->op_params) + i * sizeof value, sizeof value);
+    return value;
+}
+
+Push push_of(const Job & job) {
+    const ggml_tensor * pe = job.rope->src[1];
     Push push{};
-    push.dim = static_cast<uint32_t>(x->ne[0]);
-    push.heads = static_cast<uint32_t>(x->ne[1]);
-    push.tokens = static_cast<uint32_t>(x->ne[2]);
-    push.rows = static_cast<uint32_t>(ggml_nrows(out));
+    push.dim = static_cast<uint32_t>(job.x->ne[0]);
+    push.heads = static_cast<uint32_t>(job.x->ne[1]);
+    push.tokens = static_cast<uint32_t>(job.x->ne[2]);
+    push.rows = static_cast<uint32_t>(ggml_nrows(job.rope));
     push.pairs = static_cast<uint32_t>(pe->ne[2]);
-    push.eps = eps;
-    set_strides(x, push.x_s0, push.x_s1, push.x_s2, push.x_s3);
-    set_strides(pe, push.pe_s0, push.pe_s1, push.pe_s2, push.pe_s3);
-    ggml_ext_vulkan_binding bx, bpe, by, bw;
-    if (!bind(backend, what, x, out, false, bx, push.x_off) ||
-        !bind(backend, what, pe, out, false, bpe, push.pe_off) ||
-        !bind(backend, what, out, out, true, by, push.y_off))
-        return GGML_STATUS_FAILED;
-    if (w) {
-        if (!bind(backend, what, w, out, false, bw, push.w_off)) return GGML_STATUS_FAILED;
-        push.w_s0 = static_cast<uint32_t>(w->nb[0] / sizeof(float));
+    push.eps = job.eps;
+    set_strides(job.x, sizeof(float), push.x_s);
+    set_strides(pe, sizeof(float), push.pe_s);
+    if (job.w) push.w_s0 = static_cast<uint32_t>(job.w->nb[0] / sizeof(float));
+    if (job.cpy) {
+        push.scale = float_param(job.scale, 0);
+        push.bias = float_param(job.scale, 1);
+        for (int i = 0; i < 3; ++i)
+            push.d_ne[i] = static_cast<uint32_t>(job.cpy->ne[i]);
+        set_strides(job.cpy, sizeof(uint16_t), push.d_s);
     }
-    const uint32_t interleaved = rope::attrs_of(out).interleaved != 0;
-    // The fused shader reduces over the row's D channels as the native RMS_NORM does; the plain one
-    // only walks the D/2 pairs.
-    const uint32_t wg = w ? block_size(x->ne[0]) : block_size(x->ne[0] / 2);
+    return push;
+}
+
+// Records the job's dispatch writing into y (the rope node, the CPY node or the workspace).
+ggml_status dispatch_job(ggml_backend_t backend, const Job & job, Push push, const Operand & x,
+                         const Operand & pe, const Operand * w, const Operand & y) {
+    push.x_off = x.offset;
+    push.pe_off = pe.offset;
+    push.y_off = y.offset;
+    const uint32_t interleaved = rope::attrs_of(job.rope).interleaved != 0;
     const uint32_t gx = std::min<uint32_t>(push.rows, 65535), gy = (push.rows + gx - 1) / gx;
-    if (w)
-        return dispatch(backend, "sd_rms_norm_mul_rope", {bx, bpe, by, bw}, {wg, interleaved}, &push,
-                        sizeof push, gx, gy);
-    return dispatch(backend, "sd_rope_apply", {bx, bpe, by}, {wg, interleaved}, &push, sizeof push, gx, gy);
+    if (!w)  // the plain kernel only walks the D/2 pairs of a row
+        return dispatch(backend, "sd_rope_apply", {x.binding, pe.binding, y.binding},
+                        {block_size(job.x->ne[0] / 2), interleaved}, &push, sizeof push, gx, gy);
+    // The fused shaders reduce over the row's D channels as the native RMS_NORM does.
+    push.w_off = w->offset;
+    return dispatch(backend, job.cpy ? "sd_rms_norm_mul_rope_scale_f16" : "sd_rms_norm_mul_rope",
+                    {x.binding, pe.binding, y.binding, w->binding}, {block_size(job.x->ne[0]), interleaved},
+                    &push, sizeof push, gx, gy);
+}
+
+// The F16 destination overlaps an input: the dispatch writes the destination's extent in the
+// workspace (first copied from the destination, so that a strided destination's gaps survive),
+// which is then copied over the destination.
+ggml_status record_staged(ggml_backend_t backend, const Job & job, const Push & push, const Operand & x,
+                          const Operand & pe, const Operand * w, const Operand & y,
+                          ggml_backend_buffer_t workspace, size_t workspace_size) {
+    const uint64_t bytes = y.info.end - y.info.begin;
+    if (!workspace || workspace_size < bytes || y.info.begin % 4 != 0 || bytes % 4 != 0) {
+        ggml_ext_set_error((std::string(job.what) +
+                            ": the F16 destination overlaps an input and cannot be staged (that needs "
+                            "the workspace and an extent 4-byte aligned in offset and size)")
+                               .c_str());
+        return GGML_STATUS_FAILED;
+    }
+    const ggml_ext_vulkan_range staged{nullptr, workspace, 0, bytes};
+    Operand ws;
+    if (!resolve(backend, job.what, staged, sizeof(uint16_t), true, ws)) return GGML_STATUS_FAILED;
+    ggml_status status = service()->copy(backend, &staged, &y.binding.range);
+    if (status == GGML_STATUS_SUCCESS) status = dispatch_job(backend, job, push, x, pe, w, ws);
+    if (status == GGML_STATUS_SUCCESS) status = service()->copy(backend, &y.binding.range, &staged);
+    return status;
+}
+
+// Records the job. An output overlapping an input is a caller-made layout (custom nodes are never
+// placed over their inputs, and a fused range's external inputs stay allocated through its output):
+// the F16 continuation handles it through the workspace, the F32 outputs refuse it (as on CPU).
+ggml_status record(ggml_backend_t backend, const Job & job, ggml_backend_buffer_t workspace = nullptr,
+                   size_t workspace_size = 0) {
+    if (ggml_nelements(job.rope) == 0) return GGML_STATUS_SUCCESS;
+    const ggml_tensor * out = job.cpy ? job.cpy : job.rope;
+    const size_t out_unit = job.cpy ? sizeof(uint16_t) : sizeof(float);
+    Operand x, pe, w, y;
+    if (!resolve(backend, job.what, {job.x, nullptr, 0, 0}, sizeof(float), false, x) ||
+        !resolve(backend, job.what, {job.rope->src[1], nullptr, 0, 0}, sizeof(float), false, pe) ||
+        (job.w && !resolve(backend, job.what, {job.w, nullptr, 0, 0}, sizeof(float), false, w)) ||
+        !resolve(backend, job.what, {out, nullptr, 0, 0}, out_unit, true, y))
+        return GGML_STATUS_FAILED;
+    const Operand * weight = job.w ? &w : nullptr;
+    const Push push = push_of(job);
+    if (!overlap(y, x) && !overlap(y, pe) && !(weight && overlap(y, w)))
+        return dispatch_job(backend, job, push, x, pe, weight, y);
+    if (job.cpy) return record_staged(backend, job, push, x, pe, weight, y, workspace, workspace_size);
+    ggml_ext_set_error((std::string(job.what) + ": the output overlaps an input; not supported").c_str());
+    return GGML_STATUS_FAILED;
 }
 
 // ---- the single-node kernel ------------------------------------------------------------------
@@ -143,36 +227,116 @@ bool kernel_supports(ggml_backend_dev_t device, const ggml_tensor * node, void *
 }
 
 ggml_status kernel_execute(const ggml_ext_execute_params * params) {
-    return record(params->backend, params->node->src[0], nullptr, 0.0f, params->node);
+    const ggml_tensor * node = params->node;
+    return record(params->backend,
+                  {"sd.rope_apply.vulkan", node->src[0], nullptr, 0.0f, node, nullptr, nullptr});
 }
 
-// ---- the fusion RMS_NORM -> MUL(1-D weight) -> sd.rope_apply ----------------------------------
+// ---- the fusions RMS_NORM -> MUL(1-D weight) -> sd.rope_apply [-> SCALE -> CPY into F16] ---------
 
-bool fusion_disabled() {
-    const char * value = std::getenv("GGML_VK_DISABLE_FUSION");
-    return value && std::strcmp(value, "0") != 0;
-}
+constexpr const char * kFusion = "sd.rms_norm_mul_rope.vulkan";
+constexpr const char * kScaledFusion = "sd.rms_norm_mul_rope_scale_f16.vulkan";
 
-int fusion_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int first, void *) {
-    if (fusion_disabled() || first + 3 > ggml_graph_n_nodes(graph)) return 0;
+// Whether nodes first, first + 1, first + 2 are RMS_NORM -> MUL(1-D weight) -> rope as the fused
+// shaders compute them (the runtime checks legality: uses, flags, views).
+bool norm_mul_rope_at(ggml_backend_dev_t device, const ggml_cgraph * graph, int first) {
+    if (first + 3 > ggml_graph_n_nodes(graph)) return false;
     const ggml_tensor * norm = ggml_graph_node(graph, first);
     const ggml_tensor * mul = ggml_graph_node(graph, first + 1);
     const ggml_tensor * rope = ggml_graph_node(graph, first + 2);
-    if (norm->op != GGML_OP_RMS_NORM || mul->op != GGML_OP_MUL || !rope_node_ok(device, rope)) return 0;
+    if (norm->op != GGML_OP_RMS_NORM || mul->op != GGML_OP_MUL || !rope_node_ok(device, rope)) return false;
     const ggml_tensor * x = norm->src[0];
     const ggml_tensor * w = mul->src[1];
-    if (!bindable_f32(device, x) || norm->type != GGML_TYPE_F32 || !ggml_are_same_shape(x, norm)) return 0;
-    if (mul->src[0] != norm || mul->type != GGML_TYPE_F32 || !ggml_are_same_shape(mul, norm) ||
-        !bindable_f32(device, w) || w->ne[0] != norm->ne[0] || ggml_nelements(w) != w->ne[0])
+    if (!bindable(device, x, GGML_TYPE_F32) || norm->type != GGML_TYPE_F32 || !ggml_are_same_shape(x, norm))
+        return false;
+    return mul->src[0] == norm && mul->type == GGML_TYPE_F32 && ggml_are_same_shape(mul, norm) &&
+           bindable(device, w, GGML_TYPE_F32) && w->ne[0] == norm->ne[0] && ggml_nelements(w) == w->ne[0] &&
+           rope->src[0] == mul;
+}
+
+int fusion_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int first, void *) {
+    return !fusion_disabled() && norm_mul_rope_at(device, graph, first) ? 3 : 0;
+}
+
+// The chain continued by SCALE (any scale and bias) and a terminal CPY of the scaled rope into F16,
+// any destination layout (a view of a K/V cache, or an owning cast).
+int scaled_fusion_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int first, void *) {
+    if (fusion_disabled() || first + 5 > ggml_graph_n_nodes(graph) || !norm_mul_rope_at(device, graph, first))
         return 0;
-    return rope->src[0] == mul ? 3 : 0;  // the runtime checks legality (uses, flags, views)
+    const ggml_tensor * rope = ggml_graph_node(graph, first + 2);
+    const ggml_tensor * scale = ggml_graph_node(graph, first + 3);
+    const ggml_tensor * cpy = ggml_graph_node(graph, first + 4);
+    return scale->op == GGML_OP_SCALE && scale->src[0] == rope && scale->type == GGML_TYPE_F32 &&
+                   cpy->op == GGML_OP_CPY && cpy->src[0] == scale && bindable(device, cpy, GGML_TYPE_F16)
+               ? 5
+               : 0;
+}
+
+// The destination may overlap an input only in caller-placed memory (the allocator never places
+// distinct live tensors over each other), which metadata cannot tell: the workspace is requested
+// always, bounded by the destination's extent rounded up to 4 bytes (a K/V cache slice: the output
+// in F16).
+ggml_status scaled_fusion_prepare(const ggml_ext_fusion_prepare_params * params, void ** state,
+                                  size_t * workspace_bytes) {
+    *state = nullptr;
+    *workspace_bytes = (ggml_nbytes(params->nodes[params->n_nodes - 1]) + 3) / 4 * 4;
+    return GGML_STATUS_SUCCESS;
 }
 
 ggml_status fusion_execute(const ggml_ext_fusion_execute_params * params) {
-    const ggml_tensor * norm = params->nodes[0];
-    float eps;
-    std::memcpy(&eps, norm->op_params, sizeof eps);
-    return record(params->backend, norm->src[0], params->nodes[1]->src[1], eps, params->nodes[2]);
+    ggml_tensor * const * nodes = params->nodes;
+    const bool scaled = params->n_nodes == 5;
+    const Job job{scaled ? kScaledFusion : kFusion, nodes[0]->src[0], nodes[1]->src[1],
+                  float_param(nodes[0], 0),         nodes[2],         scaled ? nodes[3] : nullptr,
+                  scaled ? nodes[4] : nullptr};
+    return record(params->backend, job, params->workspace, params->workspace_size);
+}
+
+// ---- graph delay: making a chain consecutive ------------------------------------------------------
+
+// Whether node is link k (1 MUL, 2 rope, 3 SCALE, 4 CPY) of a chain, given link k - 1.
+bool is_link(const ggml_tensor * node, size_t k, const ggml_tensor * previous) {
+    static constexpr ggml_op kOps[] = {GGML_OP_RMS_NORM, GGML_OP_MUL, GGML_OP_CUSTOM, GGML_OP_SCALE,
+                                       GGML_OP_CPY};
+    return node->src[0] == previous && node->op == kOps[k] && (k != 2 || ggml_ext_node_op(node) == g_rope_op);
+}
+
+// The positions of the chain RMS_NORM -> MUL -> rope [-> SCALE -> CPY] starting with the RMS_NORM
+// at `first`, each link the first later node consuming the previous one; empty when there is no
+// rope. match checks the rest.
+std::vector<int> chain_at(const ggml_cgraph * graph, int first) {
+    if (ggml_graph_node(graph, first)->op != GGML_OP_RMS_NORM) return {};
+    std::vector<int> chain{first};
+    for (int i = first + 1; i < ggml_graph_n_nodes(graph) && chain.size() < 5; ++i)
+        if (is_link(ggml_graph_node(graph, i), chain.size(), ggml_graph_node(graph, chain.back())))
+            chain.push_back(i);
+    if (chain.size() == 4) chain.pop_back();  // a SCALE without the CPY: the 3-node fusion
+    return chain.size() >= 3 ? chain : std::vector<int>{};
+}
+
+// Delays the chain's leading links past the independent nodes before each next link, so that the
+// chain ends consecutive at its last link; stops at a refused delay (a crossed node depends on the
+// chain: then the runtime's legality check would refuse the fusion anyway). Whether anything moved.
+bool make_consecutive(ggml_cgraph * graph, const std::vector<int> & chain) {
+    bool moved = false;
+    int start = chain[0];  // links 0 .. k - 1 sit at [start, start + k)
+    for (size_t k = 1; k < chain.size(); ++k) {
+        const int n = static_cast<int>(k);
+        if (chain[k] == start + n) continue;
+        if (!ggml_ext_graph_delay(graph, start, n, chain[k] - 1)) return moved;
+        start = chain[k] - n;  // later positions are unchanged by the move
+        moved = true;
+    }
+    return moved;
+}
+
+// Both fusions' optimize (registered once): every chain becomes consecutive. Idempotent.
+void fusion_optimize(ggml_backend_dev_t, ggml_cgraph * graph, void *) {
+    if (fusion_disabled()) return;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
+        const std::vector<int> chain = chain_at(graph, i);
+        if (!chain.empty() && make_consecutive(graph, chain)) --i;  // a crossed node now sits at i
+    }
 }
 
 }  // namespace
@@ -198,10 +362,17 @@ bool register_rope(ggml_backend_dev_t device, ggml_ext_op_t rope_op) {
     ggml_ext_fusion_desc fusion{};
     fusion.struct_size = sizeof fusion;
     fusion.version = GGML_EXT_FUSION_DESC_VERSION;
-    fusion.name = "sd.rms_norm_mul_rope.vulkan";
+    fusion.name = kFusion;
+    fusion.optimize = fusion_optimize;
     fusion.match = fusion_match;
     fusion.execute = fusion_execute;
-    return ggml_ext_register_fusion(device, &fusion);
+    ggml_ext_fusion_desc scaled = fusion;
+    scaled.name = kScaledFusion;
+    scaled.priority = 1;  // tried first: it takes the longer range
+    scaled.optimize = nullptr;
+    scaled.match = scaled_fusion_match;
+    scaled.prepare = scaled_fusion_prepare;
+    return ggml_ext_register_fusion(device, &fusion) && ggml_ext_register_fusion(device, &scaled);
 }
 
 }  // namespace sd::vulkan

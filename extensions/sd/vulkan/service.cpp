@@ -1,6 +1,7 @@
 // The sd pack's access to ggml_ext_vulkan_v1 and its embedded shaders.
 #include <ggml-vulkan.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -17,6 +18,11 @@ const ggml_ext_vulkan_v1 * service() {
                    : nullptr;
     }();
     return table;
+}
+
+bool fusion_disabled() {
+    const char * value = std::getenv("GGML_VK_DISABLE_FUSION");
+    return value && std::strcmp(value, "0") != 0;
 }
 
 std::vector<ggml_backend_dev_t> devices() {

@@ -24,6 +24,10 @@ const std::vector<SpirvModule> & shader_table();
 // The Vulkan registry's service table, or nullptr when ggx has no Vulkan backend.
 const ggml_ext_vulkan_v1 * service();
 
+// GGML_VK_DISABLE_FUSION set to anything but "0": the pack's Vulkan fusion rules match nothing
+// (read on every match).
+bool fusion_disabled();
+
 // The devices of the Vulkan registry.
 std::vector<ggml_backend_dev_t> devices();
 

@@ -1,4 +1,5 @@
 # The sd pack's INT8 kernels on Vulkan (vulkan/int8.cpp): ConvRot quantization with G = 256 and the
-# INT8 GEMM with its F32 epilogue.
+# INT8 GEMM with its F32 epilogue, alone and continued by [SCALE] -> MUL(gate) -> ADD(residual).
 sd_vulkan_shader(sd_convrot_g256 convrot.comp)
 sd_vulkan_shader(sd_linear_i8 linear_i8.comp)
+sd_vulkan_shader(sd_linear_i8_gated_residual linear_i8.comp GATED_RESIDUAL=1)

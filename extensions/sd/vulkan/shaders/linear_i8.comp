@@ -6,12 +6,22 @@
 // invocation a 4 x 4 register block; K advances 32 codes (8 words) at a time through shared memory.
 // Codes are read as 32-bit words and unpacked with bitfieldExtract (no 8-bit storage or arithmetic
 // needed); rows that do not start on a word (K % 4 != 0, or an unaligned tensor) are read byte by byte.
+//
+// GATED_RESIDUAL = 1 (the fusion sd.linear_i8 -> [SCALE] -> MUL(gate) -> ADD(residual)): the epilogue
+// goes on with * scale, * gate, + residual, again each rounded once, in the order of the native
+// SCALE, MUL and ADD nodes it replaces. Gate and residual are read through their strides, repeated
+// over the output as ggml_can_repeat allows; the output may be the residual exactly (each element
+// is read before the same invocation writes it).
+#ifndef GATED_RESIDUAL
+#define GATED_RESIDUAL 0
+#endif
 layout(local_size_x = 16, local_size_y = 16) in;
 
 layout(constant_id = 0) const uint ALIGNED = 0;   // every row of W and X starts on a word
 layout(constant_id = 1) const uint HAS_XS = 0;    // binding 3 holds one scale per activation row
 layout(constant_id = 2) const uint HAS_WS = 0;    // binding 4 holds one scale per output
 layout(constant_id = 3) const uint HAS_BIAS = 0;  // binding 5 holds one bias per output
+layout(constant_id = 4) const uint HAS_SCALE = 0; // GATED_RESIDUAL: a SCALE precedes the gate
 
 layout(binding = 0) readonly buffer W { uint w[]; };
 layout(binding = 1) readonly buffer X { uint x[]; };
@@ -19,11 +29,27 @@ layout(binding = 2) writeonly buffer Y { float y[]; };
 layout(binding = 3) readonly buffer SX { float sx[]; };
 layout(binding = 4) readonly buffer SW { float sw[]; };
 layout(binding = 5) readonly buffer B { float bias[]; };
+#if GATED_RESIDUAL
+layout(binding = 6) readonly buffer G { float gate[]; };
+layout(binding = 7) readonly buffer R { float residual[]; };
+
+// A tensor repeated over the output: its first float, extents and strides in floats.
+struct View {
+    uint offset;
+    uint ne[4];
+    uint nb[4];
+};
+#endif
 
 layout(push_constant) uniform Push {
     uint k, n, m;            // codes per row, outputs (weight rows), activation rows
     uint w_byte, x_byte;     // first byte of W and X in their bindings
     uint y_offset, sx_offset, sw_offset, b_offset;  // first float of each in its binding
+#if GATED_RESIDUAL
+    uint ne1, ne2;           // the output's extents 1 and 2 (row r is (r % ne1, r / ne1 % ne2, ...))
+    float scale;
+    View g, res;
+#endif
 } p;
 
 const uint TILE = 64u;     // outputs and activation rows per workgroup
@@ -65,6 +91,14 @@ ivec4 unpack_codes(uint codes) {
                  bitfieldExtract(c, 24, 8));
 }
 
+#if GATED_RESIDUAL
+// The float of v at output coordinates c, repeated.
+uint at(View v, uvec4 c) {
+    return v.offset + c.x % v.ne[0] * v.nb[0] + c.y % v.ne[1] * v.nb[1] + c.z % v.ne[2] * v.nb[2] +
+           c.w % v.ne[3] * v.nb[3];
+}
+#endif
+
 void main() {
     const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
     const uint o0 = gl_WorkGroupID.x * TILE, r0 = gl_WorkGroupID.y * TILE;
@@ -100,6 +134,12 @@ void main() {
             if (HAS_XS != 0u) v = v * sx[p.sx_offset + r];
             if (HAS_WS != 0u) v = v * sw[p.sw_offset + o];
             if (HAS_BIAS != 0u) v = v + bias[p.b_offset + o];
+#if GATED_RESIDUAL
+            if (HAS_SCALE != 0u) v = v * p.scale;
+            const uvec4 c = uvec4(o, r % p.ne1, r / p.ne1 % p.ne2, r / (p.ne1 * p.ne2));
+            v = v * gate[at(p.g, c)];
+            v = v + residual[at(p.res, c)];
+#endif
             y[p.y_offset + r * p.n + o] = v;
         }
     }

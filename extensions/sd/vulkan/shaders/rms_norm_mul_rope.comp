@@ -4,6 +4,7 @@
 // norm.comp, with the host's workgroup size): each invocation sums the squares of channels tid,
 // tid + WG, ... in F32, a shared-memory tree adds the partial sums, scale = 1 / sqrt(sum / D + eps);
 // then channel c is (x[c] * scale) * w[c], as RMS_NORM and MUL store it, before the rotation.
+// Compiled with SCALE_F16, it continues with -> SCALE -> CPY into F16 (rope.glsl's store).
 #include "rope.glsl"
 
 layout(binding = 3) readonly buffer W { float w[]; };
