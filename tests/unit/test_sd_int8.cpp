@@ -25,6 +25,7 @@
 
 #include "common/int8.h"
 #include "sd-ggml-ext.h"
+#include "unit/test_util.h"
 
 namespace {
 
@@ -32,14 +33,8 @@ using namespace sd::int8;
 
 constexpr uint64_t kSeed = 20240607;
 
-struct CtxDeleter {
-    void operator()(ggml_context * c) const { ggml_free(c); }
-};
-using Ctx = std::unique_ptr<ggml_context, CtxDeleter>;
-struct BackendDeleter {
-    void operator()(ggml_backend_t b) const { ggml_backend_free(b); }
-};
-using Backend = std::unique_ptr<ggml_backend, BackendDeleter>;
+using ggx::test::Backend;
+using Ctx = ggx::test::Context;
 
 ggml_backend_t cpu() {
     static Backend backend(ggml_backend_cpu_init());

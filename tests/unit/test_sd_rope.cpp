@@ -27,32 +27,17 @@
 #include "common/rope.h"
 #include "reference/reference.h"
 #include "sd-ggml-ext.h"
+#include "unit/sd_pack_env.h"
+#include "unit/test_util.h"
 
 namespace {
 
+using ggx::test::Buffer;
+using ggx::test::contains;
+using ggx::test::Context;
+using ggx::test::Sched;
+
 using Rng = std::mt19937;
-
-struct ContextDeleter {
-    void operator()(ggml_context * ctx) const { ggml_free(ctx); }
-};
-using Context = std::unique_ptr<ggml_context, ContextDeleter>;
-struct SchedDeleter {
-    void operator()(ggml_backend_sched_t s) const { ggml_backend_sched_free(s); }
-};
-using Sched = std::unique_ptr<ggml_backend_sched, SchedDeleter>;
-
-bool contains(const std::string & text, const std::string & part) {
-    return text.find(part) != std::string::npos;
-}
-
-// The pack, registered once for the program (the first call must register everything).
-class SdPack : public ::testing::Environment {
-public:
-    void SetUp() override {
-        ASSERT_EQ(sd_ggml_register_extensions(), SD_GGML_EXT_REGISTERED) << ggml_backend_get_last_error();
-    }
-};
-const auto * const g_env = ::testing::AddGlobalTestEnvironment(new SdPack);
 
 ggml_backend_t backend() {
     static ggml_backend_t cpu = [] {

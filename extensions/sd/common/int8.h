@@ -56,6 +56,14 @@ ggml_ext_op_t linear_op();
 QuantizeAttrs quantize_attrs_of(const ggml_tensor * node);
 LinearAttrs linear_attrs_of(const ggml_tensor * node);
 
+// The inputs of a linear node by role (NULL where the flags have none) and its sizes.
+struct LinearShape {
+    LinearAttrs attrs;
+    int64_t k, n, rows;
+    const ggml_tensor *w, *x, *ws, *bias, *xs;
+};
+LinearShape linear_shape(const ggml_tensor * node);
+
 // The CPU kernels (descriptors for ggml_ext_register_kernel and ggml_ext_check_kernel):
 // "sd.quantize_i8_convrot.cpu" and "sd.linear_i8.cpu". NULL when the CPU thread-pool service is
 // missing (message set).

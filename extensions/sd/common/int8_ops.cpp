@@ -217,6 +217,21 @@ LinearAttrs linear_attrs_of(const ggml_tensor * node) {
     return attrs;
 }
 
+LinearShape linear_shape(const ggml_tensor * node) {
+    LinearShape s{};
+    s.attrs = linear_attrs_of(node);
+    s.w = node->src[0];
+    s.x = node->src[1];
+    int next = 2;
+    if (s.attrs.flags & kHasWeightScale) s.ws = node->src[next++];
+    if (s.attrs.flags & kHasBias) s.bias = node->src[next++];
+    if (s.attrs.flags & kHasInputScale) s.xs = node->src[next++];
+    s.k = s.w->ne[0];
+    s.n = s.w->ne[1];
+    s.rows = s.attrs.ne[0] * s.attrs.ne[1] * s.attrs.ne[2];
+    return s;
+}
+
 }  // namespace sd::int8
 
 namespace sd {

@@ -71,28 +71,6 @@ inline bool overlaps(const void * a, size_t na, const void * b, size_t nb) {
     return na && nb && pa < pb + nb && pb < pa + na;
 }
 
-// The activations of a linear node, resolved from its attributes and inputs.
-struct LinearShape {
-    LinearAttrs attrs;
-    int64_t k, n, rows;
-    const ggml_tensor *w, *x, *ws, *bias, *xs;
-};
-
-inline LinearShape linear_shape(const ggml_tensor * node) {
-    LinearShape s{};
-    s.attrs = linear_attrs_of(node);
-    s.w = node->src[0];
-    s.x = node->src[1];
-    int next = 2;
-    if (s.attrs.flags & kHasWeightScale) s.ws = node->src[next++];
-    if (s.attrs.flags & kHasBias) s.bias = node->src[next++];
-    if (s.attrs.flags & kHasInputScale) s.xs = node->src[next++];
-    s.k = s.w->ne[0];
-    s.n = s.w->ne[1];
-    s.rows = s.attrs.ne[0] * s.attrs.ne[1] * s.attrs.ne[2];
-    return s;
-}
-
 // Workspace layout of a linear node: quantized codes (F32 input), their scales, the VNNI row sums,
 // then room for the whole output (used when it overlaps an input).
 struct LinearWorkspace {

@@ -134,31 +134,9 @@ ggml_status quantize_execute(const ggml_ext_execute_params * params) {
 
 // ---- sd.linear_i8.v1 ----------------------------------------------------------------------------
 
-// The inputs of a linear node by role (NULL where the flags have none).
-struct LinearInputs {
-    LinearAttrs attrs;
-    const ggml_tensor *w, *x, *ws, *bias, *xs;
-    int64_t k, n, rows;
-};
-
-LinearInputs linear_inputs(const ggml_tensor * node) {
-    LinearInputs in{};
-    in.attrs = linear_attrs_of(node);
-    in.w = node->src[0];
-    in.x = node->src[1];
-    int next = 2;
-    if (in.attrs.flags & kHasWeightScale) in.ws = node->src[next++];
-    if (in.attrs.flags & kHasBias) in.bias = node->src[next++];
-    if (in.attrs.flags & kHasInputScale) in.xs = node->src[next++];
-    in.k = in.w->ne[0];
-    in.n = in.w->ne[1];
-    in.rows = in.attrs.ne[0] * in.attrs.ne[1] * in.attrs.ne[2];
-    return in;
-}
-
 bool linear_supports(ggml_backend_dev_t device, const ggml_tensor * node, void *) {
     if (ggml_ext_node_op(node) != linear_op() || node->type != GGML_TYPE_F32) return false;
-    const LinearInputs in = linear_inputs(node);
+    const LinearShape in = linear_shape(node);
     if (in.attrs.kind != kInputPacked && in.attrs.kind != kInputI8) return false;  // F32: the CPU quantizes
     return in.w->type == GGML_TYPE_I8 && ggml_is_contiguous(in.w) && in.x->type == GGML_TYPE_I8 &&
            ggml_is_contiguous(in.x) && (in.n + kGemmTile - 1) / kGemmTile <= kMaxGroups &&
@@ -181,7 +159,7 @@ struct LinearCall {
     std::array<const Bound *, 5> inputs() const { return {&w, &x, &sx, &sw, &b}; }
 };
 
-bool bind_linear(ggml_backend_t backend, const LinearInputs & in, LinearCall * c) {
+bool bind_linear(ggml_backend_t backend, const LinearShape & in, LinearCall * c) {
     if (!bind_codes(backend, in.w, &c->w) || !bind_codes(backend, in.x, &c->x)) return false;
     // Absent optional inputs bind the weights (declared by the shader, never read: its constants say so).
     const bool bound = in.attrs.kind == kInputPacked
@@ -219,7 +197,7 @@ bool bind_output(ggml_backend_t backend, const ggml_ext_vulkan_range & range, Bo
 
 ggml_status linear_execute(const ggml_ext_execute_params * params) {
     const ggml_tensor * node = params->node;
-    const LinearInputs in = linear_inputs(node);
+    const LinearShape in = linear_shape(node);
     if (in.rows == 0 || in.n == 0) return GGML_STATUS_SUCCESS;
     ggml_backend_t backend = params->backend;
     LinearCall c;
@@ -340,7 +318,7 @@ ggml_status gated_execute(const ggml_ext_fusion_execute_params * params) {
     GatedChain c;
     if (!parse_chain(ggml_backend_get_device(backend), params->nodes, params->n_nodes, &c))
         return fail("sd.linear_i8_gated_residual.vulkan: the nodes are not a chain it computes");
-    const LinearInputs in = linear_inputs(c.linear);
+    const LinearShape in = linear_shape(c.linear);
     if (in.rows == 0 || in.n == 0) return GGML_STATUS_SUCCESS;
     LinearCall call;
     Bound out, gate, residual;
