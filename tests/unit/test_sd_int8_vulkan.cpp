@@ -16,6 +16,14 @@
 // placed exactly on the residual (in place) or partly over the gate (through the workspace) is right.
 // (The one allowed difference, the sign of a zero output over a -0 residual when the native SCALE's
 // + 0 turns a -0 into +0, cannot arise from these random inputs.)
+// The rule's optimize makes a chain consecutive when the graph as built interleaves the gate's
+// producer and view (a chunk of a modulation, as in a DiT block) and the residual's producer, so it
+// fuses (same bytes; nothing moves when disabled), and leaves a chain whose interleaved node reads the
+// linear as it is (no move, no fusion, the unfused bytes).
+//
+// The fusion sd.linear_i8 -> SWIGLU of the merged output [2F, ...] (plain and swapped) against the
+// linear kernel and the native GLU, BIT FOR BIT (bound: 0 ulp): the epilogue is the linear's and the
+// SiLU the native GLU shader's expression, compiled by the same driver; GEGLU does not match.
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
 #include <ggml-ext.h>
@@ -415,8 +423,8 @@ std::string candidate_line(const std::string & explanation, const char * rule) {
     return explanation.substr(at, explanation.find('\n', at) - at);
 }
 
-bool fused(const std::string & explanation) {
-    const std::string line = candidate_line(explanation, kGatedRule);
+bool fused(const std::string & explanation, const char * rule = kGatedRule) {
+    const std::string line = candidate_line(explanation, rule);
     return line.size() > 10 && line.compare(line.size() - 10, 10, ": accepted") == 0;
 }
 
@@ -442,33 +450,32 @@ struct GatedCase {
 // buffer alignment past the (full) gate's start, overlapping it partly.
 enum class Place { kScheduler, kOnResidual, kOverGate };
 
-// The site built, planned by a scheduler over Vulkan + CPU with explain mode on, filled from seed and
-// computed; `edit` may change the graph before it is planned.
-struct GatedSite {
-    GatedSite(ggml_backend_t vk, const GatedCase & c, uint64_t seed, Place place = Place::kScheduler,
-              const std::function<void(ggml_context *, GatedSite &)> & edit = {}) {
+// A graph over an sd.linear_i8 node, planned by a scheduler over Vulkan + CPU with explain mode on,
+// filled from a seed and computed.
+struct Site {
+    // The linear [n, tokens, batch]: weights [k, n] with scales and bias, over a quantize node's packed
+    // output or I8 codes with input scales.
+    ggml_tensor * new_linear(bool packed, int64_t k, int64_t n, int64_t tokens, int64_t batch) {
         ggml_context * x = ctx.get();
-        ggml_tensor * w = input(new_tensor(x, GGML_TYPE_I8, {c.k, c.n, 1, 1}));
-        ggml_tensor * ws = input(new_tensor(x, GGML_TYPE_F32, {c.n, 1, 1, 1}));
-        ggml_tensor * bias = input(new_tensor(x, GGML_TYPE_F32, {c.n, 1, 1, 1}));
+        ggml_tensor * w = input(new_tensor(x, GGML_TYPE_I8, {k, n, 1, 1}));
+        ws = input(new_tensor(x, GGML_TYPE_F32, {n, 1, 1, 1}));
+        ggml_tensor * bias = input(new_tensor(x, GGML_TYPE_F32, {n, 1, 1, 1}));
         ggml_tensor * act =
-            input(new_tensor(x, c.packed ? GGML_TYPE_F32 : GGML_TYPE_I8, {c.k, c.tokens, c.batch, 1}));
-        ggml_tensor * xs =
-            c.packed ? nullptr : input(new_tensor(x, GGML_TYPE_F32, {c.tokens, c.batch, 1, 1}));
-        ggml_tensor * codes = c.packed ? ggml_quantize_i8_convrot(x, act, kGroup) : act;
-        linear = ggml_mul_mat_i8_tensorwise(x, w, codes, ws, bias, c.packed ? kGroup : 0, xs);
-        ggml_tensor * value = c.scale ? ggml_scale(x, linear, 0.375f) : linear;
-        gate = input(new_tensor(x, GGML_TYPE_F32, c.gate_ne));
-        residual = input(new_tensor(x, GGML_TYPE_F32, c.residual_ne));
-        mul = c.gate_first ? ggml_mul(x, gate, value) : ggml_mul(x, value, gate);
-        ggml_set_name(mul, "gated");
-        out = c.residual_first ? ggml_add(x, residual, mul) : ggml_add(x, mul, residual);
-        ggml_set_output(out);
-        graph = ggml_new_graph(x);
-        ggml_build_forward_expand(graph, out);
-        if (edit) edit(x, *this);
-        place_by_hand(vk, place);
+            input(new_tensor(x, packed ? GGML_TYPE_F32 : GGML_TYPE_I8, {k, tokens, batch, 1}));
+        xs = packed ? nullptr : input(new_tensor(x, GGML_TYPE_F32, {tokens, batch, 1, 1}));
+        ggml_tensor * codes = packed ? ggml_quantize_i8_convrot(x, act, kGroup) : act;
+        linear = ggml_mul_mat_i8_tensorwise(x, w, codes, ws, bias, packed ? kGroup : 0, xs);
+        return linear;
+    }
 
+    ggml_tensor * input(ggml_tensor * t) {
+        ggml_set_input(t);
+        inputs.push_back(t);
+        return t;
+    }
+
+    // Plans graph (built up to out), fills the inputs from seed and computes it.
+    void compute(ggml_backend_t vk, uint64_t seed) {
         ggml_backend_t backends[] = {vk, cpu_backend()};
         sched.reset(ggml_backend_sched_new(backends, nullptr, 2, 256, false, false));
         ggml_ext_sched_set_explain(sched.get(), true);
@@ -482,21 +489,11 @@ struct GatedSite {
         if (compute_status == GGML_STATUS_SUCCESS) result = bytes(out);
     }
 
-    ggml_tensor * input(ggml_tensor * t) {
-        ggml_set_input(t);
-        inputs.push_back(t);
-        return t;
-    }
-
-    void place_by_hand(ggml_backend_t vk, Place place) {
-        if (place == Place::kScheduler) return;
-        const size_t shift = place == Place::kOverGate ? ggml_backend_get_alignment(vk) : 0;
-        ggml_tensor * under = place == Place::kOverGate ? gate : residual;
-        placed.reset(ggml_backend_alloc_buffer(vk, ggml_nbytes(under) + shift));
-        char * base = static_cast<char *>(ggml_backend_buffer_get_base(placed.get()));
-        ASSERT_EQ(ggml_backend_tensor_alloc(placed.get(), under, base), GGML_STATUS_SUCCESS);
-        ASSERT_EQ(ggml_backend_tensor_alloc(placed.get(), out, base + shift), GGML_STATUS_SUCCESS)
-            << ggml_backend_get_last_error();
+    std::vector<std::string> order() const {
+        std::vector<std::string> names;
+        for (int i = 0; i < ggml_graph_n_nodes(graph); ++i)
+            names.emplace_back(ggml_graph_node(graph, i)->name);
+        return names;
     }
 
     // Random codes, scales in [1e-3, 1e-2) or values in [-2, 2) by type and role.
@@ -522,29 +519,65 @@ struct GatedSite {
     }
 
     Context ctx{ggml_init({size_t{1} << 20, nullptr, true})};
-    Buffer placed;
+    Buffer placed;  // (GatedSite) storage of an output placed by hand, freed after the scheduler
     Sched sched;
     std::vector<ggml_tensor *> inputs;
-    ggml_tensor *linear, *gate, *residual, *mul, *out;
-    ggml_cgraph * graph;
+    ggml_tensor *ws = nullptr, *xs = nullptr, *linear = nullptr, *out = nullptr;
+    ggml_cgraph * graph = nullptr;
     bool alloc_ok = false;
     ggml_status compute_status = GGML_STATUS_FAILED;
     std::string explanation;
     std::vector<uint8_t> result;
 };
 
+// The gated-residual site; `edit` may change the graph before it is planned.
+struct GatedSite : Site {
+    GatedSite(ggml_backend_t vk, const GatedCase & c, uint64_t seed, Place place = Place::kScheduler,
+              const std::function<void(ggml_context *, GatedSite &)> & edit = {}) {
+        ggml_context * x = ctx.get();
+        new_linear(c.packed, c.k, c.n, c.tokens, c.batch);
+        ggml_tensor * value = c.scale ? ggml_scale(x, linear, 0.375f) : linear;
+        gate = input(new_tensor(x, GGML_TYPE_F32, c.gate_ne));
+        residual = input(new_tensor(x, GGML_TYPE_F32, c.residual_ne));
+        mul = c.gate_first ? ggml_mul(x, gate, value) : ggml_mul(x, value, gate);
+        ggml_set_name(mul, "gated");
+        out = c.residual_first ? ggml_add(x, residual, mul) : ggml_add(x, mul, residual);
+        ggml_set_output(out);
+        graph = ggml_new_graph(x);
+        ggml_build_forward_expand(graph, out);
+        if (edit) edit(x, *this);
+        place_by_hand(vk, place);
+        compute(vk, seed);
+    }
+
+    void place_by_hand(ggml_backend_t vk, Place place) {
+        if (place == Place::kScheduler) return;
+        const size_t shift = place == Place::kOverGate ? ggml_backend_get_alignment(vk) : 0;
+        ggml_tensor * under = place == Place::kOverGate ? gate : residual;
+        placed.reset(ggml_backend_alloc_buffer(vk, ggml_nbytes(under) + shift));
+        char * base = static_cast<char *>(ggml_backend_buffer_get_base(placed.get()));
+        ASSERT_EQ(ggml_backend_tensor_alloc(placed.get(), under, base), GGML_STATUS_SUCCESS);
+        ASSERT_EQ(ggml_backend_tensor_alloc(placed.get(), out, base + shift), GGML_STATUS_SUCCESS)
+            << ggml_backend_get_last_error();
+    }
+
+    ggml_tensor *gate, *residual, *mul;
+};
+
+using Edit = std::function<void(ggml_context *, GatedSite &)>;
+
 // Fused (expected) and unfused on Vulkan: the same bytes.
 void expect_fused_equals_unfused(ggml_backend_t vk, const GatedCase & c, uint64_t seed,
-                                 Place place = Place::kScheduler) {
+                                 Place place = Place::kScheduler, const Edit & edit = {}) {
     SCOPED_TRACE(c.name);
-    GatedSite on(vk, c, seed, place);
+    GatedSite on(vk, c, seed, place, edit);
     ASSERT_TRUE(on.alloc_ok) << ggml_backend_get_last_error();
     ASSERT_EQ(on.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_TRUE(fused(on.explanation)) << on.explanation;
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(on.sched.get(), on.out), vk);
 
     DisableFusion off("1");
-    GatedSite unfused(vk, c, seed, place);
+    GatedSite unfused(vk, c, seed, place, edit);
     ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_EQ(candidate_line(unfused.explanation, kGatedRule), "") << unfused.explanation;
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(unfused.sched.get(), unfused.linear), vk);
@@ -678,6 +711,154 @@ TEST_F(SdInt8Vulkan, GatedResidualFusionHonoursTheDisableSwitch) {
         EXPECT_TRUE(fused(GatedSite(vk(), kSmallSite, kSeed + 40).explanation));
     }
     EXPECT_TRUE(fused(GatedSite(vk(), kSmallSite, kSeed + 40).explanation));  // unset
+}
+
+// ---- the rule's optimize: interleaved chains made consecutive --------------------------------------
+
+// Sites over I8 codes (no quantize node), so that every node of the graph is named below.
+const GatedCase kScaledI8Site{"i8, scale", false,          96,   40, 12, 1, true, {40, 1, 1, 1},
+                              false,       {40, 12, 1, 1}, false};
+const GatedCase kPlainI8Site{"i8, no scale", false,          96,   40, 12, 1, false, {40, 1, 1, 1},
+                             false,          {40, 12, 1, 1}, false};
+
+// Names the chain's nodes; the value MUL reads is the linear or its SCALE.
+void name_chain(GatedSite & s) {
+    ggml_set_name(s.linear, "linear");
+    if (s.mul->src[0] != s.linear) ggml_set_name(s.mul->src[0], "scale");
+    ggml_set_name(s.out, "out");
+}
+
+// Rebuilds the graph from the output after an edit.
+void rebuild(ggml_context * x, GatedSite & s) {
+    name_chain(s);
+    s.graph = ggml_new_graph(x);
+    ggml_build_forward_expand(s.graph, s.out);
+}
+
+// As a DiT block builds it: the gate a chunk (VIEW) of a modulation computed in the graph, and the
+// residual computed too, so that the graph as built interleaves the modulation and the gate before
+// MUL, and the residual before ADD.
+void interleave_gate_and_residual(ggml_context * x, GatedSite & s) {
+    const int64_t n = s.gate->ne[0];
+    std::erase(s.inputs, s.gate);
+    std::erase(s.inputs, s.residual);
+    ggml_tensor * modulation = ggml_silu(x, s.input(new_tensor(x, GGML_TYPE_F32, {3 * n, 1, 1, 1})));
+    ggml_set_name(modulation, "modulation");
+    s.gate = ggml_view_1d(x, modulation, n, static_cast<size_t>(n) * sizeof(float));
+    ggml_set_name(s.gate, "gate");
+    const int64_t * ne = s.residual->ne;
+    s.residual = ggml_silu(x, s.input(new_tensor(x, GGML_TYPE_F32, {ne[0], ne[1], ne[2], ne[3]})));
+    ggml_set_name(s.residual, "residual");
+    s.mul->src[1] = s.gate;
+    s.out->src[1] = s.residual;
+    rebuild(x, s);
+}
+
+// The optimize delays linear [-> SCALE] past the modulation and gate, then linear [-> SCALE] -> MUL
+// past the residual: the chain becomes consecutive and fuses, with the unfused chain's bytes. With the
+// rule disabled nothing moves.
+TEST_F(SdInt8Vulkan, OptimizeMakesAnInterleavedChainConsecutiveAndItFuses) {
+    const std::vector<std::string> scaled_built{"linear", "scale",    "modulation", "gate",
+                                                "gated",  "residual", "out"};
+    uint64_t seed = kSeed + 50;
+    for (const GatedCase * c : {&kScaledI8Site, &kPlainI8Site}) {
+        SCOPED_TRACE(c->name);
+        expect_fused_equals_unfused(vk(), *c, ++seed, Place::kScheduler, interleave_gate_and_residual);
+        std::vector<std::string> built = scaled_built,
+                                 consecutive{"modulation", "gate",  "residual", "linear",
+                                             "scale",      "gated", "out"};
+        if (!c->scale) {
+            std::erase(built, "scale");
+            std::erase(consecutive, "scale");
+        }
+        EXPECT_EQ(GatedSite(vk(), *c, seed, Place::kScheduler, interleave_gate_and_residual).order(),
+                  consecutive);
+        DisableFusion off("1");
+        EXPECT_EQ(GatedSite(vk(), *c, seed, Place::kScheduler, interleave_gate_and_residual).order(), built);
+    }
+}
+
+// A node between the links that reads the chain (the gate a view of a product of the linear) cannot
+// be crossed: the graph keeps its order, nothing fuses, and the results are the unfused ones.
+TEST_F(SdInt8Vulkan, OptimizeLeavesAChainWithAnInterleavedConsumer) {
+    const Edit gate_from_linear = [](ggml_context * x, GatedSite & s) {
+        ggml_tensor * reader = ggml_scale(x, s.linear, 0.5f);
+        ggml_set_name(reader, "reader");
+        std::erase(s.inputs, s.gate);
+        s.gate = ggml_view_1d(x, reader, s.gate->ne[0], 0);
+        ggml_set_name(s.gate, "gate");
+        s.mul->src[1] = s.gate;
+        rebuild(x, s);
+    };
+    GatedSite site(vk(), kScaledI8Site, kSeed + 60, Place::kScheduler, gate_from_linear);
+    ASSERT_EQ(site.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_EQ(site.order(), (std::vector<std::string>{"linear", "scale", "reader", "gate", "gated", "out"}));
+    EXPECT_EQ(candidate_line(site.explanation, kGatedRule), "") << site.explanation;
+    DisableFusion off("1");
+    GatedSite unfused(vk(), kScaledI8Site, kSeed + 60, Place::kScheduler, gate_from_linear);
+    ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_TRUE(site.result == unfused.result);
+}
+
+// ---- the fusion sd.linear_i8 -> SWIGLU of the merged output --------------------------------------
+
+constexpr const char * kSwigluRule = "sd.linear_i8_swiglu.vulkan";
+
+// A linear [2F, tokens, batch] and the merged GLU of it.
+struct SwigluCase {
+    const char * name;
+    bool packed;  // a quantize node's packed output, else I8 codes with input scales
+    int64_t k, f, tokens, batch;
+    bool swapped;  // ggml_swiglu_swapped: the up half activated
+};
+
+struct SwigluSite : Site {
+    SwigluSite(ggml_backend_t vk, const SwigluCase & c, uint64_t seed, ggml_glu_op op = GGML_GLU_OP_SWIGLU) {
+        new_linear(c.packed, c.k, 2 * c.f, c.tokens, c.batch);
+        out = ggml_glu(ctx.get(), linear, op, c.swapped);
+        ggml_set_output(out);
+        graph = ggml_new_graph(ctx.get());
+        ggml_build_forward_expand(graph, out);
+        compute(vk, seed);
+    }
+};
+
+// Fused against the linear kernel and the native GLU (GGML_VK_DISABLE_FUSION=1), BIT FOR BIT (bound:
+// 0 ulp): the fused epilogue is the linear's and its SiLU the native GLU's expression. Workgroups of 32
+// outputs: F = 70 and 33 leave partial ones; K % 4 != 0 reads codes byte by byte.
+TEST_F(SdInt8Vulkan, SwigluFusionIsBitIdenticalToTheUnfusedChain) {
+    const SwigluCase cases[] = {
+        {"packed", true, 768, 96, 45, 1, false},
+        {"packed, swapped, F % 32 != 0, batch 2", true, 256, 70, 67, 2, true},
+        {"i8, K % 4 != 0, batch 3", false, 70, 33, 9, 3, false},
+        {"i8, swapped", false, 1001, 130, 7, 1, true},
+    };
+    uint64_t seed = kSeed + 70;
+    for (const SwigluCase & c : cases) {
+        SCOPED_TRACE(c.name);
+        SwigluSite on(vk(), c, ++seed);
+        ASSERT_TRUE(on.alloc_ok) << ggml_backend_get_last_error();
+        ASSERT_EQ(on.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+        EXPECT_TRUE(fused(on.explanation, kSwigluRule)) << on.explanation;
+        EXPECT_EQ(ggml_backend_sched_get_tensor_backend(on.sched.get(), on.out), vk());
+
+        DisableFusion off("1");
+        SwigluSite unfused(vk(), c, seed);
+        ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+        EXPECT_EQ(candidate_line(unfused.explanation, kSwigluRule), "") << unfused.explanation;
+        EXPECT_EQ(ggml_backend_sched_get_tensor_backend(unfused.sched.get(), unfused.linear), vk());
+        EXPECT_EQ(ggml_backend_sched_get_tensor_backend(unfused.sched.get(), unfused.out), vk());
+        ASSERT_EQ(on.result.size(), unfused.result.size());
+        EXPECT_TRUE(on.result == unfused.result);
+    }
+}
+
+// GEGLU is not what the shader computes: the linear and the native GLU run unfused.
+TEST_F(SdInt8Vulkan, SwigluFusionLeavesOtherGlus) {
+    SwigluSite geglu(vk(), {"geglu", true, 256, 40, 20, 1, false}, kSeed + 80, GGML_GLU_OP_GEGLU);
+    EXPECT_EQ(geglu.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_EQ(candidate_line(geglu.explanation, kSwigluRule), "") << geglu.explanation;
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(geglu.sched.get(), geglu.out), vk());
 }
 
 }  // namespace

@@ -12,16 +12,26 @@
 //    is bit-identical to the unfused chain on Vulkan (native SCALE, MUL and ADD round each operation
 //    once too). Only the chain's last node is an output; the runtime refuses intermediates with
 //    other consumers. The output may be the residual exactly (in place); any other overlap of the
-//    output with an input is computed in the plan workspace and copied. GGML_VK_DISABLE_FUSION set
-//    to anything but "0" makes the rule match nothing.
+//    output with an input is computed in the plan workspace and copied. The rule's optimize delays
+//    a chain's leading links past the independent nodes between them (the gate's producer or its
+//    view of the modulation, as a DiT block emits them) so that the chain becomes consecutive.
+//  * the fusion rule "sd.linear_i8_swiglu.vulkan": sd.linear_i8.v1 (as above) -> SWIGLU of its merged
+//    output [2F, ...] (ggml_swiglu or ggml_swiglu_swapped) into a contiguous F32 output, in one GEMM
+//    pass (linear_i8.comp with SWIGLU: both halves' sums, their epilogues, then the native GLU's
+//    silu(x) * g expression, not `precise`, as the native shader), bit-identical to the unfused linear
+//    and native GLU on Vulkan: the epilogue is the linear's, and the SiLU (whose exp and division
+//    Vulkan does not round correctly) is the same expression for the driver to compile. An output
+//    overlapping an input is refused at execution, as for the linear alone.
+// GGML_VK_DISABLE_FUSION set to anything but "0" makes the fusion rules match and reorder nothing.
 // All need 256 invocations per workgroup and a few KiB of shared memory; a device without them
-// registers none (the fusion also needs 8 bindings). The allocator never places an extension node
-// over its inputs; a linear output that overlaps an input anyway (a hand-made layout) is refused at
-// execution.
+// registers none (the gated-residual fusion also needs 8 bindings). The allocator never places an
+// extension node over its inputs; a linear output that overlaps an input anyway (a hand-made layout)
+// is refused at execution.
 #include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "common/int8.h"
 #include "vulkan/vulkan.h"
@@ -195,22 +205,34 @@ bool bind_output(ggml_backend_t backend, const ggml_ext_vulkan_range & range, Bo
     return false;
 }
 
-ggml_status linear_execute(const ggml_ext_execute_params * params) {
-    const ggml_tensor * node = params->node;
+// Records the linear `node` writing `out`, which must not overlap its inputs: the plain kernel, or
+// with glu (the merged SWIGLU node out) the variant writing the GLU's outputs (p.n = F, 32 outputs
+// per workgroup), constant 4 its `swapped`.
+ggml_status record_linear(ggml_backend_t backend, const ggml_tensor * node, const ggml_tensor * out,
+                          bool glu) {
     const LinearShape in = linear_shape(node);
     if (in.rows == 0 || in.n == 0) return GGML_STATUS_SUCCESS;
-    ggml_backend_t backend = params->backend;
     LinearCall c;
     Bound y;
-    if (!bind_linear(backend, in, &c) || !bind_output(backend, {node, nullptr, 0, 0}, &y))
+    if (!bind_linear(backend, in, &c) || !bind_output(backend, {out, nullptr, 0, 0}, &y))
         return GGML_STATUS_FAILED;
     for (const Bound * input : c.inputs())
         if (overlaps(*input, y)) return fail("sd.linear_i8.vulkan: the output overlaps an input");
     c.push.y_offset = y.info.shader_offset / 4;
-    return dispatch(backend, "sd_linear_i8",
+    uint32_t swapped = 0;
+    if (glu) {
+        c.push.n = static_cast<uint32_t>(out->ne[0]);
+        c.groups_x = static_cast<uint32_t>((out->ne[0] + kGemmTile / 2 - 1) / (kGemmTile / 2));
+        swapped = out->op_params[1] != 0;
+    }
+    return dispatch(backend, glu ? "sd_linear_i8_swiglu" : "sd_linear_i8",
                     {c.w.binding, c.x.binding, y.binding, c.sx.binding, c.sw.binding, c.b.binding},
-                    {c.aligned, c.has_xs, c.has_ws, c.has_bias}, &c.push, sizeof c.push, c.groups_x,
+                    {c.aligned, c.has_xs, c.has_ws, c.has_bias, swapped}, &c.push, sizeof c.push, c.groups_x,
                     c.groups_y);
+}
+
+ggml_status linear_execute(const ggml_ext_execute_params * params) {
+    return record_linear(params->backend, params->node, params->node, false);
 }
 
 // ---- the fusion sd.linear_i8 -> [SCALE] -> MUL(gate) -> ADD(residual) ------------------------
@@ -358,12 +380,92 @@ ggml_status gated_execute(const ggml_ext_fusion_execute_params * params) {
     return service()->copy(backend, &out.binding.range, &y.binding.range);
 }
 
+// ---- the fusion sd.linear_i8 -> SWIGLU of the merged output -----------------------------------
+
+// Whether glu is a merged SWIGLU (either half order) of the linear the fused shader computes, into a
+// contiguous F32 output.
+bool swiglu_at(ggml_backend_dev_t device, const ggml_tensor * linear, const ggml_tensor * glu) {
+    return linear_supports(device, linear, nullptr) && glu->op == GGML_OP_GLU &&
+           ggml_get_glu_op(glu) == GGML_GLU_OP_SWIGLU && glu->src[0] == linear && glu->src[1] == nullptr &&
+           glu->type == GGML_TYPE_F32 && 2 * glu->ne[0] == linear->ne[0] && ggml_is_contiguous(glu) &&
+           fits_binding(device, ggml_nbytes(glu));
+}
+
+int swiglu_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int first, void *) {
+    if (fusion_disabled() || first + 2 > ggml_graph_n_nodes(graph)) return 0;
+    return swiglu_at(device, ggml_graph_node(graph, first), ggml_graph_node(graph, first + 1)) ? 2 : 0;
+}
+
+// The output is refused where it overlaps an input, as for the linear alone: the runtime keeps a fused
+// range's external inputs allocated through its output, so only a hand-made layout can do that.
+ggml_status swiglu_execute(const ggml_ext_fusion_execute_params * params) {
+    ggml_tensor * const * nodes = params->nodes;
+    if (params->n_nodes != 2 || !swiglu_at(ggml_backend_get_device(params->backend), nodes[0], nodes[1]))
+        return fail("sd.linear_i8_swiglu.vulkan: the nodes are not a chain it computes");
+    return record_linear(params->backend, nodes[0], nodes[1], true);
+}
+
+const ggml_ext_fusion_desc * swiglu_fusion_desc() {
+    static const ggml_ext_fusion_desc desc = [] {
+        ggml_ext_fusion_desc d{};
+        d.struct_size = sizeof d;
+        d.version = GGML_EXT_FUSION_DESC_VERSION;
+        d.name = "sd.linear_i8_swiglu.vulkan";
+        d.match = swiglu_match;
+        d.execute = swiglu_execute;
+        return d;
+    }();
+    return &desc;
+}
+
+// ---- graph delay: making a chain consecutive ------------------------------------------------------
+
+// Whether node is the link after `previous` in a chain linear -> [SCALE] -> MUL -> ADD.
+bool is_next_link(const ggml_tensor * node, const ggml_tensor * previous) {
+    if (node->src[0] != previous && node->src[1] != previous) return false;
+    switch (previous->op) {
+        case GGML_OP_CUSTOM:
+            return node->op == GGML_OP_SCALE || node->op == GGML_OP_MUL;
+        case GGML_OP_SCALE:
+            return node->op == GGML_OP_MUL;
+        case GGML_OP_MUL:
+            return node->op == GGML_OP_ADD;
+        default:
+            return false;
+    }
+}
+
+// The positions of the chain starting with a linear the device computes at `first`, each link the
+// first later node consuming the previous one as the next link; empty when it does not reach an ADD.
+// match checks the rest.
+std::vector<int> chain_at(ggml_backend_dev_t device, const ggml_cgraph * graph, int first) {
+    if (!linear_supports(device, ggml_graph_node(graph, first), nullptr)) return {};
+    std::vector<int> chain{first};
+    for (int i = first + 1; i < ggml_graph_n_nodes(graph); ++i) {
+        const ggml_tensor * node = ggml_graph_node(graph, i);
+        if (!is_next_link(node, ggml_graph_node(graph, chain.back()))) continue;
+        chain.push_back(i);
+        if (node->op == GGML_OP_ADD) return chain;
+    }
+    return {};
+}
+
+// Every chain becomes consecutive. Idempotent.
+void gated_optimize(ggml_backend_dev_t device, ggml_cgraph * graph, void *) {
+    if (fusion_disabled()) return;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
+        const std::vector<int> chain = chain_at(device, graph, i);
+        if (!chain.empty() && make_consecutive(graph, chain)) --i;  // a crossed node now sits at i
+    }
+}
+
 const ggml_ext_fusion_desc * gated_fusion_desc() {
     static const ggml_ext_fusion_desc desc = [] {
         ggml_ext_fusion_desc d{};
         d.struct_size = sizeof d;
         d.version = GGML_EXT_FUSION_DESC_VERSION;
         d.name = "sd.linear_i8_gated_residual.vulkan";
+        d.optimize = gated_optimize;
         d.match = gated_match;
         d.prepare = gated_prepare;
         d.execute = gated_execute;
@@ -397,6 +499,7 @@ bool register_int8(ggml_backend_dev_t device) {
     const bool fusion = info.max_bindings >= 8 && info.max_push_constants >= sizeof(GatedPush);
     return ggml_ext_register_kernel(device, int8_quantize_kernel_desc()) &&
            ggml_ext_register_kernel(device, int8_linear_kernel_desc()) &&
+           ggml_ext_register_fusion(device, swiglu_fusion_desc()) &&
            (!fusion || ggml_ext_register_fusion(device, gated_fusion_desc()));
 }
 

@@ -314,22 +314,6 @@ std::vector<int> chain_at(const ggml_cgraph * graph, int first) {
     return chain.size() >= 3 ? chain : std::vector<int>{};
 }
 
-// Delays the chain's leading links past the independent nodes before each next link, so that the
-// chain ends consecutive at its last link; stops at a refused delay (a crossed node depends on the
-// chain: then the runtime's legality check would refuse the fusion anyway). Whether anything moved.
-bool make_consecutive(ggml_cgraph * graph, const std::vector<int> & chain) {
-    bool moved = false;
-    int start = chain[0];  // links 0 .. k - 1 sit at [start, start + k)
-    for (size_t k = 1; k < chain.size(); ++k) {
-        const int n = static_cast<int>(k);
-        if (chain[k] == start + n) continue;
-        if (!ggml_ext_graph_delay(graph, start, n, chain[k] - 1)) return moved;
-        start = chain[k] - n;  // later positions are unchanged by the move
-        moved = true;
-    }
-    return moved;
-}
-
 // Both fusions' optimize (registered once): every chain becomes consecutive. Idempotent.
 void fusion_optimize(ggml_backend_dev_t, ggml_cgraph * graph, void *) {
     if (fusion_disabled()) return;

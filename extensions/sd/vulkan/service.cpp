@@ -25,6 +25,19 @@ bool fusion_disabled() {
     return value && std::strcmp(value, "0") != 0;
 }
 
+bool make_consecutive(ggml_cgraph * graph, const std::vector<int> & chain) {
+    bool moved = false;
+    int start = chain[0];  // links 0 .. k - 1 sit at [start, start + k)
+    for (size_t k = 1; k < chain.size(); ++k) {
+        const int n = static_cast<int>(k);
+        if (chain[k] == start + n) continue;
+        if (!ggml_ext_graph_delay(graph, start, n, chain[k] - 1)) return moved;
+        start = chain[k] - n;  // later positions are unchanged by the move
+        moved = true;
+    }
+    return moved;
+}
+
 std::vector<ggml_backend_dev_t> devices() {
     std::vector<ggml_backend_dev_t> list;
     ggml_backend_reg_t reg = ggml_backend_vk_reg();

@@ -28,6 +28,12 @@ const ggml_ext_vulkan_v1 * service();
 // (read on every match).
 bool fusion_disabled();
 
+// For the rules' optimize callbacks: delays the leading links of chain (node indices, increasing)
+// past the independent nodes before each next link with ggml_ext_graph_delay, so the chain ends
+// consecutive at its last link; stops at a refused delay (a crossed node depends on the chain, so
+// the legality check would refuse the fusion anyway). Whether anything moved.
+bool make_consecutive(ggml_cgraph * graph, const std::vector<int> & chain);
+
 // The devices of the Vulkan registry.
 std::vector<ggml_backend_dev_t> devices();
 

@@ -12,8 +12,18 @@
 // SCALE, MUL and ADD nodes it replaces. Gate and residual are read through their strides, repeated
 // over the output as ggml_can_repeat allows; the output may be the residual exactly (each element
 // is read before the same invocation writes it).
+//
+// SWIGLU = 1 (the fusion sd.linear_i8 -> SWIGLU of its merged output [2F, M]): p.n is F, and a
+// workgroup computes 32 outputs: its weight tile holds their 32 gate rows o and then their 32 up rows
+// F + o, so each invocation's register block holds both halves of 2 x 4 outputs. Both get the
+// epilogue above; then silu(x) * g (x the gate half, or with SWAPPED the up half) with the native
+// GLU shader's formula, written as it writes it (not `precise`, like the native shader), so that the
+// driver compiles the same expression: the result is the unfused chain's.
 #ifndef GATED_RESIDUAL
 #define GATED_RESIDUAL 0
+#endif
+#ifndef SWIGLU
+#define SWIGLU 0
 #endif
 layout(local_size_x = 16, local_size_y = 16) in;
 
@@ -21,7 +31,11 @@ layout(constant_id = 0) const uint ALIGNED = 0;   // every row of W and X starts
 layout(constant_id = 1) const uint HAS_XS = 0;    // binding 3 holds one scale per activation row
 layout(constant_id = 2) const uint HAS_WS = 0;    // binding 4 holds one scale per output
 layout(constant_id = 3) const uint HAS_BIAS = 0;  // binding 5 holds one bias per output
+#if SWIGLU
+layout(constant_id = 4) const uint SWAPPED = 0;   // the up half is activated, the gate half multiplies
+#else
 layout(constant_id = 4) const uint HAS_SCALE = 0; // GATED_RESIDUAL: a SCALE precedes the gate
+#endif
 
 layout(binding = 0) readonly buffer W { uint w[]; };
 layout(binding = 1) readonly buffer X { uint x[]; };
@@ -55,6 +69,8 @@ layout(push_constant) uniform Push {
 const uint TILE = 64u;     // outputs and activation rows per workgroup
 const uint KW = 8u;        // words of K per step
 const uint STRIDE = KW + 1u;  // shared row stride in words (padded against bank conflicts)
+const uint HALF = TILE / 2u;  // SWIGLU: outputs per workgroup
+const uint NONE = ~0u;
 
 shared uint w_tile[TILE * STRIDE];
 shared uint x_tile[TILE * STRIDE];
@@ -72,12 +88,30 @@ uint row_codes(bool weights, uint start, uint k0) {
     return codes;
 }
 
-// Rows [first, first + TILE) of W (weights) or X, codes [k0, k0 + 4 KW), into tile (0 past the end).
-void load_tile(bool weights, uint first, uint count, uint start, uint k0) {
+// The row of W that tile row r of the workgroup holds, or NONE past the outputs.
+uint weight_row(uint r) {
+#if SWIGLU
+    const uint o = gl_WorkGroupID.x * HALF + r % HALF;
+    return o < p.n ? o + r / HALF * p.n : NONE;
+#else
+    const uint o = gl_WorkGroupID.x * TILE + r;
+    return o < p.n ? o : NONE;
+#endif
+}
+
+// The row of X that tile row r of the workgroup holds, or NONE past the activation rows.
+uint activation_row(uint r) {
+    const uint row = gl_WorkGroupID.y * TILE + r;
+    return row < p.m ? row : NONE;
+}
+
+// The workgroup's rows of W (weights) or X, codes [k0, k0 + 4 KW), into tile (0 past the end).
+void load_tile(bool weights, uint start, uint k0) {
     const uint t = gl_LocalInvocationIndex;
     for (uint i = t; i < TILE * KW; i += 256u) {
         const uint r = i / KW, kw = i % KW;
-        const uint codes = first + r < count ? row_codes(weights, start + (first + r) * p.k, k0 + 4u * kw) : 0u;
+        const uint row = weights ? weight_row(r) : activation_row(r);
+        const uint codes = row != NONE ? row_codes(weights, start + row * p.k, k0 + 4u * kw) : 0u;
         if (weights)
             w_tile[r * STRIDE + kw] = codes;
         else
@@ -91,6 +125,21 @@ ivec4 unpack_codes(uint codes) {
                  bitfieldExtract(c, 24, 8));
 }
 
+// The linear's value for activation row r and weight row o from their exact sum: the spec's epilogue.
+float linear_value(int sum, uint r, uint o) {
+    precise float v = float(sum);
+    if (HAS_XS != 0u) v = v * sx[p.sx_offset + r];
+    if (HAS_WS != 0u) v = v * sw[p.sw_offset + o];
+    if (HAS_BIAS != 0u) v = v + bias[p.b_offset + o];
+    return v;
+}
+
+#if SWIGLU
+// The native activations' formulas, as the native shaders write them.
+float sigmoid_of(float x) { return 1.0 / (1.0 + exp(clamp(-x, -105.0, 89.0))); }
+float silu_of(float x) { return isnan(x) ? x : x * sigmoid_of(x); }
+#endif
+
 #if GATED_RESIDUAL
 // The float of v at output coordinates c, repeated.
 uint at(View v, uvec4 c) {
@@ -101,14 +150,14 @@ uint at(View v, uvec4 c) {
 
 void main() {
     const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
-    const uint o0 = gl_WorkGroupID.x * TILE, r0 = gl_WorkGroupID.y * TILE;
+    const uint r0 = gl_WorkGroupID.y * TILE;
     int acc[4][4];
     for (uint i = 0u; i < 4u; ++i)
         for (uint j = 0u; j < 4u; ++j)
             acc[i][j] = 0;
     for (uint k0 = 0u; k0 < p.k; k0 += 4u * KW) {
-        load_tile(true, o0, p.n, p.w_byte, k0);
-        load_tile(false, r0, p.m, p.x_byte, k0);
+        load_tile(true, p.w_byte, k0);
+        load_tile(false, p.x_byte, k0);
         barrier();
         for (uint kw = 0u; kw < KW; ++kw) {
             ivec4 wv[4], xv[4];
@@ -127,13 +176,22 @@ void main() {
     for (uint j = 0u; j < 4u; ++j) {
         const uint r = r0 + ty + 16u * j;
         if (r >= p.m) continue;
-        for (uint i = 0u; i < 4u; ++i) {
-            const uint o = o0 + tx + 16u * i;
+#if SWIGLU
+        for (uint i = 0u; i < 2u; ++i) {  // acc[i]: gate rows o, acc[i + 2]: up rows F + o
+            const uint o = gl_WorkGroupID.x * HALF + tx + 16u * i;
             if (o >= p.n) continue;
-            precise float v = float(acc[i][j]);
-            if (HAS_XS != 0u) v = v * sx[p.sx_offset + r];
-            if (HAS_WS != 0u) v = v * sw[p.sw_offset + o];
-            if (HAS_BIAS != 0u) v = v + bias[p.b_offset + o];
+            const float gate_half = linear_value(acc[i][j], r, o);
+            const float up_half = linear_value(acc[i + 2u][j], r, p.n + o);
+            const float xv = SWAPPED != 0u ? up_half : gate_half;
+            const float gv = SWAPPED != 0u ? gate_half : up_half;
+            const float act = silu_of(xv);
+            y[p.y_offset + r * p.n + o] = act * gv;
+        }
+#else
+        for (uint i = 0u; i < 4u; ++i) {
+            const uint o = gl_WorkGroupID.x * TILE + tx + 16u * i;
+            if (o >= p.n) continue;
+            precise float v = linear_value(acc[i][j], r, o);
 #if GATED_RESIDUAL
             if (HAS_SCALE != 0u) v = v * p.scale;
             const uvec4 c = uvec4(o, r % p.ne1, r / p.ne1 % p.ne2, r / (p.ne1 * p.ne2));
@@ -142,5 +200,6 @@ void main() {
 #endif
             y[p.y_offset + r * p.n + o] = v;
         }
+#endif
     }
 }
