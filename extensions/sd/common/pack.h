@@ -1,7 +1,19 @@
-// Internal entry points of the sd pack's parts, called once by sd_ggml_register_extensions.
+// Internal entry points of the sd pack's parts, called once by sd_ggml_register_extensions, and
+// the descriptor builders every device's part uses.
 #pragma once
 
+#include <ggml-ext.h>
+
 namespace sd {
+
+// The descriptor of a kernel for the custom operator op (prepare may be null).
+ggml_ext_kernel_desc custom_kernel_desc(const char * name, ggml_ext_op_t op,
+                                        decltype(ggml_ext_kernel_desc::supports) supports,
+                                        decltype(ggml_ext_kernel_desc::execute) execute,
+                                        decltype(ggml_ext_kernel_desc::prepare) prepare = nullptr);
+// The descriptor of a fusion rule with its required callbacks; the caller sets the optional ones.
+ggml_ext_fusion_desc fusion_desc(const char * name, decltype(ggml_ext_fusion_desc::match) match,
+                                 decltype(ggml_ext_fusion_desc::execute) execute);
 
 // Each registers its operators, CPU kernels and CPU fusion rules; false after setting the error
 // (ggml_ext_set_error / the registry's message) when a registration fails.

@@ -17,3 +17,34 @@ extern "C" sd_ggml_ext_status sd_ggml_register_extensions(void) {
     state = sd::register_rope() && sd::register_int8() ? SD_GGML_EXT_REGISTERED : SD_GGML_EXT_FAILED;
     return state;
 }
+
+namespace sd {
+
+ggml_ext_kernel_desc custom_kernel_desc(const char * name, ggml_ext_op_t op,
+                                        decltype(ggml_ext_kernel_desc::supports) supports,
+                                        decltype(ggml_ext_kernel_desc::execute) execute,
+                                        decltype(ggml_ext_kernel_desc::prepare) prepare) {
+    ggml_ext_kernel_desc d{};
+    d.struct_size = sizeof d;
+    d.version = GGML_EXT_KERNEL_DESC_VERSION;
+    d.name = name;
+    d.op = GGML_OP_CUSTOM;
+    d.custom_op = op;
+    d.supports = supports;
+    d.prepare = prepare;
+    d.execute = execute;
+    return d;
+}
+
+ggml_ext_fusion_desc fusion_desc(const char * name, decltype(ggml_ext_fusion_desc::match) match,
+                                 decltype(ggml_ext_fusion_desc::execute) execute) {
+    ggml_ext_fusion_desc d{};
+    d.struct_size = sizeof d;
+    d.version = GGML_EXT_FUSION_DESC_VERSION;
+    d.name = name;
+    d.match = match;
+    d.execute = execute;
+    return d;
+}
+
+}  // namespace sd

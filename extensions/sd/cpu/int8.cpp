@@ -49,6 +49,7 @@
 #include <utility>
 
 #include "common/int8.h"
+#include "common/pack.h"
 
 #if HWY_ARCH_X86
 #include <immintrin.h>
@@ -788,35 +789,19 @@ bool ensure_service() {
     return true;
 }
 
-ggml_ext_kernel_desc make_desc(const char * name, ggml_ext_op_t op,
-                               bool (*supports)(ggml_backend_dev_t, const ggml_tensor *, void *),
-                               ggml_status (*prepare)(const ggml_ext_prepare_params *, void **, size_t *),
-                               ggml_status (*execute)(const ggml_ext_execute_params *)) {
-    ggml_ext_kernel_desc d{};
-    d.struct_size = sizeof d;
-    d.version = GGML_EXT_KERNEL_DESC_VERSION;
-    d.name = name;
-    d.op = GGML_OP_CUSTOM;
-    d.custom_op = op;
-    d.supports = supports;
-    d.prepare = prepare;
-    d.execute = execute;
-    return d;
-}
-
 }  // namespace
 
 const ggml_ext_kernel_desc * cpu_quantize_kernel() {
     if (!ensure_service() || !quantize_op()) return nullptr;
-    static const ggml_ext_kernel_desc desc = make_desc("sd.quantize_i8_convrot.cpu", quantize_op(),
-                                                       quantize_supports, quantize_prepare, quantize_execute);
+    static const ggml_ext_kernel_desc desc = custom_kernel_desc(
+        "sd.quantize_i8_convrot.cpu", quantize_op(), quantize_supports, quantize_execute, quantize_prepare);
     return &desc;
 }
 
 const ggml_ext_kernel_desc * cpu_linear_kernel() {
     if (!ensure_service() || !linear_op()) return nullptr;
     static const ggml_ext_kernel_desc desc =
-        make_desc("sd.linear_i8.cpu", linear_op(), linear_supports, linear_prepare, linear_execute);
+        custom_kernel_desc("sd.linear_i8.cpu", linear_op(), linear_supports, linear_execute, linear_prepare);
     return &desc;
 }
 

@@ -226,6 +226,7 @@ HWY_AFTER_NAMESPACE();
 
 #include <string>
 
+#include "common/pack.h"
 #include "common/rope.h"
 
 namespace sd::rope_cpu {
@@ -366,17 +367,8 @@ namespace sd::rope {
 using rope_cpu::g_op;
 
 const ggml_ext_kernel_desc * cpu_kernel_desc() {
-    static ggml_ext_kernel_desc kernel = [] {
-        ggml_ext_kernel_desc k{};
-        k.struct_size = sizeof k;
-        k.version = GGML_EXT_KERNEL_DESC_VERSION;
-        k.name = "sd.rope_apply.cpu";
-        k.op = GGML_OP_CUSTOM;
-        k.custom_op = g_op ? g_op : op();
-        k.supports = rope_cpu::kernel_supports;
-        k.execute = rope_cpu::kernel_execute;
-        return k;
-    }();
+    static const ggml_ext_kernel_desc kernel = custom_kernel_desc(
+        "sd.rope_apply.cpu", g_op ? g_op : op(), rope_cpu::kernel_supports, rope_cpu::kernel_execute);
     return &kernel;
 }
 
@@ -395,12 +387,7 @@ bool register_cpu(ggml_backend_dev_t device, ggml_ext_op_t rope_op) {
 
     if (!ggml_ext_register_kernel(device, cpu_kernel_desc())) return false;
 
-    ggml_ext_fusion_desc fusion{};
-    fusion.struct_size = sizeof fusion;
-    fusion.version = GGML_EXT_FUSION_DESC_VERSION;
-    fusion.name = "sd.rms_norm_mul_rope.cpu";
-    fusion.match = fusion_match;
-    fusion.execute = fusion_execute;
+    ggml_ext_fusion_desc fusion = fusion_desc("sd.rms_norm_mul_rope.cpu", fusion_match, fusion_execute);
     return ggml_ext_register_fusion(device, &fusion);
 }
 

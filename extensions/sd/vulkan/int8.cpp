@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "common/int8.h"
+#include "common/pack.h"
 #include "vulkan/vulkan.h"
 
 namespace sd::vulkan {
@@ -90,20 +91,6 @@ bool fits_binding(ggml_backend_dev_t device, size_t bytes) {
     info.struct_size = sizeof info;
     return service()->device_info(device, &info) && bytes <= info.max_storage_range &&
            bytes < (size_t{1} << 32);
-}
-
-ggml_ext_kernel_desc make_desc(const char * name, ggml_ext_op_t op,
-                               bool (*supports)(ggml_backend_dev_t, const ggml_tensor *, void *),
-                               ggml_status (*execute)(const ggml_ext_execute_params *)) {
-    ggml_ext_kernel_desc d{};
-    d.struct_size = sizeof d;
-    d.version = GGML_EXT_KERNEL_DESC_VERSION;
-    d.name = name;
-    d.op = GGML_OP_CUSTOM;
-    d.custom_op = op;
-    d.supports = supports;
-    d.execute = execute;
-    return d;
 }
 
 // ---- sd.quantize_i8_convrot.v1 ----------------------------------------------------------------
@@ -406,15 +393,8 @@ ggml_status swiglu_execute(const ggml_ext_fusion_execute_params * params) {
 }
 
 const ggml_ext_fusion_desc * swiglu_fusion_desc() {
-    static const ggml_ext_fusion_desc desc = [] {
-        ggml_ext_fusion_desc d{};
-        d.struct_size = sizeof d;
-        d.version = GGML_EXT_FUSION_DESC_VERSION;
-        d.name = "sd.linear_i8_swiglu.vulkan";
-        d.match = swiglu_match;
-        d.execute = swiglu_execute;
-        return d;
-    }();
+    static const ggml_ext_fusion_desc desc =
+        fusion_desc("sd.linear_i8_swiglu.vulkan", swiglu_match, swiglu_execute);
     return &desc;
 }
 
@@ -461,14 +441,10 @@ void gated_optimize(ggml_backend_dev_t device, ggml_cgraph * graph, void *) {
 
 const ggml_ext_fusion_desc * gated_fusion_desc() {
     static const ggml_ext_fusion_desc desc = [] {
-        ggml_ext_fusion_desc d{};
-        d.struct_size = sizeof d;
-        d.version = GGML_EXT_FUSION_DESC_VERSION;
-        d.name = "sd.linear_i8_gated_residual.vulkan";
+        ggml_ext_fusion_desc d =
+            fusion_desc("sd.linear_i8_gated_residual.vulkan", gated_match, gated_execute);
         d.optimize = gated_optimize;
-        d.match = gated_match;
         d.prepare = gated_prepare;
-        d.execute = gated_execute;
         return d;
     }();
     return &desc;
@@ -477,14 +453,14 @@ const ggml_ext_fusion_desc * gated_fusion_desc() {
 }  // namespace
 
 const ggml_ext_kernel_desc * int8_quantize_kernel_desc() {
-    static const ggml_ext_kernel_desc desc =
-        make_desc("sd.quantize_i8_convrot.vulkan", quantize_op(), quantize_supports, quantize_execute);
+    static const ggml_ext_kernel_desc desc = custom_kernel_desc(
+        "sd.quantize_i8_convrot.vulkan", quantize_op(), quantize_supports, quantize_execute);
     return &desc;
 }
 
 const ggml_ext_kernel_desc * int8_linear_kernel_desc() {
     static const ggml_ext_kernel_desc desc =
-        make_desc("sd.linear_i8.vulkan", linear_op(), linear_supports, linear_execute);
+        custom_kernel_desc("sd.linear_i8.vulkan", linear_op(), linear_supports, linear_execute);
     return &desc;
 }
 

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "common/pack.h"
 #include "common/rope.h"
 #include "vulkan/vulkan.h"
 
@@ -326,30 +327,16 @@ void fusion_optimize(ggml_backend_dev_t, ggml_cgraph * graph, void *) {
 }  // namespace
 
 const ggml_ext_kernel_desc * rope_kernel_desc() {
-    static const ggml_ext_kernel_desc kernel = [] {
-        ggml_ext_kernel_desc k{};
-        k.struct_size = sizeof k;
-        k.version = GGML_EXT_KERNEL_DESC_VERSION;
-        k.name = "sd.rope_apply.vulkan";
-        k.op = GGML_OP_CUSTOM;
-        k.custom_op = rope::op();
-        k.supports = kernel_supports;
-        k.execute = kernel_execute;
-        return k;
-    }();
+    static const ggml_ext_kernel_desc kernel =
+        custom_kernel_desc("sd.rope_apply.vulkan", rope::op(), kernel_supports, kernel_execute);
     return &kernel;
 }
 
 bool register_rope(ggml_backend_dev_t device, ggml_ext_op_t rope_op) {
     g_rope_op = rope_op;
     if (!ggml_ext_register_kernel(device, rope_kernel_desc())) return false;
-    ggml_ext_fusion_desc fusion{};
-    fusion.struct_size = sizeof fusion;
-    fusion.version = GGML_EXT_FUSION_DESC_VERSION;
-    fusion.name = kFusion;
+    ggml_ext_fusion_desc fusion = fusion_desc(kFusion, fusion_match, fusion_execute);
     fusion.optimize = fusion_optimize;
-    fusion.match = fusion_match;
-    fusion.execute = fusion_execute;
     ggml_ext_fusion_desc scaled = fusion;
     scaled.name = kScaledFusion;
     scaled.priority = 1;  // tried first: it takes the longer range
