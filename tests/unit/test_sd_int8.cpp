@@ -25,6 +25,7 @@
 
 #include "common/int8.h"
 #include "sd-ggml-ext.h"
+#include "unit/check_util.h"
 #include "unit/test_util.h"
 
 namespace {
@@ -34,6 +35,9 @@ using namespace sd::int8;
 constexpr uint64_t kSeed = 20240607;
 
 using ggx::test::Backend;
+using ggx::test::check_case;
+using ggx::test::check_kernel;
+using ggx::test::CheckResult;
 using Ctx = ggx::test::Context;
 
 ggml_backend_t cpu() {
@@ -496,52 +500,19 @@ bool check_reference(const ggml_tensor * node, const double * const * in, double
     return true;
 }
 
-ggml_ext_check_case make_case(const char * nm, std::vector<std::pair<ggml_type, std::array<int64_t, 4>>> ins,
-                              const void * attrs, size_t attr_size) {
-    ggml_ext_check_case c{};
-    c.struct_size = sizeof c;
-    c.version = GGML_EXT_CHECK_CASE_VERSION;
-    c.name = nm;
-    c.n_inputs = int(ins.size());
-    for (size_t i = 0; i < ins.size(); ++i) {
-        c.types[i] = ins[i].first;
-        for (int d = 0; d < 4; ++d)
-            c.ne[i][d] = ins[i].second[size_t(d)];
-        if (ins[i].first == GGML_TYPE_I8) c.range[i][0] = -127, c.range[i][1] = 128;
-    }
-    c.attrs = attrs;
-    c.attr_size = attr_size;
-    c.non_contiguous = true;
-    return c;
-}
-
 bool run_check(const ggml_ext_kernel_desc * kernel, const std::vector<ggml_ext_check_case> & cases,
                std::string * why) {
-    ggml_ext_check_params p{};
-    p.struct_size = sizeof p;
-    p.version = GGML_EXT_CHECK_PARAMS_VERSION;
-    p.device = ggml_backend_get_device(cpu());
-    p.backend = cpu();
-    p.kernel = kernel;
-    p.cases = cases.data();
-    p.n_cases = int(cases.size());
-    p.max_nmse = 0.0;
-    p.reference = check_reference;
-    p.seed = kSeed;
-    ggml_ext_check_report r{};
-    r.struct_size = sizeof r;
-    r.version = GGML_EXT_CHECK_REPORT_VERSION;
-    const bool ok = ggml_ext_check_kernel(&p, &r);
-    *why = r.first_failure;
-    return ok && r.n_passed == r.n_cases;
+    const CheckResult r = check_kernel(cpu(), kernel, cases, 0.0, kSeed, check_reference);
+    *why = r.report.first_failure;
+    return r.passed && r.report.n_passed == r.report.n_cases;
 }
 
 TEST_F(Int8Test, CheckKernelQuantize) {
     const QuantizeAttrs g256{256}, g4{4}, g1{1};
     std::vector<ggml_ext_check_case> cases = {
-        make_case("G256 [512, 7]", {{GGML_TYPE_F32, {512, 7, 1, 1}}}, &g256, sizeof g256),
-        make_case("G4 [12, 5, 3]", {{GGML_TYPE_F32, {12, 5, 3, 1}}}, &g4, sizeof g4),
-        make_case("G1 [37, 3]", {{GGML_TYPE_F32, {37, 3, 1, 1}}}, &g1, sizeof g1),
+        check_case("G256 [512, 7]", {{GGML_TYPE_F32, {512, 7, 1, 1}}}, &g256, sizeof g256),
+        check_case("G4 [12, 5, 3]", {{GGML_TYPE_F32, {12, 5, 3, 1}}}, &g4, sizeof g4),
+        check_case("G1 [37, 3]", {{GGML_TYPE_F32, {37, 3, 1, 1}}}, &g1, sizeof g1),
     };
     std::string why;
     TargetReset reset;
@@ -558,26 +529,26 @@ TEST_F(Int8Test, CheckKernelLinear) {
     LinearAttrs i8_plain{kInputI8, 0, 0, 0, {2, 3, 1}};
     LinearAttrs packed{kInputPacked, 64, 64, kHasBias, {3, 1, 1}};
     std::vector<ggml_ext_check_case> cases = {
-        make_case("f32 G16 K48 N7 M5x2",
-                  {{GGML_TYPE_I8, {48, 7, 1, 1}},
-                   {GGML_TYPE_F32, {48, 5, 2, 1}},
-                   {GGML_TYPE_F32, {7, 1, 1, 1}},
-                   {GGML_TYPE_F32, {7, 1, 1, 1}}},
-                  &f32, sizeof f32),
-        make_case("f32 K37 N5 M3", {{GGML_TYPE_I8, {37, 5, 1, 1}}, {GGML_TYPE_F32, {37, 3, 1, 1}}},
-                  &f32_plain, sizeof f32_plain),
-        make_case("i8 K70 N9 M7",
-                  {{GGML_TYPE_I8, {70, 9, 1, 1}},
-                   {GGML_TYPE_I8, {70, 7, 1, 1}},
-                   {GGML_TYPE_F32, {9, 1, 1, 1}},
-                   {GGML_TYPE_F32, {9, 1, 1, 1}},
-                   {GGML_TYPE_F32, {7, 1, 1, 1}}},
-                  &i8, sizeof i8),
-        make_case("i8 K130 N6 M2x3", {{GGML_TYPE_I8, {130, 6, 1, 1}}, {GGML_TYPE_I8, {130, 2, 3, 1}}},
-                  &i8_plain, sizeof i8_plain),
+        check_case("f32 G16 K48 N7 M5x2",
+                   {{GGML_TYPE_I8, {48, 7, 1, 1}},
+                    {GGML_TYPE_F32, {48, 5, 2, 1}},
+                    {GGML_TYPE_F32, {7, 1, 1, 1}},
+                    {GGML_TYPE_F32, {7, 1, 1, 1}}},
+                   &f32, sizeof f32),
+        check_case("f32 K37 N5 M3", {{GGML_TYPE_I8, {37, 5, 1, 1}}, {GGML_TYPE_F32, {37, 3, 1, 1}}},
+                   &f32_plain, sizeof f32_plain),
+        check_case("i8 K70 N9 M7",
+                   {{GGML_TYPE_I8, {70, 9, 1, 1}},
+                    {GGML_TYPE_I8, {70, 7, 1, 1}},
+                    {GGML_TYPE_F32, {9, 1, 1, 1}},
+                    {GGML_TYPE_F32, {9, 1, 1, 1}},
+                    {GGML_TYPE_F32, {7, 1, 1, 1}}},
+                   &i8, sizeof i8),
+        check_case("i8 K130 N6 M2x3", {{GGML_TYPE_I8, {130, 6, 1, 1}}, {GGML_TYPE_I8, {130, 2, 3, 1}}},
+                   &i8_plain, sizeof i8_plain),
         // Packed: K 64, 3 rows -> [64, 4 + 1]; scale bytes drawn from [56, 64) decode to finite positive
         // floats.
-        make_case(
+        check_case(
             "packed G64 K64 N5 M3",
             {{GGML_TYPE_I8, {64, 5, 1, 1}}, {GGML_TYPE_I8, {64, 5, 1, 1}}, {GGML_TYPE_F32, {5, 1, 1, 1}}},
             &packed, sizeof packed),

@@ -42,6 +42,7 @@
 
 #include "common/int8.h"
 #include "sd-ggml-ext.h"
+#include "unit/check_util.h"
 #include "unit/test_util.h"
 #include "unit/vulkan_util.h"
 #include "vulkan/vulkan.h"
@@ -51,6 +52,9 @@ namespace {
 using namespace sd::int8;
 using ggx::test::Backend;
 using ggx::test::Buffer;
+using ggx::test::check_case;
+using ggx::test::check_kernel;
+using ggx::test::CheckResult;
 using ggx::test::Context;
 using ggx::test::cpu_backend;
 using ggx::test::Sched;
@@ -164,25 +168,6 @@ bool cpu_reference(const ggml_tensor * node, const double * const * values, doub
     return true;
 }
 
-ggml_ext_check_case make_case(const char * name,
-                              std::vector<std::pair<ggml_type, std::array<int64_t, 4>>> inputs,
-                              const void * attrs, size_t attr_size) {
-    ggml_ext_check_case c{};
-    c.struct_size = sizeof c;
-    c.version = GGML_EXT_CHECK_CASE_VERSION;
-    c.name = name;
-    c.n_inputs = int(inputs.size());
-    for (size_t i = 0; i < inputs.size(); ++i) {
-        c.types[i] = inputs[i].first;
-        std::copy(inputs[i].second.begin(), inputs[i].second.end(), c.ne[i]);
-        if (inputs[i].first == GGML_TYPE_I8) c.range[i][0] = -127, c.range[i][1] = 128;
-    }
-    c.attrs = attrs;
-    c.attr_size = attr_size;
-    c.non_contiguous = true;
-    return c;
-}
-
 class SdInt8Vulkan : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
@@ -201,23 +186,10 @@ protected:
     // Every case passes on Vulkan0, bit for bit.
     void expect_conformant(const ggml_ext_kernel_desc * kernel,
                            const std::vector<ggml_ext_check_case> & cases) {
-        ggml_ext_check_params p{};
-        p.struct_size = sizeof p;
-        p.version = GGML_EXT_CHECK_PARAMS_VERSION;
-        p.device = vk_device();
-        p.backend = vk();
-        p.kernel = kernel;
-        p.cases = cases.data();
-        p.n_cases = int(cases.size());
-        p.max_nmse = 0.0;
-        p.reference = cpu_reference;
-        p.seed = kSeed;
-        ggml_ext_check_report r{};
-        r.struct_size = sizeof r;
-        r.version = GGML_EXT_CHECK_REPORT_VERSION;
-        EXPECT_TRUE(ggml_ext_check_kernel(&p, &r)) << kernel->name << ": " << r.first_failure;
-        EXPECT_EQ(r.n_passed, r.n_cases) << kernel->name;
-        EXPECT_GE(r.n_runs, r.n_cases) << kernel->name;  // every case ran at least contiguous
+        const CheckResult r = check_kernel(vk(), kernel, cases, 0.0, kSeed, cpu_reference);
+        EXPECT_TRUE(r.passed) << kernel->name << ": " << r.report.first_failure;
+        EXPECT_EQ(r.report.n_passed, r.report.n_cases) << kernel->name;
+        EXPECT_GE(r.report.n_runs, r.report.n_cases) << kernel->name;  // every case ran at least contiguous
     }
 
     // The node on Vulkan and on the CPU: the same bytes.
@@ -249,10 +221,10 @@ Input packed_input(const std::vector<float> & x, int64_t k, int64_t rows) {
 TEST_F(SdInt8Vulkan, QuantizePassesTheConformanceCheck) {
     const QuantizeAttrs g256{kGroup};
     expect_conformant(sd::vulkan::int8_quantize_kernel_desc(),
-                      {make_case("[256, 1]", {{GGML_TYPE_F32, {256, 1, 1, 1}}}, &g256, sizeof g256),
-                       make_case("[512, 7]", {{GGML_TYPE_F32, {512, 7, 1, 1}}}, &g256, sizeof g256),
-                       make_case("[1280, 3, 2]", {{GGML_TYPE_F32, {1280, 3, 2, 1}}}, &g256, sizeof g256),
-                       make_case("[2304, 5]", {{GGML_TYPE_F32, {2304, 5, 1, 1}}}, &g256, sizeof g256)});
+                      {check_case("[256, 1]", {{GGML_TYPE_F32, {256, 1, 1, 1}}}, &g256, sizeof g256),
+                       check_case("[512, 7]", {{GGML_TYPE_F32, {512, 7, 1, 1}}}, &g256, sizeof g256),
+                       check_case("[1280, 3, 2]", {{GGML_TYPE_F32, {1280, 3, 2, 1}}}, &g256, sizeof g256),
+                       check_case("[2304, 5]", {{GGML_TYPE_F32, {2304, 5, 1, 1}}}, &g256, sizeof g256)});
 }
 
 TEST_F(SdInt8Vulkan, LinearPassesTheConformanceCheck) {
@@ -263,26 +235,26 @@ TEST_F(SdInt8Vulkan, LinearPassesTheConformanceCheck) {
     std::vector<ggml_ext_check_case> cases = {
         // Packed K 64, 3 rows: [64, 4 + 1]; K 324 (not a multiple of the 32-code step), 67 rows: [324, 68 +
         // 1].
-        make_case(
+        check_case(
             "packed K64 N5 M3",
             {{GGML_TYPE_I8, {64, 5, 1, 1}}, {GGML_TYPE_I8, {64, 5, 1, 1}}, {GGML_TYPE_F32, {5, 1, 1, 1}}},
             &packed_bias, sizeof packed_bias),
-        make_case("packed K324 N70 M67",
-                  {{GGML_TYPE_I8, {324, 70, 1, 1}},
-                   {GGML_TYPE_I8, {324, 69, 1, 1}},
-                   {GGML_TYPE_F32, {70, 1, 1, 1}},
-                   {GGML_TYPE_F32, {70, 1, 1, 1}}},
-                  &packed_full, sizeof packed_full),
+        check_case("packed K324 N70 M67",
+                   {{GGML_TYPE_I8, {324, 70, 1, 1}},
+                    {GGML_TYPE_I8, {324, 69, 1, 1}},
+                    {GGML_TYPE_F32, {70, 1, 1, 1}},
+                    {GGML_TYPE_F32, {70, 1, 1, 1}}},
+                   &packed_full, sizeof packed_full),
         // I8 with K % 4 != 0: rows off word boundaries, read byte by byte.
-        make_case("i8 K70 N9 M7",
-                  {{GGML_TYPE_I8, {70, 9, 1, 1}},
-                   {GGML_TYPE_I8, {70, 7, 1, 1}},
-                   {GGML_TYPE_F32, {9, 1, 1, 1}},
-                   {GGML_TYPE_F32, {9, 1, 1, 1}},
-                   {GGML_TYPE_F32, {7, 1, 1, 1}}},
-                  &i8_scaled, sizeof i8_scaled),
-        make_case("i8 K37 N65 M2x3", {{GGML_TYPE_I8, {37, 65, 1, 1}}, {GGML_TYPE_I8, {37, 2, 3, 1}}},
-                  &i8_plain, sizeof i8_plain),
+        check_case("i8 K70 N9 M7",
+                   {{GGML_TYPE_I8, {70, 9, 1, 1}},
+                    {GGML_TYPE_I8, {70, 7, 1, 1}},
+                    {GGML_TYPE_F32, {9, 1, 1, 1}},
+                    {GGML_TYPE_F32, {9, 1, 1, 1}},
+                    {GGML_TYPE_F32, {7, 1, 1, 1}}},
+                   &i8_scaled, sizeof i8_scaled),
+        check_case("i8 K37 N65 M2x3", {{GGML_TYPE_I8, {37, 65, 1, 1}}, {GGML_TYPE_I8, {37, 2, 3, 1}}},
+                   &i8_plain, sizeof i8_plain),
     };
     // Packed inputs: bytes of [56, 64) make finite positive row scales.
     for (int c : {0, 1})

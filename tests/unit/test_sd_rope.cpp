@@ -27,12 +27,16 @@
 #include "common/rope.h"
 #include "reference/reference.h"
 #include "sd-ggml-ext.h"
+#include "unit/check_util.h"
 #include "unit/sd_pack_env.h"
 #include "unit/test_util.h"
 
 namespace {
 
 using ggx::test::Buffer;
+using ggx::test::check_case;
+using ggx::test::check_kernel;
+using ggx::test::CheckResult;
 using ggx::test::contains;
 using ggx::test::Context;
 using ggx::test::Sched;
@@ -334,39 +338,19 @@ TEST(SdRopeApply, PassesTheKernelConformanceCheck) {
     names.reserve(16);
     for (const Shape & s : shapes) {
         for (const sd::rope::Attrs * attrs : {&interleaved, &split}) {
-            ggml_ext_check_case c{};
-            c.struct_size = sizeof c;
-            c.version = GGML_EXT_CHECK_CASE_VERSION;
             names.push_back("rope [" + std::to_string(s.d) + ", " + std::to_string(s.h) + ", " +
                             std::to_string(s.l) + ", " + std::to_string(s.b) + "] P " +
                             std::to_string(s.pairs) + (attrs->interleaved ? " interleaved" : " split"));
-            c.name = names.back().c_str();
-            c.n_inputs = 2;
-            c.types[0] = c.types[1] = GGML_TYPE_F32;
-            const int64_t a_ne[4] = {s.d, s.h, s.l, s.b}, pe_ne[4] = {2, 2, s.pairs, s.l};
-            std::copy(a_ne, a_ne + 4, c.ne[0]);
-            std::copy(pe_ne, pe_ne + 4, c.ne[1]);
-            c.attrs = attrs;
-            c.attr_size = sizeof *attrs;
-            c.non_contiguous = true;
-            cases.push_back(c);
+            cases.push_back(
+                check_case(names.back().c_str(),
+                           {{GGML_TYPE_F32, {s.d, s.h, s.l, s.b}}, {GGML_TYPE_F32, {2, 2, s.pairs, s.l}}},
+                           attrs, sizeof *attrs));
         }
     }
-    ggml_ext_check_params params{};
-    params.struct_size = sizeof params;
-    params.version = GGML_EXT_CHECK_PARAMS_VERSION;
-    params.device = ggml_backend_get_device(backend());
-    params.backend = backend();
-    params.kernel = sd::rope::cpu_kernel_desc();
-    params.cases = cases.data();
-    params.n_cases = static_cast<int>(cases.size());
-    params.max_nmse = 1e-12;
-    params.reference = reference_rope;
-    params.seed = 11;
-    ggml_ext_check_report report{};
-    report.struct_size = sizeof report;
-    report.version = GGML_EXT_CHECK_REPORT_VERSION;
-    EXPECT_TRUE(ggml_ext_check_kernel(&params, &report)) << report.first_failure;
+    const CheckResult check =
+        check_kernel(backend(), sd::rope::cpu_kernel_desc(), cases, 1e-12, 11, reference_rope);
+    const ggml_ext_check_report & report = check.report;
+    EXPECT_TRUE(check.passed) << report.first_failure;
     EXPECT_EQ(report.n_passed, report.n_cases);
     EXPECT_EQ(report.n_skipped, 0);  // every layout is supported
     EXPECT_GT(report.n_runs, report.n_cases);

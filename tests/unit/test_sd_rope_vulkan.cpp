@@ -39,6 +39,7 @@
 
 #include "common/rope.h"
 #include "sd-ggml-ext.h"
+#include "unit/check_util.h"
 #include "unit/sd_pack_env.h"
 #include "unit/test_util.h"
 #include "vulkan/vulkan.h"
@@ -46,6 +47,9 @@
 namespace {
 
 using ggx::test::Buffer;
+using ggx::test::check_case;
+using ggx::test::check_kernel;
+using ggx::test::CheckResult;
 using ggx::test::contains;
 using ggx::test::Context;
 using ggx::test::Sched;
@@ -157,35 +161,15 @@ TEST_F(SdRopeVulkan, PassesTheKernelConformanceCheck) {
     std::vector<ggml_ext_check_case> cases;
     for (const auto & s : shapes) {
         for (const sd::rope::Attrs * attrs : {&interleaved, &split}) {
-            ggml_ext_check_case c{};
-            c.struct_size = sizeof c;
-            c.version = GGML_EXT_CHECK_CASE_VERSION;
-            c.n_inputs = 2;
-            c.types[0] = c.types[1] = GGML_TYPE_F32;
-            const int64_t a_ne[4] = {s[0], s[1], s[2], s[3]}, pe_ne[4] = {2, 2, s[4], s[2]};
-            std::copy(a_ne, a_ne + 4, c.ne[0]);
-            std::copy(pe_ne, pe_ne + 4, c.ne[1]);
-            c.attrs = attrs;
-            c.attr_size = sizeof *attrs;
-            c.non_contiguous = true;
-            cases.push_back(c);
+            cases.push_back(check_case(
+                nullptr, {{GGML_TYPE_F32, {s[0], s[1], s[2], s[3]}}, {GGML_TYPE_F32, {2, 2, s[4], s[2]}}},
+                attrs, sizeof *attrs));
         }
     }
-    ggml_ext_check_params params{};
-    params.struct_size = sizeof params;
-    params.version = GGML_EXT_CHECK_PARAMS_VERSION;
-    params.device = ggml_backend_get_device(vk());
-    params.backend = vk();
-    params.kernel = sd::vulkan::rope_kernel_desc();
-    params.cases = cases.data();
-    params.n_cases = static_cast<int>(cases.size());
-    params.max_nmse = 1e-12;
-    params.reference = reference_rope;
-    params.seed = 5;
-    ggml_ext_check_report report{};
-    report.struct_size = sizeof report;
-    report.version = GGML_EXT_CHECK_REPORT_VERSION;
-    EXPECT_TRUE(ggml_ext_check_kernel(&params, &report)) << report.first_failure;
+    const CheckResult check =
+        check_kernel(vk(), sd::vulkan::rope_kernel_desc(), cases, 1e-12, 5, reference_rope);
+    const ggml_ext_check_report & report = check.report;
+    EXPECT_TRUE(check.passed) << report.first_failure;
     EXPECT_EQ(report.n_passed, report.n_cases);
     EXPECT_EQ(report.n_skipped, 0);  // every layout is supported
     EXPECT_GT(report.n_runs, report.n_cases);

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "unit/check_util.h"
 #include "unit/test_util.h"
 #include "unit/vulkan_util.h"
 #include "vulkan/backend.h"
@@ -343,29 +344,13 @@ TEST_F(VulkanExt, ExtensionKernelsPassTheConformanceCheck) {
          {std::pair{scale_kernel(), +build_scale}, std::pair{dup_kernel(), +build_dup}}) {
         std::vector<ggml_ext_check_case> cases;
         for (const auto & ne : {std::array<int64_t, 4>{1, 1, 1, 1}, {37, 3, 1, 1}, {1000, 2, 3, 1}}) {
-            ggml_ext_check_case c{};
-            c.struct_size = sizeof c;
-            c.version = GGML_EXT_CHECK_CASE_VERSION;
-            c.n_inputs = 1;
-            c.types[0] = GGML_TYPE_F32;
-            std::copy(ne.begin(), ne.end(), c.ne[0]);
+            ggml_ext_check_case c = check_case(nullptr, {{GGML_TYPE_F32, ne}});
             c.build = build;
-            c.non_contiguous = true;
             cases.push_back(c);
         }
-        ggml_ext_check_params params{};
-        params.struct_size = sizeof params;
-        params.version = GGML_EXT_CHECK_PARAMS_VERSION;
-        params.device = ggml_backend_get_device(vk());
-        params.kernel = &kernel;
-        params.cases = cases.data();
-        params.n_cases = static_cast<int>(cases.size());
-        params.max_nmse = 1e-12;
-        params.seed = 5;
-        ggml_ext_check_report report{};
-        report.struct_size = sizeof report;
-        report.version = GGML_EXT_CHECK_REPORT_VERSION;
-        EXPECT_TRUE(ggml_ext_check_kernel(&params, &report)) << kernel.name << ": " << report.first_failure;
+        const CheckResult check = check_kernel(vk(), &kernel, cases, 1e-12, 5);
+        const ggml_ext_check_report & report = check.report;
+        EXPECT_TRUE(check.passed) << kernel.name << ": " << report.first_failure;
         EXPECT_EQ(report.n_passed, 3) << kernel.name;
     }
 }
