@@ -1,11 +1,9 @@
 // For the sd pack's suites: the pack registered once for the whole program (the first call must
-// register everything), and a substring check for error and explain messages.
+// register everything).
 #pragma once
 
 #include <ggml-backend.h>
 #include <gtest/gtest.h>
-
-#include <string>
 
 #include "sd-ggml-ext.h"
 
@@ -18,9 +16,5 @@ public:
     }
 };
 inline const auto * const g_sd_pack = ::testing::AddGlobalTestEnvironment(new SdPack);
-
-inline bool contains(const std::string & text, const std::string & part) {
-    return text.find(part) != std::string::npos;
-}
 
 }  // namespace ggx::test

@@ -16,13 +16,10 @@ namespace {
 
 using ggx::test::Backend;
 using ggx::test::Buffer;
+using ggx::test::contains;
 using ggx::test::Context;
 
 Context metadata_context() { return Context(ggml_init({1 << 20, nullptr, true})); }
-
-bool contains(const std::string & text, const std::string & part) {
-    return text.find(part) != std::string::npos;
-}
 
 TEST(Registry, FindsTheCpuRegistryAndDevice) {
     ASSERT_GE(ggml_backend_reg_count(), 1u);

@@ -20,10 +20,6 @@
 namespace ggx::test {
 namespace {
 
-bool contains(const std::string & text, const std::string & part) {
-    return text.find(part) != std::string::npos;
-}
-
 Context new_context() { return Context(ggml_init({size_t{4} << 20, nullptr, true})); }
 
 // A virtual device of its own for each caller (ops: what its native implementation supports).

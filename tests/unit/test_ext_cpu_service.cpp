@@ -23,6 +23,7 @@ namespace {
 
 using ggx::test::Backend;
 using ggx::test::Buffer;
+using ggx::test::contains;
 using ggx::test::Context;
 using Clock = std::chrono::steady_clock;
 
@@ -32,10 +33,6 @@ constexpr auto kPatience = std::chrono::seconds(20);
 const ggml_ext_cpu_parallel_v1 * service() {
     return static_cast<const ggml_ext_cpu_parallel_v1 *>(
         ggml_backend_reg_get_proc_address(ggml_backend_cpu_reg(), GGML_EXT_CPU_PARALLEL_V1));
-}
-
-bool contains(const std::string & text, const std::string & part) {
-    return text.find(part) != std::string::npos;
 }
 
 // A virtual device of the CPU registry, added once per process.

@@ -20,10 +20,6 @@
 namespace ggx::test {
 namespace {
 
-bool contains(const std::string & text, const std::string & part) {
-    return text.find(part) != std::string::npos;
-}
-
 // A graph under construction: inputs x, y ([16, 4] F32) and the nodes the test adds.
 struct Builder {
     Builder() {

@@ -20,12 +20,9 @@
 namespace {
 
 using ggx::test::Buffer;
+using ggx::test::contains;
 using ggx::test::Context;
 using ggx::test::Gallocr;
-
-bool contains(const std::string & text, const std::string & part) {
-    return text.find(part) != std::string::npos;
-}
 
 // Host memory buffers with a chosen alignment, extra bytes per tensor, maximum size, or failure.
 class TestBuffer final : public ggml_backend_buffer {

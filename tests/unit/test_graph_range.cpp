@@ -17,12 +17,9 @@
 namespace {
 
 using ggx::test::Backend;
+using ggx::test::contains;
 using ggx::test::Context;
 using ggx::test::Rng;
-
-bool contains(const std::string & text, const std::string & part) {
-    return text.find(part) != std::string::npos;
-}
 
 void fill_random(ggml_tensor * t, Rng & rng) {
     auto * data = static_cast<float *>(t->data);

@@ -45,7 +45,7 @@
 #include "unit/check_util.h"
 #include "unit/test_util.h"
 #include "unit/vulkan_util.h"
-#include "vulkan/vulkan.h"
+#include "vulkan/sd_vulkan.h"
 
 namespace {
 

@@ -42,7 +42,7 @@
 #include "unit/check_util.h"
 #include "unit/sd_pack_env.h"
 #include "unit/test_util.h"
-#include "vulkan/vulkan.h"
+#include "vulkan/sd_vulkan.h"
 
 namespace {
 

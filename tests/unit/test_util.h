@@ -80,6 +80,11 @@ inline std::vector<float> ramp(int64_t n, float start, float step) {
     return v;
 }
 
+// Whether text contains part (error and explain messages).
+inline bool contains(const std::string & text, const std::string & part) {
+    return text.find(part) != std::string::npos;
+}
+
 inline constexpr ggml_type kFloatTypes[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16};
 
 }  // namespace ggx::test

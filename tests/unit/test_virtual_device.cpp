@@ -19,12 +19,9 @@ namespace {
 
 using ggx::test::Backend;
 using ggx::test::Buffer;
+using ggx::test::contains;
 using ggx::test::Context;
 using ggx::test::Rng;
-
-bool contains(const std::string & text, const std::string & part) {
-    return text.find(part) != std::string::npos;
-}
 
 Context metadata_context() { return Context(ggml_init({1 << 20, nullptr, true})); }
 

@@ -16,51 +16,14 @@
 
 #include "unit/random_graph.h"
 #include "unit/test_util.h"
-#include "unit/vulkan_util.h"
+#include "unit/vulkan_fixture.h"
 #include "vulkan/backend.h"
 #include "vulkan/buffer.h"
 
 namespace ggx::test {
 namespace {
 
-bool contains(const std::string & text, const std::string & part) {
-    return text.find(part) != std::string::npos;
-}
-
-class Vulkan : public ::testing::Test {
-protected:
-    void SetUp() override {
-        if (!vulkan_present()) GTEST_SKIP() << "no Vulkan device";
-    }
-    ggml_backend_t vk() {
-        if (!backend_) backend_.reset(ggml_backend_vk_init(0));
-        return backend_.get();
-    }
-    vulkan::Backend & vk_impl() { return *static_cast<vulkan::Backend *>(vk()); }
-    ggml_backend_buffer_type_t buft() { return ggml_backend_vk_buffer_type(0); }
-
-    // A context of no_alloc tensors, allocated in one Vulkan buffer by alloc().
-    ggml_context * ctx() {
-        if (!ctx_) ctx_.reset(ggml_init({size_t{1} << 20, nullptr, true}));
-        return ctx_.get();
-    }
-    void alloc() {
-        buffer_.reset(ggml_backend_alloc_ctx_tensors_from_buft(ctx(), buft()));
-        ASSERT_NE(buffer_, nullptr) << ggml_backend_get_last_error();
-    }
-    ggml_tensor * input(int64_t n0, int64_t n1 = 1) {
-        return ggml_new_tensor_2d(ctx(), GGML_TYPE_F32, n0, n1);
-    }
-    ggml_status compute(ggml_tensor * out) {
-        ggml_cgraph * graph = ggml_new_graph(ctx());
-        ggml_build_forward_expand(graph, out);
-        return ggml_backend_graph_compute(vk(), graph);
-    }
-
-    Backend backend_;
-    Context ctx_;
-    Buffer buffer_;
-};
+using Vulkan = VulkanTest;
 
 TEST_F(Vulkan, RegistryListsNamedGpuDevicesWithMemory) {
     ggml_backend_reg_t reg = ggml_backend_reg_by_name("vulkan");

@@ -21,15 +21,11 @@
 
 #include "unit/check_util.h"
 #include "unit/test_util.h"
-#include "unit/vulkan_util.h"
+#include "unit/vulkan_fixture.h"
 #include "vulkan/backend.h"
 
 namespace ggx::test {
 namespace {
-
-bool contains(const std::string & text, const std::string & part) {
-    return text.find(part) != std::string::npos;
-}
 
 const ggml_ext_vulkan_v1 * service() {
     return static_cast<const ggml_ext_vulkan_v1 *>(
@@ -119,7 +115,7 @@ ggml_ext_kernel_desc dup_kernel() {
     return d;
 }
 
-class VulkanExt : public ::testing::Test {
+class VulkanExt : public VulkanTest {
 protected:
     static void SetUpTestSuite() {
         if (ggml_backend_vk_get_device_count() == 0) return;
@@ -128,32 +124,7 @@ protected:
         ASSERT_TRUE(ggml_ext_register_kernel(dev, &scale)) << ggml_backend_get_last_error();
         ASSERT_TRUE(ggml_ext_register_kernel(dev, &dup)) << ggml_backend_get_last_error();
     }
-    void SetUp() override {
-        if (!vulkan_present()) GTEST_SKIP() << "no Vulkan device";
-        backend_.reset(ggml_backend_vk_init(0));
-        ctx_.reset(ggml_init({size_t{1} << 20, nullptr, true}));
-    }
     void TearDown() override { probe() = nullptr; }
-
-    ggml_backend_t vk() { return backend_.get(); }
-    vulkan::Backend & vk_impl() { return *static_cast<vulkan::Backend *>(vk()); }
-    ggml_context * ctx() { return ctx_.get(); }
-    ggml_tensor * input(int64_t n0, int64_t n1 = 1) {
-        return ggml_new_tensor_2d(ctx(), GGML_TYPE_F32, n0, n1);
-    }
-    void alloc() {
-        buffer_.reset(ggml_backend_alloc_ctx_tensors(ctx(), vk()));
-        ASSERT_NE(buffer_, nullptr) << ggml_backend_get_last_error();
-    }
-    ggml_status compute(ggml_tensor * out) {
-        ggml_cgraph * graph = ggml_new_graph(ctx());
-        ggml_build_forward_expand(graph, out);
-        return ggml_backend_graph_compute(vk(), graph);
-    }
-
-    Backend backend_;
-    Context ctx_;
-    Buffer buffer_;
 };
 
 TEST_F(VulkanExt, ServiceIsVersionedAndReportsTheDevice) {

@@ -10,7 +10,7 @@
 #include "common/int8.h"
 #include "common/pack.h"
 #ifdef SD_VULKAN
-#include "vulkan/vulkan.h"
+#include "vulkan/sd_vulkan.h"
 #endif
 #include "sd-ggml-ext.h"
 

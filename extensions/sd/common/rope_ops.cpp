@@ -12,7 +12,7 @@
 
 #include "common/pack.h"
 #ifdef SD_VULKAN
-#include "vulkan/vulkan.h"
+#include "vulkan/sd_vulkan.h"
 #endif
 #include "common/rope.h"
 #include "sd-ggml-ext.h"

@@ -35,7 +35,7 @@
 
 #include "common/int8.h"
 #include "common/pack.h"
-#include "vulkan/vulkan.h"
+#include "vulkan/sd_vulkan.h"
 
 namespace sd::vulkan {
 namespace {

@@ -28,7 +28,7 @@
 
 #include "common/pack.h"
 #include "common/rope.h"
-#include "vulkan/vulkan.h"
+#include "vulkan/sd_vulkan.h"
 
 namespace sd::vulkan {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "vulkan/vulkan.h"
+#include "vulkan/sd_vulkan.h"
 
 namespace sd::vulkan {
 
