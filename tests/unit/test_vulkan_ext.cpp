@@ -53,16 +53,20 @@ bool contiguous_f32_pair(const ggml_tensor * node) {
            ggml_is_contiguous(node) && ggml_are_same_shape(a, node);
 }
 
-// A hook the SCALE kernel runs inside execute before its own dispatch (for the negative tests).
-std::function<void(ggml_backend_t, const ggml_tensor *)> & probe() {
-    static std::function<void(ggml_backend_t, const ggml_tensor *)> hook;
+// A hook the SCALE kernel runs inside execute before its own dispatch (for the negative tests);
+// when it returns false the kernel fails.
+std::function<bool(ggml_backend_t, const ggml_tensor *)> & probe() {
+    static std::function<bool(ggml_backend_t, const ggml_tensor *)> hook;
     return hook;
 }
 
 // y = x * scale + bias through ext_scale.comp, 64 elements per workgroup.
 ggml_status execute_scale(const ggml_ext_execute_params * params) {
     const ggml_tensor *y = params->node, *x = y->src[0];
-    if (probe()) probe()(params->backend, y);
+    if (probe() && !probe()(params->backend, y)) {
+        ggml_ext_set_error("the probe failed the kernel");
+        return GGML_STATUS_FAILED;
+    }
     const ggml_ext_vulkan_v1 * svc = service();
     const ggml_ext_vulkan_range xr = range_of(x), yr = range_of(y);
     ggml_ext_vulkan_buffer_info xi, yi;
@@ -401,6 +405,7 @@ TEST_F(VulkanExt, DispatchAndCopyRejectEachKindOfBadRequest) {
         try_copy(range_of(other, 2, 256), range_of(a, 0, 256));  // unaligned
         try_copy(range_of(a, 0, 512), range_of(a, 256, 512));    // overlapping
         try_copy(range_of(other, 0, 256), range_of(h, 0, 256));  // foreign source
+        return true;
     };
     write_f32(a, ramp(256, 0.0f, 1.0f));
     ASSERT_EQ(compute(y), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
@@ -429,14 +434,44 @@ TEST_F(VulkanExt, DispatchOutsideAnExecutingPlanFails) {
         << ggml_backend_get_last_error();
 }
 
-TEST_F(VulkanExt, PipelinesAreCreatedOnExecutionAndCached) {
-    ggml_tensor * a = input(128);
-    ggml_tensor * y = ggml_scale(ctx(), a, 2.0f);
+// "Callback errors propagate without retry": the failing extension's node is named, the native
+// implementation is not run instead, and nothing of the plan is submitted.
+TEST_F(VulkanExt, AKernelErrorFailsThePlanWithoutRetry) {
+    ggml_tensor * a = input(64);
+    ggml_tensor * y = ggml_scale(ctx(), ggml_sqr(ctx(), a), 2.0f);
     alloc();
+    write_f32(a, std::vector<float>(64, 3.0f));
+    write_f32(y, std::vector<float>(64, -1.0f));
+    probe() = [](ggml_backend_t, const ggml_tensor *) { return false; };
+    EXPECT_EQ(compute(y), GGML_STATUS_FAILED);
+    const std::string error = ggml_backend_get_last_error();
+    EXPECT_TRUE(contains(error, "test.scale.vulkan")) << error;
+    EXPECT_TRUE(contains(error, "the probe failed the kernel")) << error;
+    EXPECT_EQ(read_f32(y), std::vector<float>(64, -1.0f));  // no native SCALE ran in its place
+}
+
+// "Pipeline creation occurs on execution, never during host-only plan preparation": planning a
+// graph with a scheduler creates none; computing it creates them, and computing again reuses them.
+TEST_F(VulkanExt, PipelinesAreCreatedOnExecutionAndCached) {
+    ggml_tensor * t = ggml_new_tensor_1d(ctx(), GGML_TYPE_F32, 16);
+    ggml_set_input(t);
+    // TIMESTEP_EMBEDDING runs in no other test of this program, so its pipeline is new here.
+    ggml_tensor * y = ggml_scale(ctx(), ggml_timestep_embedding(ctx(), t, 32, 10000), 2.0f);
+    ggml_set_output(y);
+    ggml_cgraph * graph = ggml_new_graph(ctx());
+    ggml_build_forward_expand(graph, y);
+    Backend cpu(ggml_backend_cpu_init());
+    ggml_backend_t backends[] = {vk(), cpu.get()};
+    Sched sched(ggml_backend_sched_new(backends, nullptr, 2, 256, false, false));
     vulkan::Device & device = vk_impl().vulkan();
-    ASSERT_EQ(compute(y), GGML_STATUS_SUCCESS);
+    const size_t before = device.n_pipelines();
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), graph)) << ggml_backend_get_last_error();
+    EXPECT_EQ(device.n_pipelines(), before);
+    write_f32(t, ramp(16, 0.0f, 10.0f));
+    ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), graph), GGML_STATUS_SUCCESS);
     const size_t after_first = device.n_pipelines();
-    ASSERT_EQ(compute(y), GGML_STATUS_SUCCESS);
+    EXPECT_GT(after_first, before);
+    ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), graph), GGML_STATUS_SUCCESS);
     EXPECT_EQ(device.n_pipelines(), after_first);
 }
 
