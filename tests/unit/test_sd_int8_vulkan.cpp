@@ -1,8 +1,8 @@
-// The sd pack's INT8 kernels on Vulkan (extensions/sd/vulkan/int8.cpp): sd.quantize_i8_convrot.v1
-// with G = 256 and sd.linear_i8.v1 with packed or I8 activations, against the CPU kernels BIT FOR BIT
-// (bound: 0 ulp). Both kernels evaluate the spec's operations in its order with every F32 step
-// rounded once (the shaders mark them `precise`; the divisions are correctly rounded), and the int32
-// sums are exact, so nothing may differ: ggml_ext_check_kernel runs with max_nmse 0 and the CPU kernel
+// The sd pack's INT8 kernels on Vulkan (extensions/sd/vulkan/convrot.cpp, int8.cpp):
+// sd.quantize_i8_convrot.v1 with every group size and sd.linear_i8.v1 with packed or I8 activations, against
+// the CPU kernels BIT FOR BIT (bound: 0 ulp). Both kernels evaluate the spec's operations in its order with
+// every F32 step rounded once (the shaders mark them `precise`; the divisions are correctly rounded), and the
+// int32 sums are exact, so nothing may differ: ggml_ext_check_kernel runs with max_nmse 0 and the CPU kernel
 // as its reference; larger shapes compare the output bytes; a graph quantize -> linear scheduled over
 // Vulkan + CPU (F32-input linears falling back to the CPU) equals the CPU alone.
 // (Inputs are normal floats: a device may flush subnormals, which the CPU kernel keeps.)
@@ -97,7 +97,7 @@ std::vector<float> activations(std::mt19937_64 & rng, int64_t k, int64_t rows) {
     std::vector<float> x = random_floats(rng, k * rows, -3.0f, 3.0f);
     if (rows > 2) {
         std::fill_n(x.begin() + k, k, 0.0f);
-        x[size_t(2 * k + 7)] = 250.0f;
+        x[size_t(2 * k + 7 % k)] = 250.0f;
     }
     return x;
 }
@@ -219,12 +219,16 @@ Input packed_input(const std::vector<float> & x, int64_t k, int64_t rows) {
 }
 
 TEST_F(SdInt8Vulkan, QuantizePassesTheConformanceCheck) {
-    const QuantizeAttrs g256{kGroup};
+    const QuantizeAttrs g256{kGroup}, g64{64}, g16{16}, g4{4}, g1{1};
     expect_conformant(sd::vulkan::int8_quantize_kernel_desc(),
                       {check_case("[256, 1]", {{GGML_TYPE_F32, {256, 1, 1, 1}}}, &g256, sizeof g256),
                        check_case("[512, 7]", {{GGML_TYPE_F32, {512, 7, 1, 1}}}, &g256, sizeof g256),
                        check_case("[1280, 3, 2]", {{GGML_TYPE_F32, {1280, 3, 2, 1}}}, &g256, sizeof g256),
-                       check_case("[2304, 5]", {{GGML_TYPE_F32, {2304, 5, 1, 1}}}, &g256, sizeof g256)});
+                       check_case("[2304, 5]", {{GGML_TYPE_F32, {2304, 5, 1, 1}}}, &g256, sizeof g256),
+                       check_case("G64 [192, 9]", {{GGML_TYPE_F32, {192, 9, 1, 1}}}, &g64, sizeof g64),
+                       check_case("G16 [1104, 2]", {{GGML_TYPE_F32, {1104, 2, 1, 1}}}, &g16, sizeof g16),
+                       check_case("G4 [12, 5]", {{GGML_TYPE_F32, {12, 5, 1, 1}}}, &g4, sizeof g4),
+                       check_case("G1 [36, 3, 2]", {{GGML_TYPE_F32, {36, 3, 2, 1}}}, &g1, sizeof g1)});
 }
 
 TEST_F(SdInt8Vulkan, LinearPassesTheConformanceCheck) {
@@ -264,12 +268,27 @@ TEST_F(SdInt8Vulkan, LinearPassesTheConformanceCheck) {
 
 TEST_F(SdInt8Vulkan, QuantizeBitIdenticalToCpu) {
     std::mt19937_64 rng(kSeed);
-    const QuantizeAttrs attrs{kGroup};
-    for (const auto & [k, rows] : {std::pair<int64_t, int64_t>{256, 1}, {3072, 77}, {1536, 301}, {5120, 3}}) {
-        SCOPED_TRACE("K " + std::to_string(k) + ", rows " + std::to_string(rows));
+    struct Case {
+        int group;
+        int64_t k, rows;
+    };
+    // Every group size; rows shorter and longer than the shader's 1024-value chunk.
+    for (const Case & c : {Case{256, 256, 1},
+                           {256, 3072, 77},
+                           {256, 1536, 301},
+                           {256, 5120, 3},
+                           {64, 64, 5},
+                           {64, 1088, 33},
+                           {16, 3056, 7},
+                           {4, 1028, 12},
+                           {1, 4, 3},
+                           {1, 2052, 9}}) {
+        SCOPED_TRACE("G " + std::to_string(c.group) + ", K " + std::to_string(c.k) + ", rows " +
+                     std::to_string(c.rows));
+        const QuantizeAttrs attrs{c.group};
         expect_same_as_cpu(quantize_op(),
-                           {{GGML_TYPE_F32, {k, rows, 1, 1}, bytes_of(activations(rng, k, rows))}}, &attrs,
-                           sizeof attrs, "sd.quantize_i8_convrot.vulkan");
+                           {{GGML_TYPE_F32, {c.k, c.rows, 1, 1}, bytes_of(activations(rng, c.k, c.rows))}},
+                           &attrs, sizeof attrs, "sd.quantize_i8_convrot.vulkan");
     }
 }
 
@@ -299,15 +318,16 @@ TEST_F(SdInt8Vulkan, LinearBitIdenticalToCpu) {
                        &attrs, sizeof attrs, "sd.linear_i8.vulkan");
 }
 
-// Other group sizes and F32 activations are the CPU's.
+// Rows of K % 4 != 0 codes (G = 1) and F32 activations are the CPU's.
 TEST_F(SdInt8Vulkan, UnsupportedLayoutsAreLeftToTheCpu) {
     Context ctx(ggml_init({size_t{1} << 20, nullptr, true}));
     ggml_tensor * x = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, 256, 4);
     ggml_tensor * w = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_I8, 256, 8);
-    ggml_tensor * g64 = ggml_quantize_i8_convrot(ctx.get(), x, 64);
+    ggml_tensor * odd =
+        ggml_quantize_i8_convrot(ctx.get(), ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, 7, 4), 1);
     ggml_tensor * f32_input = ggml_mul_mat_i8_tensorwise(ctx.get(), w, x, nullptr, nullptr, 256, nullptr);
-    ASSERT_TRUE(g64 && f32_input) << ggml_get_error(ctx.get());
-    for (ggml_tensor * node : {g64, f32_input}) {
+    ASSERT_TRUE(odd && f32_input) << ggml_get_error(ctx.get());
+    for (ggml_tensor * node : {odd, f32_input}) {
         EXPECT_FALSE(ggml_backend_dev_supports_op(vk_device(), node)) << node->name;
         EXPECT_TRUE(ggml_backend_dev_supports_op(ggml_backend_get_device(cpu_backend()), node)) << node->name;
     }

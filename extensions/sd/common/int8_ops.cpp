@@ -248,7 +248,7 @@ bool register_int8() {
     if (!int8::register_cpu(cpu)) return false;
 #ifdef SD_VULKAN
     for (ggml_backend_dev_t device : vulkan::devices())
-        if (!vulkan::register_int8(device)) return false;
+        if (!vulkan::register_convrot(device) || !vulkan::register_int8(device)) return false;
 #endif
     return true;
 }

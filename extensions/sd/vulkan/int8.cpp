@@ -1,6 +1,5 @@
-// The sd pack's INT8 kernels on Vulkan (sd-ops.md section 3), bit-identical to the CPU kernels:
-//  * sd.quantize_i8_convrot.v1 for G = 256 (shaders/convrot.comp, one workgroup per row); other
-//    group sizes are unsupported here and run on the CPU.
+// The sd pack's INT8 GEMM on Vulkan (sd-ops.md 3.4), bit-identical to the CPU kernel (ConvRot
+// quantization is vulkan/convrot.cpp):
 //  * sd.linear_i8.v1 for int8 activations: the packed output of the quantize op, or ordinary I8
 //    codes with an optional input_scale (shaders/linear_i8.comp, a tiled GEMM with exact int32 sums
 //    and the F32 epilogue in the spec's order). F32 activations (quantized inside the op) are
@@ -42,22 +41,10 @@ namespace {
 
 using namespace sd::int8;
 
-constexpr uint32_t kInvocations = 256;   // both shaders' workgroup size (16 x 16 for the GEMM)
-constexpr uint32_t kSharedBytes = 5120;  // convrot.comp: 1024 + 256 floats (linear_i8.comp: 4608 bytes)
+constexpr uint32_t kInvocations = 256;   // linear_i8.comp's workgroup size (16 x 16)
+constexpr uint32_t kSharedBytes = 4608;  // linear_i8.comp's two tiles
 constexpr int64_t kGemmTile = 64;        // linear_i8.comp: outputs and activation rows per workgroup
 constexpr int64_t kMaxGroups = 65535;
-
-// A binding of a byte range of a tensor (size 0: to its end) and where it is.
-struct Bound {
-    ggml_ext_vulkan_binding binding;
-    ggml_ext_vulkan_buffer_info info;
-};
-
-bool bind(ggml_backend_t backend, const ggml_tensor * t, bool written, Bound * out, size_t offset = 0,
-          size_t size = 0) {
-    out->binding = {{t, nullptr, offset, size}, written};
-    return service()->buffer_info(backend, &out->binding.range, &out->info);
-}
 
 // The codes of an I8 tensor as whole 32-bit words: a binding ends at a multiple of 4 bytes (a partial
 // last word would be cut off), so it extends over the bytes after the tensor up to the next word
@@ -74,59 +61,6 @@ bool bind_codes(ggml_backend_t backend, const ggml_tensor * t, Bound * out) {
     }
     out->binding = {{nullptr, buffer, offset, end - offset}, false};
     return service()->buffer_info(backend, &out->binding.range, &out->info);
-}
-
-bool overlaps(const Bound & a, const Bound & b) {
-    return a.info.storage == b.info.storage && a.info.begin < b.info.end && b.info.begin < a.info.end;
-}
-
-ggml_status fail(const char * message) {
-    ggml_ext_set_error(message);
-    return GGML_STATUS_FAILED;
-}
-
-// Whether a byte range of `bytes` fits one binding of the device.
-bool fits_binding(ggml_backend_dev_t device, size_t bytes) {
-    ggml_ext_vulkan_device_info info{};
-    info.struct_size = sizeof info;
-    return service()->device_info(device, &info) && bytes <= info.max_storage_range &&
-           bytes < (size_t{1} << 32);
-}
-
-// ---- sd.quantize_i8_convrot.v1 ----------------------------------------------------------------
-
-bool quantize_supports(ggml_backend_dev_t device, const ggml_tensor * node, void *) {
-    if (ggml_ext_node_op(node) != quantize_op() || node->type != GGML_TYPE_I8) return false;
-    const ggml_tensor * a = node->src[0];
-    return quantize_attrs_of(node).group == 256 && a && a->type == GGML_TYPE_F32 && ggml_is_contiguous(a) &&
-           fits_binding(device, ggml_nbytes(a)) && fits_binding(device, ggml_nbytes(node));
-}
-
-ggml_status quantize_execute(const ggml_ext_execute_params * params) {
-    const ggml_tensor * node = params->node;
-    const ggml_tensor * a = node->src[0];
-    if (ggml_nbytes(node) == 0) return GGML_STATUS_SUCCESS;
-    Bound in, out;
-    if (!bind(params->backend, a, false, &in) || !bind(params->backend, node, true, &out))
-        return GGML_STATUS_FAILED;
-    if (overlaps(in, out)) return fail("sd.quantize_i8_convrot.vulkan: the output overlaps the input");
-    if (in.info.shader_offset % 4 != 0 || out.info.shader_offset % 4 != 0)
-        return fail("sd.quantize_i8_convrot.vulkan: tensors must start on a 4-byte boundary");
-    const int64_t k = a->ne[0], rows = ggml_nrows(a);
-    const int64_t groups = rows + 1;  // one per row, one zeroing the padding
-    const auto groups_x = static_cast<uint32_t>(std::min(groups, kMaxGroups));
-    const auto groups_y = static_cast<uint32_t>((groups + groups_x - 1) / groups_x);
-    const struct {
-        uint32_t k, rows, rows_pad, groups_x, a_offset, q_offset, q_words;
-    } push{static_cast<uint32_t>(k),
-           static_cast<uint32_t>(rows),
-           static_cast<uint32_t>(packed_rows_pad(rows)),
-           groups_x,
-           in.info.shader_offset / 4,
-           out.info.shader_offset / 4,
-           static_cast<uint32_t>(ggml_nbytes(node) / 4)};
-    return dispatch(params->backend, "sd_convrot_g256", {in.binding, out.binding}, {}, &push, sizeof push,
-                    groups_x, groups_y);
 }
 
 // ---- sd.linear_i8.v1 ----------------------------------------------------------------------------
@@ -183,15 +117,6 @@ bool bind_linear(ggml_backend_t backend, const LinearShape & in, LinearCall * c)
     return true;
 }
 
-// The F32 output range written by the shader, which must start on a float.
-bool bind_output(ggml_backend_t backend, const ggml_ext_vulkan_range & range, Bound * out) {
-    out->binding = {range, true};
-    if (!service()->buffer_info(backend, &range, &out->info)) return false;
-    if (out->info.shader_offset % 4 == 0) return true;
-    ggml_ext_set_error("sd.linear_i8.vulkan: F32 tensors must start on a 4-byte boundary");
-    return false;
-}
-
 // Records the linear `node` writing `out`, which must not overlap its inputs: the plain kernel, or
 // with glu (the merged SWIGLU node out) the variant writing the GLU's outputs (p.n = F, 32 outputs
 // per workgroup), constant 4 its `swapped`.
@@ -223,29 +148,6 @@ ggml_status linear_execute(const ggml_ext_execute_params * params) {
 }
 
 // ---- the fusion sd.linear_i8 -> [SCALE] -> MUL(gate) -> ADD(residual) ------------------------
-
-// F32 with float-aligned strides, in one binding with 32-bit float indices.
-bool bindable_f32(ggml_backend_dev_t device, const ggml_tensor * t) {
-    return t->type == GGML_TYPE_F32 && fits_binding(device, ggml_nbytes(t)) &&
-           std::all_of(t->nb, t->nb + GGML_MAX_DIMS, [](size_t nb) { return nb % sizeof(float) == 0; });
-}
-
-// The other operand of node, an F32 `op` of value's shape with value as one operand: a bindable F32
-// tensor repeated over the node (ggml_can_repeat), or NULL when node is not such a node.
-const ggml_tensor * repeated_operand(ggml_backend_dev_t device, const ggml_tensor * node, ggml_op op,
-                                     const ggml_tensor * value) {
-    if (node->op != op || node->type != GGML_TYPE_F32 || !ggml_are_same_shape(node, value) ||
-        (node->src[0] != value && node->src[1] != value))
-        return nullptr;
-    const ggml_tensor * other = node->src[0] == value ? node->src[1] : node->src[0];
-    return other && ggml_can_repeat(other, node) && bindable_f32(device, other) ? other : nullptr;
-}
-
-float op_param(const ggml_tensor * node, int i) {
-    float f;
-    std::memcpy(&f, reinterpret_cast<const char *>(node->op_params) + i * sizeof f, sizeof f);
-    return f;
-}
 
 // A chain the fused shader computes: the linear, an optional SCALE without bias, the MUL by the gate
 // and the ADD of the residual, the gate and residual tensors outside the chain, the output contiguous.
@@ -297,30 +199,12 @@ ggml_status gated_prepare(const ggml_ext_fusion_prepare_params * params, void **
     return GGML_STATUS_SUCCESS;
 }
 
-// A tensor repeated over the output, as linear_i8.comp's View.
-struct View {
-    uint32_t offset, ne[4], nb[4];
-};
-
-View view_of(const Bound & bound, const ggml_tensor * t) {
-    View v{bound.info.shader_offset / 4, {}, {}};
-    for (int i = 0; i < 4; ++i) {
-        v.ne[i] = static_cast<uint32_t>(t->ne[i]);
-        v.nb[i] = static_cast<uint32_t>(t->nb[i] / sizeof(float));
-    }
-    return v;
-}
-
 struct GatedPush {
     LinearPush linear;
     uint32_t ne1, ne2;
     float scale;
     View gate, residual;
 };
-
-bool same_range(const Bound & a, const Bound & b) {
-    return a.info.storage == b.info.storage && a.info.begin == b.info.begin && a.info.end == b.info.end;
-}
 
 ggml_status gated_execute(const ggml_ext_fusion_execute_params * params) {
     ggml_backend_t backend = params->backend;
@@ -452,12 +336,6 @@ const ggml_ext_fusion_desc * gated_fusion_desc() {
 
 }  // namespace
 
-const ggml_ext_kernel_desc * int8_quantize_kernel_desc() {
-    static const ggml_ext_kernel_desc desc = custom_kernel_desc(
-        "sd.quantize_i8_convrot.vulkan", quantize_op(), quantize_supports, quantize_execute);
-    return &desc;
-}
-
 const ggml_ext_kernel_desc * int8_linear_kernel_desc() {
     static const ggml_ext_kernel_desc desc =
         custom_kernel_desc("sd.linear_i8.vulkan", linear_op(), linear_supports, linear_execute);
@@ -473,8 +351,7 @@ bool register_int8(ggml_backend_dev_t device) {
         return true;  // the scheduler runs the INT8 nodes on the CPU
     // The fused shader adds two bindings and its own push constants.
     const bool fusion = info.max_bindings >= 8 && info.max_push_constants >= sizeof(GatedPush);
-    return ggml_ext_register_kernel(device, int8_quantize_kernel_desc()) &&
-           ggml_ext_register_kernel(device, int8_linear_kernel_desc()) &&
+    return ggml_ext_register_kernel(device, int8_linear_kernel_desc()) &&
            ggml_ext_register_fusion(device, swiglu_fusion_desc()) &&
            (!fusion || ggml_ext_register_fusion(device, gated_fusion_desc()));
 }

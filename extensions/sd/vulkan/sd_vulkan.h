@@ -34,6 +34,50 @@ bool fusion_disabled();
 // the legality check would refuse the fusion anyway). Whether anything moved.
 bool make_consecutive(ggml_cgraph * graph, const std::vector<int> & chain);
 
+// ---- binding tensors for the kernels -------------------------------------------------------------
+
+// A binding of a byte range and where the service resolved it.
+struct Bound {
+    ggml_ext_vulkan_binding binding;
+    ggml_ext_vulkan_buffer_info info;
+};
+
+// Binds `size` bytes of t from byte `offset` (size 0: to its end), written or read; false with the
+// service's error when the range is invalid.
+bool bind(ggml_backend_t backend, const ggml_tensor * t, bool written, Bound * out, size_t offset = 0,
+          size_t size = 0);
+
+// Binds the F32 output range written by a shader, which must start on a float (error set otherwise).
+bool bind_output(ggml_backend_t backend, const ggml_ext_vulkan_range & range, Bound * out);
+
+// Whether two bound ranges share bytes, and whether they are the same range.
+bool overlaps(const Bound & a, const Bound & b);
+bool same_range(const Bound & a, const Bound & b);
+
+// Sets the error and returns GGML_STATUS_FAILED.
+ggml_status fail(const char * message);
+
+// Whether a byte range of `bytes` fits one binding of the device (and 32-bit indices).
+bool fits_binding(ggml_backend_dev_t device, size_t bytes);
+
+// F32 with float-aligned strides, in one binding with 32-bit float indices.
+bool bindable_f32(ggml_backend_dev_t device, const ggml_tensor * t);
+
+// The other operand of node, an F32 `op` of value's shape with value as one operand: a bindable F32
+// tensor repeated over the node (ggml_can_repeat), or NULL when node is not such a node.
+const ggml_tensor * repeated_operand(ggml_backend_dev_t device, const ggml_tensor * node, ggml_op op,
+                                     const ggml_tensor * value);
+
+// Float op parameter i of node.
+float op_param(const ggml_tensor * node, int i);
+
+// A bound F32 tensor as shaders index it (repeated over an output): its first float, extents and
+// strides in floats.
+struct View {
+    uint32_t offset, ne[4], nb[4];
+};
+View view_of(const Bound & bound, const ggml_tensor * t);
+
 // The devices of the Vulkan registry.
 std::vector<ggml_backend_dev_t> devices();
 
@@ -47,14 +91,15 @@ ggml_status dispatch(ggml_backend_t backend, const char * shader,
 // Each registers its part's kernels and fusion rules on one Vulkan device; false after setting the
 // error when a registration fails.
 bool register_rope(ggml_backend_dev_t device, ggml_ext_op_t rope_op);  // vulkan/rope.cpp
+bool register_convrot(ggml_backend_dev_t device);                      // vulkan/convrot.cpp
 bool register_int8(ggml_backend_dev_t device);                         // vulkan/int8.cpp
 
 // The descriptor of the kernel "sd.rope_apply.vulkan" that register_rope registers, for
 // ggml_ext_check_kernel in tests; its callbacks work once register_rope has run.
 const ggml_ext_kernel_desc * rope_kernel_desc();
 
-// The descriptors of "sd.quantize_i8_convrot.vulkan" and "sd.linear_i8.vulkan" that register_int8
-// registers (on devices able to run them), for ggml_ext_check_kernel in tests.
+// The descriptors of "sd.quantize_i8_convrot.vulkan" (register_convrot) and "sd.linear_i8.vulkan"
+// (register_int8), registered on devices able to run them, for ggml_ext_check_kernel in tests.
 const ggml_ext_kernel_desc * int8_quantize_kernel_desc();
 const ggml_ext_kernel_desc * int8_linear_kernel_desc();
 

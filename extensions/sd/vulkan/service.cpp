@@ -1,6 +1,7 @@
 // The sd pack's access to ggml_ext_vulkan_v1 and its embedded shaders.
 #include <ggml-vulkan.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -36,6 +37,69 @@ bool make_consecutive(ggml_cgraph * graph, const std::vector<int> & chain) {
         moved = true;
     }
     return moved;
+}
+
+bool bind(ggml_backend_t backend, const ggml_tensor * t, bool written, Bound * out, size_t offset,
+          size_t size) {
+    out->binding = {{t, nullptr, offset, size}, written};
+    return service()->buffer_info(backend, &out->binding.range, &out->info);
+}
+
+bool bind_output(ggml_backend_t backend, const ggml_ext_vulkan_range & range, Bound * out) {
+    out->binding = {range, true};
+    if (!service()->buffer_info(backend, &range, &out->info)) return false;
+    if (out->info.shader_offset % 4 == 0) return true;
+    ggml_ext_set_error("sd vulkan: F32 tensors must start on a 4-byte boundary");
+    return false;
+}
+
+bool overlaps(const Bound & a, const Bound & b) {
+    return a.info.storage == b.info.storage && a.info.begin < b.info.end && b.info.begin < a.info.end;
+}
+
+bool same_range(const Bound & a, const Bound & b) {
+    return a.info.storage == b.info.storage && a.info.begin == b.info.begin && a.info.end == b.info.end;
+}
+
+ggml_status fail(const char * message) {
+    ggml_ext_set_error(message);
+    return GGML_STATUS_FAILED;
+}
+
+bool fits_binding(ggml_backend_dev_t device, size_t bytes) {
+    ggml_ext_vulkan_device_info info{};
+    info.struct_size = sizeof info;
+    return service()->device_info(device, &info) && bytes <= info.max_storage_range &&
+           bytes < (size_t{1} << 32);
+}
+
+bool bindable_f32(ggml_backend_dev_t device, const ggml_tensor * t) {
+    return t->type == GGML_TYPE_F32 && fits_binding(device, ggml_nbytes(t)) &&
+           std::all_of(t->nb, t->nb + GGML_MAX_DIMS, [](size_t nb) { return nb % sizeof(float) == 0; });
+}
+
+const ggml_tensor * repeated_operand(ggml_backend_dev_t device, const ggml_tensor * node, ggml_op op,
+                                     const ggml_tensor * value) {
+    if (node->op != op || node->type != GGML_TYPE_F32 || !ggml_are_same_shape(node, value) ||
+        (node->src[0] != value && node->src[1] != value))
+        return nullptr;
+    const ggml_tensor * other = node->src[0] == value ? node->src[1] : node->src[0];
+    return other && ggml_can_repeat(other, node) && bindable_f32(device, other) ? other : nullptr;
+}
+
+float op_param(const ggml_tensor * node, int i) {
+    float f;
+    std::memcpy(&f, reinterpret_cast<const char *>(node->op_params) + i * sizeof f, sizeof f);
+    return f;
+}
+
+View view_of(const Bound & bound, const ggml_tensor * t) {
+    View v{bound.info.shader_offset / 4, {}, {}};
+    for (int i = 0; i < 4; ++i) {
+        v.ne[i] = static_cast<uint32_t>(t->ne[i]);
+        v.nb[i] = static_cast<uint32_t>(t->nb[i] / sizeof(float));
+    }
+    return v;
 }
 
 std::vector<ggml_backend_dev_t> devices() {

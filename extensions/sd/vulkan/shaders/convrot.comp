@@ -1,7 +1,7 @@
 #version 450
-// sd.quantize_i8_convrot.v1 with G = 256 (sd-ops.md 3.2, 3.3): one workgroup per activation row of
-// K F32 values (K a multiple of 256), bit-identical to the CPU kernel. The row is rotated in chunks
-// of four groups in shared memory, twice: once for amax over the whole row, once to quantize (the
+// sd.quantize_i8_convrot.v1 (sd-ops.md 3.2, 3.3), G in {1, 4, 16, 64, 256} a specialisation
+// constant: one workgroup per activation row of K F32 values (K a multiple of G), bit-identical to
+// the CPU kernel. The row is rotated in chunks of 1024 values (whole groups) in shared memory, twice: once for amax over the whole row, once to quantize (the
 // rotation is deterministic, so both passes see the same values). Every rounding step is the spec's
 // (`precise`: no reassociation or contraction); the two divisions are correctly rounded in integer
 // arithmetic, since Vulkan only bounds OpFDiv to 2.5 ulp. Codes are written as 32-bit words (no 8-bit
@@ -9,11 +9,13 @@
 // scale row, as the CPU kernel does.
 layout(local_size_x = 256) in;
 
+layout(constant_id = 0) const uint G = 256u;  // the rotation's group size; 1: none
+
 layout(binding = 0) readonly buffer A { float a[]; };
 layout(binding = 1) writeonly buffer Q { uint q[]; };
 
 layout(push_constant) uniform Push {
-    uint k;         // values per row, a multiple of 256
+    uint k;         // values per row, a multiple of G
     uint rows;      // activation rows
     uint rows_pad;  // round_up(rows, 4)
     uint groups_x;  // workgroups per grid row (rows + 1 workgroups over a 2-D grid)
@@ -22,28 +24,31 @@ layout(push_constant) uniform Push {
     uint q_words;   // words of the packed output
 } p;
 
-const uint G = 256u;
-const uint CHUNK = 4u * G;  // values rotated at once: each invocation owns one quadruple per stage
+const uint CHUNK = 1024u;  // values rotated at once: each invocation owns one quadruple per stage
 
 shared float v[CHUNK];
 shared float partial[256];
+
+// 1/sqrt(G), exact (a power of two).
+float group_scale() { return G == 256u ? 0.0625 : G == 64u ? 0.125 : G == 16u ? 0.25 : G == 4u ? 0.5 : 1.0; }
 
 // The chunk of n values (a multiple of G, at most CHUNK) at float `first` of a, rotated into v.
 void rotate_chunk(uint first, uint n) {
     const uint t = gl_LocalInvocationID.x;
     barrier();  // the previous chunk is consumed
     for (uint i = 0u; i < 4u; ++i) {
-        const uint e = i * G + t;
+        const uint e = i * 256u + t;
         if (e < n) {
-            precise float scaled = a[first + e] * 0.0625;  // 1/sqrt(256), before the butterflies
+            precise float scaled = a[first + e] * group_scale();  // before the butterflies
             v[e] = scaled;
         }
     }
     barrier();
-    const uint group = t / 64u, j = t % 64u;  // this invocation's quadruple of each stage
+    // Stage s combines the quadruple base + j, + s, + 2s, + 3s (base stepping by 4s within a group):
+    // invocation t owns the t-th quadruple of the chunk, which never crosses a group for s < G.
     for (uint s = 1u; s < G; s *= 4u) {
-        if (group * G < n) {
-            const uint i0 = group * G + j / s * 4u * s + j % s;
+        const uint i0 = t / s * 4u * s + t % s;
+        if (i0 < n) {
             const float x0 = v[i0], x1 = v[i0 + s], x2 = v[i0 + 2u * s], x3 = v[i0 + 3u * s];
             precise float ab = x0 + x1;
             precise float y0 = ab + x2 - x3;
@@ -131,7 +136,7 @@ void main() {
         const uint n = min(CHUNK, p.k - c);
         rotate_chunk(first + c, n);
         for (uint i = 0u; i < 4u; ++i)
-            if (i * G + t < n) m = max(m, abs(v[i * G + t]));
+            if (i * 256u + t < n) m = max(m, abs(v[i * 256u + t]));
     }
     const float amax = workgroup_max(m);
     const float scale = div_rn(amax, 127.0);
