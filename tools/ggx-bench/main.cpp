@@ -1,6 +1,6 @@
 // ggx-bench: benchmarks of the runtime itself, as one JSON report on stdout.
 //
-//   ggx-bench [memory] [sched] [ext] [fusion] [sd-rope] [sd-int8]      (all when none is named)
+//   ggx-bench [memory] [sched] [ext] [fusion] [sd-rope] [sd-int8] [sd-vulkan]   (all when none is named)
 //
 // memory: peak activation memory the graph allocator plans for a 24-layer transformer (hidden 2048,
 //         16 heads, 512 tokens), as a ratio to the liveness lower bound: the maximum over steps of
@@ -15,6 +15,8 @@
 //         three separate ops (and vs sd.cpp's decomposed native graph), bandwidth vs the roofline.
 // sd-int8: the sd pack's INT8 linear (K = N = 3072, M = 256, ConvRot 256, packed input reused) vs F32
 //         mul_mat, against the int8 peak; ConvRot quantization of [3072, 4096] vs DRAM (sd_int8.cpp).
+// sd-vulkan: each of the sd pack's Vulkan fusion rules fused vs unfused on Vulkan0 (sd_vulkan.cpp; built
+//         with the Vulkan backend only).
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
@@ -322,6 +324,9 @@ std::string ext_report();      // ext.cpp
 std::string fusion_report();   // fusion.cpp
 std::string sd_rope_report();  // sd_rope.cpp
 std::string sd_int8_report();  // sd_int8.cpp
+#ifdef GGX_BENCH_VULKAN
+std::string sd_vulkan_report();  // sd_vulkan.cpp
+#endif
 
 namespace {
 
@@ -336,9 +341,13 @@ struct Suite {
     std::string (*report)();
 };
 
-constexpr Suite kSuites[] = {{"memory", memory_report},   {"sched", sched_reports},
-                             {"ext", ext_report},         {"fusion", fusion_report},
-                             {"sd-rope", sd_rope_report}, {"sd-int8", sd_int8_report}};
+constexpr Suite kSuites[] = {
+    {"memory", memory_report},       {"sched", sched_reports},    {"ext", ext_report},
+    {"fusion", fusion_report},       {"sd-rope", sd_rope_report}, {"sd-int8", sd_int8_report},
+#ifdef GGX_BENCH_VULKAN
+    {"sd-vulkan", sd_vulkan_report},
+#endif
+};
 
 }  // namespace
 
@@ -348,7 +357,8 @@ int main(int argc, char ** argv) {
         const auto it = std::find_if(std::begin(kSuites), std::end(kSuites),
                                      [&](const Suite & s) { return std::strcmp(argv[i], s.name) == 0; });
         if (it == std::end(kSuites)) {
-            std::fprintf(stderr, "usage: ggx-bench [memory] [sched] [ext] [fusion] [sd-rope] [sd-int8]\n");
+            std::fprintf(
+                stderr, "usage: ggx-bench [memory] [sched] [ext] [fusion] [sd-rope] [sd-int8] [sd-vulkan]\n");
             return 2;
         }
         chosen.push_back(it);
