@@ -14,6 +14,8 @@
 
 #include "ggml-backend.h"
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -21,18 +23,43 @@ extern "C" {
 #define GGML_EXT_VULKAN_V1 "ggml_ext_vulkan_v1"
 #define GGML_EXT_VULKAN_V1_VERSION 1
 #define GGML_EXT_VULKAN_MAX_COOPMAT 16
+#define GGML_EXT_VULKAN_MAX_COOPMAT_SHAPES 64
 
 /* A cooperative-matrix shape the device supports (VK_NV_cooperative_matrix), as M x N x K with
- * VkComponentTypeNV values for A, B, C and the result and a VkScopeNV. */
+ * VkComponentTypeNV values for A, B, C and the result and a VkScopeNV. The first revision of
+ * ggml_ext_vulkan_device_info lists these; coopmat_shapes supersedes it. */
 struct ggml_ext_vulkan_coopmat {
     uint32_t m, n, k;
     uint32_t a_type, b_type, c_type, result_type;
     uint32_t scope;
 };
 
-/* What extension shaders may rely on. Features are the ones enabled on the logical device. */
+/* The extension a cooperative-matrix shape belongs to: shaders using it declare that extension's
+ * SPIR-V capability (CooperativeMatrixNV or CooperativeMatrixKHR). */
+enum ggml_ext_vulkan_coopmat_source {
+    GGML_EXT_VULKAN_COOPMAT_NV = 1,  /* VK_NV_cooperative_matrix */
+    GGML_EXT_VULKAN_COOPMAT_KHR = 2, /* VK_KHR_cooperative_matrix */
+};
+
+/* A cooperative-matrix shape of either extension: Result (M x N) = A (M x K) x B (K x N) + C, with
+ * VkComponentTypeKHR values for the component types and a VkScopeKHR (the NV enumerations have the
+ * same values). saturating_accumulation: the multiply-add must carry the SaturatingAccumulation
+ * operand (KHR only; always false for NV). */
+struct ggml_ext_vulkan_coopmat_shape {
+    uint32_t source; /* enum ggml_ext_vulkan_coopmat_source */
+    uint32_t m, n, k;
+    uint32_t a_type, b_type, c_type, result_type;
+    uint32_t scope;
+    bool saturating_accumulation;
+};
+
+/* What extension shaders may rely on. Features are the ones enabled on the logical device.
+ * Versioned by size: the caller sets struct_size to the size it knows (sizeof, at least
+ * GGML_EXT_VULKAN_DEVICE_INFO_V1_SIZE); the runtime writes no byte past it and on return sets
+ * struct_size to the bytes it filled. A runtime that predates the second revision returns less
+ * than sizeof (its own size) and leaves the second revision's fields unfilled. */
 struct ggml_ext_vulkan_device_info {
-    size_t struct_size; /* set by the caller to sizeof(struct ggml_ext_vulkan_device_info) */
+    size_t struct_size;
     uint32_t api_version, vendor_id, device_id;
     uint32_t max_workgroup_count[3];
     uint32_t max_workgroup_size[3];
@@ -50,9 +77,21 @@ struct ggml_ext_vulkan_device_info {
     bool storage_buffer_8bit;
     bool shader_int8;
     bool shader_float16;
-    uint32_t n_coopmat; /* cooperative-matrix shapes below (0 without the extension) */
+    uint32_t n_coopmat; /* VK_NV_cooperative_matrix shapes below (0 without that extension) */
     struct ggml_ext_vulkan_coopmat coopmat[GGML_EXT_VULKAN_MAX_COOPMAT];
+    /* Second revision. The extension and its cooperativeMatrix feature are enabled on the device
+     * exactly when the flag is true. */
+    bool coopmat_nv;
+    bool coopmat_khr;
+    uint32_t coopmat_khr_stages; /* VkShaderStageFlags with KHR cooperative-matrix instructions */
+    /* The KHR shapes, then the NV ones, each in the driver's order (preferred first); at most
+     * GGML_EXT_VULKAN_MAX_COOPMAT_SHAPES in all. */
+    uint32_t n_coopmat_shapes;
+    struct ggml_ext_vulkan_coopmat_shape coopmat_shapes[GGML_EXT_VULKAN_MAX_COOPMAT_SHAPES];
 };
+
+/* The first revision's struct_size: everything up to and including coopmat. */
+#define GGML_EXT_VULKAN_DEVICE_INFO_V1_SIZE offsetof(struct ggml_ext_vulkan_device_info, coopmat_nv)
 
 /* A byte range of device memory: of a tensor (tensor set; offset from its first byte, size 0 means
  * to the end of its extent, ggml_nbytes), or of a buffer of the device such as the plan workspace
@@ -98,8 +137,8 @@ struct ggml_ext_vulkan_dispatch {
 struct ggml_ext_vulkan_v1 {
     size_t struct_size; /* of this table, as provided by the runtime */
     uint32_t version;   /* GGML_EXT_VULKAN_V1_VERSION */
-    /* The device's limits and capabilities; false (error set) for a non-Vulkan device or an info
-     * whose struct_size is too small. */
+    /* The device's limits and capabilities, at most info->struct_size bytes of them; false (error
+     * set) for a non-Vulkan device or a struct_size below GGML_EXT_VULKAN_DEVICE_INFO_V1_SIZE. */
     bool (*device_info)(ggml_backend_dev_t device, struct ggml_ext_vulkan_device_info * info);
     /* Resolves range on backend's device; false (error set) when it is empty, outside its tensor or
      * buffer, or in memory of another device. */

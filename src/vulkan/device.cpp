@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
+#include "vulkan/coopmat.h"
 #include "vulkan/shaders.h"
 
 namespace ggx::vulkan {
@@ -58,7 +60,107 @@ uint32_t find_compute_family(VkPhysicalDevice physical) {
     return found;
 }
 
+std::vector<VkExtensionProperties> device_extensions(VkPhysicalDevice physical) {
+    uint32_t count = 0;
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+    std::vector<VkExtensionProperties> extensions(count);
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
+    extensions.resize(count);
+    return extensions;
+}
+
+bool has_extension(const std::vector<VkExtensionProperties> & extensions, const char * name) {
+    return std::any_of(extensions.begin(), extensions.end(), [&](const VkExtensionProperties & e) {
+        return std::strcmp(e.extensionName, name) == 0;
+    });
+}
+
+// The cooperativeMatrix features of both extensions: queried, then passed to vkCreateDevice to
+// enable what the device has. A structure is chained only when its extension is advertised.
+struct CoopmatFeatures {
+    bool nv_advertised = false, khr_advertised = false;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV nv{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR khr{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+
+    explicit CoopmatFeatures(const std::vector<VkExtensionProperties> & extensions)
+        : nv_advertised(has_extension(extensions, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)),
+          khr_advertised(has_extension(extensions, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) {}
+    bool nv_usable() const { return nv_advertised && nv.cooperativeMatrix; }
+    bool khr_usable() const { return khr_advertised && khr.cooperativeMatrix; }
+    // Puts the advertised extensions' structures in front of next for the feature query.
+    void * chain_query(void * next) { return chain(nv_advertised, khr_advertised, next); }
+    // The same for vkCreateDevice: only usable extensions, cooperativeMatrix alone.
+    void * chain_enable(void * next) {
+        nv.cooperativeMatrixRobustBufferAccess = khr.cooperativeMatrixRobustBufferAccess = VK_FALSE;
+        return chain(nv_usable(), khr_usable(), next);
+    }
+
+private:
+    void * chain(bool with_nv, bool with_khr, void * next) {
+        if (with_khr) khr.pNext = std::exchange(next, &khr);
+        if (with_nv) nv.pNext = std::exchange(next, &nv);
+        return next;
+    }
+};
+
+// Every entry vkGetPhysicalDeviceCooperativeMatrixProperties{NV,KHR} (named function) lists, or
+// none when the loader lacks the function or the query fails.
+template <class Properties>
+std::vector<Properties> coopmat_properties(VkInstance instance, VkPhysicalDevice physical,
+                                           const char * function, VkStructureType type) {
+    using Query = VkResult(VKAPI_PTR *)(VkPhysicalDevice, uint32_t *, Properties *);
+    const auto query = reinterpret_cast<Query>(vkGetInstanceProcAddr(instance, function));
+    uint32_t n = 0;
+    if (!query || query(physical, &n, nullptr) != VK_SUCCESS) return {};
+    Properties blank{};
+    blank.sType = type;
+    std::vector<Properties> all(n, blank);
+    if (query(physical, &n, all.data()) < 0) return {};  // VK_INCOMPLETE keeps the first n
+    all.resize(n);
+    return all;
+}
+
+VkShaderStageFlags khr_coopmat_stages(VkPhysicalDevice physical) {
+    VkPhysicalDeviceCooperativeMatrixPropertiesKHR coopmat{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
+    VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &coopmat};
+    vkGetPhysicalDeviceProperties2(physical, &properties);
+    return coopmat.cooperativeMatrixSupportedStages;
+}
+
 }  // namespace
+
+ggml_ext_vulkan_coopmat_shape coopmat_shape(const VkCooperativeMatrixPropertiesKHR & p) {
+    return {GGML_EXT_VULKAN_COOPMAT_KHR,
+            p.MSize,
+            p.NSize,
+            p.KSize,
+            static_cast<uint32_t>(p.AType),
+            static_cast<uint32_t>(p.BType),
+            static_cast<uint32_t>(p.CType),
+            static_cast<uint32_t>(p.ResultType),
+            static_cast<uint32_t>(p.scope),
+            p.saturatingAccumulation != VK_FALSE};
+}
+
+ggml_ext_vulkan_coopmat_shape coopmat_shape(const VkCooperativeMatrixPropertiesNV & p) {
+    return {GGML_EXT_VULKAN_COOPMAT_NV,
+            p.MSize,
+            p.NSize,
+            p.KSize,
+            static_cast<uint32_t>(p.AType),
+            static_cast<uint32_t>(p.BType),
+            static_cast<uint32_t>(p.CType),
+            static_cast<uint32_t>(p.DType),
+            static_cast<uint32_t>(p.scope),
+            false};
+}
+
+ggml_ext_vulkan_coopmat legacy_coopmat(const ggml_ext_vulkan_coopmat_shape & s) {
+    return {s.m, s.n, s.k, s.a_type, s.b_type, s.c_type, s.result_type, s.scope};
+}
 
 void check(VkResult result, const char * what) {
     if (result != VK_SUCCESS) throw Error(std::string(what) + ": " + result_name(result));
@@ -84,7 +186,10 @@ Device::Device(VkInstance instance, VkPhysicalDevice physical) : physical_(physi
     limits_.max_allocation = maintenance.maxMemoryAllocationSize;
     vkGetPhysicalDeviceMemoryProperties(physical, &memory_properties_);
 
-    VkPhysicalDevice8BitStorageFeatures storage8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+    const std::vector<VkExtensionProperties> extensions = device_extensions(physical);
+    CoopmatFeatures coopmat(extensions);
+    VkPhysicalDevice8BitStorageFeatures storage8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES,
+                                                 coopmat.chain_query(nullptr)};
     VkPhysicalDeviceShaderFloat16Int8Features float16_int8{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, &storage8};
     VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
@@ -92,10 +197,11 @@ Device::Device(VkInstance instance, VkPhysicalDevice physical) : physical_(physi
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &storage16};
     vkGetPhysicalDeviceFeatures2(physical, &features);
     if (!storage16.storageBuffer16BitAccess) throw Error("no 16-bit storage-buffer access");
-    read_info(instance, properties.properties, subgroup);
+    read_info(properties.properties, subgroup, extensions);
     info_.storage_buffer_8bit = storage8.storageBuffer8BitAccess;
     info_.shader_int8 = float16_int8.shaderInt8;
     info_.shader_float16 = float16_int8.shaderFloat16;
+    read_coopmat(instance, coopmat.nv_usable(), coopmat.khr_usable());
 
     queue_family_ = find_compute_family(physical);
     const float priority = 1.0f;
@@ -103,9 +209,10 @@ Device::Device(VkInstance instance, VkPhysicalDevice physical) : physical_(physi
     queue_info.queueFamilyIndex = queue_family_;
     queue_info.queueCount = 1;
     queue_info.pQueuePriorities = &priority;
-    // Enable what the service reports: 16-bit storage always, 8-bit storage and int8/float16
-    // arithmetic where the device has them.
-    VkPhysicalDevice8BitStorageFeatures enable8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+    // Enable what the service reports: 16-bit storage always, 8-bit storage, int8/float16
+    // arithmetic and cooperative matrices (NV and KHR extensions) where the device has them.
+    VkPhysicalDevice8BitStorageFeatures enable8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES,
+                                                coopmat.chain_enable(nullptr)};
     enable8.storageBuffer8BitAccess = info_.storage_buffer_8bit;
     VkPhysicalDeviceShaderFloat16Int8Features enable_arith{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, &enable8};
@@ -117,6 +224,11 @@ Device::Device(VkInstance instance, VkPhysicalDevice physical) : physical_(physi
     VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &enable16};
     device_info.queueCreateInfoCount = 1;
     device_info.pQueueCreateInfos = &queue_info;
+    std::vector<const char *> enabled;
+    if (info_.coopmat_nv) enabled.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    if (info_.coopmat_khr) enabled.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    device_info.enabledExtensionCount = static_cast<uint32_t>(enabled.size());
+    device_info.ppEnabledExtensionNames = enabled.data();
     check(vkCreateDevice(physical, &device_info, nullptr, &device_), "vkCreateDevice");
     vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 
@@ -142,8 +254,9 @@ Device::Device(VkInstance instance, VkPhysicalDevice physical) : physical_(physi
     check(vkCreateCommandPool(device_, &pool_info, nullptr, &transfer_pool_), "vkCreateCommandPool");
 }
 
-void Device::read_info(VkInstance instance, const VkPhysicalDeviceProperties & properties,
-                       const VkPhysicalDeviceSubgroupProperties & subgroup) {
+void Device::read_info(const VkPhysicalDeviceProperties & properties,
+                       const VkPhysicalDeviceSubgroupProperties & subgroup,
+                       const std::vector<VkExtensionProperties> & extensions) {
     const VkPhysicalDeviceLimits & limits = properties.limits;
     info_.struct_size = sizeof info_;
     info_.api_version = properties.apiVersion;
@@ -162,17 +275,8 @@ void Device::read_info(VkInstance instance, const VkPhysicalDeviceProperties & p
     info_.subgroup_stages = subgroup.supportedStages;
     info_.subgroup_operations = subgroup.supportedOperations;
     info_.storage_buffer_16bit = true;
-
-    uint32_t n_extensions = 0;
-    vkEnumerateDeviceExtensionProperties(physical_, nullptr, &n_extensions, nullptr);
-    std::vector<VkExtensionProperties> extensions(n_extensions);
-    vkEnumerateDeviceExtensionProperties(physical_, nullptr, &n_extensions, extensions.data());
-    const auto has = [&](const char * name) {
-        return std::any_of(extensions.begin(), extensions.end(), [&](const VkExtensionProperties & e) {
-            return std::strcmp(e.extensionName, name) == 0;
-        });
-    };
-    if (has(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME) || properties.apiVersion >= VK_API_VERSION_1_3) {
+    if (has_extension(extensions, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME) ||
+        properties.apiVersion >= VK_API_VERSION_1_3) {
         VkPhysicalDeviceSubgroupSizeControlPropertiesEXT control{
             VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
         VkPhysicalDeviceProperties2 more{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &control};
@@ -180,26 +284,30 @@ void Device::read_info(VkInstance instance, const VkPhysicalDeviceProperties & p
         info_.min_subgroup_size = control.minSubgroupSize;
         info_.max_subgroup_size = control.maxSubgroupSize;
     }
-    const auto coopmat_properties = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
-        vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
-    if (has(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && coopmat_properties) {
-        uint32_t n = 0;
-        coopmat_properties(physical_, &n, nullptr);
-        std::vector<VkCooperativeMatrixPropertiesNV> shapes(
-            n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
-        coopmat_properties(physical_, &n, shapes.data());
-        info_.n_coopmat = std::min<uint32_t>(n, GGML_EXT_VULKAN_MAX_COOPMAT);
-        for (uint32_t i = 0; i < info_.n_coopmat; ++i) {
-            const VkCooperativeMatrixPropertiesNV & c = shapes[i];
-            info_.coopmat[i] = {c.MSize,
-                                c.NSize,
-                                c.KSize,
-                                static_cast<uint32_t>(c.AType),
-                                static_cast<uint32_t>(c.BType),
-                                static_cast<uint32_t>(c.CType),
-                                static_cast<uint32_t>(c.DType),
-                                static_cast<uint32_t>(c.scope)};
-        }
+}
+
+void Device::add_coopmat_shape(const ggml_ext_vulkan_coopmat_shape & shape) {
+    if (info_.n_coopmat_shapes < GGML_EXT_VULKAN_MAX_COOPMAT_SHAPES)
+        info_.coopmat_shapes[info_.n_coopmat_shapes++] = shape;
+    if (shape.source == GGML_EXT_VULKAN_COOPMAT_NV && info_.n_coopmat < GGML_EXT_VULKAN_MAX_COOPMAT)
+        info_.coopmat[info_.n_coopmat++] = legacy_coopmat(shape);
+}
+
+void Device::read_coopmat(VkInstance instance, bool nv, bool khr) {
+    info_.coopmat_nv = nv;
+    info_.coopmat_khr = khr;
+    if (khr) {
+        info_.coopmat_khr_stages = khr_coopmat_stages(physical_);
+        for (const auto & p : coopmat_properties<VkCooperativeMatrixPropertiesKHR>(
+                 instance, physical_, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR",
+                 VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR))
+            add_coopmat_shape(coopmat_shape(p));
+    }
+    if (nv) {
+        for (const auto & p : coopmat_properties<VkCooperativeMatrixPropertiesNV>(
+                 instance, physical_, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV",
+                 VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV))
+            add_coopmat_shape(coopmat_shape(p));
     }
 }
 

@@ -131,8 +131,12 @@ private:
     VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
     std::mutex queue_mutex_;
     void record_and_wait(const std::function<void(VkCommandBuffer)> & record);  // transfer_mutex_ held
-    void read_info(VkInstance instance, const VkPhysicalDeviceProperties & properties,
-                   const VkPhysicalDeviceSubgroupProperties & subgroup);
+    void read_info(const VkPhysicalDeviceProperties & properties,
+                   const VkPhysicalDeviceSubgroupProperties & subgroup,
+                   const std::vector<VkExtensionProperties> & extensions);
+    // The cooperative-matrix shapes of the extensions enabled on the device (nv, khr).
+    void read_coopmat(VkInstance instance, bool nv, bool khr);
+    void add_coopmat_shape(const ggml_ext_vulkan_coopmat_shape & shape);
     VkShaderModule module(const std::string & key, const uint32_t * words, size_t n_words);  // mutex held
     // Stages host data through staging_ (created on first use) in chunks of at most its size.
     template <class Chunk>

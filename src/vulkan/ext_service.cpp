@@ -2,6 +2,7 @@
 // Vulkan backend's command buffer, with ranges validated before anything is recorded.
 #include <ggml-ext.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -69,13 +70,16 @@ ggml_status record(Backend & vk, const std::string & what, const std::function<v
     return status;
 }
 
+// Fills as much of info as the caller's struct_size covers (older callers know fewer fields).
 bool device_info(ggml_backend_dev_t device, ggml_ext_vulkan_device_info * info) {
     const Device * vk = device ? vulkan_device(device) : nullptr;
-    if (!vk || !info || info->struct_size < sizeof *info) {
+    if (!vk || !info || info->struct_size < GGML_EXT_VULKAN_DEVICE_INFO_V1_SIZE) {
         ggml_ext_set_error(!vk ? "device_info: not a Vulkan device" : "device_info: struct_size too small");
         return false;
     }
-    *info = vk->info();
+    const size_t bytes = std::min(info->struct_size, sizeof *info);
+    std::memcpy(static_cast<void *>(info), &vk->info(), bytes);
+    info->struct_size = bytes;
     return true;
 }
 

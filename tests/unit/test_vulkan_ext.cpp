@@ -11,6 +11,7 @@
 #include <ggml.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -23,6 +24,7 @@
 #include "unit/test_util.h"
 #include "unit/vulkan_fixture.h"
 #include "vulkan/backend.h"
+#include "vulkan/coopmat.h"
 
 namespace ggx::test {
 namespace {
@@ -153,6 +155,129 @@ TEST_F(VulkanExt, ServiceIsVersionedAndReportsTheDevice) {
     EXPECT_FALSE(svc->device_info(ggml_backend_dev_by_name("CPU"), &info));
     info.struct_size = 8;
     EXPECT_FALSE(svc->device_info(ggml_backend_get_device(vk()), &info));
+    info.struct_size = GGML_EXT_VULKAN_DEVICE_INFO_V1_SIZE - 1;
+    EXPECT_FALSE(svc->device_info(ggml_backend_get_device(vk()), &info));
+}
+
+ggml_ext_vulkan_device_info full_device_info(ggml_backend_dev_t device) {
+    ggml_ext_vulkan_device_info info{};
+    info.struct_size = sizeof info;
+    EXPECT_TRUE(service()->device_info(device, &info)) << ggml_backend_get_last_error();
+    EXPECT_EQ(info.struct_size, sizeof info);
+    return info;
+}
+
+TEST_F(VulkanExt, DeviceInfoReportsCooperativeMatricesOfTheEnabledExtensions) {
+    const ggml_backend_dev_t device = ggml_backend_get_device(vk());
+    const ggml_ext_vulkan_device_info info = full_device_info(device);
+    ASSERT_LE(info.n_coopmat_shapes, static_cast<uint32_t>(GGML_EXT_VULKAN_MAX_COOPMAT_SHAPES));
+    uint32_t n_nv = 0;
+    for (uint32_t i = 0; i < info.n_coopmat_shapes; ++i) {
+        const ggml_ext_vulkan_coopmat_shape & s = info.coopmat_shapes[i];
+        EXPECT_TRUE(s.source == GGML_EXT_VULKAN_COOPMAT_KHR ? info.coopmat_khr : info.coopmat_nv) << i;
+        EXPECT_TRUE(s.m > 0 && s.n > 0 && s.k > 0) << i;
+        if (s.source == GGML_EXT_VULKAN_COOPMAT_NV) {
+            EXPECT_FALSE(s.saturating_accumulation);
+            if (n_nv < info.n_coopmat) {
+                const ggml_ext_vulkan_coopmat & legacy = info.coopmat[n_nv];
+                EXPECT_EQ(legacy.m, s.m);
+                EXPECT_EQ(legacy.result_type, s.result_type);
+            }
+            ++n_nv;
+        }
+    }
+    // The first revision's list holds the NV shapes alone.
+    EXPECT_EQ(info.n_coopmat, std::min<uint32_t>(n_nv, GGML_EXT_VULKAN_MAX_COOPMAT));
+    EXPECT_EQ(info.coopmat_khr_stages != 0, info.coopmat_khr);
+    if (std::string(ggml_backend_dev_description(device)).starts_with("llvmpipe")) {
+        // lavapipe (CI) has neither extension.
+        EXPECT_FALSE(info.coopmat_nv);
+        EXPECT_FALSE(info.coopmat_khr);
+        EXPECT_EQ(info.n_coopmat_shapes, 0u);
+        EXPECT_EQ(info.n_coopmat, 0u);
+    }
+}
+
+TEST_F(VulkanExt, DeviceInfoFillsAnOlderStructAndNothingPastIt) {
+    const ggml_backend_dev_t device = ggml_backend_get_device(vk());
+    const ggml_ext_vulkan_device_info full = full_device_info(device);
+    constexpr size_t v1 = GGML_EXT_VULKAN_DEVICE_INFO_V1_SIZE;
+    static_assert(v1 < sizeof(ggml_ext_vulkan_device_info));
+    std::vector<unsigned char> bytes(sizeof(ggml_ext_vulkan_device_info) + 64, 0xAB);
+    auto * old = reinterpret_cast<ggml_ext_vulkan_device_info *>(bytes.data());
+    old->struct_size = v1;
+    ASSERT_TRUE(service()->device_info(device, old)) << ggml_backend_get_last_error();
+    EXPECT_EQ(old->struct_size, v1);
+    EXPECT_EQ(
+        std::memcmp(bytes.data() + sizeof(size_t),
+                    reinterpret_cast<const unsigned char *>(&full) + sizeof(size_t), v1 - sizeof(size_t)),
+        0);
+    for (size_t i = v1; i < bytes.size(); ++i)
+        ASSERT_EQ(bytes[i], 0xAB) << "byte " << i << " written past struct_size " << v1;
+
+    // A caller from a later revision gets this revision's bytes and struct_size.
+    std::fill(bytes.begin(), bytes.end(), 0xAB);
+    old->struct_size = bytes.size();
+    ASSERT_TRUE(service()->device_info(device, old));
+    EXPECT_EQ(old->struct_size, sizeof(ggml_ext_vulkan_device_info));
+    for (size_t i = sizeof(ggml_ext_vulkan_device_info); i < bytes.size(); ++i)
+        ASSERT_EQ(bytes[i], 0xAB) << "byte " << i;
+}
+
+TEST(VulkanCoopmat, KhrPropertiesBecomeShapesOfTheKhrExtension) {
+    VkCooperativeMatrixPropertiesKHR p{.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR,
+                                       .pNext = nullptr,
+                                       .MSize = 16,
+                                       .NSize = 8,
+                                       .KSize = 32,
+                                       .AType = VK_COMPONENT_TYPE_SINT8_KHR,
+                                       .BType = VK_COMPONENT_TYPE_UINT8_KHR,
+                                       .CType = VK_COMPONENT_TYPE_SINT32_KHR,
+                                       .ResultType = VK_COMPONENT_TYPE_SINT32_KHR,
+                                       .saturatingAccumulation = VK_TRUE,
+                                       .scope = VK_SCOPE_SUBGROUP_KHR};
+    const ggml_ext_vulkan_coopmat_shape s = vulkan::coopmat_shape(p);
+    EXPECT_EQ(s.source, static_cast<uint32_t>(GGML_EXT_VULKAN_COOPMAT_KHR));
+    EXPECT_EQ(s.m, 16u);
+    EXPECT_EQ(s.n, 8u);
+    EXPECT_EQ(s.k, 32u);
+    EXPECT_EQ(s.a_type, 3u);
+    EXPECT_EQ(s.b_type, 7u);
+    EXPECT_EQ(s.c_type, 5u);
+    EXPECT_EQ(s.result_type, 5u);
+    EXPECT_TRUE(s.saturating_accumulation);
+    EXPECT_EQ(s.scope, 3u);
+    p.saturatingAccumulation = VK_FALSE;
+    EXPECT_FALSE(vulkan::coopmat_shape(p).saturating_accumulation);
+}
+
+TEST(VulkanCoopmat, NvPropertiesBecomeShapesAndFirstRevisionEntries) {
+    const VkCooperativeMatrixPropertiesNV p{.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV,
+                                            .pNext = nullptr,
+                                            .MSize = 16,
+                                            .NSize = 16,
+                                            .KSize = 8,
+                                            .AType = VK_COMPONENT_TYPE_FLOAT16_NV,
+                                            .BType = VK_COMPONENT_TYPE_FLOAT16_NV,
+                                            .CType = VK_COMPONENT_TYPE_FLOAT32_NV,
+                                            .DType = VK_COMPONENT_TYPE_FLOAT32_NV,
+                                            .scope = VK_SCOPE_SUBGROUP_NV};
+    const ggml_ext_vulkan_coopmat_shape s = vulkan::coopmat_shape(p);
+    EXPECT_EQ(s.source, static_cast<uint32_t>(GGML_EXT_VULKAN_COOPMAT_NV));
+    EXPECT_EQ(s.k, 8u);
+    EXPECT_EQ(s.a_type, static_cast<uint32_t>(VK_COMPONENT_TYPE_FLOAT16_KHR));
+    EXPECT_EQ(s.result_type, static_cast<uint32_t>(VK_COMPONENT_TYPE_FLOAT32_KHR));
+    EXPECT_EQ(s.scope, static_cast<uint32_t>(VK_SCOPE_SUBGROUP_KHR));
+    EXPECT_FALSE(s.saturating_accumulation);
+    const ggml_ext_vulkan_coopmat legacy = vulkan::legacy_coopmat(s);
+    EXPECT_EQ(legacy.m, 16u);
+    EXPECT_EQ(legacy.n, 16u);
+    EXPECT_EQ(legacy.k, 8u);
+    EXPECT_EQ(legacy.a_type, s.a_type);
+    EXPECT_EQ(legacy.b_type, s.b_type);
+    EXPECT_EQ(legacy.c_type, s.c_type);
+    EXPECT_EQ(legacy.result_type, s.result_type);
+    EXPECT_EQ(legacy.scope, s.scope);
 }
 
 TEST_F(VulkanExt, BufferInfoGivesStorageRangesAndShaderOffsets) {
