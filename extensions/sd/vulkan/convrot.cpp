@@ -1,9 +1,24 @@
-// The sd pack's ConvRot quantization on Vulkan (sd-ops.md 3.2, 3.3): the kernel
-// "sd.quantize_i8_convrot.vulkan" for sd.quantize_i8_convrot.v1, every group size G in {1, 4, 16,
-// 64, 256} (shaders/convrot.comp, one workgroup per row, G a specialisation constant), bit-identical
-// to the CPU kernel. Codes are written as 32-bit words, so rows of K % 4 != 0 codes (G = 1 only) run
-// on the CPU.
+// The sd pack's ConvRot quantization on Vulkan (sd-ops.md 3.2, 3.3):
+//  * the kernel "sd.quantize_i8_convrot.vulkan" for sd.quantize_i8_convrot.v1, every group size G in
+//    {1, 4, 16, 64, 256} (shaders/convrot.comp over shaders/convrot.glsl, one workgroup per row, G a
+//    specialisation constant), bit-identical to the CPU kernel. Codes are written as 32-bit words, so
+//    rows of K % 4 != 0 codes (G = 1 only) run on the CPU.
+//  * the fusion rule "sd.modulate_convrot.vulkan": [NORM | RMS_NORM](x) -> 1..4 steps ->
+//    sd.quantize_i8_convrot.v1, each step an F32 MUL or ADD of the running value with an operand
+//    repeated over it (ggml_can_repeat), or the ADD of the value before a MUL step and that MUL's
+//    result (x * (1 + s) written as x + x * s), in one pass (shaders/modulate_convrot.comp). The
+//    normalisation repeats the native Vulkan norm shader's expressions, reduction order and workgroup
+//    size, each step rounds once in the nodes' order as the native MUL and ADD do, and the rotation
+//    and quantization are the kernel's, so the codes and scales are bit-identical to the unfused
+//    chain on Vulkan. Only the quantize node is an output (the runtime refuses intermediates with
+//    other consumers). An output overlapping an input is computed in the plan workspace and copied.
+//    The rule's optimize delays the leading links of every such chain past the independent nodes
+//    between them (a modulation chunk's view and SCALE, as a DiT block emits them), so that the chain
+//    becomes consecutive. GGML_VK_DISABLE_FUSION set to anything but "0" makes it match and reorder
+//    nothing.
 #include <algorithm>
+#include <bit>
+#include <vector>
 
 #include "common/int8.h"
 #include "common/pack.h"
@@ -40,17 +55,233 @@ ggml_status quantize_execute(const ggml_ext_execute_params * params) {
     const auto groups_x = static_cast<uint32_t>(std::min(groups, kMaxGroups));
     const auto groups_y = static_cast<uint32_t>((groups + groups_x - 1) / groups_x);
     const struct {
-        uint32_t k, rows, rows_pad, groups_x, a_offset, q_offset, q_words;
-    } push{static_cast<uint32_t>(k),
-           static_cast<uint32_t>(rows),
-           static_cast<uint32_t>(packed_rows_pad(rows)),
-           groups_x,
-           in.info.shader_offset / 4,
-           out.info.shader_offset / 4,
-           static_cast<uint32_t>(ggml_nbytes(node) / 4)};
+        uint32_t k, rows, rows_pad, a_offset, q_offset, q_words;
+    } push{
+        static_cast<uint32_t>(k),  static_cast<uint32_t>(rows), static_cast<uint32_t>(packed_rows_pad(rows)),
+        in.info.shader_offset / 4, out.info.shader_offset / 4,  static_cast<uint32_t>(ggml_nbytes(node) / 4)};
     return dispatch(params->backend, "sd_convrot", {in.binding, out.binding},
                     {static_cast<uint32_t>(quantize_attrs_of(node).group)}, &push, sizeof push, groups_x,
                     groups_y);
+}
+
+// ---- the fusion [NORM | RMS_NORM] -> 1..4 steps -> quantize ----------------------------------------
+
+constexpr int kMaxSteps = 4;
+constexpr uint32_t kStepMul = 0, kStepAdd = 1, kStepAddBeforeMul = 2;  // modulate_convrot.comp's kinds
+constexpr uint32_t kModulateConstants = 24;                            // G, WG, RMS, STEPS, kinds, extents
+
+// A chain the fused shader computes: nodes norm, steps..., quantize.
+struct ModulateChain {
+    const ggml_tensor * norm;
+    const ggml_tensor * quantize;
+    int n_steps;
+    uint32_t kinds[kMaxSteps];
+    const ggml_tensor * operands[kMaxSteps];  // none for kStepAddBeforeMul
+
+    int n_nodes() const { return n_steps + 2; }
+};
+
+bool norm_ok(ggml_backend_dev_t device, const ggml_tensor * norm) {
+    const ggml_tensor * x = norm->src[0];
+    return (norm->op == GGML_OP_NORM || norm->op == GGML_OP_RMS_NORM) && norm->type == GGML_TYPE_F32 && x &&
+           bindable_f32(device, x) && ggml_are_same_shape(x, norm);
+}
+
+// Whether nodes[step + 1] is step `step` of c, after the norm and the steps before (nodes[0 .. step]).
+bool parse_step(ggml_backend_dev_t device, const ggml_tensor * const * nodes, int step, ModulateChain * c) {
+    const ggml_tensor * node = nodes[step + 1];
+    const ggml_tensor * value = nodes[step];
+    if (step > 0 && c->kinds[step - 1] == kStepMul && node->op == GGML_OP_ADD &&
+        node->type == GGML_TYPE_F32 && ggml_are_same_shape(node, value)) {
+        const ggml_tensor * before = nodes[step - 1];
+        if ((node->src[0] == value && node->src[1] == before) ||
+            (node->src[0] == before && node->src[1] == value)) {
+            c->kinds[step] = kStepAddBeforeMul;
+            c->operands[step] = nullptr;
+            return true;
+        }
+    }
+    const bool mul = node->op == GGML_OP_MUL;
+    const ggml_tensor * operand = repeated_operand(device, node, mul ? GGML_OP_MUL : GGML_OP_ADD, value);
+    if (!operand || std::find(nodes, nodes + step + 1, operand) != nodes + step + 1) return false;
+    c->kinds[step] = mul ? kStepMul : kStepAdd;
+    c->operands[step] = operand;
+    return true;
+}
+
+// The chain at nodes[0 .. n) (false when they do not start one).
+bool parse_chain(ggml_backend_dev_t device, const ggml_tensor * const * nodes, int n, ModulateChain * c) {
+    if (n < 3 || !norm_ok(device, nodes[0])) return false;
+    c->norm = nodes[0];
+    c->n_steps = 0;
+    for (int i = 1; i < n; ++i) {
+        const ggml_tensor * node = nodes[i];
+        if (c->n_steps > 0 && node->src[0] == nodes[i - 1] && ggml_ext_node_op(node) == quantize_op()) {
+            c->quantize = node;
+            return quantize_supports(device, node, nullptr);
+        }
+        if (c->n_steps == kMaxSteps || !parse_step(device, nodes, c->n_steps, c)) return false;
+        ++c->n_steps;
+    }
+    return false;
+}
+
+int modulate_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int first, void *) {
+    if (fusion_disabled()) return 0;
+    const ggml_tensor * nodes[kMaxSteps + 2];
+    const int n = std::min(kMaxSteps + 2, ggml_graph_n_nodes(graph) - first);
+    for (int i = 0; i < n; ++i)
+        nodes[i] = ggml_graph_node(graph, first + i);
+    ModulateChain c;
+    return parse_chain(device, nodes, n, &c) ? c.n_nodes() : 0;  // the runtime checks legality
+}
+
+// Where addresses are known only at execution an input may overlap the output (a hand-made layout),
+// so the output's size is always requested for scratch.
+ggml_status modulate_prepare(const ggml_ext_fusion_prepare_params * params, void ** state,
+                             size_t * workspace_bytes) {
+    *state = nullptr;
+    *workspace_bytes = ggml_nbytes(params->nodes[params->n_nodes - 1]);
+    return GGML_STATUS_SUCCESS;
+}
+
+struct ModulatePush {
+    uint32_t k, rows, ne1, ne2, q_offset;
+    float eps;
+    uint32_t x_offset, x_nb[4];
+    uint32_t o_offset[kMaxSteps], o_nb[kMaxSteps][4];
+};
+static_assert(sizeof(ModulatePush) <= 128, "every device takes 128 bytes of push constants");
+
+// The native norm's workgroup size for rows of n values: a power of two in [32, 256].
+uint32_t norm_block_size(int64_t n) {
+    return static_cast<uint32_t>(
+        std::clamp<uint64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(n, 1))), 32, 256));
+}
+
+// The specialisation constants of a chain (the extents after the first 8, 0 unless an operand tiles
+// the output partially).
+std::vector<uint32_t> modulate_constants(const ModulateChain & c) {
+    std::vector<uint32_t> k{static_cast<uint32_t>(quantize_attrs_of(c.quantize).group),
+                            norm_block_size(c.norm->ne[0]), uint32_t(c.norm->op == GGML_OP_RMS_NORM),
+                            static_cast<uint32_t>(c.n_steps)};
+    for (int i = 0; i < kMaxSteps; ++i)
+        k.push_back(i < c.n_steps ? c.kinds[i] : kStepMul);
+    for (int i = 0; i < kMaxSteps; ++i)
+        for (int d = 0; d < 4; ++d) {
+            const ggml_tensor * o = i < c.n_steps ? c.operands[i] : nullptr;
+            const bool partial = o && o->ne[d] > 1 && o->ne[d] < c.norm->ne[d];
+            k.push_back(partial ? static_cast<uint32_t>(o->ne[d]) : 0);
+        }
+    return k;
+}
+
+ModulatePush modulate_push(const ModulateChain & c, const Bound & x, const Bound (&operands)[kMaxSteps],
+                           const Bound & q) {
+    const ggml_tensor * n = c.norm;
+    ModulatePush push{static_cast<uint32_t>(n->ne[0]),
+                      static_cast<uint32_t>(ggml_nrows(n)),
+                      static_cast<uint32_t>(n->ne[1]),
+                      static_cast<uint32_t>(n->ne[2]),
+                      q.info.shader_offset / 4,
+                      op_param(n, 0),
+                      x.info.shader_offset / 4,
+                      {},
+                      {},
+                      {}};
+    for (int d = 0; d < 4; ++d)
+        push.x_nb[d] = static_cast<uint32_t>(n->src[0]->nb[d] / sizeof(float));
+    for (int i = 0; i < c.n_steps; ++i) {
+        const ggml_tensor * o = c.operands[i];
+        if (!o) continue;
+        push.o_offset[i] = operands[i].info.shader_offset / 4;
+        for (int d = 0; d < 4; ++d)  // a broadcast dimension reads its one element
+            push.o_nb[i][d] = o->ne[d] == 1 ? 0 : static_cast<uint32_t>(o->nb[d] / sizeof(float));
+    }
+    return push;
+}
+
+ggml_status modulate_execute(const ggml_ext_fusion_execute_params * params) {
+    ggml_backend_t backend = params->backend;
+    ModulateChain c;
+    if (!parse_chain(ggml_backend_get_device(backend), params->nodes, params->n_nodes, &c) ||
+        c.n_nodes() != params->n_nodes)
+        return fail("sd.modulate_convrot.vulkan: the nodes are not a chain it computes");
+    const size_t bytes = ggml_nbytes(c.quantize);
+    if (bytes == 0) return GGML_STATUS_SUCCESS;
+    Bound x, out, operands[kMaxSteps];
+    if (!bind(backend, c.norm->src[0], false, &x) || !bind_output(backend, {c.quantize, nullptr, 0, 0}, &out))
+        return GGML_STATUS_FAILED;
+    bool scratch = overlaps(x, out);
+    for (int i = 0; i < kMaxSteps; ++i) {
+        operands[i] = x;  // absent operands bind x, declared by the shader but never read
+        if (i >= c.n_steps || !c.operands[i]) continue;
+        if (!bind(backend, c.operands[i], false, &operands[i])) return GGML_STATUS_FAILED;
+        scratch = scratch || overlaps(operands[i], out);
+    }
+    for (const Bound * floats : {&x, &operands[0], &operands[1], &operands[2], &operands[3]})
+        if (floats->info.shader_offset % 4 != 0)
+            return fail("sd.modulate_convrot.vulkan: F32 tensors must start on a 4-byte boundary");
+    Bound q = out;
+    if (scratch) {
+        if (!params->workspace || params->workspace_size < bytes)
+            return fail("sd.modulate_convrot.vulkan: workspace smaller than prepare requested");
+        if (!bind_output(backend, {nullptr, params->workspace, 0, bytes}, &q)) return GGML_STATUS_FAILED;
+    }
+    const ModulatePush push = modulate_push(c, x, operands, q);
+    const int64_t groups = ggml_nrows(c.norm) + 1;  // one per row, one zeroing the padding
+    const auto groups_x = static_cast<uint32_t>(std::min(groups, kMaxGroups));
+    const auto groups_y = static_cast<uint32_t>((groups + groups_x - 1) / groups_x);
+    const ggml_status status =
+        dispatch_vectors(backend, "sd_modulate_convrot",
+                         {x.binding, q.binding, operands[0].binding, operands[1].binding, operands[2].binding,
+                          operands[3].binding},
+                         modulate_constants(c), &push, sizeof push, groups_x, groups_y);
+    if (status != GGML_STATUS_SUCCESS || !scratch) return status;
+    return service()->copy(backend, &out.binding.range, &q.binding.range);
+}
+
+// ---- graph delay: making a chain consecutive ------------------------------------------------------
+
+// The positions of the chain starting with a norm at `first`: each link the first later node
+// consuming the previous one, MUL or ADD steps (at most kMaxSteps) up to a quantize node; empty when
+// there is none. match checks the rest.
+std::vector<int> chain_at(const ggml_cgraph * graph, int first) {
+    const ggml_op op = ggml_graph_node(graph, first)->op;
+    if (op != GGML_OP_NORM && op != GGML_OP_RMS_NORM) return {};
+    std::vector<int> chain{first};
+    for (int i = first + 1; i < ggml_graph_n_nodes(graph); ++i) {
+        const ggml_tensor * node = ggml_graph_node(graph, i);
+        const ggml_tensor * previous = ggml_graph_node(graph, chain.back());
+        if (node->src[0] != previous && node->src[1] != previous) continue;
+        const bool quantize = node->src[0] == previous && ggml_ext_node_op(node) == quantize_op();
+        if (quantize && chain.size() > 1) {
+            chain.push_back(i);
+            return chain;
+        }
+        if ((node->op != GGML_OP_MUL && node->op != GGML_OP_ADD) || chain.size() > kMaxSteps) return {};
+        chain.push_back(i);
+    }
+    return {};
+}
+
+// Every chain becomes consecutive. Idempotent.
+void modulate_optimize(ggml_backend_dev_t, ggml_cgraph * graph, void *) {
+    if (fusion_disabled()) return;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
+        const std::vector<int> chain = chain_at(graph, i);
+        if (!chain.empty() && make_consecutive(graph, chain)) --i;  // a crossed node now sits at i
+    }
+}
+
+const ggml_ext_fusion_desc * modulate_fusion_desc() {
+    static const ggml_ext_fusion_desc desc = [] {
+        ggml_ext_fusion_desc d = fusion_desc("sd.modulate_convrot.vulkan", modulate_match, modulate_execute);
+        d.optimize = modulate_optimize;
+        d.prepare = modulate_prepare;
+        return d;
+    }();
+    return &desc;
 }
 
 }  // namespace
@@ -68,7 +299,11 @@ bool register_convrot(ggml_backend_dev_t device) {
     if (info.max_workgroup_invocations < kInvocations || info.max_workgroup_size[0] < kInvocations ||
         info.max_shared_memory < kSharedBytes)
         return true;  // the scheduler runs the quantization on the CPU
-    return ggml_ext_register_kernel(device, int8_quantize_kernel_desc());
+    // The fused shader binds x, the output and 4 operands, with its own constants and push constants.
+    const bool fusion = info.max_bindings >= 6 && info.max_constants >= kModulateConstants &&
+                        info.max_push_constants >= sizeof(ModulatePush);
+    return ggml_ext_register_kernel(device, int8_quantize_kernel_desc()) &&
+           (!fusion || ggml_ext_register_fusion(device, modulate_fusion_desc()));
 }
 
 }  // namespace sd::vulkan

@@ -103,4 +103,10 @@ const ggml_ext_kernel_desc * rope_kernel_desc();
 const ggml_ext_kernel_desc * int8_quantize_kernel_desc();
 const ggml_ext_kernel_desc * int8_linear_kernel_desc();
 
+// dispatch with the bindings and constants in vectors (counts known only at run time).
+ggml_status dispatch_vectors(ggml_backend_t backend, const char * shader,
+                             const std::vector<ggml_ext_vulkan_binding> & bindings,
+                             const std::vector<uint32_t> & constants, const void * push, uint32_t push_bytes,
+                             uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
+
 }  // namespace sd::vulkan

@@ -110,32 +110,38 @@ std::vector<ggml_backend_dev_t> devices() {
     return list;
 }
 
-ggml_status dispatch(ggml_backend_t backend, const char * shader,
-                     std::initializer_list<ggml_ext_vulkan_binding> bindings,
-                     std::initializer_list<uint32_t> constants, const void * push, uint32_t push_bytes,
-                     uint32_t groups_x, uint32_t groups_y, uint32_t groups_z) {
-    const SpirvModule * module = nullptr;
-    for (const SpirvModule & m : shader_table())
-        if (std::strcmp(m.name, shader) == 0) module = &m;
-    if (!module || !service()) {
+ggml_status dispatch_vectors(ggml_backend_t backend, const char * shader,
+                             const std::vector<ggml_ext_vulkan_binding> & bindings,
+                             const std::vector<uint32_t> & constants, const void * push, uint32_t push_bytes,
+                             uint32_t groups_x, uint32_t groups_y, uint32_t groups_z) {
+    const auto module =
+        std::find_if(shader_table().begin(), shader_table().end(),
+                     [shader](const SpirvModule & m) { return std::strcmp(m.name, shader) == 0; });
+    if (module == shader_table().end() || !service()) {
         ggml_ext_set_error(
             (std::string("sd vulkan: no shader '") + shader + "' or no Vulkan service").c_str());
         return GGML_STATUS_FAILED;
     }
-    const std::vector<ggml_ext_vulkan_binding> b(bindings);
-    const std::vector<uint32_t> c(constants);
     const ggml_ext_vulkan_dispatch d{sizeof d,
                                      shader,
                                      module->words,
                                      module->n_words * 4,
-                                     b.data(),
-                                     static_cast<uint32_t>(b.size()),
-                                     c.data(),
-                                     static_cast<uint32_t>(c.size()),
+                                     bindings.data(),
+                                     static_cast<uint32_t>(bindings.size()),
+                                     constants.data(),
+                                     static_cast<uint32_t>(constants.size()),
                                      push,
                                      push_bytes,
                                      {groups_x, groups_y, groups_z}};
     return service()->dispatch(backend, &d);
+}
+
+ggml_status dispatch(ggml_backend_t backend, const char * shader,
+                     std::initializer_list<ggml_ext_vulkan_binding> bindings,
+                     std::initializer_list<uint32_t> constants, const void * push, uint32_t push_bytes,
+                     uint32_t groups_x, uint32_t groups_y, uint32_t groups_z) {
+    return dispatch_vectors(backend, shader, bindings, constants, push, push_bytes, groups_x, groups_y,
+                            groups_z);
 }
 
 }  // namespace sd::vulkan

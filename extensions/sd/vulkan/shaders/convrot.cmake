@@ -1,2 +1,4 @@
-# vulkan/convrot.cpp: ConvRot quantization, G a specialisation constant.
+# vulkan/convrot.cpp: ConvRot quantization (convrot.glsl), G a specialisation constant, alone and
+# after a fused norm and modulation steps.
 sd_vulkan_shader(sd_convrot convrot.comp)
+sd_vulkan_shader(sd_modulate_convrot modulate_convrot.comp)
