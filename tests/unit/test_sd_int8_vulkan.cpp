@@ -24,6 +24,22 @@
 // The fusion sd.linear_i8 -> SWIGLU of the merged output [2F, ...] (plain and swapped) against the
 // linear kernel and the native GLU, BIT FOR BIT (bound: 0 ulp): the epilogue is the linear's and the
 // SiLU the native GLU shader's expression, compiled by the same driver; GEGLU does not match.
+//
+// The fusion [sd.linear_i8 a, sd.linear_i8 b] -> SWIGLU(a, b) (ggml_swiglu_split) against both linear
+// kernels and the native GLU, BIT FOR BIT (bound: 0 ulp), for packed and I8 activations, either linear
+// first in the graph, with the optional vectors filling up to its 4 slots; not fused with all five
+// vectors (more bindings than a dispatch has), over different activations, with a linear observed
+// elsewhere (the runtime's 'external uses'), nor when disabled. Its optimize makes the range
+// consecutive across an independent node (same bytes; nothing moves when disabled).
+//
+// The fusion sd.linear_i8 [-> SCALE -> MUL -> ADD] -> CONCAT along rows, and [linear, linear] ->
+// CONCAT, against the unfused chain (linear kernel, native SCALE, MUL, ADD and CONCAT), BIT FOR BIT
+// (bound: 0 ulp): the values are the linear's or the gated fusion's and the concatenation a copy.
+// Dims 1, 2 and 3, both operand orders, the other operand copied as one range or strided (a slice of
+// several ranges, a transposed view), packed and I8 activations, an output placed partly over the
+// linear's bias (through the workspace); not fused along dim 0, for CONCAT(linear, linear), with an
+// observed intermediate, nor when disabled; the optimize brings two linears together across the
+// second one's quantize node.
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
 #include <ggml-ext.h>
@@ -447,17 +463,27 @@ enum class Place { kScheduler, kOnResidual, kOverGate };
 struct Site {
     // The linear [n, tokens, batch]: weights [k, n] with scales and bias, over a quantize node's packed
     // output or I8 codes with input scales.
-    ggml_tensor * new_linear(bool packed, int64_t k, int64_t n, int64_t tokens, int64_t batch) {
+    ggml_tensor * new_linear(bool packed, int64_t k, int64_t n, int64_t tokens, int64_t batch,
+                             bool with_bias = true) {
         ggml_context * x = ctx.get();
-        ggml_tensor * w = input(new_tensor(x, GGML_TYPE_I8, {k, n, 1, 1}));
-        ws = input(new_tensor(x, GGML_TYPE_F32, {n, 1, 1, 1}));
-        ggml_tensor * bias = input(new_tensor(x, GGML_TYPE_F32, {n, 1, 1, 1}));
         ggml_tensor * act =
             input(new_tensor(x, packed ? GGML_TYPE_F32 : GGML_TYPE_I8, {k, tokens, batch, 1}));
         xs = packed ? nullptr : input(new_tensor(x, GGML_TYPE_F32, {tokens, batch, 1, 1}));
-        ggml_tensor * codes = packed ? ggml_quantize_i8_convrot(x, act, kGroup) : act;
-        linear = ggml_mul_mat_i8_tensorwise(x, w, codes, ws, bias, packed ? kGroup : 0, xs);
+        codes = packed ? ggml_quantize_i8_convrot(x, act, kGroup) : act;
+        linear = linear_over_codes(n, with_bias);
         return linear;
+    }
+
+    // A linear [n, ...] over the last new_linear's activations (and input scales), with its own weights
+    // and weight scales and optionally a bias.
+    ggml_tensor * linear_over_codes(int64_t n, bool with_bias) {
+        ggml_context * x = ctx.get();
+        ggml_tensor * w = input(new_tensor(x, GGML_TYPE_I8, {codes->ne[0], n, 1, 1}));
+        ws = input(new_tensor(x, GGML_TYPE_F32, {n, 1, 1, 1}));
+        scales.push_back(ws);
+        bias = with_bias ? input(new_tensor(x, GGML_TYPE_F32, {n, 1, 1, 1})) : nullptr;
+        const bool packed = codes->op == GGML_OP_CUSTOM;
+        return ggml_mul_mat_i8_tensorwise(x, w, codes, ws, bias, packed ? kGroup : 0, xs);
     }
 
     ggml_tensor * input(ggml_tensor * t) {
@@ -476,7 +502,7 @@ struct Site {
         if (!alloc_ok) return;
         std::mt19937_64 rng(seed);
         for (ggml_tensor * t : inputs)
-            fill(rng, t, t == ws || t == xs);
+            fill(rng, t, t == xs || std::find(scales.begin(), scales.end(), t) != scales.end());
         compute_status = ggml_backend_sched_graph_compute(sched.get(), graph);
         if (compute_status == GGML_STATUS_SUCCESS) result = bytes(out);
     }
@@ -513,8 +539,9 @@ struct Site {
     Context ctx{ggml_init({size_t{1} << 20, nullptr, true})};
     Buffer placed;  // (GatedSite) storage of an output placed by hand, freed after the scheduler
     Sched sched;
-    std::vector<ggml_tensor *> inputs;
-    ggml_tensor *ws = nullptr, *xs = nullptr, *linear = nullptr, *out = nullptr;
+    std::vector<ggml_tensor *> inputs, scales;
+    ggml_tensor *ws = nullptr, *bias = nullptr, *xs = nullptr, *codes = nullptr, *linear = nullptr,
+                *out = nullptr;
     ggml_cgraph * graph = nullptr;
     bool alloc_ok = false;
     ggml_status compute_status = GGML_STATUS_FAILED;
@@ -851,6 +878,337 @@ TEST_F(SdInt8Vulkan, SwigluFusionLeavesOtherGlus) {
     EXPECT_EQ(geglu.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_EQ(candidate_line(geglu.explanation, kSwigluRule), "") << geglu.explanation;
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(geglu.sched.get(), geglu.out), vk());
+}
+
+// ---- shared by the rules below ---------------------------------------------------------------------
+
+// The site S (built from args) fused, and unfused with GGML_VK_DISABLE_FUSION=1 (the linear kernel and
+// native nodes), on Vulkan: the rule fires only on the first, and both give the same bytes.
+template <typename S, typename... Args>
+void expect_rule_bit_identical(ggml_backend_t vk, const char * rule, const Args &... args) {
+    S on(vk, args...);
+    ASSERT_TRUE(on.alloc_ok) << ggml_backend_get_last_error();
+    ASSERT_EQ(on.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_TRUE(fused(on.explanation, rule)) << on.explanation;
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(on.sched.get(), on.out), vk);
+
+    DisableFusion off("1");
+    S unfused(vk, args...);
+    ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_EQ(candidate_line(unfused.explanation, rule), "") << unfused.explanation;
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(unfused.sched.get(), unfused.linear), vk);
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(unfused.sched.get(), unfused.out), vk);
+    ASSERT_EQ(on.result.size(), unfused.result.size());
+    EXPECT_TRUE(on.result == unfused.result);
+}
+
+// The site S (built from args) computed without the rule's fusion, with the bytes of the same site
+// with fusion disabled.
+template <typename S, typename... Args>
+void expect_rule_left_alone(ggml_backend_t vk, const char * rule, const Args &... args) {
+    S site(vk, args...);
+    ASSERT_EQ(site.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_FALSE(fused(site.explanation, rule)) << site.explanation;
+    DisableFusion off("1");
+    S unfused(vk, args...);
+    ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_TRUE(site.result == unfused.result);
+}
+
+// Rebuilds the graph from the output after an edit.
+void rebuild_from_out(ggml_context * x, Site & s) {
+    s.graph = ggml_new_graph(x);
+    ggml_build_forward_expand(s.graph, s.out);
+}
+
+// Another consumer of t, an output of the graph.
+void observe(ggml_context * x, Site & s, ggml_tensor * t) {
+    ggml_tensor * extra = ggml_scale(x, t, 2.0f);
+    ggml_set_output(extra);
+    ggml_build_forward_expand(s.graph, extra);
+}
+
+// ---- the fusion [sd.linear_i8 a, sd.linear_i8 b] -> SWIGLU(a, b) ----------------------------------
+
+constexpr const char * kSplitRule = "sd.linear_i8_swiglu_split.vulkan";
+
+// Two linears [F, tokens, batch] over the same activations, both with weight scales, and the split
+// SWIGLU of them.
+struct SplitCase {
+    const char * name;
+    bool packed;  // one quantize node's packed output, else I8 codes with input scales
+    int64_t k, f, tokens, batch;
+    bool gate_bias, up_bias;
+    bool up_first;  // the up linear comes first in the graph
+};
+
+struct SplitSite : Site {
+    using Edit = std::function<void(ggml_context *, SplitSite &)>;
+
+    SplitSite(ggml_backend_t vk, const SplitCase & c, uint64_t seed, const Edit & edit = {}) {
+        ggml_context * x = ctx.get();
+        gate = new_linear(c.packed, c.k, c.f, c.tokens, c.batch, c.gate_bias);
+        up = linear_over_codes(c.f, c.up_bias);
+        ggml_set_name(gate, "gate");
+        ggml_set_name(up, "up");
+        out = ggml_swiglu_split(x, gate, up);
+        ggml_set_name(out, "out");
+        ggml_set_output(out);
+        graph = ggml_new_graph(x);
+        if (c.up_first) ggml_build_forward_expand(graph, up);
+        ggml_build_forward_expand(graph, out);
+        if (edit) edit(x, *this);
+        compute(vk, seed);
+    }
+
+    ggml_tensor *gate, *up;
+};
+
+// Fused against both linear kernels and the native GLU, BIT FOR BIT (bound: 0 ulp): the epilogues
+// are the linears' and the SiLU the native GLU's expression. F = 70 and 33 leave partial workgroups
+// of 32 outputs; K % 4 != 0 reads codes byte by byte; the vectors fill up to the 4 slots.
+TEST_F(SdInt8Vulkan, SplitSwigluFusionIsBitIdenticalToTheUnfusedChain) {
+    const SplitCase cases[] = {
+        {"packed, weight scales only (the FFN site)", true, 768, 96, 45, 1, false, false, false},
+        {"packed, gate bias, up first, F % 32 != 0, batch 2", true, 256, 70, 67, 2, true, false, true},
+        {"i8 with input scales, K % 4 != 0, batch 3", false, 70, 33, 9, 3, false, false, false},
+        {"i8, up bias, up first", false, 1001, 130, 7, 1, false, true, true},
+    };
+    uint64_t seed = kSeed + 90;
+    for (const SplitCase & c : cases) {
+        SCOPED_TRACE(c.name);
+        expect_rule_bit_identical<SplitSite>(vk(), kSplitRule, c, ++seed);
+    }
+}
+
+const SplitCase kSmallSplit{"small", true, 256, 40, 20, 1, false, false, false};
+
+// Left to the linear kernels and the native GLU: five F32 vectors (more than the 4 slots), linears
+// over different activations, and a linear with another consumer (the runtime's legality check).
+TEST_F(SdInt8Vulkan, SplitSwigluFusionMatchesOnlyWhatItComputes) {
+    {
+        SCOPED_TRACE("packed (input scales), both weight scales and both biases");
+        expect_rule_left_alone<SplitSite>(
+            vk(), kSplitRule, SplitCase{"five", true, 256, 40, 20, 1, true, true, false}, kSeed + 100);
+    }
+    {
+        SCOPED_TRACE("different activations");
+        const SplitSite::Edit other_input = [](ggml_context * x, SplitSite & s) {
+            s.up = s.new_linear(true, 256, 40, 20, 1, false);
+            s.out->src[1] = s.up;
+            rebuild_from_out(x, s);
+        };
+        expect_rule_left_alone<SplitSite>(vk(), kSplitRule, kSmallSplit, kSeed + 101, other_input);
+    }
+    const SplitSite::Edit observe_up = [](ggml_context * x, SplitSite & s) { observe(x, s, s.up); };
+    SplitSite observed(vk(), kSmallSplit, kSeed + 102, observe_up);
+    EXPECT_NE(candidate_line(observed.explanation, kSplitRule).find("rule 'external uses' fails at 'up'"),
+              std::string::npos)
+        << observed.explanation;
+    expect_rule_left_alone<SplitSite>(vk(), kSplitRule, kSmallSplit, kSeed + 102, observe_up);
+}
+
+// A node between the linears (independent of them) is crossed by the optimize: the range becomes
+// consecutive and fuses; with the rule disabled nothing moves.
+TEST_F(SdInt8Vulkan, SplitSwigluOptimizeMakesTheLinearsConsecutive) {
+    const SplitSite::Edit interleave = [](ggml_context * x, SplitSite & s) {
+        ggml_tensor * other = ggml_silu(x, s.input(new_tensor(x, GGML_TYPE_F32, {8, 1, 1, 1})));
+        ggml_set_name(other, "other");
+        ggml_set_output(other);
+        s.graph = ggml_new_graph(x);
+        ggml_build_forward_expand(s.graph, s.gate);
+        ggml_build_forward_expand(s.graph, other);
+        ggml_build_forward_expand(s.graph, s.out);
+    };
+    const SplitCase i8{"i8", false, 96, 40, 12, 1, false, false, false};
+    expect_rule_bit_identical<SplitSite>(vk(), kSplitRule, i8, kSeed + 110, interleave);
+    EXPECT_EQ(SplitSite(vk(), i8, kSeed + 110, interleave).order(),
+              (std::vector<std::string>{"other", "gate", "up", "out"}));
+    DisableFusion off("1");
+    EXPECT_EQ(SplitSite(vk(), i8, kSeed + 110, interleave).order(),
+              (std::vector<std::string>{"gate", "other", "up", "out"}));
+}
+
+// ---- the fusion sd.linear_i8 [-> SCALE -> MUL -> ADD] -> CONCAT along rows ------------------------
+
+constexpr const char * kConcatRule = "sd.linear_i8_concat.vulkan";
+
+// What the linear's value is concatenated with.
+enum class Other {
+    kInput,       // an F32 input
+    kTransposed,  // an F32 input read through a transposed view (strided)
+    kLinear,      // a second linear over activations of its own (two GEMMs written directly)
+};
+
+// A linear [n, tokens, batch] (or its gated chain) concatenated with another operand along dim.
+struct ConcatCase {
+    const char * name;
+    bool packed;
+    int64_t k, n, tokens, batch;
+    int dim;
+    int64_t other_extent;  // the other operand's extent along dim
+    Other other;
+    bool value_first;  // CONCAT(value, other) rather than CONCAT(other, value)
+    bool gated;        // the value is linear -> SCALE -> MUL(gate [n]) -> ADD(residual)
+};
+
+struct ConcatSite : Site {
+    using Edit = std::function<void(ggml_context *, ConcatSite &)>;
+
+    // over_bias: the output placed by hand one buffer alignment past the start of the linear's bias.
+    ConcatSite(ggml_backend_t vk, const ConcatCase & c, uint64_t seed, bool over_bias = false,
+               const Edit & edit = {}) {
+        ggml_context * x = ctx.get();
+        value = new_linear(c.packed, c.k, c.n, c.tokens, c.batch);
+        ggml_set_name(value, "linear");
+        first_bias = bias;
+        if (c.gated) {
+            ggml_tensor * gate = input(new_tensor(x, GGML_TYPE_F32, {c.n, 1, 1, 1}));
+            ggml_tensor * residual = input(new_tensor(x, GGML_TYPE_F32, {c.n, c.tokens, c.batch, 1}));
+            value = ggml_add(x, ggml_mul(x, ggml_scale(x, value, 0.375f), gate), residual);
+        }
+        std::array<int64_t, 4> ne{c.n, c.tokens, c.batch, 1};
+        ne[size_t(c.dim)] = c.other_extent;
+        other = new_other(c, ne);
+        out = c.value_first ? ggml_concat(x, value, other, c.dim) : ggml_concat(x, other, value, c.dim);
+        ggml_set_name(out, "out");
+        ggml_set_output(out);
+        graph = ggml_new_graph(x);
+        ggml_build_forward_expand(graph, out);
+        if (edit) edit(x, *this);
+        if (over_bias) place_over_bias(vk);
+        compute(vk, seed);
+    }
+
+    ggml_tensor * new_other(const ConcatCase & c, const std::array<int64_t, 4> & ne) {
+        ggml_context * x = ctx.get();
+        switch (c.other) {
+            case Other::kInput:
+                return input(new_tensor(x, GGML_TYPE_F32, ne));
+            case Other::kTransposed:
+                return ggml_transpose(x, input(new_tensor(x, GGML_TYPE_F32, {ne[1], ne[0], ne[2], ne[3]})));
+            case Other::kLinear:
+                return new_linear(!c.packed, c.k, c.n, ne[1], ne[2]);
+        }
+        return nullptr;
+    }
+
+    void place_over_bias(ggml_backend_t vk) {
+        const size_t shift = ggml_backend_get_alignment(vk);
+        ASSERT_LT(shift, ggml_nbytes(first_bias));  // a partial overlap
+        placed.reset(ggml_backend_alloc_buffer(vk, shift + ggml_nbytes(out)));
+        char * base = static_cast<char *>(ggml_backend_buffer_get_base(placed.get()));
+        ASSERT_EQ(ggml_backend_tensor_alloc(placed.get(), first_bias, base), GGML_STATUS_SUCCESS);
+        ASSERT_EQ(ggml_backend_tensor_alloc(placed.get(), out, base + shift), GGML_STATUS_SUCCESS)
+            << ggml_backend_get_last_error();
+    }
+
+    ggml_tensor *value, *other, *first_bias;
+};
+
+// Fused against the unfused chain (the linear kernel, native SCALE, MUL, ADD and CONCAT), BIT FOR BIT
+// (bound: 0 ulp): the values are the linear's or the gated fusion's, and the concatenation a copy.
+// Dims 1, 2 and 3, both operand orders; the other operand copied as one range (service copy) or
+// through the strided-copy shader (a slice of several ranges, or a transposed operand); two linears.
+TEST_F(SdInt8Vulkan, ConcatFusionIsBitIdenticalToTheUnfusedChain) {
+    const ConcatCase cases[] = {
+        {"packed, CONCAT(linear, input), dim 1", true, 256, 72, 40, 1, 1, 24, Other::kInput, true, false},
+        {"i8 K % 4 != 0, CONCAT(input, linear), dim 1, batch 2", false, 70, 65, 9, 2, 1, 5, Other::kInput,
+         false, false},
+        {"packed, CONCAT(linear, transposed), dim 2", true, 256, 40, 20, 2, 2, 3, Other::kTransposed, true,
+         false},
+        {"i8, CONCAT(input, linear), dim 3", false, 96, 33, 7, 2, 3, 2, Other::kInput, false, false},
+        {"packed gated chain, CONCAT(input, chain), dim 1", true, 512, 96, 45, 1, 1, 19, Other::kInput, false,
+         true},
+        {"i8 gated chain, CONCAT(chain, transposed), dim 2", false, 100, 70, 12, 2, 2, 1, Other::kTransposed,
+         true, true},
+        {"two linears (packed, i8), dim 1", true, 256, 70, 33, 1, 1, 20, Other::kLinear, true, false},
+        {"two linears (i8, packed), CONCAT(second, first), dim 2", false, 256, 33, 7, 2, 2, 3, Other::kLinear,
+         false, false},
+    };
+    uint64_t seed = kSeed + 120;
+    for (const ConcatCase & c : cases) {
+        SCOPED_TRACE(c.name);
+        expect_rule_bit_identical<ConcatSite>(vk(), kConcatRule, c, ++seed);
+    }
+}
+
+// Placed by hand a little into the linear's bias: computed in the workspace and copied (the unfused
+// linear reads the bias before the concatenation writes).
+TEST_F(SdInt8Vulkan, ConcatFusionHandlesAnOutputOverAnInput) {
+    const ConcatCase c{"over the bias", true, 256, 200, 20, 1, 1, 7, Other::kInput, true, false};
+    expect_rule_bit_identical<ConcatSite>(vk(), kConcatRule, c, kSeed + 130, true);
+    const ConcatCase gated{"gated, over the bias", false, 96,  200, 20, 2, 2, 1,
+                           Other::kTransposed,     false, true};
+    expect_rule_bit_identical<ConcatSite>(vk(), kConcatRule, gated, kSeed + 131, true);
+}
+
+const ConcatCase kSmallConcat{"small", true, 256, 40, 20, 1, 1, 6, Other::kInput, true, false};
+
+// Left to ordinary execution: a feature concatenation (dim 0), a concatenation of the linear with
+// itself (no operand outside the range to copy), an intermediate with another consumer, and with the
+// rule disabled.
+TEST_F(SdInt8Vulkan, ConcatFusionMatchesOnlyWhatItComputes) {
+    {
+        SCOPED_TRACE("dim 0");
+        ConcatCase features = kSmallConcat;
+        features.dim = 0;
+        expect_rule_left_alone<ConcatSite>(vk(), kConcatRule, features, kSeed + 140);
+        EXPECT_EQ(candidate_line(ConcatSite(vk(), features, kSeed + 140).explanation, kConcatRule), "");
+    }
+    {
+        SCOPED_TRACE("CONCAT(linear, linear)");
+        const ConcatSite::Edit itself = [](ggml_context * x, ConcatSite & s) {
+            s.out = ggml_concat(x, s.value, s.value, 1);
+            ggml_set_output(s.out);
+            rebuild_from_out(x, s);
+        };
+        expect_rule_left_alone<ConcatSite>(vk(), kConcatRule, kSmallConcat, kSeed + 141, false, itself);
+    }
+    {
+        SCOPED_TRACE("an observed linear");
+        const ConcatSite::Edit observe_linear = [](ggml_context * x, ConcatSite & s) {
+            observe(x, s, s.value);
+        };
+        expect_rule_left_alone<ConcatSite>(vk(), kConcatRule, kSmallConcat, kSeed + 142, false,
+                                           observe_linear);
+        ConcatSite observed(vk(), kSmallConcat, kSeed + 142, false, observe_linear);
+        EXPECT_NE(
+            candidate_line(observed.explanation, kConcatRule).find("rule 'external uses' fails at 'linear'"),
+            std::string::npos)
+            << observed.explanation;
+    }
+    {
+        SCOPED_TRACE("an observed product of the gated chain: the gated fusion alone does not fire either");
+        ConcatCase gated = kSmallConcat;
+        gated.gated = true;
+        const ConcatSite::Edit observe_product = [](ggml_context * x, ConcatSite & s) {
+            observe(x, s, s.value->src[0]);
+        };
+        expect_rule_left_alone<ConcatSite>(vk(), kConcatRule, gated, kSeed + 143, false, observe_product);
+    }
+    DisableFusion off("1");
+    EXPECT_EQ(candidate_line(ConcatSite(vk(), kSmallConcat, kSeed + 144).explanation, kConcatRule), "");
+}
+
+// The other linear's quantize node sits between the two linears as the graph is built: the optimize
+// delays the first linear past it, and the pair fuses with the concatenation.
+TEST_F(SdInt8Vulkan, ConcatOptimizeMakesTwoLinearsConsecutive) {
+    const ConcatCase c{"i8, then packed", false, 256, 40, 20, 1, 1, 6, Other::kLinear, true, false};
+    expect_rule_bit_identical<ConcatSite>(vk(), kConcatRule, c, kSeed + 150);
+    ConcatSite site(vk(), c, kSeed + 150);
+    ASSERT_EQ(site.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_NE(candidate_line(site.explanation, kConcatRule).find(": accepted"), std::string::npos)
+        << site.explanation;
+    // The positions of out and the first linear: [linear, (second linear), out], or as built, with the
+    // second linear's quantize node between them.
+    const auto distance = [](const ConcatSite & s) {
+        const std::vector<std::string> order = s.order();
+        return std::find(order.begin(), order.end(), "out") - std::find(order.begin(), order.end(), "linear");
+    };
+    EXPECT_EQ(distance(site), 2);
+    DisableFusion off("1");
+    EXPECT_EQ(distance(ConcatSite(vk(), c, kSeed + 150)), 3);
 }
 
 }  // namespace
