@@ -675,11 +675,7 @@ std::vector<int> chain_at(ggml_backend_dev_t device, const ggml_cgraph * graph, 
 
 // Every chain becomes consecutive. Idempotent.
 void gated_optimize(ggml_backend_dev_t device, ggml_cgraph * graph, void *) {
-    if (fusion_disabled()) return;
-    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
-        const std::vector<int> chain = chain_at(device, graph, i);
-        if (!chain.empty() && make_consecutive(graph, chain)) --i;  // a crossed node now sits at i
-    }
+    make_chains_consecutive(graph, [&](int i) { return chain_at(device, graph, i); });
 }
 
 // The position of node in graph before `before` (-1 when it is not there).
@@ -705,11 +701,7 @@ std::vector<int> split_at(ggml_backend_dev_t device, const ggml_cgraph * graph, 
 
 // Every split SWIGLU's linears end just before it. Idempotent (the GLU keeps its position).
 void split_optimize(ggml_backend_dev_t device, ggml_cgraph * graph, void *) {
-    if (fusion_disabled()) return;
-    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
-        const std::vector<int> chain = split_at(device, graph, i);
-        if (!chain.empty()) make_consecutive(graph, chain);
-    }
+    make_chains_consecutive(graph, [&](int i) { return split_at(device, graph, i); });
 }
 
 // The positions of a range the concat rule fuses that starts with a linear at `first`: its chain (a
@@ -736,11 +728,7 @@ std::vector<int> concat_chain_at(ggml_backend_dev_t device, const ggml_cgraph * 
 
 // Every chain (or pair of linears) ends just before its row concatenation. Idempotent.
 void concat_optimize(ggml_backend_dev_t device, ggml_cgraph * graph, void *) {
-    if (fusion_disabled()) return;
-    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
-        const std::vector<int> chain = concat_chain_at(device, graph, i);
-        if (!chain.empty() && make_consecutive(graph, chain)) --i;  // a crossed node now sits at i
-    }
+    make_chains_consecutive(graph, [&](int i) { return concat_chain_at(device, graph, i); });
 }
 
 const ggml_ext_fusion_desc * split_fusion_desc() {

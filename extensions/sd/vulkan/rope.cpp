@@ -317,11 +317,7 @@ std::vector<int> chain_at(const ggml_cgraph * graph, int first) {
 
 // Both fusions' optimize (registered once): every chain becomes consecutive. Idempotent.
 void fusion_optimize(ggml_backend_dev_t, ggml_cgraph * graph, void *) {
-    if (fusion_disabled()) return;
-    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
-        const std::vector<int> chain = chain_at(graph, i);
-        if (!chain.empty() && make_consecutive(graph, chain)) --i;  // a crossed node now sits at i
-    }
+    make_chains_consecutive(graph, [&](int i) { return chain_at(graph, i); });
 }
 
 }  // namespace

@@ -26,6 +26,9 @@ bool fusion_disabled() {
     return value && std::strcmp(value, "0") != 0;
 }
 
+namespace {
+
+// Delays chain's leading links past the nodes before each next link; whether anything moved.
 bool make_consecutive(ggml_cgraph * graph, const std::vector<int> & chain) {
     bool moved = false;
     int start = chain[0];  // links 0 .. k - 1 sit at [start, start + k)
@@ -38,6 +41,8 @@ bool make_consecutive(ggml_cgraph * graph, const std::vector<int> & chain) {
     }
     return moved;
 }
+
+}  // namespace
 
 bool bind(ggml_backend_t backend, const ggml_tensor * t, bool written, Bound * out, size_t offset,
           size_t size) {
@@ -100,6 +105,14 @@ View view_of(const Bound & bound, const ggml_tensor * t) {
         v.nb[i] = static_cast<uint32_t>(t->nb[i] / sizeof(float));
     }
     return v;
+}
+
+void make_chains_consecutive(ggml_cgraph * graph, const std::function<std::vector<int>(int)> & chain_at) {
+    if (fusion_disabled()) return;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
+        const std::vector<int> chain = chain_at(i);
+        if (!chain.empty() && make_consecutive(graph, chain)) --i;  // a crossed node now sits at i
+    }
 }
 
 std::vector<ggml_backend_dev_t> devices() {
