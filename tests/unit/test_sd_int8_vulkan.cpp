@@ -252,6 +252,8 @@ TEST_F(SdInt8Vulkan, LinearPassesTheConformanceCheck) {
     const LinearAttrs packed_full{kInputPacked, 4, 4, kHasWeightScale | kHasBias, {67, 1, 1}};
     const LinearAttrs i8_scaled{kInputI8, 0, 0, kHasWeightScale | kHasBias | kHasInputScale, {7, 1, 1}};
     const LinearAttrs i8_plain{kInputI8, 0, 0, 0, {2, 3, 1}};
+    const LinearAttrs f32_rotated{kInputF32, 256, 256, kHasWeightScale | kHasBias, {5, 1, 1}};
+    const LinearAttrs f32_plain{kInputF32, 0, 0, 0, {3, 2, 1}};
     std::vector<ggml_ext_check_case> cases = {
         // Packed K 64, 3 rows: [64, 4 + 1]; K 324 (not a multiple of the 32-code step), 67 rows: [324, 68 +
         // 1].
@@ -275,6 +277,16 @@ TEST_F(SdInt8Vulkan, LinearPassesTheConformanceCheck) {
                    &i8_scaled, sizeof i8_scaled),
         check_case("i8 K37 N65 M2x3", {{GGML_TYPE_I8, {37, 65, 1, 1}}, {GGML_TYPE_I8, {37, 2, 3, 1}}},
                    &i8_plain, sizeof i8_plain),
+        // F32 activations, quantized into the workspace first.
+        check_case("f32 G256 K512 N9 M5",
+                   {{GGML_TYPE_I8, {512, 9, 1, 1}},
+                    {GGML_TYPE_F32, {512, 5, 1, 1}},
+                    {GGML_TYPE_F32, {9, 1, 1, 1}},
+                    {GGML_TYPE_F32, {9, 1, 1, 1}}},
+                   &f32_rotated, sizeof f32_rotated),
+        check_case("f32 unrotated K36 N10 M3x2",
+                   {{GGML_TYPE_I8, {36, 10, 1, 1}}, {GGML_TYPE_F32, {36, 3, 2, 1}}}, &f32_plain,
+                   sizeof f32_plain),
     };
     // Packed inputs: bytes of [56, 64) make finite positive row scales.
     for (int c : {0, 1})
@@ -323,6 +335,18 @@ TEST_F(SdInt8Vulkan, LinearBitIdenticalToCpu) {
                             {GGML_TYPE_F32, {n, 1, 1, 1}, bytes_of(random_floats(rng, n, -1.0f, 1.0f))}},
                            &attrs, sizeof attrs, "sd.linear_i8.vulkan");
     }
+    // F32 activations, quantized inside the op with each group size (0: no rotation).
+    for (const int group : {0, 4, 64, 256}) {
+        SCOPED_TRACE("f32 input, G " + std::to_string(group));
+        const int64_t k = 768, n = 70, rows = 37;
+        const LinearAttrs attrs{kInputF32, group, group, kHasWeightScale | kHasBias, {rows, 1, 1}};
+        expect_same_as_cpu(linear_op(),
+                           {{GGML_TYPE_I8, {k, n, 1, 1}, bytes_of(random_codes(rng, k * n))},
+                            {GGML_TYPE_F32, {k, rows, 1, 1}, bytes_of(activations(rng, k, rows))},
+                            {GGML_TYPE_F32, {n, 1, 1, 1}, bytes_of(random_floats(rng, n, 1e-4f, 1e-2f))},
+                            {GGML_TYPE_F32, {n, 1, 1, 1}, bytes_of(random_floats(rng, n, -1.0f, 1.0f))}},
+                           &attrs, sizeof attrs, "sd.linear_i8.vulkan");
+    }
     // I8 codes with an odd K (byte-wise reads) and per-row input scales.
     const int64_t k = 1001, n = 33, rows = 9;
     const LinearAttrs attrs{kInputI8, 0, 0, kHasWeightScale | kHasInputScale, {rows, 1, 1}};
@@ -334,29 +358,35 @@ TEST_F(SdInt8Vulkan, LinearBitIdenticalToCpu) {
                        &attrs, sizeof attrs, "sd.linear_i8.vulkan");
 }
 
-// Rows of K % 4 != 0 codes (G = 1) and F32 activations are the CPU's.
+// Rows of K % 4 != 0 codes (G = 1 quantization, or F32 activations) and F32 activations in strided
+// rows are the CPU's.
 TEST_F(SdInt8Vulkan, UnsupportedLayoutsAreLeftToTheCpu) {
     Context ctx(ggml_init({size_t{1} << 20, nullptr, true}));
-    ggml_tensor * x = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, 256, 4);
-    ggml_tensor * w = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_I8, 256, 8);
-    ggml_tensor * odd =
-        ggml_quantize_i8_convrot(ctx.get(), ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, 7, 4), 1);
-    ggml_tensor * f32_input = ggml_mul_mat_i8_tensorwise(ctx.get(), w, x, nullptr, nullptr, 256, nullptr);
-    ASSERT_TRUE(odd && f32_input) << ggml_get_error(ctx.get());
-    for (ggml_tensor * node : {odd, f32_input}) {
+    ggml_context * c = ctx.get();
+    ggml_tensor * x = ggml_new_tensor_2d(c, GGML_TYPE_F32, 256, 4);
+    ggml_tensor * w = ggml_new_tensor_2d(c, GGML_TYPE_I8, 256, 8);
+    ggml_tensor * odd = ggml_quantize_i8_convrot(c, ggml_new_tensor_2d(c, GGML_TYPE_F32, 7, 4), 1);
+    ggml_tensor * odd_f32 =
+        ggml_mul_mat_i8_tensorwise(c, ggml_new_tensor_2d(c, GGML_TYPE_I8, 38, 8),
+                                   ggml_new_tensor_2d(c, GGML_TYPE_F32, 38, 4), nullptr, nullptr, 0, nullptr);
+    ggml_tensor * strided_rows = ggml_mul_mat_i8_tensorwise(c, w, ggml_view_2d(c, x, 256, 2, 2 * x->nb[1], 0),
+                                                            nullptr, nullptr, 256, nullptr);
+    ASSERT_TRUE(odd && odd_f32 && strided_rows) << ggml_get_error(c);
+    for (ggml_tensor * node : {odd, odd_f32, strided_rows}) {
         EXPECT_FALSE(ggml_backend_dev_supports_op(vk_device(), node)) << node->name;
         EXPECT_TRUE(ggml_backend_dev_supports_op(ggml_backend_get_device(cpu_backend()), node)) << node->name;
     }
 }
 
-// x -> scale (native) -> quantize G256 -> two linears sharing the packed input -> scale (native), and an
-// F32-input linear (CPU fallback), weights on the Vulkan device; outputs read back as bytes.
+// x -> scale (native) -> quantize G256 -> two linears sharing the packed input -> scale (native), an
+// F32-input linear (quantized on Vulkan) and one over every other row of x (strided rows: CPU fallback),
+// weights on the Vulkan device; outputs read back as bytes.
 struct Model {
     static constexpr int64_t kK = 768, kTokens = 45, kN1 = 96, kN2 = 40;
     Context weights_ctx{ggml_init({size_t{1} << 16, nullptr, true})};
     Context graph_ctx{ggml_init({size_t{1} << 20, nullptr, true})};
     Buffer weights;
-    ggml_tensor *w1, *s1, *b1, *w2, *x, *packed, *y1, *y2, *y3;
+    ggml_tensor *w1, *s1, *b1, *w2, *x, *packed, *y1, *y2, *y3, *y4;
     ggml_cgraph * graph;
 
     Model(ggml_backend_t weights_backend, uint64_t seed) {
@@ -378,8 +408,10 @@ struct Model {
         y1 = ggml_scale(c, ggml_mul_mat_i8_tensorwise(c, w1, packed, s1, b1, kGroup, nullptr), 2.0f);
         y2 = ggml_mul_mat_i8_tensorwise(c, w2, packed, nullptr, nullptr, kGroup, nullptr);
         y3 = ggml_mul_mat_i8_tensorwise(c, w2, x, nullptr, nullptr, kGroup, nullptr);
+        y4 = ggml_mul_mat_i8_tensorwise(c, w2, ggml_view_2d(c, x, kK, kTokens / 2, 2 * x->nb[1], 0), nullptr,
+                                        nullptr, 0, nullptr);
         graph = ggml_new_graph(c);
-        for (ggml_tensor * y : {y1, y2, y3}) {
+        for (ggml_tensor * y : {y1, y2, y3, y4}) {
             ggml_set_output(y);
             ggml_build_forward_expand(graph, y);
         }
@@ -387,7 +419,7 @@ struct Model {
 
     std::vector<uint8_t> outputs() const {
         std::vector<uint8_t> all;
-        for (const ggml_tensor * y : {y1, y2, y3}) {
+        for (const ggml_tensor * y : {y1, y2, y3, y4}) {
             std::vector<uint8_t> b(ggml_nbytes(y));
             ggml_backend_tensor_get(y, b.data(), 0, b.size());
             all.insert(all.end(), b.begin(), b.end());
@@ -416,7 +448,8 @@ TEST_F(SdInt8Vulkan, ScheduledGraphOverVulkanAndCpuEqualsCpuAlone) {
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), vk_model.packed), vk());
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), vk_model.y1->src[0]), vk());
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), vk_model.y2), vk());
-    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), vk_model.y3), cpu_backend());
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), vk_model.y3), vk());
+    EXPECT_EQ(ggml_backend_sched_get_tensor_backend(sched.get(), vk_model.y4), cpu_backend());
     EXPECT_TRUE(vk_model.outputs() == cpu_model.outputs());
 }
 

@@ -47,6 +47,10 @@ struct LinearAttrs {
 // F32 row scales (sd-ops.md 3.3).
 inline int64_t packed_rows_pad(int64_t rows) { return (rows + 3) / 4 * 4; }
 inline int64_t packed_scale_rows(int64_t rows, int64_t k) { return (rows * 4 + k - 1) / k; }
+// Bytes of the packed tensor of rows activation rows of k codes.
+inline size_t packed_bytes(int64_t k, int64_t rows) {
+    return static_cast<size_t>(k * (packed_rows_pad(rows) + packed_scale_rows(rows, k)));
+}
 
 // The operators, registered on first use (by a constructor or by sd_ggml_register_extensions);
 // NULL with the registry's message in ggml_backend_get_last_error when that failed.

@@ -48,20 +48,7 @@ ggml_status quantize_execute(const ggml_ext_execute_params * params) {
     if (!bind(params->backend, a, false, &in) || !bind(params->backend, node, true, &out))
         return GGML_STATUS_FAILED;
     if (overlaps(in, out)) return fail("sd.quantize_i8_convrot.vulkan: the output overlaps the input");
-    if (in.info.shader_offset % 4 != 0 || out.info.shader_offset % 4 != 0)
-        return fail("sd.quantize_i8_convrot.vulkan: tensors must start on a 4-byte boundary");
-    const int64_t k = a->ne[0], rows = ggml_nrows(a);
-    const int64_t groups = rows + 1;  // one per row, one zeroing the padding
-    const auto groups_x = static_cast<uint32_t>(std::min(groups, kMaxGroups));
-    const auto groups_y = static_cast<uint32_t>((groups + groups_x - 1) / groups_x);
-    const struct {
-        uint32_t k, rows, rows_pad, a_offset, q_offset, q_words;
-    } push{
-        static_cast<uint32_t>(k),  static_cast<uint32_t>(rows), static_cast<uint32_t>(packed_rows_pad(rows)),
-        in.info.shader_offset / 4, out.info.shader_offset / 4,  static_cast<uint32_t>(ggml_nbytes(node) / 4)};
-    return dispatch(params->backend, "sd_convrot", {in.binding, out.binding},
-                    {static_cast<uint32_t>(quantize_attrs_of(node).group)}, &push, sizeof push, groups_x,
-                    groups_y);
+    return record_quantize(params->backend, in, out, a->ne[0], ggml_nrows(a), quantize_attrs_of(node).group);
 }
 
 // ---- the fusion [NORM | RMS_NORM] -> 1..4 steps -> quantize ----------------------------------------
@@ -226,7 +213,8 @@ ggml_status modulate_execute(const ggml_ext_fusion_execute_params * params) {
     if (scratch) {
         if (!params->workspace || params->workspace_size < bytes)
             return fail("sd.modulate_convrot.vulkan: workspace smaller than prepare requested");
-        if (!bind_output(backend, {nullptr, params->workspace, 0, bytes}, &q)) return GGML_STATUS_FAILED;
+        if (!bind_output(backend, workspace_range(params->workspace, params->workspace_data, bytes), &q))
+            return GGML_STATUS_FAILED;
     }
     const ModulatePush push = modulate_push(c, x, operands, q);
     const int64_t groups = ggml_nrows(c.norm) + 1;  // one per row, one zeroing the padding
@@ -281,6 +269,25 @@ const ggml_ext_fusion_desc * modulate_fusion_desc() {
 }
 
 }  // namespace
+
+ggml_status record_quantize(ggml_backend_t backend, const Bound & in, const Bound & out, int64_t k,
+                            int64_t rows, int group) {
+    if (in.info.shader_offset % 4 != 0 || out.info.shader_offset % 4 != 0)
+        return fail("sd.quantize_i8_convrot.vulkan: tensors must start on a 4-byte boundary");
+    const int64_t groups = rows + 1;  // one per row, one zeroing the padding
+    const auto groups_x = static_cast<uint32_t>(std::min(groups, kMaxGroups));
+    const auto groups_y = static_cast<uint32_t>((groups + groups_x - 1) / groups_x);
+    const struct {
+        uint32_t k, rows, rows_pad, a_offset, q_offset, q_words;
+    } push{static_cast<uint32_t>(k),
+           static_cast<uint32_t>(rows),
+           static_cast<uint32_t>(packed_rows_pad(rows)),
+           in.info.shader_offset / 4,
+           out.info.shader_offset / 4,
+           static_cast<uint32_t>(packed_bytes(k, rows) / 4)};
+    return dispatch(backend, "sd_convrot", {in.binding, out.binding}, {static_cast<uint32_t>(group)}, &push,
+                    sizeof push, groups_x, groups_y);
+}
 
 const ggml_ext_kernel_desc * int8_quantize_kernel_desc() {
     static const ggml_ext_kernel_desc desc = custom_kernel_desc(

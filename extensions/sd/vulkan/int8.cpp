@@ -2,8 +2,9 @@
 // quantization is vulkan/convrot.cpp):
 //  * sd.linear_i8.v1 for int8 activations: the packed output of the quantize op, or ordinary I8
 //    codes with an optional input_scale (shaders/linear_i8.comp, a tiled GEMM with exact int32 sums
-//    and the F32 epilogue in the spec's order). F32 activations (quantized inside the op) are
-//    unsupported here and run on the CPU.
+//    and the F32 epilogue in the spec's order), and for contiguous F32 activations with K % 4 == 0,
+//    quantized first into the plan workspace (vulkan/convrot.cpp's record_quantize, the node's group)
+//    and then read as a packed input, as the CPU kernel does (other F32 layouts run on the CPU).
 //  * the fusion rule "sd.linear_i8_gated_residual.vulkan": sd.linear_i8.v1 (as above) -> optional
 //    SCALE (no bias) -> MUL(gate) -> ADD(residual), gate and residual repeated over the output as
 //    ggml_can_repeat allows, in one pass (linear_i8.comp with GATED_RESIDUAL): the epilogue goes on
@@ -85,14 +86,32 @@ bool bind_codes(ggml_backend_t backend, const ggml_tensor * t, Bound * out) {
 
 // ---- sd.linear_i8.v1 ----------------------------------------------------------------------------
 
-bool linear_supports(ggml_backend_dev_t device, const ggml_tensor * node, void *) {
+// A linear whose activations are already int8 (packed ConvRot or I8 codes): what linear_i8.comp
+// and the fusions consume.
+bool gemm_supports(ggml_backend_dev_t device, const ggml_tensor * node, void *) {
     if (ggml_ext_node_op(node) != linear_op() || node->type != GGML_TYPE_F32) return false;
     const LinearShape in = linear_shape(node);
-    if (in.attrs.kind != kInputPacked && in.attrs.kind != kInputI8) return false;  // F32: the CPU quantizes
+    if (in.attrs.kind != kInputPacked && in.attrs.kind != kInputI8) return false;
     return in.w->type == GGML_TYPE_I8 && ggml_is_contiguous(in.w) && in.x->type == GGML_TYPE_I8 &&
            ggml_is_contiguous(in.x) && (in.n + kGemmTile - 1) / kGemmTile <= kMaxGroups &&
            (in.rows + kGemmTile - 1) / kGemmTile <= kMaxGroups && fits_binding(device, ggml_nbytes(in.w)) &&
            fits_binding(device, ggml_nbytes(in.x)) && fits_binding(device, ggml_nbytes(node));
+}
+
+// A linear with F32 activations, which the kernel quantizes into the workspace first (contiguous,
+// K a multiple of 4 for the word-wise codes).
+bool f32_input_supports(ggml_backend_dev_t device, const ggml_tensor * node) {
+    if (ggml_ext_node_op(node) != linear_op() || node->type != GGML_TYPE_F32) return false;
+    const LinearShape in = linear_shape(node);
+    return in.attrs.kind == kInputF32 && in.w->type == GGML_TYPE_I8 && ggml_is_contiguous(in.w) &&
+           ggml_is_contiguous(in.x) && in.k % 4 == 0 && (in.n + kGemmTile - 1) / kGemmTile <= kMaxGroups &&
+           (in.rows + kGemmTile - 1) / kGemmTile <= kMaxGroups && fits_binding(device, ggml_nbytes(in.w)) &&
+           fits_binding(device, ggml_nbytes(in.x)) && fits_binding(device, packed_bytes(in.k, in.rows)) &&
+           fits_binding(device, ggml_nbytes(node));
+}
+
+bool linear_supports(ggml_backend_dev_t device, const ggml_tensor * node, void *) {
+    return gemm_supports(device, node, nullptr) || f32_input_supports(device, node);
 }
 
 struct LinearPush {
@@ -148,14 +167,26 @@ struct LinearCall {
     std::array<const Bound *, 5> inputs() const { return {&w, &x, &sx, &sw, &b}; }
 };
 
-bool bind_linear(ggml_backend_t backend, const LinearShape & in, LinearCall * c) {
-    if (!bind_codes(backend, in.w, &c->w) || !bind_codes(backend, in.x, &c->x)) return false;
-    // Absent optional inputs bind the weights (declared by the shader, never read: its constants say so).
-    const bool bound = in.attrs.kind == kInputPacked
-                           ? bind(backend, in.x, false, &c->sx, size_t(in.k * packed_rows_pad(in.rows)),
-                                  sizeof(float) * size_t(in.rows))
-                           : bind(backend, in.xs ? in.xs : in.w, false, &c->sx);
-    if (!bound || !bind(backend, in.ws ? in.ws : in.w, false, &c->sw) ||
+// With `packed` the activations are that packed range (codes, then row scales) instead of in.x.
+bool bind_linear(ggml_backend_t backend, const LinearShape & in, LinearCall * c,
+                 const ggml_ext_vulkan_range * packed = nullptr) {
+    const auto codes_bytes = size_t(in.k * packed_rows_pad(in.rows)),
+               scale_bytes = sizeof(float) * size_t(in.rows);
+    bool bound = false;
+    if (packed) {
+        const ggml_ext_vulkan_range codes{nullptr, packed->buffer, packed->offset, codes_bytes},
+            scales{nullptr, packed->buffer, packed->offset + codes_bytes, scale_bytes};
+        c->x.binding = {codes, false};
+        c->sx.binding = {scales, false};
+        bound = service()->buffer_info(backend, &codes, &c->x.info) &&
+                service()->buffer_info(backend, &scales, &c->sx.info);
+    } else {
+        // Absent optional inputs bind the weights (declared by the shader, never read: its constants say so).
+        bound = bind_codes(backend, in.x, &c->x) &&
+                (in.attrs.kind == kInputPacked ? bind(backend, in.x, false, &c->sx, codes_bytes, scale_bytes)
+                                               : bind(backend, in.xs ? in.xs : in.w, false, &c->sx));
+    }
+    if (!bound || !bind_codes(backend, in.w, &c->w) || !bind(backend, in.ws ? in.ws : in.w, false, &c->sw) ||
         !bind(backend, in.bias ? in.bias : in.w, false, &c->b))
         return false;
     for (const Bound * floats : {&c->sx, &c->sw, &c->b})
@@ -164,7 +195,7 @@ bool bind_linear(ggml_backend_t backend, const LinearShape & in, LinearCall * c)
             return false;
         }
     c->aligned = in.k % 4 == 0 && c->w.info.shader_offset % 4 == 0 && c->x.info.shader_offset % 4 == 0;
-    c->has_xs = in.attrs.kind == kInputPacked || in.xs != nullptr;
+    c->has_xs = in.attrs.kind != kInputI8 || in.xs != nullptr;
     c->has_ws = in.ws != nullptr;
     c->has_bias = in.bias != nullptr;
     c->push = {static_cast<uint32_t>(in.k),  static_cast<uint32_t>(in.n),  static_cast<uint32_t>(in.rows),
@@ -193,21 +224,46 @@ ggml_status dispatch_linear(ggml_backend_t backend, LinearCall c, const ggml_ten
 }
 
 // Records the linear `node` writing `value` (itself, or its merged SWIGLU), which must not overlap
-// its inputs.
+// its inputs; with `packed`, its activations quantized there.
 ggml_status record_linear(ggml_backend_t backend, const ggml_tensor * node, const ggml_tensor * value,
-                          bool glu) {
+                          bool glu, const ggml_ext_vulkan_range * packed = nullptr) {
     const LinearShape in = linear_shape(node);
     if (in.rows == 0 || in.n == 0) return GGML_STATUS_SUCCESS;
     LinearCall c;
     Target t;
-    if (!bind_linear(backend, in, &c) || !bind_target(backend, {value, nullptr, 0, 0}, value, &t))
+    if (!bind_linear(backend, in, &c, packed) || !bind_target(backend, {value, nullptr, 0, 0}, value, &t))
         return GGML_STATUS_FAILED;
     if (overlaps_any(c.inputs(), t.y)) return fail("sd.linear_i8.vulkan: the output overlaps an input");
     return dispatch_linear(backend, c, value, glu, t);
 }
 
+// F32 activations: the packed quantization in the workspace.
+ggml_status linear_prepare(const ggml_ext_prepare_params * params, void ** state, size_t * workspace_bytes) {
+    *state = nullptr;
+    const LinearShape in = linear_shape(params->node);
+    *workspace_bytes = in.attrs.kind == kInputF32 ? packed_bytes(in.k, in.rows) : 0;
+    return GGML_STATUS_SUCCESS;
+}
+
+// F32 activations are quantized (ConvRot of the node's group, 0 meaning none) into the workspace,
+// which the GEMM then reads as a packed input: the CPU kernel's steps, so the same bytes.
 ggml_status linear_execute(const ggml_ext_execute_params * params) {
-    return record_linear(params->backend, params->node, params->node, false);
+    const ggml_tensor * node = params->node;
+    const LinearShape in = linear_shape(node);
+    if (in.attrs.kind != kInputF32 || in.rows == 0 || in.n == 0)
+        return record_linear(params->backend, node, node, false);
+    const size_t bytes = packed_bytes(in.k, in.rows);
+    if (!params->workspace || params->workspace_size < bytes)
+        return fail("sd.linear_i8.vulkan: workspace smaller than prepare requested");
+    const ggml_ext_vulkan_range packed = workspace_range(params->workspace, params->workspace_data, bytes);
+    Bound x, q;
+    q.binding = {packed, true};
+    if (!bind(params->backend, in.x, false, &x) || !service()->buffer_info(params->backend, &packed, &q.info))
+        return GGML_STATUS_FAILED;
+    const ggml_status quantized =
+        record_quantize(params->backend, x, q, in.k, in.rows, std::max(in.attrs.group, int32_t{1}));
+    return quantized != GGML_STATUS_SUCCESS ? quantized
+                                            : record_linear(params->backend, node, node, false, &packed);
 }
 
 // ---- the fusion sd.linear_i8 -> [SCALE] -> MUL(gate) -> ADD(residual) ------------------------
@@ -224,7 +280,7 @@ struct GatedChain {
 
 // The chain at nodes[0 .. n) (false when they do not start one).
 bool parse_chain(ggml_backend_dev_t device, const ggml_tensor * const * nodes, int n, GatedChain * c) {
-    if (n < 3 || !linear_supports(device, nodes[0], nullptr)) return false;
+    if (n < 3 || !gemm_supports(device, nodes[0], nullptr)) return false;
     c->linear = nodes[0];
     c->scale = nodes[1]->op == GGML_OP_SCALE ? nodes[1] : nullptr;
     if (c->scale && (c->scale->src[0] != c->linear || c->scale->type != GGML_TYPE_F32 ||
@@ -272,7 +328,9 @@ bool bind_scratch(const ggml_ext_fusion_execute_params * params, const ggml_tens
         return false;
     }
     const Target whole = *t;
-    if (!bind_target(params->backend, {nullptr, params->workspace, 0, bytes}, dest, t)) return false;
+    if (!bind_target(params->backend, workspace_range(params->workspace, params->workspace_data, bytes), dest,
+                     t))
+        return false;
     t->dim = whole.dim;
     t->start = whole.start;
     return true;
@@ -347,7 +405,7 @@ ggml_status gated_execute(const ggml_ext_fusion_execute_params * params) {
 // Whether glu is a merged SWIGLU (either half order) of the linear the fused shader computes, into a
 // contiguous F32 output.
 bool swiglu_at(ggml_backend_dev_t device, const ggml_tensor * linear, const ggml_tensor * glu) {
-    return linear_supports(device, linear, nullptr) && glu->op == GGML_OP_GLU &&
+    return gemm_supports(device, linear, nullptr) && glu->op == GGML_OP_GLU &&
            ggml_get_glu_op(glu) == GGML_GLU_OP_SWIGLU && glu->src[0] == linear && glu->src[1] == nullptr &&
            glu->type == GGML_TYPE_F32 && 2 * glu->ne[0] == linear->ne[0] && ggml_is_contiguous(glu) &&
            fits_binding(device, ggml_nbytes(glu));
@@ -404,7 +462,7 @@ bool parse_split(ggml_backend_dev_t device, const ggml_tensor * const * nodes, S
     const bool in_order = glu->src[0] == nodes[0] && glu->src[1] == nodes[1];
     if (!in_order && !(glu->src[0] == nodes[1] && glu->src[1] == nodes[0])) return false;
     *s = {glu->src[0], glu->src[1], glu};
-    if (!linear_supports(device, s->gate, nullptr) || !linear_supports(device, s->up, nullptr)) return false;
+    if (!gemm_supports(device, s->gate, nullptr) || !gemm_supports(device, s->up, nullptr)) return false;
     const LinearShape gate = linear_shape(s->gate), up = linear_shape(s->up);
     return same_activations(gate, up) && vectors_of(gate, up) <= kVectorSlots && glu->type == GGML_TYPE_F32 &&
            ggml_are_same_shape(glu, s->gate) && ggml_is_contiguous(glu) &&
@@ -508,12 +566,12 @@ GatedChain plain_linear(const ggml_tensor * linear) {
 bool parse_value_chain(ggml_backend_dev_t device, const ggml_tensor * const * nodes, int n, GatedChain * c) {
     if (parse_chain(device, nodes, n, c)) return true;
     *c = plain_linear(nodes[0]);
-    return linear_supports(device, nodes[0], nullptr);
+    return gemm_supports(device, nodes[0], nullptr);
 }
 
 bool parse_concat(ggml_backend_dev_t device, const ggml_tensor * const * nodes, int n, ConcatSite * s) {
-    if (n >= 3 && row_concat(device, nodes[2]) && linear_supports(device, nodes[0], nullptr) &&
-        linear_supports(device, nodes[1], nullptr)) {
+    if (n >= 3 && row_concat(device, nodes[2]) && gemm_supports(device, nodes[0], nullptr) &&
+        gemm_supports(device, nodes[1], nullptr)) {
         const ggml_tensor * concat = nodes[2];
         const bool in_order = concat->src[0] == nodes[0] && concat->src[1] == nodes[1];
         if (in_order || (concat->src[0] == nodes[1] && concat->src[1] == nodes[0])) {
@@ -662,7 +720,7 @@ bool is_next_link(const ggml_tensor * node, const ggml_tensor * previous) {
 // first later node consuming the previous one as the next link; empty when it does not reach an ADD.
 // match checks the rest.
 std::vector<int> chain_at(ggml_backend_dev_t device, const ggml_cgraph * graph, int first) {
-    if (!linear_supports(device, ggml_graph_node(graph, first), nullptr)) return {};
+    if (!gemm_supports(device, ggml_graph_node(graph, first), nullptr)) return {};
     std::vector<int> chain{first};
     for (int i = first + 1; i < ggml_graph_n_nodes(graph); ++i) {
         const ggml_tensor * node = ggml_graph_node(graph, i);
@@ -710,7 +768,7 @@ void split_optimize(ggml_backend_dev_t device, ggml_cgraph * graph, void *) {
 std::vector<int> concat_chain_at(ggml_backend_dev_t device, const ggml_cgraph * graph, int first) {
     std::vector<int> chain = chain_at(device, graph, first);
     if (chain.empty()) {
-        if (!linear_supports(device, ggml_graph_node(graph, first), nullptr)) return {};
+        if (!gemm_supports(device, ggml_graph_node(graph, first), nullptr)) return {};
         chain = {first};
     }
     const ggml_tensor * value = ggml_graph_node(graph, chain.back());
@@ -719,7 +777,7 @@ std::vector<int> concat_chain_at(ggml_backend_dev_t device, const ggml_cgraph * 
         if ((node->src[0] != value && node->src[1] != value) || !row_concat(device, node)) continue;
         const ggml_tensor * other = node->src[0] == value ? node->src[1] : node->src[0];
         const int at = position_before(graph, other, i);
-        if (chain.size() == 1 && at > first && linear_supports(device, other, nullptr)) chain.push_back(at);
+        if (chain.size() == 1 && at > first && gemm_supports(device, other, nullptr)) chain.push_back(at);
         chain.push_back(i);
         return chain;
     }
@@ -766,8 +824,8 @@ const ggml_ext_fusion_desc * gated_fusion_desc() {
 }  // namespace
 
 const ggml_ext_kernel_desc * int8_linear_kernel_desc() {
-    static const ggml_ext_kernel_desc desc =
-        custom_kernel_desc("sd.linear_i8.vulkan", linear_op(), linear_supports, linear_execute);
+    static const ggml_ext_kernel_desc desc = custom_kernel_desc(
+        "sd.linear_i8.vulkan", linear_op(), linear_supports, linear_execute, linear_prepare);
     return &desc;
 }
 

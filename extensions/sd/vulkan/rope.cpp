@@ -180,16 +180,16 @@ ggml_status dispatch_job(ggml_backend_t backend, const Job & job, Push push, con
 // which is then copied over the destination.
 ggml_status record_staged(ggml_backend_t backend, const Job & job, const Push & push, const Operand & x,
                           const Operand & pe, const Operand * w, const Operand & y,
-                          ggml_backend_buffer_t workspace, size_t workspace_size) {
+                          const ggml_ext_vulkan_range & workspace) {
     const uint64_t bytes = y.info.end - y.info.begin;
-    if (!workspace || workspace_size < bytes || y.info.begin % 4 != 0 || bytes % 4 != 0) {
+    if (!workspace.buffer || workspace.size < bytes || y.info.begin % 4 != 0 || bytes % 4 != 0) {
         ggml_ext_set_error((std::string(job.what) +
                             ": the F16 destination overlaps an input and cannot be staged (that needs "
                             "the workspace and an extent 4-byte aligned in offset and size)")
                                .c_str());
         return GGML_STATUS_FAILED;
     }
-    const ggml_ext_vulkan_range staged{nullptr, workspace, 0, bytes};
+    const ggml_ext_vulkan_range staged{nullptr, workspace.buffer, workspace.offset, bytes};
     Operand ws;
     if (!resolve(backend, job.what, staged, sizeof(uint16_t), true, ws)) return GGML_STATUS_FAILED;
     ggml_status status = service()->copy(backend, &staged, &y.binding.range);
@@ -201,8 +201,7 @@ ggml_status record_staged(ggml_backend_t backend, const Job & job, const Push & 
 // Records the job. An output overlapping an input is a caller-made layout (custom nodes are never
 // placed over their inputs, and a fused range's external inputs stay allocated through its output):
 // the F16 continuation handles it through the workspace, the F32 outputs refuse it (as on CPU).
-ggml_status record(ggml_backend_t backend, const Job & job, ggml_backend_buffer_t workspace = nullptr,
-                   size_t workspace_size = 0) {
+ggml_status record(ggml_backend_t backend, const Job & job, const ggml_ext_vulkan_range & workspace = {}) {
     if (ggml_nelements(job.rope) == 0) return GGML_STATUS_SUCCESS;
     const ggml_tensor * out = job.cpy ? job.cpy : job.rope;
     const size_t out_unit = job.cpy ? sizeof(uint16_t) : sizeof(float);
@@ -216,7 +215,7 @@ ggml_status record(ggml_backend_t backend, const Job & job, ggml_backend_buffer_
     const Push push = push_of(job);
     if (!overlap(y, x) && !overlap(y, pe) && !(weight && overlap(y, w)))
         return dispatch_job(backend, job, push, x, pe, weight, y);
-    if (job.cpy) return record_staged(backend, job, push, x, pe, weight, y, workspace, workspace_size);
+    if (job.cpy) return record_staged(backend, job, push, x, pe, weight, y, workspace);
     ggml_ext_set_error((std::string(job.what) + ": the output overlaps an input; not supported").c_str());
     return GGML_STATUS_FAILED;
 }
@@ -290,7 +289,8 @@ ggml_status fusion_execute(const ggml_ext_fusion_execute_params * params) {
     const Job job{scaled ? kScaledFusion : kFusion, nodes[0]->src[0], nodes[1]->src[1],
                   float_param(nodes[0], 0),         nodes[2],         scaled ? nodes[3] : nullptr,
                   scaled ? nodes[4] : nullptr};
-    return record(params->backend, job, params->workspace, params->workspace_size);
+    return record(params->backend, job,
+                  workspace_range(params->workspace, params->workspace_data, params->workspace_size));
 }
 
 // ---- graph delay: making a chain consecutive ------------------------------------------------------

@@ -53,6 +53,11 @@ bool bind(ggml_backend_t backend, const ggml_tensor * t, bool written, Bound * o
 // Binds the F32 output range written by a shader, which must start on a float (error set otherwise).
 bool bind_output(ggml_backend_t backend, const ggml_ext_vulkan_range & range, Bound * out);
 
+// The first `bytes` of a plan workspace (execute params' workspace and workspace_data): the range of
+// its buffer from workspace_data, which need not be the buffer's start.
+ggml_ext_vulkan_range workspace_range(ggml_backend_buffer_t workspace, const void * workspace_data,
+                                      size_t bytes);
+
 // Whether two bound ranges share bytes, and whether they are the same range.
 bool overlaps(const Bound & a, const Bound & b);
 bool same_range(const Bound & a, const Bound & b);
@@ -96,6 +101,12 @@ ggml_status dispatch(ggml_backend_t backend, const char * shader,
 bool register_rope(ggml_backend_dev_t device, ggml_ext_op_t rope_op);  // vulkan/rope.cpp
 bool register_convrot(ggml_backend_dev_t device);                      // vulkan/convrot.cpp
 bool register_int8(ggml_backend_dev_t device);                         // vulkan/int8.cpp
+
+// Records ConvRot quantization (sd-ops.md 3.3; group 1: no rotation) of `rows` contiguous F32 rows of
+// k values (k a multiple of 4 and of the group) bound as `in` into the packed layout bound as `out`
+// (packed_bytes(k, rows) bytes, not overlapping in); both must start on 4 bytes (vulkan/convrot.cpp).
+ggml_status record_quantize(ggml_backend_t backend, const Bound & in, const Bound & out, int64_t k,
+                            int64_t rows, int group);
 
 // The descriptor of the kernel "sd.rope_apply.vulkan" that register_rope registers, for
 // ggml_ext_check_kernel in tests; its callbacks work once register_rope has run.

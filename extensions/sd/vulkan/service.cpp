@@ -58,6 +58,15 @@ bool bind_output(ggml_backend_t backend, const ggml_ext_vulkan_range & range, Bo
     return false;
 }
 
+ggml_ext_vulkan_range workspace_range(ggml_backend_buffer_t workspace, const void * workspace_data,
+                                      size_t bytes) {
+    if (!workspace) return {nullptr, nullptr, 0, bytes};  // (the service reports the missing buffer)
+    const auto offset =
+        static_cast<size_t>(static_cast<const char *>(workspace_data) -
+                            static_cast<const char *>(ggml_backend_buffer_get_base(workspace)));
+    return {nullptr, workspace, offset, bytes};
+}
+
 bool overlaps(const Bound & a, const Bound & b) {
     return a.info.storage == b.info.storage && a.info.begin < b.info.end && b.info.begin < a.info.end;
 }
