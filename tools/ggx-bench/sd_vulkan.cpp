@@ -92,6 +92,30 @@ std::vector<Case> cases() {
                                             s.weight_scale(2 * kHidden), nullptr, kGroup, nullptr);
              return ggml_swiglu(s.ops.get(), y);
          }},
+        {"linear_i8 x2 -> swiglu_split, K = 1024, F = 1024, M = 256", "sd.linear_i8_swiglu_split.vulkan",
+         [](Site & s) {
+             ggml_tensor * x = s.packed(kHidden);
+             const auto linear = [&] {
+                 return ggml_mul_mat_i8_tensorwise(s.ops.get(), s.codes(kHidden, kHidden), x,
+                                                   s.weight_scale(kHidden), nullptr, kGroup, nullptr);
+             };
+             ggml_tensor * gate = linear();
+             return ggml_swiglu_split(s.ops.get(), gate, linear());
+         }},
+        {"linear_i8 -> concat(prefix, dim 1), K = N = 1024, M = 256 + 64", "sd.linear_i8_concat.vulkan",
+         [](Site & s) {
+             ggml_tensor * y =
+                 ggml_mul_mat_i8_tensorwise(s.ops.get(), s.codes(kHidden, kHidden), s.packed(kHidden),
+                                            s.weight_scale(kHidden), s.f32(kHidden), kGroup, nullptr);
+             return ggml_concat(s.ops.get(), s.f32(kHidden, 64), y, 1);
+         }},
+        {"norm -> modulate -> ConvRot, [1024, 256]", "sd.modulate_convrot.vulkan",
+         [](Site & s) {
+             ggml_context * c = s.ops.get();
+             ggml_tensor * n = ggml_norm(c, s.f32(kHidden, kTokens), 1e-6f);
+             ggml_tensor * modulated = ggml_add(c, ggml_mul(c, n, s.f32(kHidden)), s.f32(kHidden));
+             return ggml_quantize_i8_convrot(c, modulated, kGroup);
+         }},
     };
 }
 
