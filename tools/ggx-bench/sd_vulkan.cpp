@@ -1,9 +1,14 @@
-// ggx-bench sd-vulkan: each of the sd pack's Vulkan fusion rules at a DiT-sized site, fused against
-// the same graph unfused (GGML_VK_DISABLE_FUSION=1: the pack's single-node Vulkan kernels and native
-// Vulkan ops), on a scheduler over Vulkan0 and the CPU, inputs in a Vulkan buffer. Per case: the
-// best of kRepeats computations after a warm-up for each, the speedup, whether the rule fired (and
-// only when enabled) and whether the two outputs are bit-identical. Without a GPU, Vulkan0 is Mesa
-// lavapipe (a CPU driver): its speedups say how much work a fusion saves, not what a GPU gains.
+// ggx-bench sd-vulkan: the sd pack's Vulkan kernels and fusion rules at DiT-sized sites, on a
+// scheduler over Vulkan0 and the CPU, inputs in a Vulkan buffer, best of kRepeats computations after
+// a warm-up (which creates the pipelines):
+//   fusions: each rule fused against the same graph unfused (GGML_VK_DISABLE_FUSION=1: the pack's
+//            single-node Vulkan kernels and native Vulkan ops): the speedup, whether the rule fired
+//            (and only when enabled) and whether both outputs are bit-identical.
+//   kernels: each kernel against the native Vulkan graph doing that job (the decomposed RoPE sd.cpp
+//            builds without the pack, an F16-weight MUL_MAT of the linear's shape, an F32 -> F16 copy
+//            of the quantized activations): the speedup.
+// Without a GPU, Vulkan0 is Mesa lavapipe (a CPU driver): its ratios say how much work a kernel or
+// fusion saves, not what a GPU gains.
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
@@ -53,28 +58,55 @@ struct Site {
     ggml_tensor * packed(int64_t k) { return ggml_quantize_i8_convrot(ops.get(), f32(k, kTokens), kGroup); }
 };
 
+using Build = std::function<ggml_tensor *(Site &)>;  // the output
+
 struct Case {
     const char * name;
-    const char * rule;                           // the fusion rule expected to fire
-    std::function<ggml_tensor *(Site &)> build;  // the output
+    const char * rule;  // the fusion rule expected to fire
+    Build build;
 };
+
+struct Comparison {
+    const char * name;
+    Build kernel, native;
+};
+
+ggml_tensor * rope_input(Site & s) {
+    ggml_tensor * x = s.f32(kHeadDim, 8, 1024);
+    return ggml_mul(s.ops.get(), ggml_rms_norm(s.ops.get(), x, 1e-6f), s.f32(kHeadDim));
+}
+
+ggml_tensor * rope_pe(Site & s) { return s.f32(2, 2, kHeadDim / 2, 1024); }
+
+std::vector<Comparison> comparisons() {
+    return {
+        {"sd.rope_apply vs decomposed native RoPE, [128, 8, 1024]",
+         [](Site & s) { return ggml_rope_apply(s.ops.get(), s.f32(kHeadDim, 8, 1024), rope_pe(s), true); },
+         [](Site & s) {
+             return sd_ggml_rope_apply_decomposed(s.ops.get(), s.f32(kHeadDim, 8, 1024), rope_pe(s), true);
+         }},
+        {"sd.quantize_i8_convrot + sd.linear_i8 vs MUL_MAT F16 weights, K = N = 1024, M = 256",
+         [](Site & s) {
+             return ggml_mul_mat_i8_tensorwise(s.ops.get(), s.codes(kHidden, kHidden), s.packed(kHidden),
+                                               s.weight_scale(kHidden), nullptr, kGroup, nullptr);
+         },
+         [](Site & s) {
+             ggml_tensor * w = ggml_new_tensor_2d(s.inputs.get(), GGML_TYPE_F16, kHidden, kHidden);
+             return ggml_mul_mat(s.ops.get(), w, s.f32(kHidden, kTokens));
+         }},
+        {"sd.quantize_i8_convrot G256 vs CPY F32 -> F16, [1024, 1024]",
+         [](Site & s) { return ggml_quantize_i8_convrot(s.ops.get(), s.f32(kHidden, 1024), kGroup); },
+         [](Site & s) { return ggml_cast(s.ops.get(), s.f32(kHidden, 1024), GGML_TYPE_F16); }},
+    };
+}
 
 std::vector<Case> cases() {
     return {
         {"rms_norm_mul_rope [128, 8, 1024]", "sd.rms_norm_mul_rope.vulkan",
-         [](Site & s) {
-             ggml_tensor * x = s.f32(kHeadDim, 8, 1024);
-             ggml_tensor * normed =
-                 ggml_mul(s.ops.get(), ggml_rms_norm(s.ops.get(), x, 1e-6f), s.f32(kHeadDim));
-             return ggml_rope_apply(s.ops.get(), normed, s.f32(2, 2, kHeadDim / 2, 1024), true);
-         }},
+         [](Site & s) { return ggml_rope_apply(s.ops.get(), rope_input(s), rope_pe(s), true); }},
         {"rms_norm_mul_rope_scale_f16 [128, 8, 1024]", "sd.rms_norm_mul_rope_scale_f16.vulkan",
          [](Site & s) {
-             ggml_tensor * x = s.f32(kHeadDim, 8, 1024);
-             ggml_tensor * normed =
-                 ggml_mul(s.ops.get(), ggml_rms_norm(s.ops.get(), x, 1e-6f), s.f32(kHeadDim));
-             ggml_tensor * roped =
-                 ggml_rope_apply(s.ops.get(), normed, s.f32(2, 2, kHeadDim / 2, 1024), true);
+             ggml_tensor * roped = ggml_rope_apply(s.ops.get(), rope_input(s), rope_pe(s), true);
              ggml_tensor * cache = ggml_new_tensor_3d(s.inputs.get(), GGML_TYPE_F16, kHeadDim, 8, 1024);
              return ggml_cpy(s.ops.get(), ggml_scale(s.ops.get(), roped, 0.125f), cache);
          }},
@@ -138,6 +170,11 @@ void fill(ggml_context * inputs) {
         for (float & f : v)
             f = value(rng);
         if (t->type == GGML_TYPE_F32) ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t));
+        if (t->type == GGML_TYPE_F16) {
+            std::vector<ggml_fp16_t> h(n);
+            ggml_fp32_to_fp16_row(v.data(), h.data(), static_cast<int64_t>(n));
+            ggml_backend_tensor_set(t, h.data(), 0, ggml_nbytes(t));
+        }
     }
 }
 
@@ -149,17 +186,18 @@ struct Timing {
 
 using Sched = std::unique_ptr<ggml_backend_sched, decltype(&ggml_backend_sched_free)>;
 
-// Builds the case's graph, computes it kRepeats + 1 times with fusion on or off, keeps the best time.
-bool time_case(const Case & c, ggml_backend_t vk, ggml_backend_t cpu, bool fusion, Timing & t,
-               std::string & error) {
+// Builds the graph of `build`, computes it kRepeats + 1 times with fusion on or off, keeps the best
+// time and whether `rule` (if any) fired.
+bool time_graph(const char * name, const Build & build, const char * rule, ggml_backend_t vk,
+                ggml_backend_t cpu, bool fusion, Timing & t, std::string & error) {
     if (fusion)
         unsetenv("GGML_VK_DISABLE_FUSION");
     else
         setenv("GGML_VK_DISABLE_FUSION", "1", 1);
     Site site;
-    ggml_tensor * out = c.build(site);
+    ggml_tensor * out = build(site);
     if (!out) {
-        error = std::string(c.name) + ": graph construction failed";
+        error = std::string(name) + ": graph construction failed";
         return false;
     }
     ggml_cgraph * graph = ggml_new_graph(site.ops.get());
@@ -172,17 +210,17 @@ bool time_case(const Case & c, ggml_backend_t vk, ggml_backend_t cpu, bool fusio
                 &ggml_backend_sched_free);
     ggml_ext_sched_set_explain(sched.get(), true);
     if (!buffer || !ggml_backend_sched_alloc_graph(sched.get(), graph)) {
-        error = std::string(c.name) + ": " + ggml_backend_get_last_error();
+        error = std::string(name) + ": " + ggml_backend_get_last_error();
         return false;
     }
     const std::string explanation = ggml_ext_sched_explanation(sched.get());
-    t.fired = explanation.find(std::string("'") + c.rule + "' matched") != std::string::npos &&
+    t.fired = rule && explanation.find(std::string("'") + rule + "' matched") != std::string::npos &&
               explanation.find("accepted") != std::string::npos;
     fill(site.inputs.get());
     for (int r = 0; r <= kRepeats; ++r) {  // the first run warms up (pipelines are created on it)
         const auto start = std::chrono::steady_clock::now();
         if (ggml_backend_sched_graph_compute(sched.get(), graph) != GGML_STATUS_SUCCESS) {
-            error = std::string(c.name) + ": " + ggml_backend_get_last_error();
+            error = std::string(name) + ": " + ggml_backend_get_last_error();
             return false;
         }
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -204,6 +242,34 @@ std::string case_report(const Case & c, const Timing & fused, const Timing & unf
     return out;
 }
 
+std::string comparison_report(const Comparison & c, const Timing & kernel, const Timing & native) {
+    char out[512];
+    std::snprintf(out, sizeof out,
+                  "{\"case\": \"%s\", \"kernel_ms\": %.3f, \"native_ms\": %.3f, \"speedup\": %.2f}", c.name,
+                  kernel.seconds * 1e3, native.seconds * 1e3, native.seconds / kernel.seconds);
+    return out;
+}
+
+// The fusion cases' and comparisons' reports, as "fusions" and "kernels" JSON arrays.
+std::string reports(ggml_backend_t vk, ggml_backend_t cpu, std::string & error) {
+    std::string fusions, kernels;
+    for (const Case & c : cases()) {
+        Timing fused, unfused;
+        if (!time_graph(c.name, c.build, c.rule, vk, cpu, true, fused, error) ||
+            !time_graph(c.name, c.build, c.rule, vk, cpu, false, unfused, error))
+            return "";
+        fusions += (fusions.empty() ? "" : ", ") + case_report(c, fused, unfused);
+    }
+    for (const Comparison & c : comparisons()) {
+        Timing kernel, native;
+        if (!time_graph(c.name, c.kernel, nullptr, vk, cpu, true, kernel, error) ||
+            !time_graph(c.name, c.native, nullptr, vk, cpu, true, native, error))
+            return "";
+        kernels += (kernels.empty() ? "" : ", ") + comparison_report(c, kernel, native);
+    }
+    return "\"fusions\": [" + fusions + "], \"kernels\": [" + kernels + "]";
+}
+
 }  // namespace
 
 std::string sd_vulkan_report() {
@@ -215,17 +281,9 @@ std::string sd_vulkan_report() {
     const std::string restore = saved ? saved : "";
     ggml_backend_t vk = ggml_backend_vk_init(0);
     ggml_backend_t cpu = ggml_backend_cpu_init();
-    std::string report = std::string("{\"device\": \"") +
-                         ggml_backend_dev_description(ggml_backend_get_device(vk)) + "\", \"cases\": [";
+    const std::string device = ggml_backend_dev_description(ggml_backend_get_device(vk));
     std::string error;
-    bool first = true;
-    for (const Case & c : cases()) {
-        Timing fused, unfused;
-        if (!time_case(c, vk, cpu, true, fused, error) || !time_case(c, vk, cpu, false, unfused, error))
-            break;
-        report += (first ? "" : ", ") + case_report(c, fused, unfused);
-        first = false;
-    }
+    const std::string body = reports(vk, cpu, error);
     if (saved)
         setenv("GGML_VK_DISABLE_FUSION", restore.c_str(), 1);
     else
@@ -233,5 +291,5 @@ std::string sd_vulkan_report() {
     ggml_backend_free(cpu);
     ggml_backend_free(vk);
     if (!error.empty()) return "{\"error\": \"" + error.substr(0, 400) + "\"}";
-    return report + "]}";
+    return "{\"device\": \"" + device + "\", " + body + "}";
 }

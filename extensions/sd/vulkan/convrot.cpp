@@ -30,7 +30,7 @@ namespace {
 using namespace sd::int8;
 
 constexpr uint32_t kInvocations = 256;   // convrot.comp's workgroup size
-constexpr uint32_t kSharedBytes = 5120;  // convrot.comp: 1024 + 256 floats
+constexpr uint32_t kSharedBytes = 9216;  // convrot.glsl: 2048 + 256 floats
 constexpr int64_t kMaxGroups = 65535;
 
 bool quantize_supports(ggml_backend_dev_t device, const ggml_tensor * node, void *) {

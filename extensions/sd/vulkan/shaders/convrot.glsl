@@ -5,9 +5,10 @@
 // the row's value at a column (it may be asked for a column more than once, and must give the same
 // value each time), then calls quantize_row or zero_padding.
 //
-// The row is rotated in chunks of 1024 values (whole groups) in shared memory, twice: once for amax
-// over the whole row, once to quantize (the rotation is deterministic, so both passes see the same
-// values). Every rounding step is the spec's (`precise`: no reassociation or contraction); the two
+// The row is rotated in chunks of 1024 values (whole groups) in shared memory. A row of at most
+// RESIDENT values stays there between the pass taking amax over the whole row and the pass
+// quantizing it; a longer one is rotated again for the second pass (the rotation is deterministic,
+// so both passes see the same values). Every rounding step is the spec's (`precise`: no reassociation or contraction); the two
 // divisions are correctly rounded in integer arithmetic, since Vulkan only bounds OpFDiv to 2.5 ulp.
 // Codes are written as 32-bit words (no 8-bit storage needed). One extra workgroup (row == rows)
 // zeroes the padding rows and the tail of the last scale row, as the CPU kernel does.
@@ -17,9 +18,10 @@ layout(constant_id = 0) const uint G = 256u;  // the rotation's group size; 1: n
 
 layout(binding = 1) writeonly buffer Q { uint q[]; };
 
-const uint CHUNK = 1024u;  // values rotated at once: each invocation owns one quadruple per stage
+const uint CHUNK = 1024u;     // values rotated at once: each invocation owns one quadruple per stage
+const uint RESIDENT = 2048u;  // the longest row kept rotated in shared memory
 
-shared float v[CHUNK];
+shared float v[RESIDENT];
 shared float partial[256];
 
 float row_value(uint column);
@@ -27,23 +29,24 @@ float row_value(uint column);
 // 1/sqrt(G), exact (a power of two).
 float group_scale() { return G == 256u ? 0.0625 : G == 64u ? 0.125 : G == 16u ? 0.25 : G == 4u ? 0.5 : 1.0; }
 
-// The row's n values (a multiple of G, at most CHUNK) from column `first`, rotated into v.
-void rotate_chunk(uint first, uint n) {
+// The row's n values (a multiple of G, at most CHUNK) from column `first`, rotated into v from
+// index `base` (base + n <= RESIDENT).
+void rotate_chunk(uint first, uint n, uint base) {
     const uint t = gl_LocalInvocationID.x;
     barrier();  // the previous chunk is consumed
     for (uint i = 0u; i < 4u; ++i) {
         const uint e = i * 256u + t;
         if (e < n) {
             precise float scaled = row_value(first + e) * group_scale();  // before the butterflies
-            v[e] = scaled;
+            v[base + e] = scaled;
         }
     }
     barrier();
     // Stage s combines the quadruple base + j, + s, + 2s, + 3s (base stepping by 4s within a group):
     // invocation t owns the t-th quadruple of the chunk, which never crosses a group for s < G.
     for (uint s = 1u; s < G; s *= 4u) {
-        const uint i0 = t / s * 4u * s + t % s;
-        if (i0 < n) {
+        const uint i0 = base + t / s * 4u * s + t % s;
+        if (i0 < base + n) {
             const float x0 = v[i0], x1 = v[i0 + s], x2 = v[i0 + 2u * s], x3 = v[i0 + 3u * s];
             precise float ab = x0 + x1;
             precise float y0 = ab + x2 - x3;
@@ -128,12 +131,13 @@ void zero_padding(Packed o) {
 // Quantizes row `row` of o (its values from row_value) into its codes and scale.
 void quantize_row(Packed o, uint row) {
     const uint t = gl_LocalInvocationID.x;
+    const bool resident = o.k <= RESIDENT;
     float m = 0.0;
     for (uint c = 0u; c < o.k; c += CHUNK) {
-        const uint n = min(CHUNK, o.k - c);
-        rotate_chunk(c, n);
+        const uint n = min(CHUNK, o.k - c), base = resident ? c : 0u;
+        rotate_chunk(c, n, base);
         for (uint i = 0u; i < 4u; ++i)
-            if (i * 256u + t < n) m = max(m, abs(v[i * 256u + t]));
+            if (i * 256u + t < n) m = max(m, abs(v[base + i * 256u + t]));
     }
     const float amax = workgroup_max(m);
     const float scale = div_rn(amax, 127.0);
@@ -141,13 +145,13 @@ void quantize_row(Packed o, uint row) {
     const uint row_words = o.k / 4u;
     if (t == 0u) q[o.q_offset + row_words * o.rows_pad + row] = floatBitsToUint(scale);
     for (uint c = 0u; c < o.k; c += CHUNK) {
-        const uint n = min(CHUNK, o.k - c);
-        rotate_chunk(c, n);
+        const uint n = min(CHUNK, o.k - c), base = resident ? c : 0u;
+        if (!resident) rotate_chunk(c, n, base);
         if (4u * t < n) {
-            const uint i = 4u * t;
+            const uint i = base + 4u * t;
             const uint word = code(v[i], inv) | code(v[i + 1u], inv) << 8u | code(v[i + 2u], inv) << 16u |
                               code(v[i + 3u], inv) << 24u;
-            q[o.q_offset + row * row_words + (c + i) / 4u] = word;
+            q[o.q_offset + row * row_words + (c + 4u * t) / 4u] = word;
         }
     }
 }
