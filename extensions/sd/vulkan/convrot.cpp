@@ -33,6 +33,18 @@ constexpr uint32_t kInvocations = 256;   // convrot.comp's workgroup size
 constexpr uint32_t kSharedBytes = 9216;  // convrot.glsl: 2048 + 256 floats
 constexpr int64_t kMaxGroups = 65535;
 
+// The grid of a quantization of `rows` rows: one workgroup per row and one zeroing the padding, over
+// two dimensions (convrot.glsl's workgroup_row).
+struct RowGrid {
+    uint32_t x, y;
+};
+
+RowGrid row_grid(int64_t rows) {
+    const int64_t groups = rows + 1;
+    const auto x = static_cast<uint32_t>(std::min(groups, kMaxGroups));
+    return {x, static_cast<uint32_t>((groups + x - 1) / x)};
+}
+
 bool quantize_supports(ggml_backend_dev_t device, const ggml_tensor * node, void *) {
     if (ggml_ext_node_op(node) != quantize_op() || node->type != GGML_TYPE_I8) return false;
     const ggml_tensor * a = node->src[0];
@@ -217,14 +229,12 @@ ggml_status modulate_execute(const ggml_ext_fusion_execute_params * params) {
             return GGML_STATUS_FAILED;
     }
     const ModulatePush push = modulate_push(c, x, operands, q);
-    const int64_t groups = ggml_nrows(c.norm) + 1;  // one per row, one zeroing the padding
-    const auto groups_x = static_cast<uint32_t>(std::min(groups, kMaxGroups));
-    const auto groups_y = static_cast<uint32_t>((groups + groups_x - 1) / groups_x);
+    const RowGrid grid = row_grid(ggml_nrows(c.norm));
     const ggml_status status =
         dispatch_vectors(backend, "sd_modulate_convrot",
                          {x.binding, q.binding, operands[0].binding, operands[1].binding, operands[2].binding,
                           operands[3].binding},
-                         modulate_constants(c), &push, sizeof push, groups_x, groups_y);
+                         modulate_constants(c), &push, sizeof push, grid.x, grid.y);
     if (status != GGML_STATUS_SUCCESS || !scratch) return status;
     return service()->copy(backend, &out.binding.range, &q.binding.range);
 }
@@ -274,9 +284,7 @@ ggml_status record_quantize(ggml_backend_t backend, const Bound & in, const Boun
                             int64_t rows, int group) {
     if (in.info.shader_offset % 4 != 0 || out.info.shader_offset % 4 != 0)
         return fail("sd.quantize_i8_convrot.vulkan: tensors must start on a 4-byte boundary");
-    const int64_t groups = rows + 1;  // one per row, one zeroing the padding
-    const auto groups_x = static_cast<uint32_t>(std::min(groups, kMaxGroups));
-    const auto groups_y = static_cast<uint32_t>((groups + groups_x - 1) / groups_x);
+    const RowGrid grid = row_grid(rows);
     const struct {
         uint32_t k, rows, rows_pad, a_offset, q_offset, q_words;
     } push{static_cast<uint32_t>(k),
@@ -286,7 +294,7 @@ ggml_status record_quantize(ggml_backend_t backend, const Bound & in, const Boun
            out.info.shader_offset / 4,
            static_cast<uint32_t>(packed_bytes(k, rows) / 4)};
     return dispatch(backend, "sd_convrot", {in.binding, out.binding}, {static_cast<uint32_t>(group)}, &push,
-                    sizeof push, groups_x, groups_y);
+                    sizeof push, grid.x, grid.y);
 }
 
 const ggml_ext_kernel_desc * int8_quantize_kernel_desc() {
