@@ -37,6 +37,7 @@
 
 #include "common/int8.h"
 #include "sd-ggml-ext.h"
+#include "unit/fusion_explain.h"
 #include "unit/sd_pack_env.h"
 #include "unit/test_util.h"
 #include "unit/vulkan_util.h"
@@ -48,6 +49,8 @@ using ggx::test::Buffer;
 using ggx::test::contains;
 using ggx::test::Context;
 using ggx::test::cpu_backend;
+using ggx::test::DisableVulkanFusion;
+using ggx::test::fusion_accepted;
 using ggx::test::Sched;
 using Shape = std::array<int64_t, 4>;
 
@@ -73,23 +76,12 @@ struct ChainCase {
     Layout layout = Layout::kContiguous;
 };
 
-// The explanation's line about the rule's candidate range ("" when the rule matched nothing).
+// The explanation's line about this rule's candidate range ("" when it matched nothing).
 std::string candidate_line(const std::string & explanation) {
-    const size_t at = explanation.find(std::string("fusion '") + kRule + "' matched nodes");
-    if (at == std::string::npos) return "";
-    return explanation.substr(at, explanation.find('\n', at) - at);
+    return ggx::test::candidate_line(explanation, kRule);
 }
 
-bool fused(const std::string & explanation) {
-    const std::string line = candidate_line(explanation);
-    return line.size() > 10 && line.compare(line.size() - 10, 10, ": accepted") == 0;
-}
-
-// Sets GGML_VK_DISABLE_FUSION for one scope.
-struct DisableFusion {
-    explicit DisableFusion(const char * value) { setenv("GGML_VK_DISABLE_FUSION", value, 1); }
-    ~DisableFusion() { unsetenv("GGML_VK_DISABLE_FUSION"); }
-};
+bool fused(const std::string & explanation) { return fusion_accepted(explanation, kRule); }
 
 ggml_tensor * new_tensor(ggml_context * ctx, ggml_type type, const Shape & ne) {
     return ggml_new_tensor_4d(ctx, type, ne[0], ne[1], ne[2], ne[3]);
@@ -268,7 +260,7 @@ void expect_fused_equals_unfused_and_near_cpu(ggml_backend_t vk, const ChainCase
 
     std::vector<uint8_t> unfused_result;
     {
-        DisableFusion off("1");
+        DisableVulkanFusion off("1");
         ChainSite unfused({vk, cpu_backend()}, c, seed);
         ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
         EXPECT_EQ(candidate_line(unfused.explanation), "") << unfused.explanation;
@@ -365,20 +357,20 @@ TEST_F(SdConvRotVulkan, FusionLeavesAnObservedIntermediateAlone) {
     EXPECT_EQ(site.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_TRUE(contains(candidate_line(site.explanation), "rule 'external uses' fails at 'step1'"))
         << site.explanation;
-    DisableFusion off("1");
+    DisableVulkanFusion off("1");
     ChainSite unfused(vk_and_cpu(), kSmall, kSeed + 20, observe);
     EXPECT_TRUE(site.result == unfused.result);
 }
 
 TEST_F(SdConvRotVulkan, FusionHonoursTheDisableSwitch) {
     {
-        DisableFusion off("1");
+        DisableVulkanFusion off("1");
         ChainSite site(vk_and_cpu(), kSmall, kSeed + 30);
         EXPECT_EQ(site.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
         EXPECT_EQ(candidate_line(site.explanation), "") << site.explanation;
     }
     {
-        DisableFusion zero("0");  // "0" means not disabled
+        DisableVulkanFusion zero("0");  // "0" means not disabled
         EXPECT_TRUE(fused(ChainSite(vk_and_cpu(), kSmall, kSeed + 30).explanation));
     }
     EXPECT_TRUE(fused(ChainSite(vk_and_cpu(), kSmall, kSeed + 30).explanation));  // unset
@@ -420,7 +412,7 @@ TEST_F(SdConvRotVulkan, FusionComputesAnOutputOverItsInputThroughTheWorkspace) {
     ChainSite on(vk_and_cpu(), kSmall, kSeed + 50, over_x);
     ASSERT_EQ(on.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_TRUE(fused(on.explanation)) << on.explanation;
-    DisableFusion off("1");
+    DisableVulkanFusion off("1");
     ChainSite unfused(vk_and_cpu(), kSmall, kSeed + 50, over_x);
     ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_TRUE(on.result == unfused.result);
@@ -464,7 +456,7 @@ TEST_F(SdConvRotVulkan, OptimizeMakesAnInterleavedChainConsecutiveAndItFuses) {
     EXPECT_EQ(on.order(), (std::vector<std::string>{"modulation", "scale", "1+scale", "shift", "norm", "mul",
                                                     "add", "packed"}));
 
-    DisableFusion off("1");
+    DisableVulkanFusion off("1");
     ModulateSite unfused(vk_and_cpu(), kSeed + 60);
     ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_EQ(unfused.order(), (std::vector<std::string>{"norm", "modulation", "scale", "1+scale", "mul",

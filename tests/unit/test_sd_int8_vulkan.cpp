@@ -59,6 +59,7 @@
 #include "common/int8.h"
 #include "sd-ggml-ext.h"
 #include "unit/check_util.h"
+#include "unit/fusion_explain.h"
 #include "unit/test_util.h"
 #include "unit/vulkan_util.h"
 #include "vulkan/sd_vulkan.h"
@@ -68,11 +69,14 @@ namespace {
 using namespace sd::int8;
 using ggx::test::Backend;
 using ggx::test::Buffer;
+using ggx::test::candidate_line;
 using ggx::test::check_case;
 using ggx::test::check_kernel;
 using ggx::test::CheckResult;
 using ggx::test::Context;
 using ggx::test::cpu_backend;
+using ggx::test::DisableVulkanFusion;
+using ggx::test::fusion_accepted;
 using ggx::test::Sched;
 
 constexpr uint64_t kSeed = 20240611;
@@ -457,23 +461,9 @@ TEST_F(SdInt8Vulkan, ScheduledGraphOverVulkanAndCpuEqualsCpuAlone) {
 
 constexpr const char * kGatedRule = "sd.linear_i8_gated_residual.vulkan";
 
-// The explanation's line about the rule's candidate range ("" when the rule matched nothing).
-std::string candidate_line(const std::string & explanation, const char * rule) {
-    const size_t at = explanation.find(std::string("fusion '") + rule + "' matched nodes");
-    if (at == std::string::npos) return "";
-    return explanation.substr(at, explanation.find('\n', at) - at);
-}
-
 bool fused(const std::string & explanation, const char * rule = kGatedRule) {
-    const std::string line = candidate_line(explanation, rule);
-    return line.size() > 10 && line.compare(line.size() - 10, 10, ": accepted") == 0;
+    return fusion_accepted(explanation, rule);
 }
-
-// Sets GGML_VK_DISABLE_FUSION for one scope.
-struct DisableFusion {
-    explicit DisableFusion(const char * value) { setenv("GGML_VK_DISABLE_FUSION", value, 1); }
-    ~DisableFusion() { unsetenv("GGML_VK_DISABLE_FUSION"); }
-};
 
 // A gated-residual site over the linear's output [n, tokens, batch].
 struct GatedCase {
@@ -628,7 +618,7 @@ void expect_fused_equals_unfused(ggml_backend_t vk, const GatedCase & c, uint64_
     EXPECT_TRUE(fused(on.explanation)) << on.explanation;
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(on.sched.get(), on.out), vk);
 
-    DisableFusion off("1");
+    DisableVulkanFusion off("1");
     GatedSite unfused(vk, c, seed, place, edit);
     ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_EQ(candidate_line(unfused.explanation, kGatedRule), "") << unfused.explanation;
@@ -753,13 +743,13 @@ TEST_F(SdInt8Vulkan, GatedResidualFusionMatchesOnlyWhatItComputes) {
 
 TEST_F(SdInt8Vulkan, GatedResidualFusionHonoursTheDisableSwitch) {
     {
-        DisableFusion off("1");
+        DisableVulkanFusion off("1");
         GatedSite site(vk(), kSmallSite, kSeed + 40);
         EXPECT_EQ(site.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
         EXPECT_EQ(candidate_line(site.explanation, kGatedRule), "") << site.explanation;
     }
     {
-        DisableFusion zero("0");  // "0" means not disabled
+        DisableVulkanFusion zero("0");  // "0" means not disabled
         EXPECT_TRUE(fused(GatedSite(vk(), kSmallSite, kSeed + 40).explanation));
     }
     EXPECT_TRUE(fused(GatedSite(vk(), kSmallSite, kSeed + 40).explanation));  // unset
@@ -825,7 +815,7 @@ TEST_F(SdInt8Vulkan, OptimizeMakesAnInterleavedChainConsecutiveAndItFuses) {
         }
         EXPECT_EQ(GatedSite(vk(), *c, seed, Place::kScheduler, interleave_gate_and_residual).order(),
                   consecutive);
-        DisableFusion off("1");
+        DisableVulkanFusion off("1");
         EXPECT_EQ(GatedSite(vk(), *c, seed, Place::kScheduler, interleave_gate_and_residual).order(), built);
     }
 }
@@ -846,7 +836,7 @@ TEST_F(SdInt8Vulkan, OptimizeLeavesAChainWithAnInterleavedConsumer) {
     ASSERT_EQ(site.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_EQ(site.order(), (std::vector<std::string>{"linear", "scale", "reader", "gate", "gated", "out"}));
     EXPECT_EQ(candidate_line(site.explanation, kGatedRule), "") << site.explanation;
-    DisableFusion off("1");
+    DisableVulkanFusion off("1");
     GatedSite unfused(vk(), kScaledI8Site, kSeed + 60, Place::kScheduler, gate_from_linear);
     ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_TRUE(site.result == unfused.result);
@@ -894,7 +884,7 @@ TEST_F(SdInt8Vulkan, SwigluFusionIsBitIdenticalToTheUnfusedChain) {
         EXPECT_TRUE(fused(on.explanation, kSwigluRule)) << on.explanation;
         EXPECT_EQ(ggml_backend_sched_get_tensor_backend(on.sched.get(), on.out), vk());
 
-        DisableFusion off("1");
+        DisableVulkanFusion off("1");
         SwigluSite unfused(vk(), c, seed);
         ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
         EXPECT_EQ(candidate_line(unfused.explanation, kSwigluRule), "") << unfused.explanation;
@@ -925,7 +915,7 @@ void expect_rule_bit_identical(ggml_backend_t vk, const char * rule, const Args 
     EXPECT_TRUE(fused(on.explanation, rule)) << on.explanation;
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(on.sched.get(), on.out), vk);
 
-    DisableFusion off("1");
+    DisableVulkanFusion off("1");
     S unfused(vk, args...);
     ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_EQ(candidate_line(unfused.explanation, rule), "") << unfused.explanation;
@@ -942,7 +932,7 @@ void expect_rule_left_alone(ggml_backend_t vk, const char * rule, const Args &..
     S site(vk, args...);
     ASSERT_EQ(site.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_FALSE(fused(site.explanation, rule)) << site.explanation;
-    DisableFusion off("1");
+    DisableVulkanFusion off("1");
     S unfused(vk, args...);
     ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_TRUE(site.result == unfused.result);
@@ -1057,7 +1047,7 @@ TEST_F(SdInt8Vulkan, SplitSwigluOptimizeMakesTheLinearsConsecutive) {
     expect_rule_bit_identical<SplitSite>(vk(), kSplitRule, i8, kSeed + 110, interleave);
     EXPECT_EQ(SplitSite(vk(), i8, kSeed + 110, interleave).order(),
               (std::vector<std::string>{"other", "gate", "up", "out"}));
-    DisableFusion off("1");
+    DisableVulkanFusion off("1");
     EXPECT_EQ(SplitSite(vk(), i8, kSeed + 110, interleave).order(),
               (std::vector<std::string>{"gate", "other", "up", "out"}));
 }
@@ -1220,7 +1210,7 @@ TEST_F(SdInt8Vulkan, ConcatFusionMatchesOnlyWhatItComputes) {
         };
         expect_rule_left_alone<ConcatSite>(vk(), kConcatRule, gated, kSeed + 143, false, observe_product);
     }
-    DisableFusion off("1");
+    DisableVulkanFusion off("1");
     EXPECT_EQ(candidate_line(ConcatSite(vk(), kSmallConcat, kSeed + 144).explanation, kConcatRule), "");
 }
 
@@ -1240,7 +1230,7 @@ TEST_F(SdInt8Vulkan, ConcatOptimizeMakesTwoLinearsConsecutive) {
         return std::find(order.begin(), order.end(), "out") - std::find(order.begin(), order.end(), "linear");
     };
     EXPECT_EQ(distance(site), 2);
-    DisableFusion off("1");
+    DisableVulkanFusion off("1");
     EXPECT_EQ(distance(ConcatSite(vk(), c, kSeed + 150)), 3);
 }
 

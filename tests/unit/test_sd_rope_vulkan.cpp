@@ -40,6 +40,7 @@
 #include "common/rope.h"
 #include "sd-ggml-ext.h"
 #include "unit/check_util.h"
+#include "unit/fusion_explain.h"
 #include "unit/sd_pack_env.h"
 #include "unit/test_util.h"
 #include "vulkan/sd_vulkan.h"
@@ -52,6 +53,8 @@ using ggx::test::check_kernel;
 using ggx::test::CheckResult;
 using ggx::test::contains;
 using ggx::test::Context;
+using ggx::test::DisableVulkanFusion;
+using ggx::test::fusion_accepted;
 using ggx::test::Sched;
 
 ggml_backend_t cpu() {
@@ -386,10 +389,7 @@ struct Chain {
             names.emplace_back(ggml_graph_node(graph, i)->name);
         return names;
     }
-    bool fused(const char * rule) const {
-        return contains(explanation, std::string("fusion '") + rule + "' matched nodes") &&
-               contains(explanation, "accepted");
-    }
+    bool fused(const char * rule) const { return fusion_accepted(explanation, rule); }
     Context ctx{ggml_init({size_t{1} << 20, nullptr, true})};
     Context cache_ctx{ggml_init({size_t{1} << 16, nullptr, true})};
     Buffer cache_buffer;
@@ -400,12 +400,6 @@ struct Chain {
     bool alloc_ok = false;
     ggml_status compute_status = GGML_STATUS_FAILED;
     std::string explanation;
-};
-
-// Sets GGML_VK_DISABLE_FUSION for one scope.
-struct DisableFusion {
-    explicit DisableFusion(const char * value) { setenv("GGML_VK_DISABLE_FUSION", value, 1); }
-    ~DisableFusion() { unsetenv("GGML_VK_DISABLE_FUSION"); }
 };
 
 constexpr const char * kRule = "sd.rms_norm_mul_rope.vulkan";
@@ -450,7 +444,7 @@ TEST_F(SdRopeVulkan, FusedChainMatchesTheUnfusedVulkanChain) {
             EXPECT_TRUE(fused.fused(kRule)) << fused.explanation;
             ASSERT_EQ(fused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
 
-            DisableFusion off("1");
+            DisableVulkanFusion off("1");
             Chain unfused(vk(), c, o, seed);
             ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
             EXPECT_FALSE(contains(unfused.explanation, kRule)) << unfused.explanation;
@@ -487,7 +481,7 @@ size_t compare_scaled(const RopeCase & c, const ChainOptions & o, uint32_t seed)
     EXPECT_TRUE(fused.alloc_ok) << ggml_backend_get_last_error();
     EXPECT_TRUE(fused.fused(kScaledRule)) << fused.explanation;
     EXPECT_EQ(fused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
-    DisableFusion off("1");
+    DisableVulkanFusion off("1");
     Chain unfused(vk(), c, o, seed);
     EXPECT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_FALSE(contains(unfused.explanation, kScaledRule)) << unfused.explanation;
@@ -584,11 +578,9 @@ struct OverlapGraph {
 
 TEST_F(SdRopeVulkan, AnF16DestinationOverlappingAnInputIsComputedThroughTheWorkspace) {
     OverlapGraph fused(11);
-    EXPECT_TRUE(contains(fused.explanation, std::string("fusion '") + kScaledRule + "' matched nodes") &&
-                contains(fused.explanation, "accepted"))
-        << fused.explanation;
+    EXPECT_TRUE(fusion_accepted(fused.explanation, kScaledRule)) << fused.explanation;
     ASSERT_EQ(fused.status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
-    DisableFusion off("1");
+    DisableVulkanFusion off("1");
     OverlapGraph unfused(11);
     ASSERT_EQ(unfused.status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     expect_f16_close(as_floats(fused.dst), as_floats(unfused.dst));
@@ -600,7 +592,7 @@ TEST_F(SdRopeVulkan, TheDisableSwitchTurnsTheFusionsOff) {
     const ChainOptions plain{}, scaled{.dest = Dest::cache_slice, .scale = 0.5f, .interleaved = true};
     const std::vector<std::string> built{"norm", "u1", "mul", "rope", "u2", "scale", "dst", "y"};
     {
-        DisableFusion off("1");
+        DisableVulkanFusion off("1");
         Chain chain(vk(), c, plain, 7), scaled_chain(vk(), c, scaled, 7);
         ASSERT_EQ(chain.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
         ASSERT_EQ(scaled_chain.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
@@ -611,7 +603,7 @@ TEST_F(SdRopeVulkan, TheDisableSwitchTurnsTheFusionsOff) {
         EXPECT_EQ(scaled_chain.order(), built);  // optimize moved nothing
     }
     {
-        DisableFusion zero("0");  // "0" means not disabled
+        DisableVulkanFusion zero("0");  // "0" means not disabled
         Chain chain(vk(), c, plain, 7), scaled_chain(vk(), c, scaled, 7);
         EXPECT_TRUE(chain.fused(kRule)) << chain.explanation;
         EXPECT_TRUE(scaled_chain.fused(kScaledRule)) << scaled_chain.explanation;
@@ -649,7 +641,7 @@ TEST_F(SdRopeVulkan, OptimizeLeavesAChainWithAnInterleavedConsumer) {
               (std::vector<std::string>{"norm", "u1", "mul", "rope", "u2", "scale", "dst", "y"}));
     EXPECT_FALSE(contains(chain.explanation, kScaledRule)) << chain.explanation;
     EXPECT_FALSE(contains(chain.explanation, std::string("fusion '") + kRule)) << chain.explanation;
-    DisableFusion off("1");
+    DisableVulkanFusion off("1");
     Chain unfused(vk(), c, o, 31);
     EXPECT_TRUE(same_bits(chain.values(), unfused.values()));
     EXPECT_TRUE(same_bits(read(chain.unrelated[0]), read(unfused.unrelated[0])));
