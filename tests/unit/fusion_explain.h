@@ -2,8 +2,13 @@
 // and switching the Vulkan fusion rules off for a scope.
 #pragma once
 
+#include <ggml-backend.h>
+#include <ggml-ext.h>
+#include <ggml.h>
+
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace ggx::test {
 
@@ -20,6 +25,22 @@ inline bool fusion_accepted(const std::string & explanation, const std::string &
     const std::string accepted = ": accepted";
     return line.size() > accepted.size() &&
            line.compare(line.size() - accepted.size(), accepted.size(), accepted) == 0;
+}
+
+// Plans graph on sched with explanations on: whether it was allocated, and the explanation.
+inline bool alloc_explained(ggml_backend_sched_t sched, ggml_cgraph * graph, std::string * explanation) {
+    ggml_ext_sched_set_explain(sched, true);
+    const bool allocated = ggml_backend_sched_alloc_graph(sched, graph);
+    *explanation = ggml_ext_sched_explanation(sched);
+    return allocated;
+}
+
+// The names of graph's nodes in order (to observe a reordering).
+inline std::vector<std::string> node_names(const ggml_cgraph * graph) {
+    std::vector<std::string> names;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i)
+        names.emplace_back(ggml_graph_node(graph, i)->name);
+    return names;
 }
 
 // Sets GGML_VK_DISABLE_FUSION to value for one scope.

@@ -44,6 +44,7 @@
 
 namespace {
 
+using ggx::test::alloc_explained;
 using ggx::test::Backend;
 using ggx::test::Buffer;
 using ggx::test::contains;
@@ -51,6 +52,7 @@ using ggx::test::Context;
 using ggx::test::cpu_backend;
 using ggx::test::DisableVulkanFusion;
 using ggx::test::fusion_accepted;
+using ggx::test::node_names;
 using ggx::test::Sched;
 using Shape = std::array<int64_t, 4>;
 
@@ -112,9 +114,7 @@ struct Site {
     void compute(const std::vector<ggml_backend_t> & backends, uint64_t seed) {
         std::vector<ggml_backend_t> list = backends;
         sched.reset(ggml_backend_sched_new(list.data(), nullptr, int(list.size()), 256, false, false));
-        ggml_ext_sched_set_explain(sched.get(), true);
-        alloc_ok = ggml_backend_sched_alloc_graph(sched.get(), graph);
-        explanation = ggml_ext_sched_explanation(sched.get());
+        alloc_ok = alloc_explained(sched.get(), graph, &explanation);
         if (!alloc_ok) return;
         std::mt19937_64 rng(seed);
         for (ggml_tensor * t : inputs)
@@ -133,12 +133,7 @@ struct Site {
         ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t));
     }
 
-    std::vector<std::string> order() const {
-        std::vector<std::string> names;
-        for (int i = 0; i < ggml_graph_n_nodes(graph); ++i)
-            names.emplace_back(ggml_graph_node(graph, i)->name);
-        return names;
-    }
+    std::vector<std::string> order() const { return node_names(graph); }
 
     Context ctx{ggml_init({size_t{1} << 20, nullptr, true})};
     Buffer placed;  // storage of an output placed by hand, freed after the scheduler

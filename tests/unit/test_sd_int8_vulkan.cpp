@@ -67,6 +67,7 @@
 namespace {
 
 using namespace sd::int8;
+using ggx::test::alloc_explained;
 using ggx::test::Backend;
 using ggx::test::Buffer;
 using ggx::test::candidate_line;
@@ -77,6 +78,7 @@ using ggx::test::Context;
 using ggx::test::cpu_backend;
 using ggx::test::DisableVulkanFusion;
 using ggx::test::fusion_accepted;
+using ggx::test::node_names;
 using ggx::test::Sched;
 
 constexpr uint64_t kSeed = 20240611;
@@ -519,9 +521,7 @@ struct Site {
     void compute(ggml_backend_t vk, uint64_t seed) {
         ggml_backend_t backends[] = {vk, cpu_backend()};
         sched.reset(ggml_backend_sched_new(backends, nullptr, 2, 256, false, false));
-        ggml_ext_sched_set_explain(sched.get(), true);
-        alloc_ok = ggml_backend_sched_alloc_graph(sched.get(), graph);
-        explanation = ggml_ext_sched_explanation(sched.get());
+        alloc_ok = alloc_explained(sched.get(), graph, &explanation);
         if (!alloc_ok) return;
         std::mt19937_64 rng(seed);
         for (ggml_tensor * t : inputs)
@@ -530,12 +530,7 @@ struct Site {
         if (compute_status == GGML_STATUS_SUCCESS) result = bytes(out);
     }
 
-    std::vector<std::string> order() const {
-        std::vector<std::string> names;
-        for (int i = 0; i < ggml_graph_n_nodes(graph); ++i)
-            names.emplace_back(ggml_graph_node(graph, i)->name);
-        return names;
-    }
+    std::vector<std::string> order() const { return node_names(graph); }
 
     // Random codes, scales in [1e-3, 1e-2) or values in [-2, 2) by type and role.
     static void fill(std::mt19937_64 & rng, ggml_tensor * t, bool is_scale) {

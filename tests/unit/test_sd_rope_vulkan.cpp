@@ -47,6 +47,7 @@
 
 namespace {
 
+using ggx::test::alloc_explained;
 using ggx::test::Buffer;
 using ggx::test::check_case;
 using ggx::test::check_kernel;
@@ -55,6 +56,7 @@ using ggx::test::contains;
 using ggx::test::Context;
 using ggx::test::DisableVulkanFusion;
 using ggx::test::fusion_accepted;
+using ggx::test::node_names;
 using ggx::test::Sched;
 
 ggml_backend_t cpu() {
@@ -332,9 +334,7 @@ struct Chain {
         ggml_backend_t backends[] = {backend, cpu()};
         const int n = backend == cpu() ? 1 : 2;
         sched.reset(ggml_backend_sched_new(backends, nullptr, n, 256, false, false));
-        ggml_ext_sched_set_explain(sched.get(), true);
-        alloc_ok = ggml_backend_sched_alloc_graph(sched.get(), graph);
-        explanation = ggml_ext_sched_explanation(sched.get());
+        alloc_ok = alloc_explained(sched.get(), graph, &explanation);
         if (!alloc_ok) return;
         fill(owner, seed, -2.0f, 2.0f);
         fill(w, seed + 1, -2.0f, 2.0f);
@@ -383,12 +383,7 @@ struct Chain {
     }
     // The result's values as floats (F16 converted).
     std::vector<float> values() const { return as_floats(result); }
-    std::vector<std::string> order() const {
-        std::vector<std::string> names;
-        for (int i = 0; i < ggml_graph_n_nodes(graph); ++i)
-            names.emplace_back(ggml_graph_node(graph, i)->name);
-        return names;
-    }
+    std::vector<std::string> order() const { return node_names(graph); }
     bool fused(const char * rule) const { return fusion_accepted(explanation, rule); }
     Context ctx{ggml_init({size_t{1} << 20, nullptr, true})};
     Context cache_ctx{ggml_init({size_t{1} << 16, nullptr, true})};
