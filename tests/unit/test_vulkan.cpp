@@ -179,6 +179,50 @@ TEST_F(Vulkan, RefusesNodesOutsideItsMemoryAndUnsupportedNodes) {
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "is not supported")) << ggml_backend_get_last_error();
 }
 
+// 2-D weights larger than one binding are multiplied in slices of rows, each bound on its own: the
+// mat-vec (1 column) and the tiled GEMM (9 columns) products equal the double-precision product within
+// float rounding. (A device with bindings above 256 MiB skips this: its weights would be too large.)
+TEST_F(Vulkan, MultipliesWeightsLargerThanOneBindingInRowSlices) {
+    const auto * type = static_cast<const vulkan::BufferType *>(buft());
+    const uint64_t range = type->vulkan().limits().max_storage_range;
+    if (range > (uint64_t{256} << 20)) GTEST_SKIP() << "bindings of " << range << " bytes";
+    const int64_t k = 1024, rows = static_cast<int64_t>(range / (k * sizeof(float))) + 5;
+    ggml_tensor * w = ggml_new_tensor_2d(ctx(), GGML_TYPE_F32, k, rows);
+    ggml_tensor * x1 = input(k, 1);
+    ggml_tensor * x9 = input(k, 9);
+    ggml_tensor * y1 = ggml_mul_mat(ctx(), w, x1);
+    ggml_tensor * y9 = ggml_mul_mat(ctx(), w, x9);
+    EXPECT_TRUE(ggml_backend_supports_op(vk(), y1) && ggml_backend_supports_op(vk(), y9));
+    alloc();
+    std::vector<float> wv(static_cast<size_t>(k * rows)), xv(static_cast<size_t>(k * 9));
+    for (size_t i = 0; i < wv.size(); ++i)
+        wv[i] = static_cast<float>(static_cast<int>(i * 2654435761u % 2001) - 1000) / 1000.0f;
+    for (size_t i = 0; i < xv.size(); ++i)
+        xv[i] = std::sin(static_cast<float>(i));
+    ggml_backend_tensor_set(w, wv.data(), 0, ggml_nbytes(w));
+    ggml_backend_tensor_set(x1, xv.data(), 0, ggml_nbytes(x1));
+    ggml_backend_tensor_set(x9, xv.data(), 0, ggml_nbytes(x9));
+    ggml_cgraph * graph = ggml_new_graph(ctx());
+    ggml_build_forward_expand(graph, y1);
+    ggml_build_forward_expand(graph, y9);
+    ASSERT_EQ(ggml_backend_graph_compute(vk(), graph), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    const std::vector<float> got1 = read_f32(y1), got9 = read_f32(y9);
+    int64_t bad = 0;
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < 9; ++c) {
+            double exact = 0.0, magnitude = 0.0;
+            for (int64_t i = 0; i < k; ++i) {
+                const double product = double(wv[size_t(r * k + i)]) * double(xv[size_t(c * k + i)]);
+                exact += product;
+                magnitude += std::fabs(product);
+            }
+            const double bound = 1e-5 * magnitude + 1e-6;
+            bad += std::fabs(got9[size_t(c * rows + r)] - exact) > bound;
+            if (c == 0) bad += std::fabs(got1[size_t(r)] - exact) > bound;
+        }
+    EXPECT_EQ(bad, 0) << "of " << rows << " rows";
+}
+
 TEST_F(Vulkan, RefusesUnallocatedNodes) {
     ggml_tensor * a = input(16);
     ggml_tensor * y = ggml_add(ctx(), a, a);

@@ -1,7 +1,10 @@
 // Vulkan kernel of MUL_MAT: d[r, c] = sum_k a[k, r] * b[k, c] accumulated in F32, a broadcast over
 // dims 2 and 3. Weights a: F32, F16, BF16 (any strides) or Q8_0, Q4_0 (rows of whole blocks);
 // activations b: F32, F16, BF16 (any strides); d: F32 (any strides). Up to kVecColumns columns of b
-// take mul_mat_vec.comp (a workgroup per row of d), more the tiled GEMM mul_mat.comp.
+// take mul_mat_vec.comp (a workgroup per row of d), more the tiled GEMM mul_mat.comp. 2-D weights
+// larger than one binding (an LM head on a device with 128 MiB bindings) are computed in slices of
+// rows, each bound on its own.
+#include <algorithm>
 #include <string>
 
 #include "vulkan/kernels.h"
@@ -16,10 +19,31 @@ constexpr int64_t kTile = 64;  // mul_mat.comp's TILE
 // Bytes per shader array element of the weights: block types are read as 16-bit words.
 uint32_t weight_unit(ggml_type type) { return ggml_is_quantized(type) ? 2 : float_unit(type); }
 
+// Whether a's strides are whole shader elements (and quantized rows whole blocks).
+bool weights_layout_supported(const ggml_tensor * a) {
+    if (!block_type_name(a->type)) {
+        if (!float_type_name(a->type)) return false;
+    } else if (a->nb[0] != ggml_type_size(a->type) || a->ne[0] % ggml_blck_size(a->type) != 0) {
+        return false;
+    }
+    const uint32_t unit = weight_unit(a->type);
+    return std::all_of(a->nb, a->nb + GGML_MAX_DIMS, [unit](size_t nb) { return nb % unit == 0; });
+}
+
+// Rows of the weights a that each dispatch binds: all of them, or for 2-D weights larger than one
+// binding as many as one binding holds (0 when not even one row fits or a cannot be split).
+int64_t rows_per_slice(const Device & device, const ggml_tensor * a) {
+    const uint64_t range = device.limits().max_storage_range, alignment = device.limits().storage_offset_alignment;
+    if (ggml_nbytes(a) + alignment <= range) return a->ne[1];
+    if (a->ne[2] != 1 || a->ne[3] != 1 || a->nb[1] < a->nb[0] || range <= alignment) return 0;
+    // A slice of n rows spans (n - 1) nb1 + the bytes of one row.
+    const uint64_t row_bytes = ggml_row_size(a->type, a->ne[0]);
+    if (row_bytes + alignment > range) return 0;
+    return std::min<int64_t>(a->ne[1], static_cast<int64_t>((range - alignment - row_bytes) / a->nb[1] + 1));
+}
+
 bool weights_supported(const Device & device, const ggml_tensor * a) {
-    if (!block_type_name(a->type)) return float_tensor(device, a);
-    return a->nb[0] == ggml_type_size(a->type) && a->ne[0] % ggml_blck_size(a->type) == 0 &&
-           addressable(device, a, 2) && small_enough(a);
+    return weights_layout_supported(a) && rows_per_slice(device, a) > 0 && small_enough(a);
 }
 
 bool supports_mul_mat(const Device & device, const ggml_tensor * node) {
@@ -34,30 +58,49 @@ bool supports_mul_mat(const Device & device, const ggml_tensor * node) {
            node->ne[3] == b->ne[3];
 }
 
-void record_mul_mat(Recorder & rec, const ggml_tensor * node) {
-    const ggml_tensor *a = node->src[0], *b = node->src[1];
-    const int64_t rows = node->ne[0], columns = node->ne[1], batches = node->ne[2] * node->ne[3];
+// Records d = a * b for one binding's worth of weights (a and d may be row slices of the node's).
+void record_range(Recorder & rec, const ggml_tensor * a, const ggml_tensor * b, const ggml_tensor * d) {
+    const int64_t rows = d->ne[0], columns = d->ne[1], batches = d->ne[2] * d->ne[3];
     struct {
         uint32_t ne[4];
         View a, b, d;
         uint32_t r2, r3, batches;
     } push{{static_cast<uint32_t>(rows), static_cast<uint32_t>(columns), static_cast<uint32_t>(a->ne[0]),
-            static_cast<uint32_t>(node->ne[2])},
+            static_cast<uint32_t>(d->ne[2])},
            view_of(rec, a, weight_unit(a->type)),
            view_of(rec, b, float_unit(b->type)),
-           view_of(rec, node, sizeof(float)),
+           view_of(rec, d, sizeof(float)),
            static_cast<uint32_t>(b->ne[2] / a->ne[2]),
            static_cast<uint32_t>(b->ne[3] / a->ne[3]),
            static_cast<uint32_t>(batches)};
     const char * weights = block_type_name(a->type) ? block_type_name(a->type) : float_type_name(a->type);
     const std::string types = std::string(weights) + "_" + float_type_name(b->type);
-    const std::vector<Arg> args = {rec.arg(a, false), rec.arg(b, false), rec.arg(node, true)};
+    const std::vector<Arg> args = {rec.arg(a, false), rec.arg(b, false), rec.arg(d, true)};
     if (columns <= kVecColumns) {
         rec.dispatch("mul_mat_vec_" + types, args, push, rec.groups_for(rows * batches, 1),
                      {static_cast<uint32_t>(columns)});
     } else {
         const int64_t tiles = (rows + kTile - 1) / kTile * ((columns + kTile - 1) / kTile);
         rec.dispatch("mul_mat_" + types, args, push, rec.groups_for(tiles * batches, 1));
+    }
+}
+
+// Rows [first, first + n) of t along dimension dim, as a tensor of the same storage.
+ggml_tensor row_slice(const ggml_tensor * t, int dim, int64_t first, int64_t n) {
+    ggml_tensor slice = *t;
+    slice.ne[dim] = n;
+    slice.data = static_cast<char *>(t->data) + first * static_cast<int64_t>(t->nb[dim]);
+    return slice;
+}
+
+void record_mul_mat(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *b = node->src[1];
+    const int64_t slice_rows = rows_per_slice(rec.device(), a);
+    if (slice_rows == a->ne[1]) return record_range(rec, a, b, node);
+    for (int64_t first = 0; first < a->ne[1]; first += slice_rows) {
+        const int64_t n = std::min(slice_rows, a->ne[1] - first);
+        const ggml_tensor a_rows = row_slice(a, 1, first, n), d_rows = row_slice(node, 0, first, n);
+        record_range(rec, &a_rows, b, &d_rows);
     }
 }
 
