@@ -38,6 +38,7 @@ using ggx::test::Backend;
 using ggx::test::check_case;
 using ggx::test::check_kernel;
 using ggx::test::CheckResult;
+using ggx::test::random_floats;
 using Ctx = ggx::test::Context;
 
 ggml_backend_t cpu() {
@@ -119,14 +120,6 @@ float ref_linear(int64_t acc, const float * sx, const float * sw, const float * 
 
 // ---- helpers ----------------------------------------------------------------------------------
 
-std::vector<float> random_floats(std::mt19937_64 & rng, size_t n, float lo, float hi) {
-    std::uniform_real_distribution<float> u(lo, hi);
-    std::vector<float> v(n);
-    for (auto & f : v)
-        f = u(rng);
-    return v;
-}
-
 std::vector<int8_t> random_codes(std::mt19937_64 & rng, size_t n) {
     std::uniform_int_distribution<int> u(-127, 127);
     std::vector<int8_t> v(n);
@@ -184,7 +177,7 @@ TEST(SdInt8ConvRot, ButterflyEqualsDigitFormulaAndIsSelfInverse) {
                 ASSERT_EQ(static_cast<double>(e[size_t(r)]), digit_entry(r, c, g)) << r << ", " << c;
         }
         std::mt19937_64 rng(kSeed);
-        std::vector<float> v = random_floats(rng, size_t(g), -4.0f, 4.0f), w = v;
+        std::vector<float> v = random_floats(rng, g, -4.0f, 4.0f), w = v;
         ref_rotate(w.data(), g);
         ref_rotate(w.data(), g);
         for (int i = 0; i < g; ++i)
@@ -201,7 +194,7 @@ void expect_packed_matches(int64_t k, int64_t ne1, int64_t ne2, int g) {
     Ctx ctx(ggml_init({64u << 20, nullptr, false}));
     std::mt19937_64 rng(kSeed + uint64_t(k));
     const int64_t rows = ne1 * ne2;
-    std::vector<float> x = random_floats(rng, size_t(k * rows), -3.0f, 3.0f);
+    std::vector<float> x = random_floats(rng, k * rows, -3.0f, 3.0f);
     std::fill_n(x.begin() + k, k, 0.0f);  // a zero row: scale 0, all-zero codes
     if (rows > 2) {                       // a row with one large outlier: clamping and tiny codes
         x[size_t(2 * k)] = 1e6f;
@@ -281,8 +274,8 @@ void run_gemm_case(const GemmCase & c) {
     std::mt19937_64 rng(kSeed + uint64_t(c.k * 131 + c.n * 7 + c.m));
     const int64_t rows = c.m * c.ne2;
     const std::vector<int8_t> w = random_codes(rng, size_t(c.k * c.n));
-    const std::vector<float> sw = random_floats(rng, size_t(c.n), 0.001f, 0.02f);
-    const std::vector<float> b = random_floats(rng, size_t(c.n), -1.0f, 1.0f);
+    const std::vector<float> sw = random_floats(rng, c.n, 0.001f, 0.02f);
+    const std::vector<float> b = random_floats(rng, c.n, -1.0f, 1.0f);
     ggml_tensor * tw = tensor(ctx.get(), GGML_TYPE_I8, {c.k, c.n}, w.data());
     ggml_tensor * tsw = c.scales ? tensor(ctx.get(), GGML_TYPE_F32, {c.n}, sw.data()) : nullptr;
     ggml_tensor * tb = c.bias ? tensor(ctx.get(), GGML_TYPE_F32, {c.n}, b.data()) : nullptr;
@@ -291,13 +284,13 @@ void run_gemm_case(const GemmCase & c) {
     ggml_tensor * out = nullptr;
     if (c.kind == Kind::I8) {
         xq = random_codes(rng, xq.size());
-        sx = random_floats(rng, sx.size(), 0.001f, 0.05f);
+        sx = random_floats(rng, int64_t(sx.size()), 0.001f, 0.05f);
         ggml_tensor * tx = tensor(ctx.get(), GGML_TYPE_I8, {c.k, c.m, c.ne2}, xq.data());
         ggml_tensor * ts = c.scales ? tensor(ctx.get(), GGML_TYPE_F32, {c.m, c.ne2}, sx.data()) : nullptr;
         out = ggml_mul_mat_i8_tensorwise(ctx.get(), tw, tx, tsw, tb, 0, ts);
         if (!c.scales) std::fill(sx.begin(), sx.end(), 1.0f);
     } else {
-        const std::vector<float> x = random_floats(rng, size_t(c.k * rows), -2.0f, 2.0f);
+        const std::vector<float> x = random_floats(rng, c.k * rows, -2.0f, 2.0f);
         for (int64_t r = 0; r < rows; ++r)
             ref_quantize_row(x.data() + r * c.k, c.k, c.g, xq.data() + r * c.k, &sx[size_t(r)]);
         ggml_tensor * tx = tensor(ctx.get(), GGML_TYPE_F32, {c.k, c.m, c.ne2}, x.data());

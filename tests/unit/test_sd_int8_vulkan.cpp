@@ -79,6 +79,7 @@ using ggx::test::cpu_backend;
 using ggx::test::DisableVulkanFusion;
 using ggx::test::fusion_accepted;
 using ggx::test::node_names;
+using ggx::test::random_floats;
 using ggx::test::Sched;
 
 constexpr uint64_t kSeed = 20240611;
@@ -96,14 +97,6 @@ std::vector<uint8_t> bytes_of(const std::vector<T> & v) {
     std::vector<uint8_t> b(v.size() * sizeof(T));
     std::memcpy(b.data(), v.data(), b.size());
     return b;
-}
-
-std::vector<float> random_floats(std::mt19937_64 & rng, int64_t n, float lo, float hi) {
-    std::uniform_real_distribution<float> u(lo, hi);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float & f : v)
-        f = u(rng);
-    return v;
 }
 
 std::vector<int8_t> random_codes(std::mt19937_64 & rng, int64_t n) {

@@ -54,27 +54,16 @@ using ggx::test::check_kernel;
 using ggx::test::CheckResult;
 using ggx::test::contains;
 using ggx::test::Context;
+using ggx::test::cpu_backend;
 using ggx::test::DisableVulkanFusion;
 using ggx::test::fusion_accepted;
 using ggx::test::node_names;
+using ggx::test::random_floats;
 using ggx::test::Sched;
-
-ggml_backend_t cpu() {
-    static ggml_backend_t b = ggml_backend_cpu_init();
-    return b;
-}
 
 ggml_backend_t vk() {
     static ggml_backend_t b = ggml_backend_vk_get_device_count() > 0 ? ggml_backend_vk_init(0) : nullptr;
     return b;
-}
-
-std::vector<float> uniform(std::mt19937 & rng, int64_t n, float lo, float hi) {
-    std::uniform_real_distribution<float> dist(lo, hi);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float & x : v)
-        x = dist(rng);
-    return v;
 }
 
 // Rotation matrices as sd.cpp builds them: pe = cos, -sin, sin, cos of t * 10000^(-2j / 2P).
@@ -110,7 +99,7 @@ std::vector<float> as_floats(const ggml_tensor * t) {
 // Fills a tensor owning its storage with values of [lo, hi) from seed.
 void fill(ggml_tensor * owner, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
     std::mt19937 rng(seed);
-    const std::vector<float> v = uniform(rng, ggml_nbytes(owner) / sizeof(float), lo, hi);
+    const std::vector<float> v = random_floats(rng, ggml_nbytes(owner) / sizeof(float), lo, hi);
     ggml_backend_tensor_set(owner, v.data(), 0, ggml_nbytes(owner));
 }
 
@@ -244,12 +233,12 @@ TEST_F(SdRopeVulkan, IsBitIdenticalToTheCpuKernel) {
                 SCOPED_TRACE("layout " + std::to_string(static_cast<int>(layout)) +
                              " D=" + std::to_string(c.d) + " P=" + std::to_string(c.pairs) +
                              (c.interleaved ? " interleaved" : " split"));
-                RopeGraph on_cpu(cpu(), c, layout, strided_pe, seed),
+                RopeGraph on_cpu(cpu_backend(), c, layout, strided_pe, seed),
                     on_vk(vk(), c, layout, strided_pe, seed);
                 seed += 2;
                 EXPECT_STREQ(ggml_ext_dev_selected_kernel(ggml_backend_get_device(vk()), on_vk.y),
                              "sd.rope_apply.vulkan");
-                ASSERT_EQ(ggml_backend_graph_compute(cpu(), on_cpu.graph), GGML_STATUS_SUCCESS);
+                ASSERT_EQ(ggml_backend_graph_compute(cpu_backend(), on_cpu.graph), GGML_STATUS_SUCCESS);
                 ASSERT_EQ(ggml_backend_graph_compute(vk(), on_vk.graph), GGML_STATUS_SUCCESS)
                     << ggml_backend_get_last_error();
                 EXPECT_TRUE(same_bits(read(on_vk.y), read(on_cpu.y)));
@@ -331,8 +320,8 @@ struct Chain {
         }
         ggml_build_forward_expand(graph, y);
 
-        ggml_backend_t backends[] = {backend, cpu()};
-        const int n = backend == cpu() ? 1 : 2;
+        ggml_backend_t backends[] = {backend, cpu_backend()};
+        const int n = backend == cpu_backend() ? 1 : 2;
         sched.reset(ggml_backend_sched_new(backends, nullptr, n, 256, false, false));
         alloc_ok = alloc_explained(sched.get(), graph, &explanation);
         if (!alloc_ok) return;
@@ -455,7 +444,7 @@ TEST_F(SdRopeVulkan, FusedChainMatchesTheUnfusedVulkanChain) {
             EXPECT_LE(nmse(got, want), 1e-12);
             worst = std::max(worst, static_cast<double>(diff / peak));
 
-            Chain on_cpu(cpu(), c, o, seed);
+            Chain on_cpu(cpu_backend(), c, o, seed);
             ASSERT_EQ(on_cpu.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
             EXPECT_LE(nmse(got, read(on_cpu.y)), 1e-12);
         }
@@ -485,7 +474,7 @@ size_t compare_scaled(const RopeCase & c, const ChainOptions & o, uint32_t seed)
         EXPECT_TRUE(same_bits(read(fused.unrelated[i]), read(unfused.unrelated[i])));
     // Against the CPU chain, the F16 rounding alone on the values both keep finite: relative error
     // <= 2^-11 per element.
-    Chain on_cpu(cpu(), c, o, seed);
+    Chain on_cpu(cpu_backend(), c, o, seed);
     EXPECT_EQ(on_cpu.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     const std::vector<float> got = fused.values(), on_cpu_values = on_cpu.values();
     std::vector<float> finite_got, finite_cpu;
@@ -548,7 +537,7 @@ struct OverlapGraph {
         fill(w, seed + 1, -2.0f, 2.0f);
         const std::vector<float> p = rotation_pe(32, 3);
         ggml_backend_tensor_set(pe, p.data(), 0, ggml_nbytes(pe));
-        ggml_backend_t backends[] = {vk(), cpu()};
+        ggml_backend_t backends[] = {vk(), cpu_backend()};
         sched.reset(ggml_backend_sched_new(backends, nullptr, 2, 256, false, false));
         ggml_ext_sched_set_explain(sched.get(), true);
         EXPECT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), graph)) << ggml_backend_get_last_error();
@@ -656,7 +645,7 @@ TEST_F(SdRopeVulkan, AnIntermediateWithAnotherConsumerIsNotFused) {
     ggml_cgraph * graph = ggml_new_graph(x);
     ggml_build_forward_expand(graph, ggml_rope_apply(x, mul, pe, true));
     ggml_build_forward_expand(graph, extra);
-    ggml_backend_t backends[] = {vk(), cpu()};
+    ggml_backend_t backends[] = {vk(), cpu_backend()};
     Sched sched(ggml_backend_sched_new(backends, nullptr, 2, 256, false, false));
     ggml_ext_sched_set_explain(sched.get(), true);
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), graph)) << ggml_backend_get_last_error();

@@ -80,6 +80,16 @@ inline std::vector<float> ramp(int64_t n, float start, float step) {
     return v;
 }
 
+// n values drawn uniformly from [lo, hi).
+template <typename Rng>
+std::vector<float> random_floats(Rng & rng, int64_t n, float lo, float hi) {
+    std::uniform_real_distribution<float> u(lo, hi);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float & f : v)
+        f = u(rng);
+    return v;
+}
+
 // Whether text contains part (error and explain messages).
 inline bool contains(const std::string & text, const std::string & part) {
     return text.find(part) != std::string::npos;
