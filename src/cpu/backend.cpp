@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/host_buffer.h"
+#include "interface/host_buffer.h"
 #include "core/internal.h"
 #include "cpu/kernel.h"
 

@@ -8,7 +8,7 @@
 #include <new>
 #include <string>
 
-#include "backend/backend-impl.h"
+#include "interface/backend-impl.h"
 #include "cpu/threadpool.h"
 
 struct ggml_ext_cpu_parallel_v1;

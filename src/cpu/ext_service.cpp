@@ -16,7 +16,7 @@
 #include <atomic>
 #include <string>
 
-#include "backend/backend-impl.h"
+#include "interface/backend-impl.h"
 #include "cpu/backend.h"
 #include "cpu/kernel.h"
 

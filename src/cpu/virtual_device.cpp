@@ -4,7 +4,7 @@
 #include <array>
 #include <mutex>
 
-#include "backend/host_buffer.h"
+#include "interface/host_buffer.h"
 #include "core/internal.h"
 #include "cpu/backend.h"
 #include "cpu/kernel.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend-impl.h"
+#include "interface/backend-impl.h"
 #include "core/internal.h"
 
 namespace ggx::ext {

@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-#include "backend/backend-impl.h"
+#include "interface/backend-impl.h"
 #include "vulkan/buffer.h"
 #include "vulkan/recorder.h"
 

@@ -4,7 +4,7 @@
 // through one faults instead of reading stale memory.
 #pragma once
 
-#include "backend/backend-impl.h"
+#include "interface/backend-impl.h"
 #include "vulkan/device.h"
 
 namespace ggx::vulkan {

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/backend-impl.h"
+#include "interface/backend-impl.h"
 #include "unit/test_util.h"
 
 namespace {

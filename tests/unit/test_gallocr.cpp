@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/graph_alloc.h"
+#include "runtime/graph_alloc.h"
 
-#include "backend/backend-impl.h"
+#include "interface/backend-impl.h"
 #include "unit/test_util.h"
 
 namespace {

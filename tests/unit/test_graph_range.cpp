@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend-impl.h"
+#include "interface/backend-impl.h"
 #include "unit/test_util.h"
 
 namespace {

@@ -6,8 +6,8 @@
 #include <mutex>
 #include <vector>
 
-#include "backend/backend-impl.h"
-#include "backend/builtin.h"
+#include "interface/backend-impl.h"
+#include "interface/builtin.h"
 
 namespace {
 

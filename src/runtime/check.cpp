@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend-impl.h"
-#include "backend/plan.h"
+#include "interface/backend-impl.h"
+#include "runtime/plan.h"
 #include "core/internal.h"
 #include "ext/registry.h"
 

@@ -1,7 +1,7 @@
 // Buffers in aligned host memory, for every device whose memory the host addresses directly.
 #pragma once
 
-#include "backend/backend-impl.h"
+#include "interface/backend-impl.h"
 
 namespace ggx::backend {
 

@@ -1,5 +1,5 @@
 // Lists the backends enabled in CMake; each is optional and only its entry point is named here.
-#include "backend/builtin.h"
+#include "interface/builtin.h"
 
 #ifdef GGX_BACKEND_CPU
 #include <ggml-cpu.h>

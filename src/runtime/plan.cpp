@@ -1,5 +1,5 @@
 // The plan executor (plan.h).
-#include "backend/plan.h"
+#include "runtime/plan.h"
 
 #include <ggml-alloc.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "backend/backend-impl.h"
+#include "interface/backend-impl.h"
 #include "core/internal.h"
 
 namespace ggx::backend {

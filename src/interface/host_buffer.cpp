@@ -1,4 +1,4 @@
-#include "backend/host_buffer.h"
+#include "interface/host_buffer.h"
 
 #include <cstring>
 #include <new>

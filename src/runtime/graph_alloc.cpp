@@ -1,6 +1,6 @@
 // The graph allocator: liveness from recorded use counts, best-fit blocks with merging, in-place reuse,
 // and the ggml_gallocr_* C API over it.
-#include "backend/graph_alloc.h"
+#include "runtime/graph_alloc.h"
 
 #include <ggml-graph.h>
 
@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "backend/backend-impl.h"
+#include "interface/backend-impl.h"
 
 namespace ggx::backend {
 

@@ -21,9 +21,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backend/backend-impl.h"
-#include "backend/graph_alloc.h"
-#include "backend/plan.h"
+#include "interface/backend-impl.h"
+#include "runtime/graph_alloc.h"
+#include "runtime/plan.h"
 #include "core/internal.h"
 
 namespace ggx::backend {

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "backend/backend-impl.h"
+#include "interface/backend-impl.h"
 
 using ggx::backend::set_last_error;
 
