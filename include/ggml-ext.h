@@ -228,6 +228,33 @@ void ggml_ext_sched_set_explain(ggml_backend_sched_t sched, bool enabled);
  * schedules the next. */
 const char * ggml_ext_sched_explanation(ggml_backend_sched_t sched);
 
+/* Plan query: the steps of the plan of the last graph sched scheduled, in execution order. A step
+ * is a native range (consecutive nodes the device's own kernels run as one batch), one node run by
+ * an extension kernel, or a range a fusion rule replaced. Valid until sched schedules the next graph
+ * or is reset; 0 steps before any. For programs; explain mode's text is for people. */
+enum ggml_ext_step_kind {
+    GGML_EXT_STEP_NATIVE = 0, /* the device's own kernels */
+    GGML_EXT_STEP_KERNEL = 1, /* a single-node extension kernel */
+    GGML_EXT_STEP_FUSION = 2, /* a fusion rule's range */
+};
+
+struct ggml_ext_sched_step {
+    size_t struct_size; /* set by the caller: sizeof(struct ggml_ext_sched_step) */
+    enum ggml_ext_step_kind kind;
+    const char * name;       /* the kernel's or fusion rule's name; "native" for a native range */
+    ggml_backend_t backend;  /* the backend that runs it */
+    int split;               /* its split (ggml_backend_sched_get_n_splits) */
+    struct ggml_tensor * const * nodes; /* the nodes it computes, in order; the last is the output */
+    int n_nodes;
+    size_t workspace_bytes;  /* its workspace request; a backend's workspace is the largest one */
+};
+
+/* Number of steps of the current plan. */
+int ggml_ext_sched_get_n_steps(ggml_backend_sched_t sched);
+/* Step i of the current plan into *step (struct_size set by the caller). false for an index out of
+ * range or a struct_size smaller than the first version of the struct. */
+bool ggml_ext_sched_get_step(ggml_backend_sched_t sched, int i, struct ggml_ext_sched_step * step);
+
 /* The runtime's legality check of fusing nodes [first, first + n) of graph into their last node: true,
  * or false with the rule that failed and the node involved in ggml_backend_get_last_error. */
 bool ggml_ext_fusion_is_legal(const struct ggml_cgraph * graph, int first, int n);

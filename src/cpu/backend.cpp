@@ -62,10 +62,11 @@ public:
     ggml_backend_reg_t reg() const override { return reg_; }
     ggml_backend_t init_backend(const char *) override { return new CpuBackend(this); }
     ggml_backend_buffer_type_t buffer_type() override { return &buffer_type_; }
-    // Metadata only: where the sources live is checked when computing (CpuBackend::check_graph).
-    bool supports_op(const ggml_tensor * op) const override {
+    // Metadata only: where the sources live is checked when a plan is validated.
+    const Kernel * native_kernel(const ggml_tensor * op) const override {
+        if (op->op < 0 || op->op >= GGML_OP_COUNT) return nullptr;
         const Kernel & kernel = kernel_table()[op->op];
-        return kernel.supports && kernel.supports(op);
+        return kernel.supports(kernel, const_cast<CpuDevice *>(this), op) ? &kernel : nullptr;
     }
     bool supports_buft(ggml_backend_buffer_type_t buft) const override { return buft->is_host(); }
 
@@ -137,59 +138,44 @@ CpuBackend::CpuBackend(ggml_backend_dev_t device) : device_(device), pool_(defau
 const char * CpuBackend::name() const { return device_->name(); }
 
 void CpuBackend::set_n_threads(int n) {
+    const int before = pool_.n_threads();
     pool_.set_n_threads(n == GGML_DEFAULT_N_THREADS ? default_thread_count() : n);
+    if (pool_.n_threads() != before) ++threads_epoch_;
 }
 
-ggml_status CpuBackend::check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const {
-    *workspace_bytes = 0;
-    const auto & table = kernel_table();
-    return backend::check_graph(
-        *this, graph, [this](ggml_backend_buffer_type_t buft) { return can_access(buft); },
-        [&](int, ggml_tensor * node) {
-            if (const Kernel & kernel = table[node->op]; kernel.workspace)
-                *workspace_bytes = std::max(*workspace_bytes, kernel.workspace(node, n_threads()));
-            return GGML_STATUS_SUCCESS;
-        });
+int prepared_threads(ggml_backend_t backend) {
+    const auto * cpu = dynamic_cast<const CpuBackend *>(backend);
+    return cpu ? cpu->n_threads() : 1;
 }
 
-void * CpuBackend::reserve_workspace(size_t bytes) {
-    if (bytes <= workspace_size_) return workspace_.get();
-    workspace_.reset(::operator new (bytes, std::align_val_t{kAlignment}, std::nothrow));
-    workspace_size_ = workspace_ ? bytes : 0;
-    return workspace_.get();
-}
-
-ggml_status CpuBackend::graph_compute(ggml_cgraph * graph) {
-    size_t workspace_bytes = 0;
-    if (const ggml_status status = check_graph(graph, &workspace_bytes)) return status;
-    void * workspace = reserve_workspace(workspace_bytes);
-    if (workspace_bytes && !workspace) {
-        return backend::fail(GGML_STATUS_ALLOC_FAILED, std::string(name()) + ": cannot allocate " +
-                                                           std::to_string(workspace_bytes) +
-                                                           " bytes of workspace");
-    }
+ggml_status CpuBackend::compute_native(std::span<const NativeNode> nodes, const Workspace & workspace) {
+    // Kernels' requests are padded by kWorkspaceAlignment - 1 bytes: align the region's start.
+    auto * const base = static_cast<char *>(workspace.data);
+    const size_t skip = base ? (kWorkspaceAlignment - reinterpret_cast<uintptr_t>(base) % kWorkspaceAlignment) %
+                                   kWorkspaceAlignment
+                             : 0;
+    char * const scratch = base ? base + skip : nullptr;
+    const size_t scratch_size = workspace.size > skip ? workspace.size - skip : 0;
 
     std::atomic<bool> failed{false};
-    std::atomic<int> failed_node{-1};
+    std::atomic<size_t> failed_node{0};
     std::string error;
-    const auto & table = kernel_table();
-    const int n_nodes = ggml_graph_n_nodes(graph);
     pool_.run([&](const ThreadContext & thread) {
-        const ComputeParams params(thread, workspace, workspace_bytes, failed, error);
-        for (int i = 0; i < n_nodes; ++i) {
-            ggml_tensor * node = ggml_graph_node(graph, i);
-            if (!backend::needs_compute(node)) continue;
-            table[node->op].compute(params, node);
+        const ComputeParams params(thread, scratch, scratch_size, failed, error);
+        for (size_t i = 0; i < nodes.size(); ++i) {
+            const NativeNode & n = nodes[i];
+            const KernelCall call{this, &n.node, 1, n.state, workspace.buffer, workspace.data, workspace.size,
+                                  const_cast<ComputeParams *>(&params)};
+            n.kernel->execute(*n.kernel, call);
             if (thread.ith == 0) thread.poll_abort();
             if (failed.load()) failed_node.store(i);  // the failing node's threads have all finished it
             if (thread.barrier_and_should_abort()) break;
         }
     });
     if (failed.load()) {
-        const int index = failed_node.load();
+        const NativeNode & n = nodes[failed_node.load()];
         return backend::fail(GGML_STATUS_FAILED,
-                             std::string(name()) + ": " +
-                                 backend::describe_node(index, ggml_graph_node(graph, index)) + ": " + error);
+                             std::string(name()) + ": " + backend::describe_node(n.index, n.node) + ": " + error);
     }
     return pool_.aborted() ? GGML_STATUS_ABORTED : GGML_STATUS_SUCCESS;
 }

@@ -5,7 +5,7 @@
 #include <ggml-cpu.h>
 
 #include <memory>
-#include <new>
+#include <span>
 #include <string>
 
 #include "interface/backend-impl.h"
@@ -36,7 +36,13 @@ public:
 
     const char * name() const override;
     ggml_backend_dev_t device() const override { return device_; }
-    ggml_status graph_compute(ggml_cgraph * graph) final;
+    ggml_status compute_native(std::span<const NativeNode> nodes, const Workspace & workspace) final;
+    // Whether the kernels may read and write memory of buft, or context memory of no buffer when buft
+    // is NULL (a plan touching other memory is refused before anything runs, so a missing
+    // cross-device copy fails loudly): host memory by default.
+    bool can_access(ggml_backend_buffer_type_t buft) const override { return !buft || buft->is_host(); }
+    // Changes with the thread count, which the kernels' workspace requests depend on.
+    uint64_t config_epoch() const override { return threads_epoch_; }
 
     void set_n_threads(int n);
     int n_threads() const { return pool_.n_threads(); }
@@ -48,23 +54,10 @@ public:
         return pool_.aborted();
     }
 
-protected:
-    // Whether the kernels may read and write memory of buft, or context memory of no buffer when buft
-    // is NULL (a node touching other memory is refused before anything runs, so a missing
-    // cross-device copy fails loudly): host memory by default.
-    virtual bool can_access(ggml_backend_buffer_type_t buft) const { return !buft || buft->is_host(); }
-
 private:
-    ggml_status check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const;
-    void * reserve_workspace(size_t bytes);
-
     ggml_backend_dev_t device_;
     ThreadPool pool_;
-    struct AlignedFree {
-        void operator()(void * p) const { ::operator delete (p, std::align_val_t{kAlignment}); }
-    };
-    std::unique_ptr<void, AlignedFree> workspace_;
-    size_t workspace_size_ = 0;
+    uint64_t threads_epoch_ = 0;
 };
 
 }  // namespace ggx::cpu

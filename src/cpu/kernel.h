@@ -1,4 +1,5 @@
-// The CPU device's kernel descriptor and its one table, indexed by ggml_op.
+// The CPU device's kernels: what each computes on a thread of the pool, as the one Kernel
+// descriptor, and their table indexed by ggml_op.
 #pragma once
 
 #include <ggml.h>
@@ -9,8 +10,14 @@
 #include <string>
 
 #include "cpu/threadpool.h"
+#include "interface/kernel.h"
 
 namespace ggx::cpu {
+
+using ggx::Kernel;
+
+// Alignment of the workspace kernels receive.
+inline constexpr size_t kWorkspaceAlignment = 64;
 
 // What every thread of a node's computation receives.
 class ComputeParams {
@@ -24,7 +31,7 @@ public:
           error_(error) {}
 
     const ThreadContext & thread;
-    void * const workspace;  // shared by all threads of the node, Kernel::workspace bytes (64-aligned)
+    void * const workspace;  // shared by all threads of the node, kWorkspaceAlignment-aligned
     const size_t workspace_size;
 
     int ith() const { return thread.ith; }
@@ -41,15 +48,35 @@ private:
     std::string & error_;
 };
 
-// A CPU kernel. compute runs on every thread of the pool with the same node; it splits the work by
-// ith/nth and may call params.thread.barrier() (every thread must reach each barrier).
-struct Kernel {
-    // Whether the node's types, shapes and layouts are supported (metadata only).
-    bool (*supports)(const ggml_tensor * node) = nullptr;
-    // Scratch bytes the node needs with n_threads threads; nullptr means none.
-    size_t (*workspace)(const ggml_tensor * node, int n_threads) = nullptr;
-    void (*compute)(const ComputeParams & params, ggml_tensor * node) = nullptr;
-};
+// Threads a backend's kernels are prepared for (its pool's size).
+int prepared_threads(ggml_backend_t backend);
+
+// A CPU kernel family's functions as the one Kernel descriptor (kNative). compute runs on every
+// thread of the pool with the same node (call.context is the thread's ComputeParams); it splits the
+// work by ith/nth and may call params.thread.barrier() (every thread must reach each barrier).
+// workspace gives the scratch bytes a node needs with n threads (nullptr: none); the request is
+// padded so that the backend can align the workspace to kWorkspaceAlignment.
+template <bool (*supports)(const ggml_tensor * node), size_t (*workspace)(const ggml_tensor * node, int n_threads),
+          void (*compute)(const ComputeParams & params, ggml_tensor * node)>
+constexpr Kernel cpu_kernel(const char * name) {
+    Kernel k{name,
+             Kernel::Kind::kNative,
+             [](const Kernel &, ggml_backend_dev_t, const ggml_tensor * node) { return supports(node); },
+             nullptr,
+             [](const Kernel &, const KernelCall & call) {
+                 compute(*static_cast<const ComputeParams *>(call.context), call.nodes[0]);
+                 return GGML_STATUS_SUCCESS;
+             },
+             nullptr};
+    if constexpr (workspace != nullptr) {
+        k.prepare = [](const Kernel &, const KernelPrepare & step, void **, size_t * bytes) {
+            const size_t needed = workspace(step.nodes[0], prepared_threads(step.backend));
+            *bytes = needed ? needed + kWorkspaceAlignment - 1 : 0;
+            return GGML_STATUS_SUCCESS;
+        };
+    }
+    return k;
+}
 
 // The kernel of every op (ops without computation, such as VIEW, have a no-op kernel).
 const std::array<Kernel, GGML_OP_COUNT> & kernel_table();

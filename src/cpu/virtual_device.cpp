@@ -66,12 +66,11 @@ public:
     ggml_backend_buffer_type_t buffer_type() override { return &buffer_type_; }
     // Metadata only: where the sources live is the scheduler's business (it inserts copies). Ops
     // that compute nothing (views) are always admitted: they touch no memory.
-    bool supports_op(const ggml_tensor * op) const override {
-        if (op->op < 0 || op->op >= GGML_OP_COUNT) return false;
-        if (core::is_layout_op(op->op)) return true;
-        if (!ops_[op->op]) return false;
+    const Kernel * native_kernel(const ggml_tensor * op) const override {
+        if (op->op < 0 || op->op >= GGML_OP_COUNT) return nullptr;
+        if (!ops_[op->op] && !core::is_layout_op(op->op)) return nullptr;
         const Kernel & kernel = kernel_table()[op->op];
-        return kernel.supports && kernel.supports(op);
+        return kernel.supports(kernel, const_cast<VirtualDevice *>(this), op) ? &kernel : nullptr;
     }
     bool supports_buft(ggml_backend_buffer_type_t buft) const override { return buft == &buffer_type_; }
     // Like a GPU: worth taking an admitted matrix product from the CPU when the batch is large.

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "backend/backend-impl.h"
+#include "interface/backend-impl.h"
 #include "ext/registry.h"
 
 namespace ggx::ext {

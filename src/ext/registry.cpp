@@ -23,7 +23,7 @@ namespace {
 constexpr size_t kMaxOps = 4096;
 constexpr int kMarkerSlot = 0, kIdSlot = 1, kSizeSlot = 2, kAttrSlot = 3;
 
-using KernelList = std::vector<const Kernel *>;      // by priority, highest first; ties: registration order
+using KernelList = std::vector<const KernelRegistration *>;      // by priority, highest first; ties: registration order
 using FusionList = std::vector<const FusionRule *>;  // the same order
 
 struct Registry {
@@ -31,7 +31,7 @@ struct Registry {
     std::deque<ggml_ext_op> ops;  // stable addresses
     std::unordered_map<std::string, ggml_ext_op *> ops_by_name;
     std::array<std::atomic<ggml_ext_op *>, kMaxOps + 1> ops_by_id{};  // lock-free lookup from nodes
-    std::deque<Kernel> kernels;
+    std::deque<KernelRegistration> kernels;
     std::map<ggml_backend_dev_t, std::shared_ptr<const KernelList>> device_kernels;
     std::set<ggml_backend_dev_t> disabled;  // selection policy: native only
     std::deque<FusionRule> fusion_rules;
@@ -113,7 +113,7 @@ void insert_by_priority(std::shared_ptr<const std::vector<const T *>> & list, co
 }
 
 // What a kernel must be registered for to serve node: the built-in op, or the custom operator.
-bool serves(const Kernel & k, const ggml_tensor * node, const ggml_ext_op * custom) {
+bool serves(const KernelRegistration & k, const ggml_tensor * node, const ggml_ext_op * custom) {
     return custom ? k.desc.op == GGML_OP_CUSTOM && k.desc.custom_op == custom : k.desc.op == node->op;
 }
 
@@ -130,7 +130,7 @@ int query_key(const ggml_tensor * node, const ggml_ext_op * custom) {
 
 // Runs callback(k) with recursion detection; a recursive query answers false and is reported.
 template <class F>
-bool guarded_call(ggml_backend_dev_t device, const Kernel & k, const ggml_tensor * node,
+bool guarded_call(ggml_backend_dev_t device, const KernelRegistration & k, const ggml_tensor * node,
                   const ggml_ext_op * custom, const char * what, F && callback) {
     const int key = query_key(node, custom);
     for (const ActiveQuery & q : active_queries) {
@@ -147,7 +147,83 @@ bool guarded_call(ggml_backend_dev_t device, const Kernel & k, const ggml_tensor
     return result;
 }
 
+// The registrations' callbacks behind the one Kernel descriptor.
+const KernelRegistration & registration(const ggx::Kernel & k) {
+    return *static_cast<const KernelRegistration *>(k.impl);
+}
+const FusionRule & rule_of(const ggx::Kernel & k) { return *static_cast<const FusionRule *>(k.impl); }
+
+bool extension_supports(const ggx::Kernel & k, ggml_backend_dev_t device, const ggml_tensor * node) {
+    const ggml_ext_kernel_desc & d = registration(k).desc;
+    return d.supports(device, node, d.user_data);
+}
+
+ggml_status extension_prepare(const ggx::Kernel & k, const ggx::KernelPrepare & step, void ** state,
+                              size_t * workspace_bytes) {
+    const ggml_ext_kernel_desc & d = registration(k).desc;
+    const ggml_ext_prepare_params params{sizeof params, step.backend->device(), step.nodes[0], d.user_data};
+    return d.prepare(&params, state, workspace_bytes);
+}
+
+ggml_status extension_execute(const ggx::Kernel & k, const ggx::KernelCall & call) {
+    const ggml_ext_kernel_desc & d = registration(k).desc;
+    const ggml_ext_execute_params params{sizeof params,  call.backend,        call.nodes[0],
+                                         call.state,     call.workspace,      call.workspace_data,
+                                         call.workspace_size, d.user_data};
+    return d.execute(&params);
+}
+
+void extension_destroy(const ggx::Kernel & k, void * state) {
+    const ggml_ext_kernel_desc & d = registration(k).desc;
+    d.destroy(state, d.user_data);
+}
+
+ggml_status fusion_prepare(const ggx::Kernel & k, const ggx::KernelPrepare & step, void ** state,
+                           size_t * workspace_bytes) {
+    const ggml_ext_fusion_desc & d = rule_of(k).desc;
+    const ggml_ext_fusion_prepare_params params{sizeof params, step.backend->device(), step.nodes,
+                                                step.n_nodes, d.user_data};
+    return d.prepare(&params, state, workspace_bytes);
+}
+
+ggml_status fusion_execute(const ggx::Kernel & k, const ggx::KernelCall & call) {
+    const ggml_ext_fusion_desc & d = rule_of(k).desc;
+    const ggml_ext_fusion_execute_params params{
+        sizeof params,       call.backend,        call.nodes,         call.n_nodes, call.state,
+        call.workspace,      call.workspace_data, call.workspace_size, d.user_data};
+    return d.execute(&params);
+}
+
+void fusion_destroy(const ggx::Kernel & k, void * state) {
+    const ggml_ext_fusion_desc & d = rule_of(k).desc;
+    d.destroy(state, d.user_data);
+}
+
 }  // namespace
+
+KernelRegistration::KernelRegistration(const ggml_ext_kernel_desc & d) : desc(d), name(d.name) {
+    desc.struct_size = sizeof(ggml_ext_kernel_desc);
+    desc.name = name.c_str();
+    kernel = {name.c_str(),
+              ggx::Kernel::Kind::kExtension,
+              extension_supports,
+              desc.prepare ? extension_prepare : nullptr,
+              extension_execute,
+              desc.destroy ? extension_destroy : nullptr,
+              this};
+}
+
+FusionRule::FusionRule(const ggml_ext_fusion_desc & d) : desc(d), name(d.name) {
+    desc.struct_size = sizeof(ggml_ext_fusion_desc);
+    desc.name = name.c_str();
+    kernel = {name.c_str(),
+              ggx::Kernel::Kind::kFusion,
+              nullptr,
+              desc.prepare ? fusion_prepare : nullptr,
+              fusion_execute,
+              desc.destroy ? fusion_destroy : nullptr,
+              this};
+}
 
 uint64_t generation() { return registry().generation.load(std::memory_order_acquire); }
 
@@ -170,7 +246,7 @@ void explain(const std::string & line) {
     if (explain_sink) explain_sink->append(line).push_back('\n');
 }
 
-std::string kernel_label(const Kernel & k) {
+std::string kernel_label(const KernelRegistration & k) {
     return "kernel '" + k.name + "' (priority " + std::to_string(k.desc.priority) + ")";
 }
 }  // namespace
@@ -179,13 +255,14 @@ ExplainScope::ExplainScope(std::string * text) : previous_(explain_sink) { expla
 ExplainScope::~ExplainScope() { explain_sink = previous_; }
 
 Selection select(ggml_backend_dev_t device, const ggml_tensor * node) {
-    const bool native = device->supports_op(node);
-    Selection native_or_none{native ? Selection::Kind::kNative : Selection::Kind::kNone, nullptr};
+    const ggx::Kernel * native = device->native_kernel(node);
+    const Selection native_or_none{native ? Selection::Kind::kNative : Selection::Kind::kNone, native};
     const auto decided = [&](const Selection & s, const std::string & why) {
         if (explain_sink) {
-            const std::string what = s.kind == Selection::Kind::kExtension ? kernel_label(*s.kernel)
-                                     : s.kind == Selection::Kind::kNative  ? std::string("native")
-                                                                           : std::string("nothing");
+            const std::string what = s.kind == Selection::Kind::kExtension
+                                         ? kernel_label(*static_cast<const KernelRegistration *>(s.kernel->impl))
+                                     : s.kind == Selection::Kind::kNative ? std::string("native")
+                                                                          : std::string("nothing");
             explain("  " + describe(node) + ": " + what + " (" + why + ")");
         }
         return s;
@@ -198,7 +275,7 @@ Selection select(ggml_backend_dev_t device, const ggml_tensor * node) {
     const ggml_ext_op * custom = ggml_ext_node_op(node);
     if (node->op == GGML_OP_CUSTOM && !custom) return decided(native_or_none, "a CPU callback node");
     std::string considered;
-    for (const Kernel * k : *kernels) {
+    for (const KernelRegistration * k : *kernels) {
         if (!serves(*k, node, custom)) continue;
         const auto & d = k->desc;
         if (!guarded_call(device, *k, node, custom, "supports",
@@ -206,11 +283,11 @@ Selection select(ggml_backend_dev_t device, const ggml_tensor * node) {
             considered += kernel_label(*k) + ": supports said no; ";
             continue;
         }
-        if (!native)
-            return decided({Selection::Kind::kExtension, k}, considered + "native does not support it");
+        const Selection extension{Selection::Kind::kExtension, &k->kernel};
+        if (!native) return decided(extension, considered + "native does not support it");
         if (d.preferred && guarded_call(device, *k, node, custom, "preferred",
                                         [&] { return d.preferred(device, node, d.user_data); }))
-            return decided({Selection::Kind::kExtension, k}, considered + "preferred over native");
+            return decided(extension, considered + "preferred over native");
         considered += kernel_label(*k) + (d.preferred ? ": not preferred over native; "
                                                       : ": no preferred callback, native stays; ");
     }
@@ -261,7 +338,7 @@ bool supports(ggml_backend_dev_t device, const ggml_tensor * node) {
 
 }  // namespace ggx::ext
 
-using ggx::ext::Kernel;
+using ggx::ext::KernelRegistration;
 using ggx::ext::registry;
 
 extern "C" {
@@ -412,14 +489,10 @@ bool ggml_ext_register_kernel(ggml_backend_dev_t device, const ggml_ext_kernel_d
     auto & r = registry();
     std::lock_guard lock(r.mutex);
     auto & list = r.device_kernels[device];
-    if (list && std::any_of(list->begin(), list->end(), [&](const Kernel * k) { return k->name == name; }))
+    if (list && std::any_of(list->begin(), list->end(),
+                            [&](const KernelRegistration * k) { return k->name == name; }))
         return fail(where + ": the device already has a kernel of that name; the live one is kept");
-    Kernel & k = r.kernels.emplace_back();
-    k.desc = *desc;
-    k.desc.struct_size = sizeof(ggml_ext_kernel_desc);
-    k.name = name;
-    k.desc.name = k.name.c_str();
-    ggx::ext::insert_by_priority(list, &k);
+    ggx::ext::insert_by_priority(list, &r.kernels.emplace_back(*desc));
     r.n_kernels.fetch_add(1, std::memory_order_acq_rel);
     r.generation.fetch_add(1, std::memory_order_acq_rel);
     return true;
@@ -449,12 +522,7 @@ bool ggml_ext_register_fusion(ggml_backend_dev_t device, const ggml_ext_fusion_d
     auto & list = r.device_fusions[device];
     if (list && std::any_of(list->begin(), list->end(), [&](const auto * f) { return f->name == name; }))
         return fail(where + ": the device already has a fusion rule of that name; the live one is kept");
-    ggx::ext::FusionRule & rule = r.fusion_rules.emplace_back();
-    rule.desc = *desc;
-    rule.desc.struct_size = sizeof(ggml_ext_fusion_desc);
-    rule.name = name;
-    rule.desc.name = rule.name.c_str();
-    ggx::ext::insert_by_priority(list, &rule);
+    ggx::ext::insert_by_priority(list, &r.fusion_rules.emplace_back(*desc));
     r.generation.fetch_add(1, std::memory_order_acq_rel);
     return true;
 }
@@ -480,7 +548,7 @@ const char * ggml_ext_dev_selected_kernel(ggml_backend_dev_t device, const ggml_
     const ggx::ext::Selection s = ggx::ext::select(device, node);
     switch (s.kind) {
         case ggx::ext::Selection::Kind::kExtension:
-            return s.kernel->name.c_str();
+            return s.kernel->name;
         case ggx::ext::Selection::Kind::kNative:
             return "native";
         default:

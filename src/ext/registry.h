@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "interface/kernel.h"
+
 struct ggml_ext_op {
     ggml_ext_op_desc desc;  // name points at `name`
     std::string name;
@@ -20,16 +22,27 @@ struct ggml_ext_op {
 
 namespace ggx::ext {
 
-// A registered kernel (the descriptor, with its name owned here).
-struct Kernel {
+// A kernel registration: the application's descriptor (its name owned here) and the runtime's
+// Kernel that runs it (kExtension). Not copyable: the Kernel points back at it.
+struct KernelRegistration {
+    explicit KernelRegistration(const ggml_ext_kernel_desc & d);
+    KernelRegistration(const KernelRegistration &) = delete;
+    KernelRegistration & operator=(const KernelRegistration &) = delete;
+
     ggml_ext_kernel_desc desc;
     std::string name;
+    ggx::Kernel kernel;
 };
 
-// A registered fusion rule.
+// A registered fusion rule and the Kernel (kFusion) that runs the ranges it matches.
 struct FusionRule {
+    explicit FusionRule(const ggml_ext_fusion_desc & d);
+    FusionRule(const FusionRule &) = delete;
+    FusionRule & operator=(const FusionRule &) = delete;
+
     ggml_ext_fusion_desc desc;
     std::string name;
+    ggx::Kernel kernel;
 };
 
 // A legal match: nodes [first, first + n) of a graph replaced by rule.
@@ -38,10 +51,11 @@ struct FusedGroup {
     const FusionRule * rule;
 };
 
-// Where a node runs on a device.
+// Where a node runs on a device: the kernel (nullptr when nothing supports the node) and whether
+// it is an extension's.
 struct Selection {
     enum class Kind { kNone, kNative, kExtension } kind = Kind::kNone;
-    const Kernel * kernel = nullptr;  // for kExtension
+    const ggx::Kernel * kernel = nullptr;
 };
 
 // While alive, kernel selection and fusion matching on this thread append why they decided what
@@ -63,7 +77,8 @@ uint64_t generation();
 // True when any extension kernel is registered for device (the fast path skips everything else).
 bool has_kernels(ggml_backend_dev_t device);
 
-// The extension kernel or native implementation that runs node on device (spec "Kernel selection").
+// The extension kernel or the device's own kernel that runs node on device (spec "Kernel
+// selection"). Layout ops and empty nodes select the device's own (no-op) kernel.
 Selection select(ggml_backend_dev_t device, const ggml_tensor * node);
 
 // Native support or a single-node extension kernel (ggml_backend_dev_supports_op).

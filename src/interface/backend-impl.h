@@ -5,8 +5,31 @@
 #include <ggml-backend.h>
 
 #include <cstdint>
-#include <functional>
+#include <memory>
+#include <span>
 #include <string>
+
+#include "interface/kernel.h"
+
+namespace ggx {
+
+// A node of a native batch: its index in the plan's graph, its kernel (from its device's table)
+// and what that kernel's prepare returned.
+struct NativeNode {
+    int index;
+    ggml_tensor * node;
+    const Kernel * kernel;
+    void * state;
+};
+
+// The plan's workspace as a backend receives it: a region of a buffer of the backend's device.
+struct Workspace {
+    ggml_backend_buffer_t buffer = nullptr;
+    void * data = nullptr;  // the region's base in the backend's representation
+    size_t size = 0;
+};
+
+}  // namespace ggx
 
 namespace ggx::backend {
 
@@ -19,15 +42,6 @@ ggml_status fail(ggml_status status, std::string message);
 std::string describe_node(int index, const ggml_tensor * node);
 // Whether a node runs a kernel (false for layout-only ops and empty tensors).
 bool needs_compute(const ggml_tensor * node);
-
-// What a backend checks before computing graph: every node supported by its device; every node
-// that computes allocated, with its sources, and touching only memory the backend reaches
-// (can_access of the storage owner's buffer type, or of NULL for memory of no buffer); then
-// check_node(index, node) for each such node. FAILED with a message naming the backend and node
-// at the first problem.
-ggml_status check_graph(const ggml_backend & backend, ggml_cgraph * graph,
-                        const std::function<bool(ggml_backend_buffer_type_t)> & can_access,
-                        const std::function<ggml_status(int, ggml_tensor *)> & check_node);
 
 }  // namespace ggx::backend
 
@@ -80,13 +94,25 @@ struct ggml_backend {
     virtual void get_tensor_async(const ggml_tensor * tensor, void * data, size_t offset, size_t bytes);
     virtual bool copy_tensor_async(ggml_backend_t, const ggml_tensor *, ggml_tensor *) { return false; }
     virtual void synchronize() {}
-    // Graph validity and tensor placement are checked by the caller.
-    virtual ggml_status graph_compute(ggml_cgraph * graph) = 0;
+    // Runs nodes, consecutive native nodes of a plan, in order as one batch: each with its kernel
+    // (kNative, of this backend's device) and the plan's workspace. Support, allocation and
+    // reachable memory were checked when the plan was built: nothing is checked here. FAILED (error
+    // set, naming the node by its index) when a kernel fails, ABORTED when the abort callback asked.
+    virtual ggml_status compute_native(std::span<const ggx::NativeNode> nodes,
+                                       const ggx::Workspace & workspace) = 0;
+    // Whether the kernels may read and write memory of buft, or memory of no buffer when buft is NULL.
+    virtual bool can_access(ggml_backend_buffer_type_t buft) const = 0;
+    // Changes when a setting changes what the device's kernels prepare (the CPU's thread count):
+    // plans prepared under another value are stale.
+    virtual uint64_t config_epoch() const { return 0; }
     // Bracket one execution of a plan (its native ranges and extension steps, in order): a backend
     // may queue the native ranges and the extensions' device work and complete it all in end_plan,
     // which returns the status of that completion. Plans do not nest.
     virtual void begin_plan() {}
     virtual ggml_status end_plan() { return GGML_STATUS_SUCCESS; }
+
+    // The workspace of direct graph computations' temporary plans, kept for the next one.
+    std::unique_ptr<ggml_backend_buffer> direct_workspace;
 };
 
 struct ggml_backend_device {
@@ -100,7 +126,9 @@ struct ggml_backend_device {
     virtual ggml_backend_t init_backend(const char * params) = 0;
     virtual ggml_backend_buffer_type_t buffer_type() = 0;
     virtual ggml_backend_buffer_type_t host_buffer_type() { return nullptr; }
-    virtual bool supports_op(const ggml_tensor * op) const = 0;
+    // The device's own kernel for op (its table's entry, when that entry supports op), or nullptr.
+    virtual const ggx::Kernel * native_kernel(const ggml_tensor * op) const = 0;
+    bool supports_op(const ggml_tensor * op) const { return native_kernel(op) != nullptr; }
     virtual bool supports_buft(ggml_backend_buffer_type_t buft) const = 0;
     virtual bool offload_op(const ggml_tensor *) const { return false; }
     virtual ggml_backend_event_t new_event() { return nullptr; }

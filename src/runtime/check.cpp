@@ -342,7 +342,7 @@ struct ContextDeleter {
 
 class Checker {
 public:
-    Checker(const ggml_ext_check_params & p, ggml_backend_t backend, const Kernel & kernel)
+    Checker(const ggml_ext_check_params & p, ggml_backend_t backend, const ext::KernelRegistration & kernel)
         : p_(p), backend_(backend), kernel_(kernel) {}
 
     // Runs case index; true when it passed. Failures go to failure().
@@ -519,7 +519,7 @@ private:
         // Prepared before any tensor has an address: every data pointer is NULL here.
         backend::ExecutionPlan plan;
         const int n_nodes = ggml_graph_n_nodes(graph);
-        if (!plan.build_with_kernel(backend_, graph, 0, n_nodes, node, kernel_))
+        if (!plan.build_with_kernel(backend_, graph, 0, n_nodes, node, kernel_.kernel))
             return failure(v.name, std::string("prepare failed: ") + ggml_backend_get_last_error());
         const size_t workspace_bytes = plan.workspace_bytes();
 
@@ -579,8 +579,8 @@ private:
                 if (!arena.upload())
                     return failure(v.name, std::string("upload: ") + ggml_backend_get_last_error());
             }
-            const ggml_status status = plan.run(graph, 0, n_nodes, workspace_bytes ? arena.buffer() : nullptr,
-                                                arena.workspace_data(), workspace_bytes);
+            const ggml_status status = plan.run(
+                0, n_nodes, {workspace_bytes ? arena.buffer() : nullptr, arena.workspace_data(), workspace_bytes});
             ggml_backend_synchronize(backend_);
             if (status != GGML_STATUS_SUCCESS)
                 return failure(v.name, "execute failed" + when + ": " + ggml_backend_get_last_error() + liar);
@@ -613,7 +613,7 @@ private:
 
     const ggml_ext_check_params & p_;
     ggml_backend_t backend_;
-    const Kernel & kernel_;
+    const ext::KernelRegistration & kernel_;
     std::string case_name_;
     std::vector<std::vector<double>> values_;
     std::optional<std::vector<double>> expected_;
@@ -679,10 +679,7 @@ extern "C" bool ggml_ext_check_kernel(const ggml_ext_check_params * params, ggml
         return refuse("the report's struct_size is older than this runtime's");
     if (std::string bad = validate_params(params); !bad.empty()) return refuse(bad);
     try {
-        Kernel kernel;
-        kernel.desc = *params->kernel;
-        kernel.name = params->kernel->name;
-        kernel.desc.name = kernel.name.c_str();
+        const ggx::ext::KernelRegistration kernel(*params->kernel);
         std::unique_ptr<ggml_backend, decltype(&ggml_backend_free)> owned(nullptr, &ggml_backend_free);
         ggml_backend_t backend = params->backend;
         if (!backend) {

@@ -1,253 +1,294 @@
 // The plan executor (plan.h).
 #include "runtime/plan.h"
 
-#include <ggml-alloc.h>
-
+#include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
 
-#include "interface/backend-impl.h"
 #include "core/internal.h"
 
 namespace ggx::backend {
+
+namespace {
+
+std::atomic<uint64_t> validations{0};
+
+std::string range_text(int begin, int end) {
+    std::string text = "[";
+    text.append(std::to_string(begin)).append(", ").append(std::to_string(end)).append(")");
+    return text;
+}
+
+// Whether every tensor node touches is in memory backend reaches; FAILED naming the first that is not.
+ggml_status check_memory(const ggml_backend & backend, int index, const ggml_tensor * node) {
+    for (int s = -1; s < GGML_MAX_SRC; ++s) {
+        const ggml_tensor * tensor = s < 0 ? node : node->src[s];
+        if (!tensor || (ggml_is_empty(tensor) && !tensor->data)) continue;
+        const ggml_tensor * owner = tensor->view_src ? tensor->view_src : tensor;
+        if (backend.can_access(owner->buffer ? owner->buffer->buft : nullptr)) continue;
+        const std::string role = s < 0 ? "its result" : "source " + std::to_string(s);
+        const std::string where = owner->buffer
+                                      ? std::string("buffer type ") + owner->buffer->buft->name()
+                                      : std::string("memory of no buffer");
+        return fail(
+            GGML_STATUS_FAILED,
+            std::string(backend.name()) + ": " + describe_node(index, node) + ": " + role + " '" +
+                tensor->name + "' is in " + where + ", which " + backend.name() + " cannot access" +
+                (s < 0 ? " (it must be allocated on the device)" : " (a cross-device copy is missing)"));
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
+ggml_status check_allocated(const ggml_backend & backend, int index, const ggml_tensor * node) {
+    bool allocated = node->data != nullptr;
+    for (const ggml_tensor * src : node->src)
+        allocated = allocated && (!src || src->data || ggml_is_empty(src));
+    if (allocated) return GGML_STATUS_SUCCESS;
+    return fail(GGML_STATUS_FAILED,
+                std::string(backend.name()) + ": " + describe_node(index, node) + " or a source is not allocated");
+}
+
+}  // namespace
+
+uint64_t plan_validations() { return validations.load(); }
 
 ExecutionPlan & ExecutionPlan::operator=(ExecutionPlan && other) noexcept {
     if (this == &other) return *this;
     release();
     backend_ = other.backend_;
+    graph_ = other.graph_;
     steps_ = std::move(other.steps_);
+    natives_ = std::move(other.natives_);
     workspace_bytes_ = other.workspace_bytes_;
-    n_extension_steps_ = other.n_extension_steps_;
     generation_ = other.generation_;
+    epoch_ = other.epoch_;
+    validated_ = other.validated_;
     other.steps_.clear();
-    other.n_extension_steps_ = 0;
+    other.natives_.clear();
     return *this;
 }
 
 void ExecutionPlan::release() {
-    for (Step & s : steps_) {
-        if (s.kernel && s.kernel->desc.destroy) s.kernel->desc.destroy(s.state, s.kernel->desc.user_data);
-        if (s.fusion && s.fusion->desc.destroy) s.fusion->desc.destroy(s.state, s.fusion->desc.user_data);
-        s.state = nullptr;
-    }
+    for (const Step & s : steps_)
+        if (s.kernel && s.kernel->destroy) s.kernel->destroy(*s.kernel, s.state);
+    for (const NativeNode & n : natives_)
+        if (n.kernel->destroy) n.kernel->destroy(*n.kernel, n.state);
     steps_.clear();
+    natives_.clear();
     workspace_bytes_ = 0;
-    n_extension_steps_ = 0;
+    validated_ = false;
 }
 
 bool ExecutionPlan::build(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end,
                           std::span<const ext::FusedGroup> fused) {
-    return build_impl(backend, graph, begin, end, nullptr, nullptr, fused);
+    return build_impl(backend, graph, begin, end, Mode::kSelect, nullptr, nullptr, fused);
 }
 
 bool ExecutionPlan::build_with_kernel(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end,
-                                      const ggml_tensor * node, const ext::Kernel & kernel) {
-    return build_impl(backend, graph, begin, end, node, &kernel, {});
+                                      const ggml_tensor * node, const Kernel & kernel) {
+    return build_impl(backend, graph, begin, end, Mode::kSelect, node, &kernel, {});
 }
 
-bool ExecutionPlan::prepare_fusion(ggml_cgraph * graph, const ext::FusedGroup & group) {
-    Step step{group.first, group.first + group.n, nullptr, group.rule};
-    const ggml_ext_fusion_desc & d = group.rule->desc;
-    size_t bytes = 0;
-    if (d.prepare) {
-        const ggml_ext_fusion_prepare_params params{
-            sizeof params, backend_->device(), ggml_graph_nodes(graph) + group.first, group.n, d.user_data};
-        set_last_error("");
-        if (d.prepare(&params, &step.state, &bytes) != GGML_STATUS_SUCCESS) {
-            set_last_error(std::string(backend_->name()) + ": prepare of fusion '" + group.rule->name +
-                           "' failed for nodes [" + std::to_string(step.begin) + ", " +
-                           std::to_string(step.end) + ") ending at " +
-                           ext::describe(ggml_graph_node(graph, step.end - 1)) + ": " +
-                           ggml_backend_get_last_error());
-            return false;
-        }
+bool ExecutionPlan::build_native(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end) {
+    return build_impl(backend, graph, begin, end, Mode::kNativeOnly, nullptr, nullptr, {});
+}
+
+bool ExecutionPlan::prepare(const Kernel & kernel, int begin, int end, void ** state, size_t * bytes) {
+    *state = nullptr;
+    *bytes = 0;
+    if (!kernel.prepare) return true;
+    const KernelPrepare step{backend_, ggml_graph_nodes(graph_) + begin, end - begin};
+    set_last_error("");
+    if (kernel.prepare(kernel, step, state, bytes) == GGML_STATUS_SUCCESS) return true;
+    const std::string what = kernel.kind == Kernel::Kind::kFusion
+                                 ? "fusion '" + std::string(kernel.name) + "' failed for nodes " +
+                                       range_text(begin, end) + " ending at "
+                                 : "kernel '" + std::string(kernel.name) + "' failed for node " +
+                                       std::to_string(begin) + " ";
+    set_last_error(std::string(backend_->name()) + ": prepare of " + what +
+                   ext::describe(ggml_graph_node(graph_, end - 1)) + ": " + ggml_backend_get_last_error());
+    return false;
+}
+
+const Kernel * ExecutionPlan::kernel_for(int i, Mode mode, const ggml_tensor * forced_node,
+                                         const Kernel * forced_kernel) const {
+    ggml_tensor * node = ggml_graph_node(graph_, i);
+    if (node == forced_node) return forced_kernel;
+    ggml_backend_dev_t device = backend_->device();
+    const Kernel * kernel = mode == Mode::kNativeOnly || !ext::has_kernels(device)
+                                ? device->native_kernel(node)
+                                : ext::select(device, node).kernel;
+    if (!kernel) {
+        set_last_error(std::string(backend_->name()) + ": node " + std::to_string(i) + " " +
+                       ext::describe(node) +
+                       " is not supported by the device or by an extension kernel (planning the range " +
+                       range_text(begin_, end_) + ")");
     }
-    steps_.push_back(step);
-    workspace_bytes_ = std::max(workspace_bytes_, bytes);
-    ++n_extension_steps_;
-    return true;
+    return kernel;
 }
 
-bool ExecutionPlan::build_impl(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end,
-                               const ggml_tensor * forced_node, const ext::Kernel * forced_kernel,
+void ExecutionPlan::add_native(int i, const Kernel & kernel, void * state, size_t bytes) {
+    const bool extends = !steps_.empty() && !steps_.back().kernel && steps_.back().end == i;
+    if (!extends) steps_.push_back({i, i, nullptr, nullptr, 0, natives_.size(), 0});
+    Step & s = steps_.back();
+    s.end = i + 1;
+    s.workspace_bytes = std::max(s.workspace_bytes, bytes);
+    ++s.n_native;
+    natives_.push_back({i, ggml_graph_node(graph_, i), &kernel, state});
+}
+
+bool ExecutionPlan::build_impl(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end, Mode mode,
+                               const ggml_tensor * forced_node, const Kernel * forced_kernel,
                                std::span<const ext::FusedGroup> fused) {
     release();
     backend_ = backend;
+    graph_ = graph;
+    begin_ = begin;
+    end_ = end;
     generation_ = ext::generation();
-    ggml_backend_dev_t device = backend->device();
-    if (!forced_kernel && fused.empty() &&
-        !ext::has_kernels(device)) {  // nothing to select: one native range
-        if (begin < end) steps_.push_back({begin, end, nullptr});
-        return true;
-    }
+    epoch_ = backend->config_epoch();
     auto next_group = fused.begin();
     for (int i = begin; i < end; ++i) {
         if (next_group != fused.end() && next_group->first == i) {
-            if (!prepare_fusion(graph, *next_group)) return false;
-            i += next_group->n - 1;
+            const Kernel & kernel = next_group->rule->kernel;
+            const int stop = i + next_group->n;
+            void * state = nullptr;
+            size_t bytes = 0;
+            if (!prepare(kernel, i, stop, &state, &bytes)) return false;
+            steps_.push_back({i, stop, &kernel, state, bytes, 0, 0});
+            workspace_bytes_ = std::max(workspace_bytes_, bytes);
+            i = stop - 1;
             ++next_group;
             continue;
         }
-        ggml_tensor * node = ggml_graph_node(graph, i);
-        const ext::Selection selection =
-            node == forced_node            ? ext::Selection{ext::Selection::Kind::kExtension, forced_kernel}
-            : core::is_layout_op(node->op) ? ext::Selection{ext::Selection::Kind::kNative}
-                                           : ext::select(device, node);
-        switch (selection.kind) {
-            case ext::Selection::Kind::kNone:
-                set_last_error(std::string(backend->name()) + ": node " + std::to_string(i) + " " +
-                               ext::describe(node) +
-                               " is supported neither by the device nor by an extension kernel");
-                return false;
-            case ext::Selection::Kind::kNative:
-                if (steps_.empty() || steps_.back().kernel || steps_.back().fusion || steps_.back().end != i)
-                    steps_.push_back({i, i + 1, nullptr});
-                else
-                    steps_.back().end = i + 1;
-                break;
-            case ext::Selection::Kind::kExtension: {
-                Step step{i, i + 1, selection.kernel};
-                const ggml_ext_kernel_desc & d = selection.kernel->desc;
-                size_t bytes = 0;
-                if (d.prepare) {
-                    const ggml_ext_prepare_params params{sizeof params, device, node, d.user_data};
-                    set_last_error("");
-                    if (d.prepare(&params, &step.state, &bytes) != GGML_STATUS_SUCCESS) {
-                        set_last_error(std::string(backend->name()) + ": prepare of kernel '" +
-                                       selection.kernel->name + "' failed for node " + std::to_string(i) +
-                                       " " + ext::describe(node) + ": " + ggml_backend_get_last_error());
-                        return false;
-                    }
-                }
-                steps_.push_back(step);
-                workspace_bytes_ = std::max(workspace_bytes_, bytes);
-                ++n_extension_steps_;
-                break;
-            }
-        }
+        if (!needs_compute(ggml_graph_node(graph, i))) continue;  // layout ops and empty nodes
+        const Kernel * kernel = kernel_for(i, mode, forced_node, forced_kernel);
+        if (!kernel) return false;
+        void * state = nullptr;
+        size_t bytes = 0;
+        if (!prepare(*kernel, i, i + 1, &state, &bytes)) return false;
+        workspace_bytes_ = std::max(workspace_bytes_, bytes);
+        if (kernel->kind == Kernel::Kind::kNative)
+            add_native(i, *kernel, state, bytes);
+        else
+            steps_.push_back({i, i + 1, kernel, state, bytes, 0, 0});
     }
     return true;
 }
 
-ggml_status ExecutionPlan::run(ggml_cgraph * graph, int first, int last,
-                               ggml_backend_buffer_t workspace) const {
-    return run(graph, first, last, workspace, workspace ? ggml_backend_buffer_get_base(workspace) : nullptr,
-               workspace ? ggml_backend_buffer_get_size(workspace) : 0);
+bool ExecutionPlan::is_current() const {
+    return generation_ == ext::generation() && !settings_changed();
 }
 
-ggml_status ExecutionPlan::run(ggml_cgraph * graph, int first, int last, ggml_backend_buffer_t workspace,
-                               void * workspace_data, size_t workspace_size) const {
+ggml_status ExecutionPlan::validate() {
+    validations.fetch_add(1, std::memory_order_relaxed);
+    validated_ = false;
+    for (const NativeNode & n : natives_) {
+        if (const ggml_status status = check_allocated(*backend_, n.index, n.node)) return status;
+        if (const ggml_status status = check_memory(*backend_, n.index, n.node)) return status;
+    }
+    validated_ = true;
+    return GGML_STATUS_SUCCESS;
+}
+
+ggml_status ExecutionPlan::run(int first, int last, const Workspace & workspace) {
+    if (!is_current()) {
+        return fail(GGML_STATUS_FAILED,
+                    std::string(backend_->name()) +
+                        ": extension registrations, selection policy or the backend's settings changed "
+                        "since this graph was planned; rebuild the scheduler allocation "
+                        "(ggml_backend_sched_reset, then allocate) before computing again");
+    }
+    if (workspace.size < workspace_bytes_) {
+        return fail(GGML_STATUS_FAILED, std::string(backend_->name()) + ": the plan needs " +
+                                            std::to_string(workspace_bytes_) + " bytes of workspace, " +
+                                            std::to_string(workspace.size) + " given");
+    }
+    if (!validated_) {
+        if (const ggml_status status = validate()) return status;
+    }
     backend_->begin_plan();
-    const ggml_status status = run_steps(graph, first, last, workspace, workspace_data, workspace_size);
+    const ggml_status status = run_steps(first, last, workspace);
     const ggml_status ended = backend_->end_plan();
     return status != GGML_STATUS_SUCCESS ? status : ended;
 }
 
-ggml_status ExecutionPlan::run_steps(ggml_cgraph * graph, int first, int last,
-                                     ggml_backend_buffer_t workspace, void * workspace_data,
-                                     size_t workspace_size) const {
-    if (generation_ != ext::generation()) {
-        return fail(GGML_STATUS_FAILED,
-                    std::string(backend_->name()) +
-                        ": extension registrations or selection policy changed since this "
-                        "graph was planned; rebuild the scheduler allocation "
-                        "(ggml_backend_sched_reset, then allocate) before computing again");
-    }
-    if (workspace_size < workspace_bytes_) {
-        return fail(GGML_STATUS_FAILED, std::string(backend_->name()) + ": the plan needs " +
-                                            std::to_string(workspace_bytes_) + " bytes of workspace, " +
-                                            std::to_string(workspace_size) + " given");
-    }
+ggml_status ExecutionPlan::run_steps(int first, int last, const Workspace & workspace) const {
     for (const Step & s : steps_) {
         const int b = std::max(s.begin, first), e = std::min(s.end, last);
         if (b >= e) continue;
-        if (s.fusion) {
-            if (b != s.begin || e != s.end) {
-                return fail(GGML_STATUS_FAILED, std::string(backend_->name()) + ": nodes [" +
-                                                    std::to_string(first) + ", " + std::to_string(last) +
-                                                    ") cut the fused range [" + std::to_string(s.begin) +
-                                                    ", " + std::to_string(s.end) + ")");
-            }
-            if (const ggml_status status = run_fusion(graph, s, workspace, workspace_data, workspace_size))
-                return status;
-            continue;
-        }
         if (!s.kernel) {
-            if (const ggml_status status = compute_native_range(backend_, graph, b, e)) return status;
+            const auto by_index = [](const NativeNode & n, int i) { return n.index < i; };
+            const std::span<const NativeNode> natives =
+                std::span<const NativeNode>(natives_).subspan(s.first_native, s.n_native);
+            const auto from = std::lower_bound(natives.begin(), natives.end(), b, by_index);
+            const auto to = std::lower_bound(from, natives.end(), e, by_index);
+            if (from == to) continue;
+            if (const ggml_status status = backend_->compute_native({from, to}, workspace)) return status;
             continue;
         }
-        ggml_tensor * node = ggml_graph_node(graph, b);
-        const ggml_ext_kernel_desc & d = s.kernel->desc;
-        const ggml_ext_execute_params params{sizeof params, backend_,       node,           s.state,
-                                             workspace,     workspace_data, workspace_size, d.user_data};
-        set_last_error("");
-        if (const ggml_status status = d.execute(&params)) {
-            return fail(status, std::string(backend_->name()) + ": kernel '" + s.kernel->name +
-                                    "' failed on node " + std::to_string(b) + " " + ext::describe(node) +
-                                    ": " + ggml_backend_get_last_error());
+        if (b != s.begin || e != s.end) {
+            return fail(GGML_STATUS_FAILED, std::string(backend_->name()) + ": nodes " + range_text(first, last) +
+                                                " cut the fused range " + range_text(s.begin, s.end));
         }
+        if (const ggml_status status = run_step(s, workspace)) return status;
     }
     return GGML_STATUS_SUCCESS;
 }
 
-ggml_status ExecutionPlan::run_fusion(ggml_cgraph * graph, const Step & s, ggml_backend_buffer_t workspace,
-                                      void * workspace_data, size_t workspace_size) const {
-    const ggml_ext_fusion_desc & d = s.fusion->desc;
-    const ggml_ext_fusion_execute_params params{
-        sizeof params,   backend_,       ggml_graph_nodes(graph) + s.begin,
-        s.end - s.begin, s.state,        workspace,
-        workspace_data,  workspace_size, d.user_data};
+ggml_status ExecutionPlan::run_step(const Step & s, const Workspace & workspace) const {
+    const KernelCall call{backend_,        ggml_graph_nodes(graph_) + s.begin, s.end - s.begin, s.state,
+                          workspace.buffer, workspace.data,                     workspace.size,  nullptr};
     set_last_error("");
-    if (const ggml_status status = d.execute(&params)) {
-        return fail(status, std::string(backend_->name()) + ": fusion '" + s.fusion->name +
-                                "' failed on nodes [" + std::to_string(s.begin) + ", " +
-                                std::to_string(s.end) + ") ending at " +
-                                ext::describe(ggml_graph_node(graph, s.end - 1)) + ": " +
-                                ggml_backend_get_last_error());
-    }
-    return GGML_STATUS_SUCCESS;
+    const ggml_status status = s.kernel->execute(*s.kernel, call);
+    if (status == GGML_STATUS_SUCCESS) return status;
+    return fail(status, step_failure(s) + ": " + ggml_backend_get_last_error());
 }
+
+std::string ExecutionPlan::step_failure(const Step & s) const {
+    const std::string name = backend_->name();
+    if (s.kernel->kind == Kernel::Kind::kFusion) {
+        return name + ": fusion '" + s.kernel->name + "' failed on nodes " + range_text(s.begin, s.end) +
+               " ending at " + ext::describe(ggml_graph_node(graph_, s.end - 1));
+    }
+    return name + ": kernel '" + s.kernel->name + "' failed on node " + std::to_string(s.begin) + " " +
+           ext::describe(ggml_graph_node(graph_, s.begin));
+}
+
+namespace {
+
+// Builds a temporary plan with build(plan), runs it in the backend's direct workspace and
+// synchronizes before the plan is released.
+template <class Build>
+ggml_status run_temporary_plan(ggml_backend_t backend, int i0, int i1, Build build) {
+    ExecutionPlan plan;
+    if (!build(plan)) return GGML_STATUS_FAILED;
+    std::unique_ptr<ggml_backend_buffer> & workspace = backend->direct_workspace;
+    const size_t needed = plan.workspace_bytes();
+    if (needed > 0 && (!workspace || workspace->size < needed)) {
+        workspace.reset();
+        workspace.reset(ggml_backend_buft_alloc_buffer(ggml_backend_get_default_buffer_type(backend), needed));
+        if (!workspace) return GGML_STATUS_ALLOC_FAILED;
+    }
+    const Workspace region = workspace ? Workspace{workspace.get(), workspace->base(), workspace->size}
+                                       : Workspace{};
+    const ggml_status status = plan.run(i0, i1, region);
+    backend->synchronize();  // before the plan and its workspace are released or reused
+    return status;
+}
+
+}  // namespace
 
 ggml_status compute_native_range(ggml_backend_t backend, ggml_cgraph * graph, int i0, int i1) {
-    if (i0 == 0 && i1 == ggml_graph_n_nodes(graph)) return backend->graph_compute(graph);
-    // The view lives in a context on the stack whose arena is a stack buffer: no heap traffic per
-    // call. It shares the graph's nodes and hash set, so it reports the whole graph's use counts.
-    alignas(GGML_MEM_ALIGN) unsigned char arena[512];
-    ggml_context ctx;
-    ctx.mem = arena;
-    ctx.mem_size = sizeof arena;
-    ctx.no_alloc = true;
-    ggml_cgraph * view = ggml_graph_view(&ctx, graph, i0, i1);
-    if (!view) {
-        return fail(GGML_STATUS_FAILED, std::string(backend->name()) + ": no view of nodes [" +
-                                            std::to_string(i0) + ", " + std::to_string(i1) + "): " +
-                                            (ggml_get_error(&ctx) ? ggml_get_error(&ctx) : "unknown reason"));
-    }
-    const ggml_status status = backend->graph_compute(view);
-    if (status == GGML_STATUS_FAILED && i0 > 0) {
-        // Node indices in the backend's message count from the start of the range.
-        set_last_error(std::string(ggml_backend_get_last_error()) + " (node indices count from node " +
-                       std::to_string(i0) + ", the start of the range [" + std::to_string(i0) + ", " +
-                       std::to_string(i1) + "))");
-    }
-    return status;
+    return run_temporary_plan(backend, i0, i1,
+                              [&](ExecutionPlan & plan) { return plan.build_native(backend, graph, i0, i1); });
 }
 
 ggml_status compute_with_temporary_plan(ggml_backend_t backend, ggml_cgraph * graph, int i0, int i1) {
-    if (!ext::has_kernels(backend->device())) return compute_native_range(backend, graph, i0, i1);
-    ExecutionPlan plan;
-    if (!plan.build(backend, graph, i0, i1)) return GGML_STATUS_FAILED;
-    std::unique_ptr<ggml_backend_buffer, decltype(&ggml_backend_buffer_free)> workspace(
-        nullptr, &ggml_backend_buffer_free);
-    if (plan.workspace_bytes() > 0) {
-        workspace.reset(ggml_backend_buft_alloc_buffer(ggml_backend_get_default_buffer_type(backend),
-                                                       plan.workspace_bytes()));
-        if (!workspace) return GGML_STATUS_ALLOC_FAILED;
-    }
-    const ggml_status status = plan.run(graph, i0, i1, workspace.get());
-    backend->synchronize();  // before the plan and its workspace are released
-    return status;
+    return run_temporary_plan(backend, i0, i1,
+                              [&](ExecutionPlan & plan) { return plan.build(backend, graph, i0, i1); });
 }
 
 }  // namespace ggx::backend

@@ -1,6 +1,8 @@
-// The plan executor: one backend's execution of a node range of a graph as contiguous native ranges
-// (run by the backend's own graph_compute) and extension steps (a selected kernel's execute), with
-// the extension steps prepared once and their workspace sized as the largest request.
+// The plan executor: one backend's execution of a node range of a graph as steps, each run by one
+// Kernel (interface/kernel.h): native ranges (consecutive nodes the device's own kernels run as one
+// batch), single-node extension kernels and fused ranges. Every step is prepared once when the plan
+// is built and its workspace is part of the plan's, the largest request of all steps; placement,
+// allocation and reachable memory are checked once, before the first execution.
 #pragma once
 
 #include <ggml-backend.h>
@@ -10,11 +12,22 @@
 #include <vector>
 
 #include "ext/registry.h"
+#include "interface/backend-impl.h"
 
 namespace ggx::backend {
 
 class ExecutionPlan {
 public:
+    // One step: graph nodes [begin, end) run by kernel, or a native range (kernel nullptr) whose
+    // computed nodes are natives()[first_native, first_native + n_native).
+    struct Step {
+        int begin, end;
+        const Kernel * kernel;
+        void * state;
+        size_t workspace_bytes;
+        size_t first_native, n_native;
+    };
+
     ExecutionPlan() = default;
     ~ExecutionPlan() { release(); }
     ExecutionPlan(const ExecutionPlan &) = delete;
@@ -22,9 +35,9 @@ public:
     ExecutionPlan(ExecutionPlan && other) noexcept { *this = std::move(other); }
     ExecutionPlan & operator=(ExecutionPlan && other) noexcept;
 
-    // Selects an implementation for every node of [begin, end) on backend's device and prepares the
-    // extension steps (metadata only: it may run before tensors have addresses). false (error set,
-    // naming the node) when neither the device nor an extension supports a node, or prepare fails.
+    // Selects a kernel for every node of [begin, end) on backend's device and prepares every step
+    // (metadata only: it may run before tensors have addresses). false (error set, naming the node)
+    // when neither the device nor an extension supports a node, or a prepare fails.
     // fused: legal matches inside [begin, end), in order (ext::match_fusions); each runs as one step.
     bool build(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end,
                std::span<const ext::FusedGroup> fused = {});
@@ -32,49 +45,61 @@ public:
     // it must outlive the plan), and the other nodes are selected as usual. For
     // ggml_ext_check_kernel, which runs one kernel alone.
     bool build_with_kernel(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end,
-                           const ggml_tensor * node, const ext::Kernel & kernel);
+                           const ggml_tensor * node, const Kernel & kernel);
+    // As build, with the device's own kernels only (no extension is selected).
+    bool build_native(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end);
+
     // Workspace the plan needs: the largest request of its steps, not the sum.
     size_t workspace_bytes() const { return workspace_bytes_; }
-    bool has_extension_steps() const { return n_extension_steps_ > 0; }
-    // Runs the plan's nodes that lie in [first, last) of graph (the graph it was built for), in
-    // order, queued on the backend. Fails without running anything when registrations changed since
-    // build (a stale selection), or when workspace is smaller than workspace_bytes().
-    ggml_status run(ggml_cgraph * graph, int first, int last, ggml_backend_buffer_t workspace) const;
-    // As run, with the workspace given as a region [workspace_data, + workspace_size) inside the
-    // buffer workspace (the checker surrounds it with guard bytes).
-    ggml_status run(ggml_cgraph * graph, int first, int last, ggml_backend_buffer_t workspace,
-                    void * workspace_data, size_t workspace_size) const;
+    std::span<const Step> steps() const { return steps_; }
+    std::span<const NativeNode> natives() const { return natives_; }
+    // Whether the plan still runs what selection and preparation would now give: no registration or
+    // selection policy changed, nor the backend's configuration (config_epoch), since build.
+    bool is_current() const;
+    // Whether the backend's configuration changed since build (its plans must be built again).
+    bool settings_changed() const { return backend_ && epoch_ != backend_->config_epoch(); }
+    // Checks every computed node of the plan once: allocated, with its sources, in memory the
+    // backend reaches. A later run skips the check; validate again after the tensors move.
+    ggml_status validate();
+
+    // Runs the plan's nodes that lie in [first, last), in order, queued on the backend (validating
+    // first when validate has not succeeded). Fails without running anything when the plan is not
+    // current, or when the workspace is smaller than workspace_bytes().
+    ggml_status run(int first, int last, const Workspace & workspace);
 
 private:
-    // The steps of run, between the backend's begin_plan and end_plan.
-    ggml_status run_steps(ggml_cgraph * graph, int first, int last, ggml_backend_buffer_t workspace,
-                          void * workspace_data, size_t workspace_size) const;
-    struct Step {
-        int begin, end;                            // graph nodes
-        const ext::Kernel * kernel;                // a single-node extension step, or
-        const ext::FusionRule * fusion = nullptr;  // a fused range; neither: a native range
-        void * state = nullptr;                    // prepare's
-    };
-    bool prepare_fusion(ggml_cgraph * graph, const ext::FusedGroup & group);
-    ggml_status run_fusion(ggml_cgraph * graph, const Step & s, ggml_backend_buffer_t workspace,
-                           void * workspace_data, size_t workspace_size) const;
-    void release();
-    bool build_impl(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end,
-                    const ggml_tensor * forced_node, const ext::Kernel * forced_kernel,
+    enum class Mode { kSelect, kNativeOnly };
+    bool build_impl(ggml_backend_t backend, ggml_cgraph * graph, int begin, int end, Mode mode,
+                    const ggml_tensor * forced_node, const Kernel * forced_kernel,
                     std::span<const ext::FusedGroup> fused);
+    // The kernel of node i, or nullptr (error set) when nothing supports it.
+    const Kernel * kernel_for(int i, Mode mode, const ggml_tensor * forced_node, const Kernel * forced_kernel) const;
+    bool prepare(const Kernel & kernel, int begin, int end, void ** state, size_t * bytes);
+    void add_native(int i, const Kernel & kernel, void * state, size_t bytes);
+    ggml_status run_steps(int first, int last, const Workspace & workspace) const;
+    ggml_status run_step(const Step & s, const Workspace & workspace) const;
+    std::string step_failure(const Step & s) const;
+    void release();
 
     ggml_backend_t backend_ = nullptr;
+    ggml_cgraph * graph_ = nullptr;
+    int begin_ = 0, end_ = 0;  // the planned range
     std::vector<Step> steps_;
+    std::vector<NativeNode> natives_;  // the native ranges' nodes, in order
     size_t workspace_bytes_ = 0;
-    int n_extension_steps_ = 0;
-    uint64_t generation_ = 0;
+    uint64_t generation_ = 0, epoch_ = 0;
+    bool validated_ = false;
 };
 
-// Computes nodes [i0, i1) of graph with the backend's own graph_compute (no extension dispatch).
+// Plan validations (ExecutionPlan::validate) since the process started, for tests.
+uint64_t plan_validations();
+
+// Computes nodes [i0, i1) of graph with the device's own kernels only, through a temporary plan.
 ggml_status compute_native_range(ggml_backend_t backend, ggml_cgraph * graph, int i0, int i1);
 
 // A backend graph computation through a temporary plan (spec: direct calls use temporary plans and
-// synchronize before releasing them): nodes [i0, i1).
+// synchronize before releasing them): nodes [i0, i1). Its workspace is the backend's
+// direct_workspace, grown to the plan's request.
 ggml_status compute_with_temporary_plan(ggml_backend_t backend, ggml_cgraph * graph, int i0, int i1);
 
 }  // namespace ggx::backend

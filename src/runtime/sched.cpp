@@ -216,7 +216,7 @@ struct ggml_backend_sched {
     }
     bool allocate(bool measure_only);
     ggml_status copy_inputs(const Split & s);
-    ggml_status run_split(const Split & s);
+    ggml_status run_split(Split & s);
     ggml_status compute(ggml_cgraph * g);
     void forget_plan();
 };
@@ -583,23 +583,25 @@ ggml_status ggml_backend_sched::copy_inputs(const Split & s) {
 }
 
 // Runs one split; with an eval callback, in pieces that end at each node the callback observes.
-ggml_status ggml_backend_sched::run_split(const Split & s) {
+ggml_status ggml_backend_sched::run_split(Split & s) {
     ggml_backend_t backend = backends[s.backend];
     if (const ggml_status status = copy_inputs(s)) return status;
     const std::span<const Rewrite> own =
         std::span<const Rewrite>(rewrites).subspan(s.first_rewrite, s.n_rewrites);
     ggx::backend::RewriteScope scope(own, cur_copy);
-    ggml_backend_buffer_t workspace = workspaces[s.backend].get();
+    ggml_backend_buffer_t buffer = workspaces[s.backend].get();
+    const ggx::Workspace workspace{buffer, buffer ? ggml_backend_buffer_get_base(buffer) : nullptr,
+                                   buffer ? ggml_backend_buffer_get_size(buffer) : 0};
     ggml_status status = GGML_STATUS_SUCCESS;
     if (!eval_callback) {
-        status = s.plan.run(graph, s.compute_begin, s.end, workspace);
+        status = s.plan.run(s.compute_begin, s.end, workspace);
     } else {
         int begin = s.compute_begin;
         for (int i = s.compute_begin; i < s.end && status == GGML_STATUS_SUCCESS; ++i) {
             ggml_tensor * node = ggml_graph_node(graph, i);
             const bool observed = eval_callback(node, true, eval_user_data);
             if (!observed && i + 1 < s.end) continue;
-            status = s.plan.run(graph, begin, i + 1, workspace);
+            status = s.plan.run(begin, i + 1, workspace);
             ggml_backend_synchronize(backend);
             begin = i + 1;
             if (status == GGML_STATUS_SUCCESS && observed && !eval_callback(node, false, eval_user_data))
@@ -612,7 +614,10 @@ ggml_status ggml_backend_sched::run_split(const Split & s) {
 }
 
 ggml_status ggml_backend_sched::compute(ggml_cgraph * g) {
-    if (!allocated || g != source) {
+    // A backend setting that changes what its kernels prepare (the CPU's thread count) plans again.
+    const bool settings_changed = std::any_of(splits.begin(), splits.end(),
+                                              [](const Split & s) { return s.plan.settings_changed(); });
+    if (!allocated || g != source || settings_changed) {
         if (!schedule(g) || !allocate(false)) return GGML_STATUS_ALLOC_FAILED;
         allocated = true;
     } else if (ggx::backend::metadata_hash(g) != source_hash) {
@@ -621,7 +626,7 @@ ggml_status ggml_backend_sched::compute(ggml_cgraph * g) {
             "ggml_backend_sched_reset and allocate it again");
         return GGML_STATUS_FAILED;
     }
-    for (const Split & s : splits) {
+    for (Split & s : splits) {
         if (const ggml_status status = run_split(s)) return status;
     }
     cur_copy = (cur_copy + 1) % n_copies;
@@ -770,6 +775,38 @@ void ggml_ext_sched_set_explain(ggml_backend_sched_t sched, bool enabled) {
 }
 
 const char * ggml_ext_sched_explanation(ggml_backend_sched_t sched) { return sched->explanation.c_str(); }
+
+int ggml_ext_sched_get_n_steps(ggml_backend_sched_t sched) {
+    size_t n = 0;
+    for (const ggml_backend_sched::Split & s : sched->splits)
+        n += s.plan.steps().size();
+    return static_cast<int>(n);
+}
+
+bool ggml_ext_sched_get_step(ggml_backend_sched_t sched, int i, ggml_ext_sched_step * step) {
+    using Kind = ggx::Kernel::Kind;
+    if (!step || step->struct_size < sizeof(ggml_ext_sched_step) || i < 0) return false;
+    for (size_t k = 0; k < sched->splits.size(); ++k) {
+        const ggml_backend_sched::Split & s = sched->splits[k];
+        const auto steps = s.plan.steps();
+        if (static_cast<size_t>(i) >= steps.size()) {
+            i -= static_cast<int>(steps.size());
+            continue;
+        }
+        const ggx::backend::ExecutionPlan::Step & p = steps[i];
+        step->kind = !p.kernel                         ? GGML_EXT_STEP_NATIVE
+                     : p.kernel->kind == Kind::kFusion ? GGML_EXT_STEP_FUSION
+                                                       : GGML_EXT_STEP_KERNEL;
+        step->name = p.kernel ? p.kernel->name : "native";
+        step->backend = sched->backends[s.backend];
+        step->split = static_cast<int>(k);
+        step->nodes = ggml_graph_nodes(sched->graph) + p.begin;
+        step->n_nodes = p.end - p.begin;
+        step->workspace_bytes = p.workspace_bytes;
+        return true;
+    }
+    return false;
+}
 
 void ggml_backend_sched_set_eval_callback(ggml_backend_sched_t sched,
                                           ggml_backend_sched_eval_callback callback, void * user_data) {

@@ -35,26 +35,22 @@ Backend::~Backend() {
     vkDestroyCommandPool(device_.handle(), pool_, nullptr);
 }
 
-ggml_status Backend::check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const {
-    *workspace_bytes = 0;
-    const KernelTable & table = kernel_table();
-    return backend::check_graph(
-        *this, graph, [this](ggml_backend_buffer_type_t buft) { return buft == &buffer_type_; },
-        [&](int, ggml_tensor * node) {
-            if (const Kernel & kernel = table[node->op]; kernel.workspace)
-                *workspace_bytes = std::max(*workspace_bytes, kernel.workspace(node));
-            return GGML_STATUS_SUCCESS;
-        });
+Arg Backend::workspace_arg(const Workspace & workspace) const {
+    const auto * buffer = dynamic_cast<const Buffer *>(workspace.buffer);
+    if (!buffer || workspace.size == 0) return {};
+    if (&buffer->vulkan() != &device_) throw Error("the plan's workspace is not in this device's memory");
+    // Requests are padded by workspace_padding: align the region's start for binding.
+    const VkDeviceSize alignment = device_.limits().storage_offset_alignment;
+    const auto offset = static_cast<VkDeviceSize>(static_cast<const char *>(workspace.data) -
+                                                  static_cast<const char *>(workspace.buffer->base()));
+    const VkDeviceSize start = (offset + alignment - 1) / alignment * alignment;
+    const VkDeviceSize end = offset + workspace.size;
+    if (start >= end) return {};
+    return {buffer->handle(), start, end - start, true};
 }
 
-Arg Backend::reserve_workspace(size_t bytes) {
-    if (bytes == 0) return {};
-    if (!workspace_ || workspace_->size < bytes) {
-        // Commands recorded but not yet submitted may still use the old workspace.
-        if (workspace_) retired_.push_back(std::move(workspace_));
-        workspace_ = std::make_unique<Buffer>(&buffer_type_, bytes);
-    }
-    return {workspace_->handle(), 0, bytes, true};
+size_t workspace_padding(ggml_backend_t backend) {
+    return static_cast<const Backend *>(backend)->vulkan().limits().storage_offset_alignment;
 }
 
 VkCommandBuffer Backend::begin_commands() {
@@ -126,7 +122,6 @@ void Backend::discard_recording() {
     open_ = {};
     recorder_.reset();
     wait_in_flight();
-    retired_.clear();
 }
 
 void Backend::submit_recording() {
@@ -144,31 +139,26 @@ void Backend::submit_recording() {
     for (const Commands & c : in_flight_)
         check(vkWaitForFences(device_.handle(), 1, &c.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
     wait_in_flight();
-    retired_.clear();
 }
 
-void Backend::record(ggml_cgraph * graph, const Arg & workspace) {
+void Backend::record(std::span<const NativeNode> nodes, const Arg & workspace) {
     Recorder & recorder = recording();
     recorder.set_workspace(workspace);
-    const KernelTable & table = kernel_table();
-    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
-        const ggml_tensor * node = ggml_graph_node(graph, i);
-        if (!backend::needs_compute(node)) continue;
+    for (const NativeNode & n : nodes) {
+        const KernelCall call{this, &n.node, 1, n.state, nullptr, nullptr, 0, &recorder};
         try {
-            table[node->op].record(recorder, node);
+            n.kernel->execute(*n.kernel, call);
         } catch (const Error & e) {
-            throw Error(backend::describe_node(i, node) + ": " + e.what());
+            throw Error(backend::describe_node(n.index, n.node) + ": " + e.what());
         }
-        pending_flops_ += node_flops(node);
+        pending_flops_ += node_flops(n.node);
         submit_if_due();
     }
 }
 
-ggml_status Backend::graph_compute(ggml_cgraph * graph) {
-    size_t workspace_bytes = 0;
-    if (const ggml_status status = check_graph(graph, &workspace_bytes)) return status;
+ggml_status Backend::compute_native(std::span<const NativeNode> nodes, const Workspace & workspace) {
     return guarded([&] {
-        record(graph, reserve_workspace(workspace_bytes));
+        record(nodes, workspace_arg(workspace));
         if (!in_plan_) submit_recording();
     });
 }

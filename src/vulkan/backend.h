@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "interface/backend-impl.h"
@@ -23,7 +24,8 @@ public:
 
     const char * name() const override { return owner_->name(); }
     ggml_backend_dev_t device() const override { return owner_; }
-    ggml_status graph_compute(ggml_cgraph * graph) override;
+    ggml_status compute_native(std::span<const NativeNode> nodes, const Workspace & workspace) override;
+    bool can_access(ggml_backend_buffer_type_t buft) const override { return buft == &buffer_type_; }
     void begin_plan() override;
     ggml_status end_plan() override;
 
@@ -43,11 +45,11 @@ public:
     static constexpr double kSubmitFlops = 4e9;
 
 private:
-    ggml_status check_graph(ggml_cgraph * graph, size_t * workspace_bytes) const;
-    Arg reserve_workspace(size_t bytes);
+    // The binding of the plan's workspace, from its first offset-aligned byte.
+    Arg workspace_arg(const Workspace & workspace) const;
     // The open recording, begun on first use.
     Recorder & recording();
-    void record(ggml_cgraph * graph, const Arg & workspace);
+    void record(std::span<const NativeNode> nodes, const Arg & workspace);
     // A command buffer from the free list (or a new one), begun.
     VkCommandBuffer begin_commands();
     // Ends and submits the open command buffer without waiting.
@@ -75,8 +77,6 @@ private:
     size_t commands_at_submit_ = 0;  // recorder_->n_commands() when the last buffer was submitted
     double pending_flops_ = 0.0;
     DescriptorArena arena_;
-    std::unique_ptr<Buffer> workspace_;
-    std::vector<std::unique_ptr<Buffer>> retired_;  // replaced workspaces the recording may still use
     std::optional<Recorder> recorder_;
     bool in_plan_ = false;
     size_t last_dispatches_ = 0, last_barriers_ = 0, last_submissions_ = 0;

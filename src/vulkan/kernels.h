@@ -1,6 +1,6 @@
-// The Vulkan device's kernels: one table indexed by ggml_op (the same shape of descriptor as the
-// CPU's and as extension kernels: supports, workspace, record), filled by one function per kernel
-// family in kernels/<family>.cpp, and the helpers the families share.
+// The Vulkan device's kernels: the one Kernel descriptor made from each family's functions
+// (kernels/<family>.cpp), their table indexed by ggml_op (checked at compile time), and the helpers
+// the families share.
 #pragma once
 
 #include <ggml.h>
@@ -9,31 +9,59 @@
 #include <cstdint>
 #include <cstring>
 
+#include "interface/kernel.h"
+#include "vulkan/ext_service.h"
 #include "vulkan/recorder.h"
 
 namespace ggx::vulkan {
 
-struct Kernel {
-    // Whether the node's types, shapes and layouts are supported (metadata only).
-    bool (*supports)(const Device & device, const ggml_tensor * node) = nullptr;
-    // Scratch bytes the node needs, reachable through Recorder::workspace(); nullptr means none.
-    size_t (*workspace)(const ggml_tensor * node) = nullptr;
-    // Records the node's dispatches.
-    void (*record)(Recorder & recorder, const ggml_tensor * node) = nullptr;
-};
+using ggx::Kernel;
+
+// Bytes a workspace request is padded by, so that the backend can align the workspace's start to
+// the device's storage-buffer offset alignment (kernels bind it from offset 0 of
+// Recorder::workspace()).
+size_t workspace_padding(ggml_backend_t backend);
+
+// A Vulkan kernel family's functions as the one Kernel descriptor (kNative): supports on the
+// device's Vulkan state, the scratch bytes a node needs (nullptr: none), and record, which records
+// the node's dispatches into the Recorder the backend passes as call.context (throwing Error).
+template <bool (*supports)(const Device & device, const ggml_tensor * node),
+          size_t (*workspace)(const ggml_tensor * node), void (*record)(Recorder & recorder, const ggml_tensor * node)>
+constexpr Kernel vulkan_kernel(const char * name) {
+    Kernel k{name,
+             Kernel::Kind::kNative,
+             [](const Kernel &, ggml_backend_dev_t device, const ggml_tensor * node) {
+                 return supports(*vulkan_device(device), node);
+             },
+             nullptr,
+             [](const Kernel &, const KernelCall & call) {
+                 record(*static_cast<Recorder *>(call.context), call.nodes[0]);
+                 return GGML_STATUS_SUCCESS;
+             },
+             nullptr};
+    if constexpr (workspace != nullptr) {
+        k.prepare = [](const Kernel &, const KernelPrepare & step, void **, size_t * bytes) {
+            const size_t needed = workspace(step.nodes[0]);
+            *bytes = needed ? needed + workspace_padding(step.backend) : 0;
+            return GGML_STATUS_SUCCESS;
+        };
+    }
+    return k;
+}
 
 using KernelTable = std::array<Kernel, GGML_OP_COUNT>;
+// The kernel of every op: ops the backend lacks have kernels::unsupported (supports is false).
 const KernelTable & kernel_table();
 
 // The kernel families (kernels/<family>.cpp).
-void add_elementwise_kernels(KernelTable & table);
-void add_copy_kernels(KernelTable & table);
-void add_norm_kernels(KernelTable & table);
-void add_matmul_kernels(KernelTable & table);
-void add_rope_kernels(KernelTable & table);
-void add_attention_kernels(KernelTable & table);
-void add_image_kernels(KernelTable & table);
-void add_argmax_kernels(KernelTable & table);
+namespace kernels {
+extern const Kernel none, unsupported;  // table.cpp: layout ops; ops without a Vulkan kernel
+extern const Kernel binary, map, unary, glu;
+extern const Kernel copy, get_rows, set_rows, repeat, concat, pad;
+extern const Kernel row_norm, group_norm, soft_max, sum_rows, sum;
+extern const Kernel mul_mat, rope, flash_attn_ext;
+extern const Kernel im2col, upscale, timestep_embedding, argmax;
+}  // namespace kernels
 
 // A tensor as the shaders address it (struct View in shaders/common.glsl): the offset of its first
 // element and its strides, in elements of unit bytes, from the start of its binding.

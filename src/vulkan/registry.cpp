@@ -44,10 +44,10 @@ public:
         }
     }
     ggml_backend_buffer_type_t buffer_type() override { return &buffer_type_; }
-    bool supports_op(const ggml_tensor * op) const override {
-        if (core::is_layout_op(op->op)) return true;
+    const Kernel * native_kernel(const ggml_tensor * op) const override {
+        if (op->op < 0 || op->op >= GGML_OP_COUNT) return nullptr;
         const Kernel & kernel = kernel_table()[op->op];
-        return kernel.supports && kernel.supports(*device_, op);
+        return kernel.supports(kernel, const_cast<VulkanDevice *>(this), op) ? &kernel : nullptr;
     }
     bool supports_buft(ggml_backend_buffer_type_t buft) const override { return buft == &buffer_type_; }
     bool offload_op(const ggml_tensor * op) const override {

@@ -640,8 +640,8 @@ protected:
         return ggml_new_tensor(ctx.get(), type, 4, ne.data());
     }
     static bool supports(const ggml_tensor * t) {
-        const ggx::cpu::Kernel & kernel = ggx::cpu::kernel_table()[t->op];
-        return kernel.supports && kernel.supports(t);
+        const ggx::Kernel & kernel = ggx::cpu::kernel_table()[t->op];
+        return kernel.supports(kernel, nullptr, t);
     }
 
     std::unique_ptr<ggml_context, ContextDeleter> ctx;

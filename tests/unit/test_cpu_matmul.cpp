@@ -116,7 +116,8 @@ void run_all_threads(const Build & build, const std::string & what,
     Result r;
     r.out = build(ctx.get(), rng);
     ASSERT_NE(r.out, nullptr) << ggml_get_error(ctx.get());
-    ASSERT_TRUE(ggx::cpu::kernel_table()[r.out->op].supports(r.out));
+    const ggx::Kernel & kernel = ggx::cpu::kernel_table()[r.out->op];
+    ASSERT_TRUE(kernel.supports(kernel, nullptr, r.out));
     r.graph = ggml_new_graph(ctx.get());
     ggml_build_forward_expand(r.graph, r.out);
     ggx::ref::Evaluator oracle;
@@ -331,7 +332,7 @@ TEST(CpuMulMat, SupportsExactlyTheDocumentedTypes) {
             ggml_tensor * b = ggml_new_tensor_2d(ctx.get(), tb, 64, 3);
             ggml_tensor * out = ggml_mul_mat(ctx.get(), a, b);
             ASSERT_NE(out, nullptr);
-            EXPECT_TRUE(kernel.supports(out)) << shape_str(a) << " x " << shape_str(b);
+            EXPECT_TRUE(kernel.supports(kernel, nullptr, out)) << shape_str(a) << " x " << shape_str(b);
         }
     // Combinations the constructor rejects, forged on an accepted node.
     ggml_tensor * a = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, 64, 4);
@@ -339,14 +340,14 @@ TEST(CpuMulMat, SupportsExactlyTheDocumentedTypes) {
     ggml_tensor * out = ggml_mul_mat(ctx.get(), a, b);
     for (ggml_type bad : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_I32, GGML_TYPE_I8}) {
         b->type = bad;
-        EXPECT_FALSE(kernel.supports(out)) << ggml_type_name(bad) << " b";
+        EXPECT_FALSE(kernel.supports(kernel, nullptr, out)) << ggml_type_name(bad) << " b";
     }
     b->type = GGML_TYPE_F32;
     a->type = GGML_TYPE_I32;
-    EXPECT_FALSE(kernel.supports(out));
+    EXPECT_FALSE(kernel.supports(kernel, nullptr, out));
     a->type = GGML_TYPE_F32;
     out->type = GGML_TYPE_F16;
-    EXPECT_FALSE(kernel.supports(out));
+    EXPECT_FALSE(kernel.supports(kernel, nullptr, out));
 }
 
 // A long product stops early when the abort callback asks, and the graph reports ABORTED.
@@ -478,19 +479,19 @@ TEST(CpuFlashAttn, SupportsExactlyTheDocumentedTypes) {
                 ggml_tensor * m = ggml_new_tensor_4d(ctx.get(), mt, 32, 8, 1, 1);
                 ggml_tensor * out = ggml_flash_attn_ext(ctx.get(), q, k, v, m, 0.125f, 0.0f, 0.0f);
                 ASSERT_NE(out, nullptr);
-                EXPECT_TRUE(kernel.supports(out));
+                EXPECT_TRUE(kernel.supports(kernel, nullptr, out));
                 ggml_tensor * no_mask = ggml_flash_attn_ext(ctx.get(), q, k, v, nullptr, 0.125f, 0.0f, 0.0f);
-                EXPECT_TRUE(kernel.supports(no_mask));
+                EXPECT_TRUE(kernel.supports(kernel, nullptr, no_mask));
                 for (ggml_type bad : {GGML_TYPE_BF16, GGML_TYPE_Q8_0}) {
                     const ggml_type saved = k->type;
                     k->type = bad;
-                    EXPECT_FALSE(kernel.supports(out));
+                    EXPECT_FALSE(kernel.supports(kernel, nullptr, out));
                     k->type = saved;
                     q->type = bad;
-                    EXPECT_FALSE(kernel.supports(out));
+                    EXPECT_FALSE(kernel.supports(kernel, nullptr, out));
                     q->type = GGML_TYPE_F32;
                     m->type = bad;
-                    EXPECT_FALSE(kernel.supports(out));
+                    EXPECT_FALSE(kernel.supports(kernel, nullptr, out));
                     m->type = mt;
                 }
             }

@@ -301,7 +301,10 @@ class NotAPoolBackend final : public ggml_backend {
 public:
     const char * name() const override { return "not-a-pool"; }
     ggml_backend_dev_t device() const override { return ggml_backend_reg_dev_get(ggml_backend_cpu_reg(), 0); }
-    ggml_status graph_compute(ggml_cgraph *) override { return GGML_STATUS_SUCCESS; }
+    ggml_status compute_native(std::span<const ggx::NativeNode>, const ggx::Workspace &) override {
+        return GGML_STATUS_SUCCESS;
+    }
+    bool can_access(ggml_backend_buffer_type_t) const override { return true; }
 };
 
 void count_calls(const ggml_ext_cpu_task * task) {

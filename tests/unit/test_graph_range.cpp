@@ -154,19 +154,21 @@ TEST(GraphRange, AnInvalidGraphIsRefused) {
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "graph is invalid"));
 }
 
-// A backend that records what its graph_compute is given instead of computing it.
+// A backend of the CPU device that records the nodes its native batches are given instead of
+// computing them, and the graph's use counts of watched tensors while they run.
 class RecordingBackend final : public ggml_backend {
 public:
-    explicit RecordingBackend(std::vector<const ggml_tensor *> watched) : watched_(std::move(watched)) {}
+    RecordingBackend(const ggml_cgraph * graph, std::vector<const ggml_tensor *> watched)
+        : graph_(graph), watched_(std::move(watched)) {}
     const char * name() const override { return "recorder"; }
-    ggml_backend_dev_t device() const override { return nullptr; }
-    ggml_status graph_compute(ggml_cgraph * graph) override {
-        nodes.clear();
-        for (int i = 0; i < ggml_graph_n_nodes(graph); ++i)
-            nodes.push_back(ggml_graph_node(graph, i));
+    ggml_backend_dev_t device() const override { return ggml_backend_reg_dev_get(ggml_backend_cpu_reg(), 0); }
+    bool can_access(ggml_backend_buffer_type_t) const override { return true; }
+    ggml_status compute_native(std::span<const ggx::NativeNode> batch, const ggx::Workspace &) override {
+        for (const ggx::NativeNode & n : batch)
+            nodes.push_back(n.node);
         use_counts.clear();
         for (const ggml_tensor * t : watched_)
-            use_counts.push_back(ggml_graph_get_use_count(graph, t));
+            use_counts.push_back(ggml_graph_get_use_count(graph_, t));
         return GGML_STATUS_SUCCESS;
     }
 
@@ -174,18 +176,20 @@ public:
     std::vector<int> use_counts;
 
 private:
+    const ggml_cgraph * graph_;
     std::vector<const ggml_tensor *> watched_;
 };
 
-// The spec sentence above: the segment a backend receives reports the whole graph's consumer
-// counts, including consumers outside the range.
+// The spec sentence above: a range runs the graph's own nodes (no segment graph is built), so
+// while it executes the graph reports its whole consumer counts, including consumers outside the
+// range, and the backend receives exactly the range's computed nodes.
 TEST(GraphRange, TheRangeKeepsTheWholeGraphsUseCounts) {
     ChainGraph g(6);
     const int n = ggml_graph_n_nodes(g.graph);
     const int whole_h = ggml_graph_get_use_count(g.graph, g.h);
     ASSERT_GE(whole_h, 3);  // the view, norm and mul read h
     const int whole_x = ggml_graph_get_use_count(g.graph, g.x);
-    RecordingBackend recorder({g.h, g.x, g.out});
+    RecordingBackend recorder(g.graph, {g.h, g.x, g.out});
     ggml_backend_t backend = &recorder;
 
     // Only the matmul: h's consumers all lie outside the range.
@@ -195,6 +199,7 @@ TEST(GraphRange, TheRangeKeepsTheWholeGraphsUseCounts) {
     EXPECT_EQ(recorder.use_counts, (std::vector<int>{whole_h, whole_x, 0}));
 
     // The tail: out is the last node and has no consumers; h is still counted in full.
+    recorder.nodes.clear();
     ASSERT_EQ(ggml_backend_graph_compute_range(backend, g.graph, n - 2, n), GGML_STATUS_SUCCESS);
     ASSERT_EQ(recorder.nodes.size(), 2u);
     EXPECT_EQ(recorder.nodes[1], g.out);

@@ -897,7 +897,7 @@ static void compute(const ComputeParams & params, ggml_tensor * node) {
 }  // namespace fa
 
 namespace kernels {
-const Kernel flash_attn_ext = {fa::supports, fa::workspace, fa::compute};
+const Kernel flash_attn_ext = cpu_kernel<fa::supports, fa::workspace, fa::compute>("cpu.flash_attn_ext");
 }  // namespace kernels
 }  // namespace ggx::cpu
 #endif  // HWY_ONCE

@@ -29,30 +29,32 @@ void store_row(ggml_type type, const float * src, char * dst, size_t stride, int
         store_float(type, dst + i * stride, src[i]);
 }
 
-namespace kernels {
+namespace {
 
-const Kernel none = {
-    .supports = [](const ggml_tensor *) { return true; },
-    .workspace = nullptr,
-    .compute = [](const ComputeParams &, ggml_tensor *) {},
-};
+bool supports_any(const ggml_tensor *) { return true; }
+void compute_nothing(const ComputeParams &, ggml_tensor *) {}
+
+bool supports_custom(const ggml_tensor * node) {
+    return ggml_get_custom_kind(node) == GGML_CUSTOM_KIND_CPU_CALLBACK;
+}
 
 // The application's callback computes the node; it is given this thread's index and the number of
 // threads it asked for (capped by the pool).
-const Kernel custom = {
-    .supports =
-        [](const ggml_tensor * node) { return ggml_get_custom_kind(node) == GGML_CUSTOM_KIND_CPU_CALLBACK; },
-    .workspace = nullptr,
-    .compute =
-        [](const ComputeParams & params, ggml_tensor * node) {
-            ggml_custom_op_t fun = nullptr;
-            int n_tasks = 0;
-            void * userdata = nullptr;
-            ggml_get_custom_callback(node, &fun, &n_tasks, &userdata);
-            const int nth = n_tasks == GGML_N_TASKS_MAX ? params.nth() : std::min(n_tasks, params.nth());
-            if (params.ith() < nth) fun(node, params.ith(), nth, userdata);
-        },
-};
+void compute_custom(const ComputeParams & params, ggml_tensor * node) {
+    ggml_custom_op_t fun = nullptr;
+    int n_tasks = 0;
+    void * userdata = nullptr;
+    ggml_get_custom_callback(node, &fun, &n_tasks, &userdata);
+    const int nth = n_tasks == GGML_N_TASKS_MAX ? params.nth() : std::min(n_tasks, params.nth());
+    if (params.ith() < nth) fun(node, params.ith(), nth, userdata);
+}
+
+}  // namespace
+
+namespace kernels {
+
+const Kernel none = cpu_kernel<supports_any, nullptr, compute_nothing>("cpu.none");
+const Kernel custom = cpu_kernel<supports_custom, nullptr, compute_custom>("cpu.custom");
 
 }  // namespace kernels
 

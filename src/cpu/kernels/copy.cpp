@@ -196,6 +196,6 @@ void compute_copy(const ComputeParams & params, ggml_tensor * node) {
 
 }  // namespace
 
-const Kernel copy{supports_copy, copy_workspace, compute_copy};
+const Kernel copy = cpu_kernel<supports_copy, copy_workspace, compute_copy>("cpu.copy");
 
 }  // namespace ggx::cpu::kernels

@@ -403,13 +403,13 @@ void compute_glu(const ComputeParams & params, ggml_tensor * node) {
 
 }  // namespace
 
-const Kernel binary{supports_binary, nullptr, compute_binary};
-const Kernel scale{supports_map, nullptr, compute_scale};
-const Kernel sqr{supports_map, nullptr, compute_sqr};
-const Kernel sqrt{supports_map, nullptr, compute_sqrt};
-const Kernel clamp{supports_map, nullptr, compute_clamp};
-const Kernel unary{supports_unary, nullptr, compute_unary};
-const Kernel glu{supports_glu, nullptr, compute_glu};
+const Kernel binary = cpu_kernel<supports_binary, nullptr, compute_binary>("cpu.binary");
+const Kernel scale = cpu_kernel<supports_map, nullptr, compute_scale>("cpu.scale");
+const Kernel sqr = cpu_kernel<supports_map, nullptr, compute_sqr>("cpu.sqr");
+const Kernel sqrt = cpu_kernel<supports_map, nullptr, compute_sqrt>("cpu.sqrt");
+const Kernel clamp = cpu_kernel<supports_map, nullptr, compute_clamp>("cpu.clamp");
+const Kernel unary = cpu_kernel<supports_unary, nullptr, compute_unary>("cpu.unary");
+const Kernel glu = cpu_kernel<supports_glu, nullptr, compute_glu>("cpu.glu");
 
 }  // namespace ggx::cpu::kernels
 #endif  // HWY_ONCE

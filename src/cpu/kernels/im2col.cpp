@@ -95,7 +95,7 @@ void compute(const ComputeParams & params, ggml_tensor * node) {
 }  // namespace
 
 namespace kernels {
-const Kernel im2col{supports, nullptr, compute};
+const Kernel im2col = cpu_kernel<supports, nullptr, compute>("cpu.im2col");
 }  // namespace kernels
 
 }  // namespace ggx::cpu

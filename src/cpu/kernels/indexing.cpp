@@ -139,8 +139,8 @@ void set_rows_compute(const ComputeParams & params, ggml_tensor * node) {
 }  // namespace
 
 namespace kernels {
-const Kernel get_rows{get_rows_supports, get_rows_workspace, get_rows_compute};
-const Kernel set_rows{set_rows_supports, set_rows_workspace, set_rows_compute};
+const Kernel get_rows = cpu_kernel<get_rows_supports, get_rows_workspace, get_rows_compute>("cpu.get_rows");
+const Kernel set_rows = cpu_kernel<set_rows_supports, set_rows_workspace, set_rows_compute>("cpu.set_rows");
 }  // namespace kernels
 
 }  // namespace ggx::cpu

@@ -167,10 +167,10 @@ void compute_timestep_embedding(const ComputeParams & params, ggml_tensor * node
 
 }  // namespace
 
-const Kernel repeat{supports_repeat, nullptr, compute_repeat};
-const Kernel concat{supports_concat, nullptr, compute_concat};
-const Kernel pad{supports_pad, nullptr, compute_pad};
-const Kernel upscale{supports_upscale, nullptr, compute_upscale};
-const Kernel timestep_embedding{supports_timestep_embedding, nullptr, compute_timestep_embedding};
+const Kernel repeat = cpu_kernel<supports_repeat, nullptr, compute_repeat>("cpu.repeat");
+const Kernel concat = cpu_kernel<supports_concat, nullptr, compute_concat>("cpu.concat");
+const Kernel pad = cpu_kernel<supports_pad, nullptr, compute_pad>("cpu.pad");
+const Kernel upscale = cpu_kernel<supports_upscale, nullptr, compute_upscale>("cpu.upscale");
+const Kernel timestep_embedding = cpu_kernel<supports_timestep_embedding, nullptr, compute_timestep_embedding>("cpu.timestep_embedding");
 
 }  // namespace ggx::cpu::kernels

@@ -1115,7 +1115,7 @@ static void compute(const ComputeParams & params, ggml_tensor * node) {
 }  // namespace mm
 
 namespace kernels {
-const Kernel mul_mat = {mm::supports, mm::workspace, mm::compute};
+const Kernel mul_mat = cpu_kernel<mm::supports, mm::workspace, mm::compute>("cpu.mul_mat");
 }  // namespace kernels
 }  // namespace ggx::cpu
 #endif  // HWY_ONCE

@@ -209,10 +209,10 @@ void compute_group_norm(const ComputeParams & params, ggml_tensor * node) {
 }  // namespace
 
 namespace kernels {
-const Kernel norm{supports_row_norm, workspace, compute_row_norm};
-const Kernel rms_norm{supports_row_norm, workspace, compute_row_norm};
-const Kernel l2_norm{supports_row_norm, workspace, compute_row_norm};
-const Kernel group_norm{supports_group_norm, workspace, compute_group_norm};
+const Kernel norm = cpu_kernel<supports_row_norm, workspace, compute_row_norm>("cpu.norm");
+const Kernel rms_norm = cpu_kernel<supports_row_norm, workspace, compute_row_norm>("cpu.rms_norm");
+const Kernel l2_norm = cpu_kernel<supports_row_norm, workspace, compute_row_norm>("cpu.l2_norm");
+const Kernel group_norm = cpu_kernel<supports_group_norm, workspace, compute_group_norm>("cpu.group_norm");
 }  // namespace kernels
 
 }  // namespace ggx::cpu

@@ -130,9 +130,9 @@ void compute_argmax(const ComputeParams & params, ggml_tensor * node) {
 
 }  // namespace
 
-const Kernel sum{supports_sum, sum_workspace, compute_sum};
-const Kernel sum_rows{supports_sum_rows, nullptr, compute_sum_rows};
-const Kernel mean{supports_sum_rows, nullptr, compute_mean};
-const Kernel argmax{supports_argmax, nullptr, compute_argmax};
+const Kernel sum = cpu_kernel<supports_sum, sum_workspace, compute_sum>("cpu.sum");
+const Kernel sum_rows = cpu_kernel<supports_sum_rows, nullptr, compute_sum_rows>("cpu.sum_rows");
+const Kernel mean = cpu_kernel<supports_sum_rows, nullptr, compute_mean>("cpu.mean");
+const Kernel argmax = cpu_kernel<supports_argmax, nullptr, compute_argmax>("cpu.argmax");
 
 }  // namespace ggx::cpu::kernels

@@ -254,7 +254,7 @@ void compute(const ComputeParams & params, ggml_tensor * node) {
 }  // namespace
 
 namespace kernels {
-const Kernel rope{supports, workspace, compute};
+const Kernel rope = cpu_kernel<supports, workspace, compute>("cpu.rope");
 }  // namespace kernels
 
 }  // namespace ggx::cpu

@@ -209,7 +209,7 @@ void compute(const ComputeParams & params, ggml_tensor * node) {
 }  // namespace
 
 namespace kernels {
-const Kernel soft_max{supports, workspace, compute};
+const Kernel soft_max = cpu_kernel<supports, workspace, compute>("cpu.soft_max");
 }  // namespace kernels
 
 }  // namespace ggx::cpu

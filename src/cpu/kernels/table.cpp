@@ -55,14 +55,8 @@ constexpr Entry entries[] = {
     {GGML_OP_CUSTOM, &kernels::custom},
 };
 
-constexpr bool covers_every_op_in_order() {
-    if (std::size(entries) != GGML_OP_COUNT) return false;
-    for (size_t i = 0; i < std::size(entries); ++i) {
-        if (entries[i].op != static_cast<ggml_op>(i)) return false;
-    }
-    return true;
-}
-static_assert(covers_every_op_in_order(), "the CPU kernel table must list every ggml_op once, in order");
+static_assert(lists_every_value_in_order(entries, GGML_OP_COUNT),
+              "the CPU kernel table must list every ggml_op once, in order");
 
 }  // namespace
 

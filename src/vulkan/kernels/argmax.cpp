@@ -28,8 +28,8 @@ void record_argmax(Recorder & rec, const ggml_tensor * node) {
 
 }  // namespace
 
-void add_argmax_kernels(KernelTable & table) {
-    table[GGML_OP_ARGMAX] = {supports_argmax, nullptr, record_argmax};
-}
+namespace kernels {
+const Kernel argmax = vulkan_kernel<supports_argmax, nullptr, record_argmax>("vulkan.argmax");
+}  // namespace kernels
 
 }  // namespace ggx::vulkan

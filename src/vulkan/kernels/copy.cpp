@@ -256,14 +256,13 @@ void record_gather(Recorder & rec, const ggml_tensor * node) {
 
 }  // namespace
 
-void add_copy_kernels(KernelTable & table) {
-    for (ggml_op op : {GGML_OP_CPY, GGML_OP_DUP, GGML_OP_CONT})
-        table[op] = {supports_copy, nullptr, record_copy};
-    table[GGML_OP_GET_ROWS] = {supports_get_rows, nullptr, record_get_rows};
-    table[GGML_OP_SET_ROWS] = {supports_set_rows, nullptr, record_set_rows};
-    table[GGML_OP_REPEAT] = {supports_repeat, nullptr, record_gather};
-    table[GGML_OP_CONCAT] = {supports_concat, nullptr, record_gather};
-    table[GGML_OP_PAD] = {supports_pad, nullptr, record_gather};
-}
+namespace kernels {
+const Kernel copy = vulkan_kernel<supports_copy, nullptr, record_copy>("vulkan.copy");
+const Kernel get_rows = vulkan_kernel<supports_get_rows, nullptr, record_get_rows>("vulkan.get_rows");
+const Kernel set_rows = vulkan_kernel<supports_set_rows, nullptr, record_set_rows>("vulkan.set_rows");
+const Kernel repeat = vulkan_kernel<supports_repeat, nullptr, record_gather>("vulkan.repeat");
+const Kernel concat = vulkan_kernel<supports_concat, nullptr, record_gather>("vulkan.concat");
+const Kernel pad = vulkan_kernel<supports_pad, nullptr, record_gather>("vulkan.pad");
+}  // namespace kernels
 
 }  // namespace ggx::vulkan

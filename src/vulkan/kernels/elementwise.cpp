@@ -61,25 +61,57 @@ bool supports_map(const Device & device, const ggml_tensor * node) {
     return same_float_shape(device, node, node->src[0]);
 }
 
-bool supports_unary(const Device & device, const ggml_tensor * node) {
-    const int32_t op = param<int32_t>(node, 0);
-    return supports_map(device, node) && op >= 0 && op < GGML_UNARY_OP_COUNT;
+// map.comp's operation number: SCALE 0, SQR 1, SQRT 2, CLAMP 3, then one per unary op.
+constexpr uint32_t kScaleShader = 0, kSqrShader = 1, kSqrtShader = 2, kClampShader = 3;
+
+// The shader operation of every unary op, listed in ggml_unary_op order so that the static_assert
+// below proves each op has exactly one entry: a new unary op fails to compile until it is listed.
+struct UnaryShader {
+    ggml_unary_op op;
+    uint32_t shader;
+};
+constexpr UnaryShader unary_shaders[] = {
+    {GGML_UNARY_OP_RELU, 4},       {GGML_UNARY_OP_SILU, 5},    {GGML_UNARY_OP_GELU, 6},
+    {GGML_UNARY_OP_GELU_QUICK, 7}, {GGML_UNARY_OP_SIGMOID, 8}, {GGML_UNARY_OP_TANH, 9},
+};
+static_assert(lists_every_value_in_order(unary_shaders, GGML_UNARY_OP_COUNT),
+              "the Vulkan unary table must list every ggml_unary_op once, in order");
+
+// glu.comp's activation of every GLU op, in ggml_glu_op order.
+struct GluShader {
+    ggml_glu_op op;
+    uint32_t shader;
+};
+constexpr GluShader glu_shaders[] = {{GGML_GLU_OP_SWIGLU, 0}, {GGML_GLU_OP_GEGLU, 1}};
+static_assert(lists_every_value_in_order(glu_shaders, GGML_GLU_OP_COUNT),
+              "the Vulkan GLU table must list every ggml_glu_op once, in order");
+
+// The shader operation of sub-op value op in table, or nullptr when op is not one of its values.
+template <class Entry, size_t N>
+const uint32_t * shader_of(const Entry (&table)[N], int32_t op) {
+    return op >= 0 && static_cast<size_t>(op) < N ? &table[op].shader : nullptr;
 }
 
-// map.comp's operation number: SCALE 0, SQR 1, SQRT 2, CLAMP 3, then 4 + the unary op.
+bool supports_unary(const Device & device, const ggml_tensor * node) {
+    return supports_map(device, node) && shader_of(unary_shaders, param<int32_t>(node, 0));
+}
+
 uint32_t map_op(const ggml_tensor * node) {
     switch (node->op) {
         case GGML_OP_SCALE:
-            return 0;
+            return kScaleShader;
         case GGML_OP_SQR:
-            return 1;
+            return kSqrShader;
         case GGML_OP_SQRT:
-            return 2;
+            return kSqrtShader;
         case GGML_OP_CLAMP:
-            return 3;
+            return kClampShader;
         default:
-            return 4 + static_cast<uint32_t>(param<int32_t>(node, 0));
+            break;
     }
+    const int32_t op = param<int32_t>(node, 0);
+    if (const uint32_t * shader = shader_of(unary_shaders, op)) return *shader;
+    throw Error("unknown unary op " + std::to_string(op) + " (the Vulkan backend has no shader for it)");
 }
 
 void record_map(Recorder & rec, const ggml_tensor * node) {
@@ -100,9 +132,8 @@ void record_map(Recorder & rec, const ggml_tensor * node) {
 
 bool supports_glu(const Device & device, const ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *b = node->src[1];
-    const int32_t op = param<int32_t>(node, 0);
-    if (!a || a->type != node->type || !float_tensor(device, a) || !float_tensor(device, node) || op < 0 ||
-        op >= GGML_GLU_OP_COUNT)
+    if (!a || a->type != node->type || !float_tensor(device, a) || !float_tensor(device, node) ||
+        !shader_of(glu_shaders, param<int32_t>(node, 0)))
         return false;
     if (b) return same_float_shape(device, node, a) && same_float_shape(device, node, b);
     return a->ne[0] == 2 * node->ne[0] && a->ne[1] == node->ne[1] && a->ne[2] == node->ne[2] &&
@@ -110,6 +141,10 @@ bool supports_glu(const Device & device, const ggml_tensor * node) {
 }
 
 void record_glu(Recorder & rec, const ggml_tensor * node) {
+    const int32_t op = param<int32_t>(node, 0);
+    const uint32_t * activation = shader_of(glu_shaders, op);
+    if (!activation)
+        throw Error("unknown GLU op " + std::to_string(op) + " (the Vulkan backend has no shader for it)");
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * g = node->src[1] ? node->src[1] : a;
     const uint32_t unit = float_unit(node->type);
@@ -123,18 +158,16 @@ void record_glu(Recorder & rec, const ggml_tensor * node) {
            view_of(rec, node, unit), swapped ? half : 0,    swapped ? 0 : half};
     rec.dispatch(std::string("glu_") + float_type_name(node->type),
                  {rec.arg(a, false), rec.arg(g, false), rec.arg(node, true)}, push, element_groups(rec, node),
-                 {static_cast<uint32_t>(param<int32_t>(node, 0))});
+                 {*activation});
 }
 
 }  // namespace
 
-void add_elementwise_kernels(KernelTable & table) {
-    for (ggml_op op : {GGML_OP_ADD, GGML_OP_SUB, GGML_OP_MUL, GGML_OP_DIV})
-        table[op] = {supports_binary, nullptr, record_binary};
-    for (ggml_op op : {GGML_OP_SCALE, GGML_OP_SQR, GGML_OP_SQRT, GGML_OP_CLAMP})
-        table[op] = {supports_map, nullptr, record_map};
-    table[GGML_OP_UNARY] = {supports_unary, nullptr, record_map};
-    table[GGML_OP_GLU] = {supports_glu, nullptr, record_glu};
-}
+namespace kernels {
+const Kernel binary = vulkan_kernel<supports_binary, nullptr, record_binary>("vulkan.binary");
+const Kernel map = vulkan_kernel<supports_map, nullptr, record_map>("vulkan.map");
+const Kernel unary = vulkan_kernel<supports_unary, nullptr, record_map>("vulkan.unary");
+const Kernel glu = vulkan_kernel<supports_glu, nullptr, record_glu>("vulkan.glu");
+}  // namespace kernels
 
 }  // namespace ggx::vulkan

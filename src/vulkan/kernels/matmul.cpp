@@ -106,8 +106,8 @@ void record_mul_mat(Recorder & rec, const ggml_tensor * node) {
 
 }  // namespace
 
-void add_matmul_kernels(KernelTable & table) {
-    table[GGML_OP_MUL_MAT] = {supports_mul_mat, nullptr, record_mul_mat};
-}
+namespace kernels {
+const Kernel mul_mat = vulkan_kernel<supports_mul_mat, nullptr, record_mul_mat>("vulkan.mul_mat");
+}  // namespace kernels
 
 }  // namespace ggx::vulkan

@@ -227,14 +227,12 @@ void record_sum(Recorder & rec, const ggml_tensor * node) {
 
 }  // namespace
 
-void add_norm_kernels(KernelTable & table) {
-    for (ggml_op op : {GGML_OP_NORM, GGML_OP_RMS_NORM, GGML_OP_L2_NORM})
-        table[op] = {same_f32_shape, nullptr, record_norm};
-    table[GGML_OP_GROUP_NORM] = {supports_group_norm, nullptr, record_norm};
-    table[GGML_OP_SOFT_MAX] = {supports_soft_max, nullptr, record_soft_max};
-    table[GGML_OP_SUM_ROWS] = {supports_sum_rows, nullptr, record_sum_rows};
-    table[GGML_OP_MEAN] = {supports_sum_rows, nullptr, record_sum_rows};
-    table[GGML_OP_SUM] = {supports_sum, sum_workspace, record_sum};
-}
+namespace kernels {
+const Kernel row_norm = vulkan_kernel<same_f32_shape, nullptr, record_norm>("vulkan.row_norm");
+const Kernel group_norm = vulkan_kernel<supports_group_norm, nullptr, record_norm>("vulkan.group_norm");
+const Kernel soft_max = vulkan_kernel<supports_soft_max, nullptr, record_soft_max>("vulkan.soft_max");
+const Kernel sum_rows = vulkan_kernel<supports_sum_rows, nullptr, record_sum_rows>("vulkan.sum_rows");
+const Kernel sum = vulkan_kernel<supports_sum, sum_workspace, record_sum>("vulkan.sum");
+}  // namespace kernels
 
 }  // namespace ggx::vulkan

@@ -98,6 +98,8 @@ void record_rope(Recorder & rec, const ggml_tensor * node) {
 
 }  // namespace
 
-void add_rope_kernels(KernelTable & table) { table[GGML_OP_ROPE] = {supports_rope, nullptr, record_rope}; }
+namespace kernels {
+const Kernel rope = vulkan_kernel<supports_rope, nullptr, record_rope>("vulkan.rope");
+}  // namespace kernels
 
 }  // namespace ggx::vulkan

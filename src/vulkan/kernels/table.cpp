@@ -6,17 +6,82 @@
 
 namespace ggx::vulkan {
 
+namespace {
+
+bool supports_nothing(const Device &, const ggml_tensor *) { return false; }
+bool supports_any(const Device &, const ggml_tensor *) { return true; }
+void record_nothing(Recorder &, const ggml_tensor *) {}
+[[noreturn]] void record_unsupported(Recorder &, const ggml_tensor * node) {
+    throw Error(std::string("the Vulkan backend has no kernel for ") + ggml_op_desc(node));
+}
+
+}  // namespace
+
+namespace kernels {
+const Kernel none = vulkan_kernel<supports_any, nullptr, record_nothing>("vulkan.none");
+const Kernel unsupported = vulkan_kernel<supports_nothing, nullptr, record_unsupported>("vulkan.unsupported");
+}  // namespace kernels
+
+namespace {
+
+struct Entry {
+    ggml_op op;
+    const Kernel * kernel;
+};
+
+// Listed in ggml_op order so that the static_assert below proves every op has exactly one entry: a
+// new op fails to compile until it is listed (as kernels::unsupported if Vulkan lacks it).
+constexpr Entry entries[] = {
+    {GGML_OP_NONE, &kernels::none},
+    {GGML_OP_DUP, &kernels::copy},
+    {GGML_OP_ADD, &kernels::binary},
+    {GGML_OP_SUB, &kernels::binary},
+    {GGML_OP_MUL, &kernels::binary},
+    {GGML_OP_DIV, &kernels::binary},
+    {GGML_OP_SCALE, &kernels::map},
+    {GGML_OP_SQR, &kernels::map},
+    {GGML_OP_SQRT, &kernels::map},
+    {GGML_OP_CLAMP, &kernels::map},
+    {GGML_OP_SUM, &kernels::sum},
+    {GGML_OP_SUM_ROWS, &kernels::sum_rows},
+    {GGML_OP_MEAN, &kernels::sum_rows},
+    {GGML_OP_ARGMAX, &kernels::argmax},
+    {GGML_OP_REPEAT, &kernels::repeat},
+    {GGML_OP_CONCAT, &kernels::concat},
+    {GGML_OP_NORM, &kernels::row_norm},
+    {GGML_OP_RMS_NORM, &kernels::row_norm},
+    {GGML_OP_GROUP_NORM, &kernels::group_norm},
+    {GGML_OP_L2_NORM, &kernels::row_norm},
+    {GGML_OP_MUL_MAT, &kernels::mul_mat},
+    {GGML_OP_SOFT_MAX, &kernels::soft_max},
+    {GGML_OP_ROPE, &kernels::rope},
+    {GGML_OP_FLASH_ATTN_EXT, &kernels::flash_attn_ext},
+    {GGML_OP_GET_ROWS, &kernels::get_rows},
+    {GGML_OP_SET_ROWS, &kernels::set_rows},
+    {GGML_OP_UNARY, &kernels::unary},
+    {GGML_OP_GLU, &kernels::glu},
+    {GGML_OP_IM2COL, &kernels::im2col},
+    {GGML_OP_PAD, &kernels::pad},
+    {GGML_OP_UPSCALE, &kernels::upscale},
+    {GGML_OP_TIMESTEP_EMBEDDING, &kernels::timestep_embedding},
+    {GGML_OP_CPY, &kernels::copy},
+    {GGML_OP_CONT, &kernels::copy},
+    {GGML_OP_RESHAPE, &kernels::none},
+    {GGML_OP_VIEW, &kernels::none},
+    {GGML_OP_PERMUTE, &kernels::none},
+    {GGML_OP_TRANSPOSE, &kernels::none},
+    {GGML_OP_CUSTOM, &kernels::unsupported},  // CPU callbacks; extension nodes run extension kernels
+};
+static_assert(lists_every_value_in_order(entries, GGML_OP_COUNT),
+              "the Vulkan kernel table must list every ggml_op once, in order");
+
+}  // namespace
+
 const KernelTable & kernel_table() {
     static const KernelTable table = [] {
         KernelTable t{};
-        add_elementwise_kernels(t);
-        add_copy_kernels(t);
-        add_norm_kernels(t);
-        add_matmul_kernels(t);
-        add_rope_kernels(t);
-        add_attention_kernels(t);
-        add_image_kernels(t);
-        add_argmax_kernels(t);
+        for (const Entry & entry : entries)
+            t[entry.op] = *entry.kernel;
         return t;
     }();
     return table;

@@ -24,7 +24,7 @@ void main() {
     for (uint k = first; k < end; ++k, c = next_coord(c, p.ne)) {
         float xv = LOAD(T, x[element_index(p.vx, c.x + p.x_shift, c.y, c.z, c.w)]);
         float gv = LOAD(T, g[element_index(p.vg, c.x + p.g_shift, c.y, c.z, c.w)]);
-        float act = ACT == 0 ? silu_of(xv) : gelu_of(xv);
+        float act = ACT == 0 ? silu_of(xv) : ACT == 1 ? gelu_of(xv) : uintBitsToFloat(0x7fc00000u);
         d[element_index(p.vd, c.x, c.y, c.z, c.w)] = STORE(T, act * gv);
     }
 }

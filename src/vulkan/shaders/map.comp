@@ -31,7 +31,8 @@ float apply(float x) {
         case 6: return gelu_of(x);
         case 7: return gelu_quick_of(x);
         case 8: return isnan(x) ? x : sigmoid_of(x);
-        default: return tanh_of(x);
+        case 9: return tanh_of(x);
+        default: return uintBitsToFloat(0x7fc00000u);  // the host never selects an unlisted OP
     }
 }
 
