@@ -241,12 +241,12 @@ enum ggml_ext_step_kind {
 struct ggml_ext_sched_step {
     size_t struct_size; /* set by the caller: sizeof(struct ggml_ext_sched_step) */
     enum ggml_ext_step_kind kind;
-    const char * name;       /* the kernel's or fusion rule's name; "native" for a native range */
-    ggml_backend_t backend;  /* the backend that runs it */
-    int split;               /* its split (ggml_backend_sched_get_n_splits) */
+    const char * name;                  /* the kernel's or fusion rule's name; "native" for a native range */
+    ggml_backend_t backend;             /* the backend that runs it */
+    int split;                          /* its split (ggml_backend_sched_get_n_splits) */
     struct ggml_tensor * const * nodes; /* the nodes it computes, in order; the last is the output */
     int n_nodes;
-    size_t workspace_bytes;  /* its workspace request; a backend's workspace is the largest one */
+    size_t workspace_bytes; /* its workspace request; a backend's workspace is the largest one */
 };
 
 /* Number of steps of the current plan. */

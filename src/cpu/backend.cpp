@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "interface/host_buffer.h"
 #include "core/internal.h"
 #include "cpu/kernel.h"
+#include "interface/host_buffer.h"
 
 namespace ggx::cpu {
 
@@ -151,9 +151,10 @@ int prepared_threads(ggml_backend_t backend) {
 ggml_status CpuBackend::compute_native(std::span<const NativeNode> nodes, const Workspace & workspace) {
     // Kernels' requests are padded by kWorkspaceAlignment - 1 bytes: align the region's start.
     auto * const base = static_cast<char *>(workspace.data);
-    const size_t skip = base ? (kWorkspaceAlignment - reinterpret_cast<uintptr_t>(base) % kWorkspaceAlignment) %
-                                   kWorkspaceAlignment
-                             : 0;
+    const size_t skip =
+        base ? (kWorkspaceAlignment - reinterpret_cast<uintptr_t>(base) % kWorkspaceAlignment) %
+                   kWorkspaceAlignment
+             : 0;
     char * const scratch = base ? base + skip : nullptr;
     const size_t scratch_size = workspace.size > skip ? workspace.size - skip : 0;
 
@@ -164,7 +165,13 @@ ggml_status CpuBackend::compute_native(std::span<const NativeNode> nodes, const 
         const ComputeParams params(thread, scratch, scratch_size, failed, error);
         for (size_t i = 0; i < nodes.size(); ++i) {
             const NativeNode & n = nodes[i];
-            const KernelCall call{this, &n.node, 1, n.state, workspace.buffer, workspace.data, workspace.size,
+            const KernelCall call{this,
+                                  &n.node,
+                                  1,
+                                  n.state,
+                                  workspace.buffer,
+                                  workspace.data,
+                                  workspace.size,
                                   const_cast<ComputeParams *>(&params)};
             n.kernel->execute(*n.kernel, call);
             if (thread.ith == 0) thread.poll_abort();
@@ -174,8 +181,8 @@ ggml_status CpuBackend::compute_native(std::span<const NativeNode> nodes, const 
     });
     if (failed.load()) {
         const NativeNode & n = nodes[failed_node.load()];
-        return backend::fail(GGML_STATUS_FAILED,
-                             std::string(name()) + ": " + backend::describe_node(n.index, n.node) + ": " + error);
+        return backend::fail(GGML_STATUS_FAILED, std::string(name()) + ": " +
+                                                     backend::describe_node(n.index, n.node) + ": " + error);
     }
     return pool_.aborted() ? GGML_STATUS_ABORTED : GGML_STATUS_SUCCESS;
 }

@@ -8,8 +8,8 @@
 #include <span>
 #include <string>
 
-#include "interface/backend-impl.h"
 #include "cpu/threadpool.h"
+#include "interface/backend-impl.h"
 
 struct ggml_ext_cpu_parallel_v1;
 

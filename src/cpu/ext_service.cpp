@@ -16,9 +16,9 @@
 #include <atomic>
 #include <string>
 
-#include "interface/backend-impl.h"
 #include "cpu/backend.h"
 #include "cpu/kernel.h"
+#include "interface/backend-impl.h"
 
 namespace ggx::cpu {
 namespace {

@@ -56,7 +56,8 @@ int prepared_threads(ggml_backend_t backend);
 // work by ith/nth and may call params.thread.barrier() (every thread must reach each barrier).
 // workspace gives the scratch bytes a node needs with n threads (nullptr: none); the request is
 // padded so that the backend can align the workspace to kWorkspaceAlignment.
-template <bool (*supports)(const ggml_tensor * node), size_t (*workspace)(const ggml_tensor * node, int n_threads),
+template <bool (*supports)(const ggml_tensor * node),
+          size_t (*workspace)(const ggml_tensor * node, int n_threads),
           void (*compute)(const ComputeParams & params, ggml_tensor * node)>
 constexpr Kernel cpu_kernel(const char * name) {
     Kernel k{name,

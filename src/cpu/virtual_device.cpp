@@ -4,10 +4,10 @@
 #include <array>
 #include <mutex>
 
-#include "interface/host_buffer.h"
 #include "core/internal.h"
 #include "cpu/backend.h"
 #include "cpu/kernel.h"
+#include "interface/host_buffer.h"
 
 namespace ggx::cpu {
 

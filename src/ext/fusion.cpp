@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "interface/backend-impl.h"
 #include "ext/registry.h"
+#include "interface/backend-impl.h"
 
 namespace ggx::ext {
 namespace {

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "interface/backend-impl.h"
 #include "core/internal.h"
+#include "interface/backend-impl.h"
 
 namespace ggx::ext {
 namespace {

@@ -14,8 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "interface/backend-impl.h"
 #include "core/internal.h"
+#include "interface/backend-impl.h"
 
 namespace ggx::ext {
 namespace {
@@ -23,7 +23,8 @@ namespace {
 constexpr size_t kMaxOps = 4096;
 constexpr int kMarkerSlot = 0, kIdSlot = 1, kSizeSlot = 2, kAttrSlot = 3;
 
-using KernelList = std::vector<const KernelRegistration *>;      // by priority, highest first; ties: registration order
+using KernelList =
+    std::vector<const KernelRegistration *>;         // by priority, highest first; ties: registration order
 using FusionList = std::vector<const FusionRule *>;  // the same order
 
 struct Registry {
@@ -167,8 +168,8 @@ ggml_status extension_prepare(const ggx::Kernel & k, const ggx::KernelPrepare & 
 
 ggml_status extension_execute(const ggx::Kernel & k, const ggx::KernelCall & call) {
     const ggml_ext_kernel_desc & d = registration(k).desc;
-    const ggml_ext_execute_params params{sizeof params,  call.backend,        call.nodes[0],
-                                         call.state,     call.workspace,      call.workspace_data,
+    const ggml_ext_execute_params params{sizeof params,       call.backend,   call.nodes[0],
+                                         call.state,          call.workspace, call.workspace_data,
                                          call.workspace_size, d.user_data};
     return d.execute(&params);
 }
@@ -188,9 +189,9 @@ ggml_status fusion_prepare(const ggx::Kernel & k, const ggx::KernelPrepare & ste
 
 ggml_status fusion_execute(const ggx::Kernel & k, const ggx::KernelCall & call) {
     const ggml_ext_fusion_desc & d = rule_of(k).desc;
-    const ggml_ext_fusion_execute_params params{
-        sizeof params,       call.backend,        call.nodes,         call.n_nodes, call.state,
-        call.workspace,      call.workspace_data, call.workspace_size, d.user_data};
+    const ggml_ext_fusion_execute_params params{sizeof params,       call.backend,        call.nodes,
+                                                call.n_nodes,        call.state,          call.workspace,
+                                                call.workspace_data, call.workspace_size, d.user_data};
     return d.execute(&params);
 }
 
@@ -259,10 +260,11 @@ Selection select(ggml_backend_dev_t device, const ggml_tensor * node) {
     const Selection native_or_none{native ? Selection::Kind::kNative : Selection::Kind::kNone, native};
     const auto decided = [&](const Selection & s, const std::string & why) {
         if (explain_sink) {
-            const std::string what = s.kind == Selection::Kind::kExtension
-                                         ? kernel_label(*static_cast<const KernelRegistration *>(s.kernel->impl))
-                                     : s.kind == Selection::Kind::kNative ? std::string("native")
-                                                                          : std::string("nothing");
+            const std::string what =
+                s.kind == Selection::Kind::kExtension
+                    ? kernel_label(*static_cast<const KernelRegistration *>(s.kernel->impl))
+                : s.kind == Selection::Kind::kNative ? std::string("native")
+                                                     : std::string("nothing");
             explain("  " + describe(node) + ": " + what + " (" + why + ")");
         }
         return s;

@@ -3,9 +3,9 @@
 
 #include <cstring>
 
-#include "runtime/plan.h"
 #include "core/internal.h"
 #include "ext/registry.h"
+#include "runtime/plan.h"
 
 namespace ggx::backend {
 

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "interface/backend-impl.h"
-#include "runtime/plan.h"
 #include "core/internal.h"
 #include "ext/registry.h"
+#include "interface/backend-impl.h"
+#include "runtime/plan.h"
 
 namespace ggx::ext {
 namespace {
@@ -580,7 +580,8 @@ private:
                     return failure(v.name, std::string("upload: ") + ggml_backend_get_last_error());
             }
             const ggml_status status = plan.run(
-                0, n_nodes, {workspace_bytes ? arena.buffer() : nullptr, arena.workspace_data(), workspace_bytes});
+                0, n_nodes,
+                {workspace_bytes ? arena.buffer() : nullptr, arena.workspace_data(), workspace_bytes});
             ggml_backend_synchronize(backend_);
             if (status != GGML_STATUS_SUCCESS)
                 return failure(v.name, "execute failed" + when + ": " + ggml_backend_get_last_error() + liar);

@@ -29,9 +29,8 @@ ggml_status check_memory(const ggml_backend & backend, int index, const ggml_ten
         const ggml_tensor * owner = tensor->view_src ? tensor->view_src : tensor;
         if (backend.can_access(owner->buffer ? owner->buffer->buft : nullptr)) continue;
         const std::string role = s < 0 ? "its result" : "source " + std::to_string(s);
-        const std::string where = owner->buffer
-                                      ? std::string("buffer type ") + owner->buffer->buft->name()
-                                      : std::string("memory of no buffer");
+        const std::string where = owner->buffer ? std::string("buffer type ") + owner->buffer->buft->name()
+                                                : std::string("memory of no buffer");
         return fail(
             GGML_STATUS_FAILED,
             std::string(backend.name()) + ": " + describe_node(index, node) + ": " + role + " '" +
@@ -46,8 +45,8 @@ ggml_status check_allocated(const ggml_backend & backend, int index, const ggml_
     for (const ggml_tensor * src : node->src)
         allocated = allocated && (!src || src->data || ggml_is_empty(src));
     if (allocated) return GGML_STATUS_SUCCESS;
-    return fail(GGML_STATUS_FAILED,
-                std::string(backend.name()) + ": " + describe_node(index, node) + " or a source is not allocated");
+    return fail(GGML_STATUS_FAILED, std::string(backend.name()) + ": " + describe_node(index, node) +
+                                        " or a source is not allocated");
 }
 
 }  // namespace
@@ -102,11 +101,11 @@ bool ExecutionPlan::prepare(const Kernel & kernel, int begin, int end, void ** s
     const KernelPrepare step{backend_, ggml_graph_nodes(graph_) + begin, end - begin};
     set_last_error("");
     if (kernel.prepare(kernel, step, state, bytes) == GGML_STATUS_SUCCESS) return true;
-    const std::string what = kernel.kind == Kernel::Kind::kFusion
-                                 ? "fusion '" + std::string(kernel.name) + "' failed for nodes " +
-                                       range_text(begin, end) + " ending at "
-                                 : "kernel '" + std::string(kernel.name) + "' failed for node " +
-                                       std::to_string(begin) + " ";
+    const std::string what =
+        kernel.kind == Kernel::Kind::kFusion
+            ? "fusion '" + std::string(kernel.name) + "' failed for nodes " + range_text(begin, end) +
+                  " ending at "
+            : "kernel '" + std::string(kernel.name) + "' failed for node " + std::to_string(begin) + " ";
     set_last_error(std::string(backend_->name()) + ": prepare of " + what +
                    ext::describe(ggml_graph_node(graph_, end - 1)) + ": " + ggml_backend_get_last_error());
     return false;
@@ -178,9 +177,7 @@ bool ExecutionPlan::build_impl(ggml_backend_t backend, ggml_cgraph * graph, int 
     return true;
 }
 
-bool ExecutionPlan::is_current() const {
-    return generation_ == ext::generation() && !settings_changed();
-}
+bool ExecutionPlan::is_current() const { return generation_ == ext::generation() && !settings_changed(); }
 
 ggml_status ExecutionPlan::validate() {
     validations.fetch_add(1, std::memory_order_relaxed);
@@ -230,8 +227,9 @@ ggml_status ExecutionPlan::run_steps(int first, int last, const Workspace & work
             continue;
         }
         if (b != s.begin || e != s.end) {
-            return fail(GGML_STATUS_FAILED, std::string(backend_->name()) + ": nodes " + range_text(first, last) +
-                                                " cut the fused range " + range_text(s.begin, s.end));
+            return fail(GGML_STATUS_FAILED, std::string(backend_->name()) + ": nodes " +
+                                                range_text(first, last) + " cut the fused range " +
+                                                range_text(s.begin, s.end));
         }
         if (const ggml_status status = run_step(s, workspace)) return status;
     }
@@ -239,8 +237,10 @@ ggml_status ExecutionPlan::run_steps(int first, int last, const Workspace & work
 }
 
 ggml_status ExecutionPlan::run_step(const Step & s, const Workspace & workspace) const {
-    const KernelCall call{backend_,        ggml_graph_nodes(graph_) + s.begin, s.end - s.begin, s.state,
-                          workspace.buffer, workspace.data,                     workspace.size,  nullptr};
+    const KernelCall call{backend_,         ggml_graph_nodes(graph_) + s.begin,
+                          s.end - s.begin,  s.state,
+                          workspace.buffer, workspace.data,
+                          workspace.size,   nullptr};
     set_last_error("");
     const ggml_status status = s.kernel->execute(*s.kernel, call);
     if (status == GGML_STATUS_SUCCESS) return status;
@@ -269,11 +269,12 @@ ggml_status run_temporary_plan(ggml_backend_t backend, int i0, int i1, Build bui
     const size_t needed = plan.workspace_bytes();
     if (needed > 0 && (!workspace || workspace->size < needed)) {
         workspace.reset();
-        workspace.reset(ggml_backend_buft_alloc_buffer(ggml_backend_get_default_buffer_type(backend), needed));
+        workspace.reset(
+            ggml_backend_buft_alloc_buffer(ggml_backend_get_default_buffer_type(backend), needed));
         if (!workspace) return GGML_STATUS_ALLOC_FAILED;
     }
-    const Workspace region = workspace ? Workspace{workspace.get(), workspace->base(), workspace->size}
-                                       : Workspace{};
+    const Workspace region =
+        workspace ? Workspace{workspace.get(), workspace->base(), workspace->size} : Workspace{};
     const ggml_status status = plan.run(i0, i1, region);
     backend->synchronize();  // before the plan and its workspace are released or reused
     return status;
@@ -282,8 +283,8 @@ ggml_status run_temporary_plan(ggml_backend_t backend, int i0, int i1, Build bui
 }  // namespace
 
 ggml_status compute_native_range(ggml_backend_t backend, ggml_cgraph * graph, int i0, int i1) {
-    return run_temporary_plan(backend, i0, i1,
-                              [&](ExecutionPlan & plan) { return plan.build_native(backend, graph, i0, i1); });
+    return run_temporary_plan(
+        backend, i0, i1, [&](ExecutionPlan & plan) { return plan.build_native(backend, graph, i0, i1); });
 }
 
 ggml_status compute_with_temporary_plan(ggml_backend_t backend, ggml_cgraph * graph, int i0, int i1) {

@@ -73,7 +73,8 @@ private:
                     const ggml_tensor * forced_node, const Kernel * forced_kernel,
                     std::span<const ext::FusedGroup> fused);
     // The kernel of node i, or nullptr (error set) when nothing supports it.
-    const Kernel * kernel_for(int i, Mode mode, const ggml_tensor * forced_node, const Kernel * forced_kernel) const;
+    const Kernel * kernel_for(int i, Mode mode, const ggml_tensor * forced_node,
+                              const Kernel * forced_kernel) const;
     bool prepare(const Kernel & kernel, int begin, int end, void ** state, size_t * bytes);
     void add_native(int i, const Kernel & kernel, void * state, size_t bytes);
     ggml_status run_steps(int first, int last, const Workspace & workspace) const;

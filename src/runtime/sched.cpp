@@ -21,10 +21,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/internal.h"
 #include "interface/backend-impl.h"
 #include "runtime/graph_alloc.h"
 #include "runtime/plan.h"
-#include "core/internal.h"
 
 namespace ggx::backend {
 namespace {
@@ -615,8 +615,8 @@ ggml_status ggml_backend_sched::run_split(Split & s) {
 
 ggml_status ggml_backend_sched::compute(ggml_cgraph * g) {
     // A backend setting that changes what its kernels prepare (the CPU's thread count) plans again.
-    const bool settings_changed = std::any_of(splits.begin(), splits.end(),
-                                              [](const Split & s) { return s.plan.settings_changed(); });
+    const bool settings_changed =
+        std::any_of(splits.begin(), splits.end(), [](const Split & s) { return s.plan.settings_changed(); });
     if (!allocated || g != source || settings_changed) {
         if (!schedule(g) || !allocate(false)) return GGML_STATUS_ALLOC_FAILED;
         allocated = true;

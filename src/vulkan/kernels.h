@@ -26,7 +26,8 @@ size_t workspace_padding(ggml_backend_t backend);
 // device's Vulkan state, the scratch bytes a node needs (nullptr: none), and record, which records
 // the node's dispatches into the Recorder the backend passes as call.context (throwing Error).
 template <bool (*supports)(const Device & device, const ggml_tensor * node),
-          size_t (*workspace)(const ggml_tensor * node), void (*record)(Recorder & recorder, const ggml_tensor * node)>
+          size_t (*workspace)(const ggml_tensor * node),
+          void (*record)(Recorder & recorder, const ggml_tensor * node)>
 constexpr Kernel vulkan_kernel(const char * name) {
     Kernel k{name,
              Kernel::Kind::kNative,

@@ -19,6 +19,7 @@
 #include "unit/vulkan_fixture.h"
 #include "vulkan/backend.h"
 #include "vulkan/buffer.h"
+#include "vulkan/kernels.h"
 
 namespace ggx::test {
 namespace {
@@ -177,6 +178,38 @@ TEST_F(Vulkan, RefusesNodesOutsideItsMemoryAndUnsupportedNodes) {
     ggml_build_forward_expand(graph, unsupported);
     EXPECT_EQ(ggml_backend_graph_compute(vk(), graph), GGML_STATUS_FAILED);
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "is not supported")) << ggml_backend_get_last_error();
+}
+
+// Issue 16: the Vulkan kernel and sub-op tables are checked against the enums at compile time; a
+// unary or GLU sub-op value outside them (a node built by a newer header, or corrupted) is refused
+// by supports, so computing it is a reported error rather than another op's shader.
+TEST_F(Vulkan, AnUnknownUnaryOrGluSubOpIsAReportedError) {
+    ggml_tensor * a = input(16, 2);
+    ggml_tensor * unary = ggml_relu(ctx(), a);
+    ggml_tensor * glu = ggml_swiglu(ctx(), a);
+    ASSERT_TRUE(ggml_backend_supports_op(vk(), unary));
+    ASSERT_TRUE(ggml_backend_supports_op(vk(), glu));
+    const int32_t unknown_unary = GGML_UNARY_OP_COUNT, unknown_glu = GGML_GLU_OP_COUNT;
+    std::memcpy(unary->op_params, &unknown_unary, sizeof unknown_unary);
+    std::memcpy(glu->op_params, &unknown_glu, sizeof unknown_glu);
+    alloc();
+    for (ggml_tensor * node : {unary, glu}) {
+        EXPECT_FALSE(ggml_backend_supports_op(vk(), node)) << ggml_op_desc(node);
+        EXPECT_EQ(compute(node), GGML_STATUS_FAILED) << ggml_op_desc(node);
+        EXPECT_TRUE(contains(ggml_backend_get_last_error(), "is not supported"))
+            << ggml_backend_get_last_error();
+    }
+}
+
+// Every entry of the Vulkan table is the one Kernel descriptor, kNative, named, with supports and
+// execute (ops Vulkan lacks have the named "vulkan.unsupported" kernel, whose supports says no).
+TEST_F(Vulkan, TheKernelTableHoldsNativeKernels) {
+    for (const Kernel & kernel : vulkan::kernel_table()) {
+        EXPECT_EQ(kernel.kind, Kernel::Kind::kNative) << kernel.name;
+        EXPECT_NE(kernel.name, nullptr);
+        EXPECT_NE(kernel.supports, nullptr) << kernel.name;
+        EXPECT_NE(kernel.execute, nullptr) << kernel.name;
+    }
 }
 
 // 2-D weights larger than one binding are multiplied in slices of rows, each bound on its own: the

@@ -171,6 +171,7 @@ const Kernel repeat = cpu_kernel<supports_repeat, nullptr, compute_repeat>("cpu.
 const Kernel concat = cpu_kernel<supports_concat, nullptr, compute_concat>("cpu.concat");
 const Kernel pad = cpu_kernel<supports_pad, nullptr, compute_pad>("cpu.pad");
 const Kernel upscale = cpu_kernel<supports_upscale, nullptr, compute_upscale>("cpu.upscale");
-const Kernel timestep_embedding = cpu_kernel<supports_timestep_embedding, nullptr, compute_timestep_embedding>("cpu.timestep_embedding");
+const Kernel timestep_embedding =
+    cpu_kernel<supports_timestep_embedding, nullptr, compute_timestep_embedding>("cpu.timestep_embedding");
 
 }  // namespace ggx::cpu::kernels

@@ -163,7 +163,8 @@ void record_flash_attn(Recorder & rec, const ggml_tensor * node) {
 }  // namespace
 
 namespace kernels {
-const Kernel flash_attn_ext = vulkan_kernel<supports_flash_attn, workspace_flash_attn, record_flash_attn>("vulkan.flash_attn_ext");
+const Kernel flash_attn_ext =
+    vulkan_kernel<supports_flash_attn, workspace_flash_attn, record_flash_attn>("vulkan.flash_attn_ext");
 }  // namespace kernels
 
 }  // namespace ggx::vulkan

@@ -157,7 +157,9 @@ void record_timestep_embedding(Recorder & rec, const ggml_tensor * node) {
 namespace kernels {
 const Kernel im2col = vulkan_kernel<supports_im2col, nullptr, record_im2col>("vulkan.im2col");
 const Kernel upscale = vulkan_kernel<supports_upscale, nullptr, record_upscale>("vulkan.upscale");
-const Kernel timestep_embedding = vulkan_kernel<supports_timestep_embedding, nullptr, record_timestep_embedding>("vulkan.timestep_embedding");
+const Kernel timestep_embedding =
+    vulkan_kernel<supports_timestep_embedding, nullptr, record_timestep_embedding>(
+        "vulkan.timestep_embedding");
 }  // namespace kernels
 
 }  // namespace ggx::vulkan

@@ -33,7 +33,8 @@ bool weights_layout_supported(const ggml_tensor * a) {
 // Rows of the weights a that each dispatch binds: all of them, or for 2-D weights larger than one
 // binding as many as one binding holds (0 when not even one row fits or a cannot be split).
 int64_t rows_per_slice(const Device & device, const ggml_tensor * a) {
-    const uint64_t range = device.limits().max_storage_range, alignment = device.limits().storage_offset_alignment;
+    const uint64_t range = device.limits().max_storage_range,
+                   alignment = device.limits().storage_offset_alignment;
     if (ggml_nbytes(a) + alignment <= range) return a->ne[1];
     if (a->ne[2] != 1 || a->ne[3] != 1 || a->nb[1] < a->nb[0] || range <= alignment) return 0;
     // A slice of n rows spans (n - 1) nb1 + the bytes of one row.
