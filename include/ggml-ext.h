@@ -230,9 +230,10 @@ const char * ggml_ext_sched_explanation(ggml_backend_sched_t sched);
 
 /* Plan query: the steps of the plan of the last graph sched scheduled, in execution order. A step
  * is a native range (consecutive nodes the device's own kernels run as one batch), one node run by
- * an extension kernel, or a range a fusion rule replaced. Also after ggml_backend_sched_reserve (the
- * measured graph's plan). Valid until sched schedules the next graph or is reset, and while the
- * graph's tensors live; 0 steps before any. For programs; explain mode's text is for people. */
+ * an extension kernel, or a range a fusion rule replaced. Valid until sched schedules the next graph
+ * or is reset, and while the graph's tensors live; 0 steps before any and after
+ * ggml_backend_sched_reserve (which releases the measured plan). For programs; explain mode's text
+ * is for people. */
 enum ggml_ext_step_kind {
     GGML_EXT_STEP_NATIVE = 0, /* the device's own kernels */
     GGML_EXT_STEP_KERNEL = 1, /* a single-node extension kernel */

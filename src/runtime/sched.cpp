@@ -693,9 +693,8 @@ void ggml_backend_sched_free(ggml_backend_sched_t sched) {
 
 bool ggml_backend_sched_reserve(ggml_backend_sched_t sched, ggml_cgraph * measure_graph) {
     ggml_backend_sched_synchronize(sched);
-    // The plan stays queryable (ggml_ext_sched_get_step) but is not allocated: compute plans again.
     const bool ok = sched->schedule(measure_graph) && sched->allocate(true);
-    sched->allocated = false;
+    sched->forget_plan();
     return ok;
 }
 

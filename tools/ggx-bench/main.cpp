@@ -180,26 +180,31 @@ ggml_status execute_norm_mul(const ggml_ext_fusion_execute_params * params) {
 }
 
 // Compute-buffer bytes the scheduler plans for graph on the CPU, with the device's fusion rules on or off.
-// What a scheduler over cpu plans for graph: its whole buffer size (tensors and workspace) and
-// the workspace, the largest step request of the plan (native scratch included).
-struct ScheduledBytes {
-    size_t total = 0, workspace = 0;
-};
-
-ScheduledBytes scheduled_bytes(ggml_backend_t cpu, ggml_cgraph * graph, bool fusion) {
+// The buffer size (tensors and workspace) a scheduler over cpu reserves for graph.
+size_t scheduled_bytes(ggml_backend_t cpu, ggml_cgraph * graph, bool fusion) {
     ggml_backend_dev_t device = ggml_backend_get_device(cpu);
     ggml_ext_dev_set_enabled(device, fusion);
     ggml_backend_sched_t sched = ggml_backend_sched_new(&cpu, nullptr, 1, 8192, false, false);
-    ScheduledBytes bytes;
-    if (ggml_backend_sched_reserve(sched, graph)) {
-        bytes.total = ggml_backend_sched_get_buffer_size(sched, cpu);
+    const size_t bytes =
+        ggml_backend_sched_reserve(sched, graph) ? ggml_backend_sched_get_buffer_size(sched, cpu) : 0;
+    ggml_backend_sched_free(sched);
+    ggml_ext_dev_set_enabled(device, true);
+    return bytes;
+}
+
+// The workspace of graph's plan on cpu (the largest step request, native scratch included), from the
+// plan query. It allocates graph, whose tensors then point into the freed scheduler's buffer: call
+// it last.
+size_t planned_workspace(ggml_backend_t cpu, ggml_cgraph * graph) {
+    ggml_backend_sched_t sched = ggml_backend_sched_new(&cpu, nullptr, 1, 8192, false, false);
+    size_t bytes = 0;
+    if (ggml_backend_sched_alloc_graph(sched, graph)) {
         ggml_ext_sched_step step{};
         step.struct_size = sizeof step;
         for (int i = 0; ggml_ext_sched_get_step(sched, i, &step); ++i)
-            bytes.workspace = std::max(bytes.workspace, step.workspace_bytes);
+            bytes = std::max(bytes, step.workspace_bytes);
     }
     ggml_backend_sched_free(sched);
-    ggml_ext_dev_set_enabled(device, true);
     return bytes;
 }
 
@@ -240,7 +245,7 @@ std::string memory_report() {
     rule.execute = execute_norm_mul;
     ggml_ext_register_fusion(ggml_backend_get_device(cpu), &rule);
     g_norm_mul_active = true;
-    const ScheduledBytes unfused = scheduled_bytes(cpu, graph, false), fused = scheduled_bytes(cpu, graph, true);
+    const size_t unfused = scheduled_bytes(cpu, graph, false), fused = scheduled_bytes(cpu, graph, true);
     g_norm_mul_active = false;
     char out[768];
     std::snprintf(out, sizeof out,
@@ -249,9 +254,8 @@ std::string memory_report() {
                   "\"plan_ms\": %.3f, \"sched_bytes_unfused\": %zu, \"sched_workspace_bytes_unfused\": %zu, "
                   "\"sched_bytes_fused_rms_norm_mul\": %zu, \"fusion_saving\": %.4f}",
                   s.layers, s.hidden, s.heads, s.tokens, ggml_graph_n_nodes(graph), planned, bound,
-                  static_cast<double>(planned) / static_cast<double>(bound), plan_seconds * 1e3, unfused.total,
-                  unfused.workspace, fused.total,
-                  1.0 - static_cast<double>(fused.total) / static_cast<double>(unfused.total));
+                  static_cast<double>(planned) / static_cast<double>(bound), plan_seconds * 1e3, unfused,
+                  planned_workspace(cpu, graph), fused, 1.0 - static_cast<double>(fused) / static_cast<double>(unfused));
     ggml_gallocr_free(galloc);
     ggml_backend_buffer_free(weights);
     ggml_backend_free(cpu);
