@@ -35,6 +35,8 @@ namespace ggx::backend {
 
 // Records the calling thread's last error (see ggml_backend_get_last_error).
 void set_last_error(std::string message);
+// Empties the calling thread's last error (cheap when it is empty already).
+void clear_last_error();
 // Shorthand: records message and returns status.
 ggml_status fail(ggml_status status, std::string message);
 

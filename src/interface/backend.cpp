@@ -12,6 +12,10 @@ thread_local std::string last_error;
 
 void set_last_error(std::string message) { last_error = std::move(message); }
 
+void clear_last_error() {
+    if (!last_error.empty()) last_error.clear();
+}
+
 ggml_status fail(ggml_status status, std::string message) {
     set_last_error(std::move(message));
     return status;

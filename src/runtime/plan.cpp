@@ -99,7 +99,7 @@ bool ExecutionPlan::prepare(const Kernel & kernel, int begin, int end, void ** s
     *bytes = 0;
     if (!kernel.prepare) return true;
     const KernelPrepare step{backend_, ggml_graph_nodes(graph_) + begin, end - begin};
-    set_last_error("");
+    clear_last_error();
     if (kernel.prepare(kernel, step, state, bytes) == GGML_STATUS_SUCCESS) return true;
     const std::string what =
         kernel.kind == Kernel::Kind::kFusion
@@ -241,7 +241,7 @@ ggml_status ExecutionPlan::run_step(const Step & s, const Workspace & workspace)
                           s.end - s.begin,  s.state,
                           workspace.buffer, workspace.data,
                           workspace.size,   nullptr};
-    set_last_error("");
+    clear_last_error();
     const ggml_status status = s.kernel->execute(*s.kernel, call);
     if (status == GGML_STATUS_SUCCESS) return status;
     return fail(status, step_failure(s) + ": " + ggml_backend_get_last_error());
