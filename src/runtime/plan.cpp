@@ -148,6 +148,7 @@ bool ExecutionPlan::build_impl(ggml_backend_t backend, ggml_cgraph * graph, int 
     end_ = end;
     generation_ = ext::generation();
     epoch_ = backend->config_epoch();
+    natives_.reserve(static_cast<size_t>(std::max(end - begin, 0)));
     auto next_group = fused.begin();
     for (int i = begin; i < end; ++i) {
         if (next_group != fused.end() && next_group->first == i) {
