@@ -255,7 +255,8 @@ std::string memory_report() {
                   "\"sched_bytes_fused_rms_norm_mul\": %zu, \"fusion_saving\": %.4f}",
                   s.layers, s.hidden, s.heads, s.tokens, ggml_graph_n_nodes(graph), planned, bound,
                   static_cast<double>(planned) / static_cast<double>(bound), plan_seconds * 1e3, unfused,
-                  planned_workspace(cpu, graph), fused, 1.0 - static_cast<double>(fused) / static_cast<double>(unfused));
+                  planned_workspace(cpu, graph), fused,
+                  1.0 - static_cast<double>(fused) / static_cast<double>(unfused));
     ggml_gallocr_free(galloc);
     ggml_backend_buffer_free(weights);
     ggml_backend_free(cpu);

@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/plan_steps.h"
 #include "common/roofline.h"
 #include "sd-ggml-ext.h"
 
@@ -96,13 +97,11 @@ bool time_graph(ggml_backend_t cpu, const Graph & g, bool fusion_off, Timing & t
         ggml_backend_sched_new(&cpu, nullptr, 1, GGML_DEFAULT_GRAPH_SIZE, false, false),
         &ggml_backend_sched_free);
     if (fusion_off) ggml_backend_sched_set_eval_callback(sched.get(), never_observe, nullptr);
-    ggml_ext_sched_set_explain(sched.get(), true);
     if (!ggml_backend_sched_alloc_graph(sched.get(), g.graph)) {
         error = ggml_backend_get_last_error();
         return false;
     }
-    t.fused = std::strstr(ggml_ext_sched_explanation(sched.get()), "'sd.rms_norm_mul_rope.cpu' matched") &&
-              std::strstr(ggml_ext_sched_explanation(sched.get()), "accepted");
+    t.fused = ggx::tools::fusion_fired(sched.get(), "sd.rms_norm_mul_rope.cpu");
     fill(g);
     t.seconds = 1e30;
     for (int r = 0; r <= kRepeats; ++r) {  // the first run warms up

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "common/plan_steps.h"
 #include "sd-ggml-ext.h"
 
 namespace {
@@ -208,14 +209,11 @@ bool time_graph(const char * name, const Build & build, const char * rule, ggml_
     ggml_backend_t backends[] = {vk, cpu};
     Sched sched(ggml_backend_sched_new(backends, nullptr, 2, GGML_DEFAULT_GRAPH_SIZE, false, false),
                 &ggml_backend_sched_free);
-    ggml_ext_sched_set_explain(sched.get(), true);
     if (!buffer || !ggml_backend_sched_alloc_graph(sched.get(), graph)) {
         error = std::string(name) + ": " + ggml_backend_get_last_error();
         return false;
     }
-    const std::string explanation = ggml_ext_sched_explanation(sched.get());
-    t.fired = rule && explanation.find(std::string("'") + rule + "' matched") != std::string::npos &&
-              explanation.find("accepted") != std::string::npos;
+    t.fired = rule && ggx::tools::fusion_fired(sched.get(), rule);
     fill(site.inputs.get());
     for (int r = 0; r <= kRepeats; ++r) {  // the first run warms up (pipelines are created on it)
         const auto start = std::chrono::steady_clock::now();

@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/plan_steps.h"
 #include "gguf.h"
 #include "ggx-run/model.h"
 #include "ggx-run/report.h"
@@ -181,33 +182,15 @@ void set_ext_enabled(const Backends & b, bool enabled) {
 }
 
 // Reads fusions and extension kernels out of the scheduler's explanation.
-void parse_explanation(const char * text, VariantResult & v) {
-    const std::string s = text ? text : "";
-    size_t pos = 0;
+// Fused ranges, extension kernels and the node count after fusion, from the plan query.
+void count_plan_steps(ggml_backend_sched_t sched, VariantResult & v) {
     int removed = 0;
-    while (pos < s.size()) {
-        size_t end = s.find('\n', pos);
-        if (end == std::string::npos) end = s.size();
-        const std::string line = s.substr(pos, end - pos);
-        pos = end + 1;
-        const size_t f = line.find("fusion '");
-        if (f != std::string::npos && line.find("' matched nodes [") != std::string::npos) {
-            const size_t q = line.find('\'', f + 8);
-            const std::string rule = line.substr(f + 8, q - f - 8);
-            long first = 0, last = 0;
-            if (std::sscanf(line.c_str() + line.find('[') + 1, "%ld, %ld)", &first, &last) != 2) continue;
-            if (line.find(": accepted") != std::string::npos) {
-                ++v.fusions[rule];
-                removed += static_cast<int>(last - first - 1);
-            } else {
-                ++v.fusion_rejections[rule];
-            }
-            continue;
-        }
-        const size_t k = line.find("): kernel '");
-        if (k != std::string::npos) {
-            const size_t b = k + 11, q = line.find('\'', b);
-            if (q != std::string::npos) ++v.ext_kernels[line.substr(b, q - b)];
+    for (const ggml_ext_sched_step & step : ggx::tools::plan_steps(sched)) {
+        if (step.kind == GGML_EXT_STEP_FUSION) {
+            ++v.fusions[step.name];
+            removed += step.n_nodes - 1;
+        } else if (step.kind == GGML_EXT_STEP_KERNEL) {
+            ++v.ext_kernels[step.name];
         }
     }
     v.nodes_after_fusion = v.nodes - removed;
@@ -285,13 +268,11 @@ bool run_variant(const Options & o, const Backends & b, bool ext, const ggx::ggu
         error = std::string("ggml_backend_sched_new: ") + ggml_backend_get_last_error();
         return false;
     }
-    ggml_ext_sched_set_explain(sched.s, true);
     if (!ggml_backend_sched_alloc_graph(sched.s, fwd.graph)) {
         error = std::string(label) + ": allocating the graph failed: " + ggml_backend_get_last_error();
         return false;
     }
-    parse_explanation(ggml_ext_sched_explanation(sched.s), v);
-    ggml_ext_sched_set_explain(sched.s, false);
+    count_plan_steps(sched.s, v);
     for (ggml_backend_t be : backends)
         v.compute_bytes += ggml_backend_sched_get_buffer_size(sched.s, be);
 

@@ -112,7 +112,6 @@ std::string json_variant(const VariantResult & v) {
     s += ", \"nodes\": " + std::to_string(v.nodes);
     s += ", \"nodes_after_fusion\": " + std::to_string(v.nodes_after_fusion);
     s += ", \"fusions\": " + json_counts(v.fusions);
-    s += ", \"fusion_rejections\": " + json_counts(v.fusion_rejections);
     s += ", \"extension_kernels\": " + json_counts(v.ext_kernels);
     s += ", \"compute_buffer_bytes\": " + std::to_string(v.compute_bytes);
     s += ", \"weight_bytes\": " + std::to_string(v.weight_bytes);
@@ -215,8 +214,6 @@ void print_table(const Report & r) {
         if (!v->ran) continue;
         const char * name = v->ext ? "ext on" : "ext off";
         std::printf("\n  fusions fired (%s): %s\n", name, join_counts(v->fusions).c_str());
-        if (!v->fusion_rejections.empty())
-            std::printf("  fusions rejected (%s): %s\n", name, join_counts(v->fusion_rejections).c_str());
         std::printf("  extension kernels (%s): %s\n", name, join_counts(v->ext_kernels).c_str());
     }
 

@@ -24,7 +24,6 @@ struct VariantResult {
     int nodes = 0;                                 // graph nodes as built
     int nodes_after_fusion = 0;                    // nodes minus those folded into accepted fusions
     std::map<std::string, int> fusions;            // accepted fusion rule -> ranges fused
-    std::map<std::string, int> fusion_rejections;  // rule -> candidates the legality check refused
     std::map<std::string, int> ext_kernels;        // extension kernel -> nodes it runs
     size_t compute_bytes = 0;  // ggml_backend_sched_get_buffer_size summed: activations + workspace
     size_t weight_bytes = 0;
