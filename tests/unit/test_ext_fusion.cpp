@@ -1,6 +1,6 @@
 // Fusion legality (spec "Fusion", ../shared/spec/ggml-extensions.md): the runtime's central check,
 // ggml_ext_fusion_is_legal, with a positive and a negative case for every rule, each quoting the
-// sentence it checks.
+// sentence it checks; fusion in the scheduler, the plan query and explain mode.
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
 #include <ggml-ext.h>
@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -345,6 +346,99 @@ TEST(FusionExecution, FusionOnlyRegistrationsDoNotClaimSingleNodeSupport) {
     MulAddGraph g;
     EXPECT_FALSE(ggml_backend_dev_supports_op(device, g.m));
     EXPECT_FALSE(ggml_backend_dev_supports_op(device, g.out));
+}
+
+// The plan query (ggml_ext_sched_get_n_steps, ggml_ext_sched_get_step): the steps of the last graph
+// planned, in execution order, each a native range, one node of an extension kernel or a fused range.
+// out = sqr(p) * sqr(q) + r, then a = out + r and b = a * a natively, and c = 2 b on the CPU (the
+// virtual device has no SCALE): on the device the two SQR nodes by a preferred kernel, the MUL -> ADD
+// pair by the rule, a and b as one native range; then split 1 on the CPU.
+TEST(FusionExecution, ThePlanQueryListsTheStepsInOrder) {
+    MulAddRig rig("plan_query_dev_", "mul_add", false);
+    ggml_ext_kernel_desc sqr{};
+    sqr.struct_size = sizeof sqr;
+    sqr.version = GGML_EXT_KERNEL_DESC_VERSION;
+    sqr.name = "sqr.preferred";
+    sqr.op = GGML_OP_SQR;
+    sqr.supports = [](ggml_backend_dev_t, const ggml_tensor *, void *) { return true; };
+    sqr.preferred = [](ggml_backend_dev_t, const ggml_tensor *, void *) { return true; };
+    sqr.execute = [](const ggml_ext_execute_params * p) {
+        const auto * in = static_cast<const float *>(p->node->src[0]->data);
+        auto * out = static_cast<float *>(p->node->data);
+        for (int64_t i = 0; i < ggml_nelements(p->node); ++i)
+            out[i] = in[i] * in[i];
+        return GGML_STATUS_SUCCESS;
+    };
+    ASSERT_TRUE(ggml_ext_register_kernel(rig.device, &sqr)) << ggml_backend_get_last_error();
+
+    MulAddGraph g;
+    ggml_tensor * a = ggml_add(g.ctx.get(), g.out, g.r);
+    ggml_tensor * b = ggml_mul(g.ctx.get(), a, a);
+    ggml_tensor * c = ggml_scale(g.ctx.get(), b, 2.0f);
+    ggml_set_output(c);
+    ggml_build_forward_expand(g.graph, c);
+
+    Sched sched = rig.sched();
+    EXPECT_EQ(ggml_ext_sched_get_n_steps(sched.get()), 0);  // nothing planned yet
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph)) << ggml_backend_get_last_error();
+    ASSERT_EQ(ggml_backend_sched_get_n_splits(sched.get()), 2);
+
+    struct Expected {
+        ggml_ext_step_kind kind;
+        const char * name;
+        std::vector<const ggml_tensor *> nodes;
+        int split;
+        ggml_backend_t backend;
+    };
+    const Expected expected[] = {
+        {GGML_EXT_STEP_KERNEL, "sqr.preferred", {g.sp}, 0, rig.backend.get()},
+        {GGML_EXT_STEP_KERNEL, "sqr.preferred", {g.sq}, 0, rig.backend.get()},
+        {GGML_EXT_STEP_FUSION, "mul_add", {g.m, g.out}, 0, rig.backend.get()},
+        {GGML_EXT_STEP_NATIVE, "native", {a, b}, 0, rig.backend.get()},
+        {GGML_EXT_STEP_NATIVE, "native", {c}, 1, rig.cpu.get()},
+    };
+    const int n = ggml_ext_sched_get_n_steps(sched.get());
+    ASSERT_EQ(n, static_cast<int>(std::size(expected)));
+    for (int i = 0; i < n; ++i) {
+        SCOPED_TRACE("step " + std::to_string(i));
+        ggml_ext_sched_step step{};
+        step.struct_size = sizeof step;
+        ASSERT_TRUE(ggml_ext_sched_get_step(sched.get(), i, &step));
+        const Expected & e = expected[i];
+        EXPECT_EQ(step.kind, e.kind);
+        EXPECT_STREQ(step.name, e.name);
+        EXPECT_EQ(step.split, e.split);
+        EXPECT_EQ(step.backend, e.backend);
+        ASSERT_EQ(step.n_nodes, static_cast<int>(e.nodes.size()));
+        for (int k = 0; k < step.n_nodes; ++k)
+            EXPECT_EQ(step.nodes[k], e.nodes[k]) << "node " << k;
+        EXPECT_EQ(step.workspace_bytes, 0u);  // no prepare asks for any
+    }
+
+    // Refused: a struct_size below the struct's, an index out of range.
+    ggml_ext_sched_step step{};
+    step.struct_size = sizeof step - 1;
+    EXPECT_FALSE(ggml_ext_sched_get_step(sched.get(), 0, &step));
+    step.struct_size = sizeof step;
+    EXPECT_FALSE(ggml_ext_sched_get_step(sched.get(), n, &step));
+    EXPECT_FALSE(ggml_ext_sched_get_step(sched.get(), -1, &step));
+    EXPECT_TRUE(ggml_ext_sched_get_step(sched.get(), n - 1, &step));
+
+    // The plan runs as listed: the kernel's squares, the rule once, the CPU's scale.
+    g.fill();
+    ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS)
+        << ggml_backend_get_last_error();
+    EXPECT_EQ(rig.rule.executes, 1);
+    const std::vector<float> out = g.expected(), rv = ramp(64, 2.0f, 0.01f), got = read_f32(c);
+    for (size_t i = 0; i < got.size(); ++i) {
+        const float av = out[i] + rv[i];
+        EXPECT_EQ(got[i], 2.0f * (av * av)) << i;
+    }
+
+    // After a reset: no plan, no steps.
+    ggml_backend_sched_reset(sched.get());
+    EXPECT_EQ(ggml_ext_sched_get_n_steps(sched.get()), 0);
+    EXPECT_FALSE(ggml_ext_sched_get_step(sched.get(), 0, &step));
 }
 
 // Issue 6, explain mode: each fusion candidate with the rule that matched it, every rejection with

@@ -13,8 +13,9 @@
 // Cases: NORM and RMS_NORM; 1..4 steps including x + x * s; operands [K], [K, 1], [K, 1, B], full and
 // tiling [K, 2] over [K, 6]; x contiguous, with padded rows and transposed; G 1, 4, 16, 64, 256; K
 // from 12 to 5120 (over the shader's 1024-value chunk, and not a multiple of it). Observed through the
-// scheduler's explanation: the rule fires; not with an intermediate's other consumer, when disabled,
-// or for chains it does not compute (G = 1 with K % 4 != 0, a fifth step, a SUB step, the value
+// plan query (ggml_ext_sched_get_step): the rule fires; not with an intermediate's other consumer (the
+// reason from ggml_ext_fusion_is_legal), when disabled, or for chains it does not compute (their range
+// legal, so the rule did not match it) (G = 1 with K % 4 != 0, a fifth step, a SUB step, the value
 // times itself); an output placed by hand over x is computed through the workspace. The rule's optimize
 // makes a chain interleaved as ggx-run's DiT builds it consecutive, so it fuses (nothing moves when
 // disabled).
@@ -36,24 +37,25 @@
 #include <vector>
 
 #include "common/int8.h"
+#include "common/plan_steps.h"
 #include "sd-ggml-ext.h"
-#include "unit/fusion_explain.h"
 #include "unit/sd_pack_env.h"
 #include "unit/test_util.h"
 #include "unit/vulkan_util.h"
 
 namespace {
 
-using ggx::test::alloc_explained;
 using ggx::test::Backend;
 using ggx::test::Buffer;
 using ggx::test::contains;
 using ggx::test::Context;
 using ggx::test::cpu_backend;
 using ggx::test::DisableVulkanFusion;
-using ggx::test::fusion_accepted;
+using ggx::test::fusion_rejection;
 using ggx::test::node_names;
 using ggx::test::Sched;
+using ggx::tools::describe_plan;
+using ggx::tools::fusion_fired;
 using Shape = std::array<int64_t, 4>;
 
 constexpr uint64_t kSeed = 20261130;
@@ -78,13 +80,6 @@ struct ChainCase {
     Layout layout = Layout::kContiguous;
 };
 
-// The explanation's line about this rule's candidate range ("" when it matched nothing).
-std::string candidate_line(const std::string & explanation) {
-    return ggx::test::candidate_line(explanation, kRule);
-}
-
-bool fused(const std::string & explanation) { return fusion_accepted(explanation, kRule); }
-
 ggml_tensor * new_tensor(ggml_context * ctx, ggml_type type, const Shape & ne) {
     return ggml_new_tensor_4d(ctx, type, ne[0], ne[1], ne[2], ne[3]);
 }
@@ -95,8 +90,8 @@ std::vector<uint8_t> bytes_of(const ggml_tensor * t) {
     return b;
 }
 
-// A graph ending in a quantize node, planned by a scheduler over the backends with explain mode on,
-// its inputs filled from a seed, computed.
+// A graph ending in a quantize node, planned by a scheduler over the backends, its inputs filled from
+// a seed, computed.
 struct Site {
     ggml_tensor * input(ggml_tensor * t) {
         ggml_set_input(t);
@@ -114,7 +109,7 @@ struct Site {
     void compute(const std::vector<ggml_backend_t> & backends, uint64_t seed) {
         std::vector<ggml_backend_t> list = backends;
         sched.reset(ggml_backend_sched_new(list.data(), nullptr, int(list.size()), 256, false, false));
-        alloc_ok = alloc_explained(sched.get(), graph, &explanation);
+        alloc_ok = ggml_backend_sched_alloc_graph(sched.get(), graph);
         if (!alloc_ok) return;
         std::mt19937_64 rng(seed);
         for (ggml_tensor * t : inputs)
@@ -134,6 +129,9 @@ struct Site {
     }
 
     std::vector<std::string> order() const { return node_names(graph); }
+    // Whether the rule fused a range of the plan.
+    bool fused() const { return fusion_fired(sched.get(), kRule); }
+    std::string plan() const { return describe_plan(sched.get()); }
 
     Context ctx{ggml_init({size_t{1} << 20, nullptr, true})};
     Buffer placed;  // storage of an output placed by hand, freed after the scheduler
@@ -143,7 +141,6 @@ struct Site {
     ggml_cgraph * graph = nullptr;
     bool alloc_ok = false;
     ggml_status compute_status = GGML_STATUS_FAILED;
-    std::string explanation;
     std::vector<uint8_t> result;
 };
 
@@ -208,6 +205,12 @@ struct ChainSite : Site {
         return r;
     }
 
+    // The rule did not fire, and the runtime's check accepts the chain: the rule did not match it.
+    void expect_unmatched() const {
+        EXPECT_FALSE(fused()) << plan();
+        EXPECT_EQ(fusion_rejection(graph, {norm, out}), "");
+    }
+
     ggml_tensor * source = nullptr;
     ggml_tensor * norm = nullptr;
     std::vector<ggml_tensor *> values;  // the norm, then each step's result
@@ -250,7 +253,7 @@ void expect_fused_equals_unfused_and_near_cpu(ggml_backend_t vk, const ChainCase
     ChainSite on({vk, cpu_backend()}, c, seed);
     ASSERT_TRUE(on.alloc_ok) << ggml_backend_get_last_error();
     ASSERT_EQ(on.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
-    EXPECT_TRUE(fused(on.explanation)) << on.explanation;
+    EXPECT_TRUE(on.fused()) << on.plan();
     EXPECT_EQ(ggml_backend_sched_get_tensor_backend(on.sched.get(), on.out), vk);
 
     std::vector<uint8_t> unfused_result;
@@ -258,7 +261,7 @@ void expect_fused_equals_unfused_and_near_cpu(ggml_backend_t vk, const ChainCase
         DisableVulkanFusion off("1");
         ChainSite unfused({vk, cpu_backend()}, c, seed);
         ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
-        EXPECT_EQ(candidate_line(unfused.explanation), "") << unfused.explanation;
+        unfused.expect_unmatched();
         for (ggml_tensor * t : {unfused.norm, unfused.values.back(), unfused.out})
             EXPECT_EQ(ggml_backend_sched_get_tensor_backend(unfused.sched.get(), t), vk) << t->name;
         unfused_result = unfused.result;
@@ -350,8 +353,11 @@ TEST_F(SdConvRotVulkan, FusionLeavesAnObservedIntermediateAlone) {
     ChainSite site(vk_and_cpu(), kSmall, kSeed + 20, observe);
     ASSERT_TRUE(site.alloc_ok) << ggml_backend_get_last_error();
     EXPECT_EQ(site.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
-    EXPECT_TRUE(contains(candidate_line(site.explanation), "rule 'external uses' fails at 'step1'"))
-        << site.explanation;
+    EXPECT_FALSE(site.fused()) << site.plan();
+    // The reason, from the runtime's legality check of the chain norm .. quantize.
+    EXPECT_TRUE(contains(fusion_rejection(site.graph, {site.norm, site.out}),
+                         "rule 'external uses' fails at 'step1'"))
+        << fusion_rejection(site.graph, {site.norm, site.out});
     DisableVulkanFusion off("1");
     ChainSite unfused(vk_and_cpu(), kSmall, kSeed + 20, observe);
     EXPECT_TRUE(site.result == unfused.result);
@@ -362,13 +368,13 @@ TEST_F(SdConvRotVulkan, FusionHonoursTheDisableSwitch) {
         DisableVulkanFusion off("1");
         ChainSite site(vk_and_cpu(), kSmall, kSeed + 30);
         EXPECT_EQ(site.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
-        EXPECT_EQ(candidate_line(site.explanation), "") << site.explanation;
+        site.expect_unmatched();
     }
     {
         DisableVulkanFusion zero("0");  // "0" means not disabled
-        EXPECT_TRUE(fused(ChainSite(vk_and_cpu(), kSmall, kSeed + 30).explanation));
+        EXPECT_TRUE(ChainSite(vk_and_cpu(), kSmall, kSeed + 30).fused());
     }
-    EXPECT_TRUE(fused(ChainSite(vk_and_cpu(), kSmall, kSeed + 30).explanation));  // unset
+    EXPECT_TRUE(ChainSite(vk_and_cpu(), kSmall, kSeed + 30).fused());  // unset
 }
 
 // Chains the shader does not compute run unfused: rows of K % 4 != 0 codes (the quantize kernel's
@@ -387,7 +393,7 @@ TEST_F(SdConvRotVulkan, FusionMatchesOnlyWhatItComputes) {
         ChainSite site(vk_and_cpu(), c, ++seed);
         ASSERT_TRUE(site.alloc_ok) << ggml_backend_get_last_error();
         EXPECT_EQ(site.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
-        EXPECT_EQ(candidate_line(site.explanation), "") << site.explanation;
+        site.expect_unmatched();
     }
 }
 
@@ -406,7 +412,7 @@ TEST_F(SdConvRotVulkan, FusionComputesAnOutputOverItsInputThroughTheWorkspace) {
     };
     ChainSite on(vk_and_cpu(), kSmall, kSeed + 50, over_x);
     ASSERT_EQ(on.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
-    EXPECT_TRUE(fused(on.explanation)) << on.explanation;
+    EXPECT_TRUE(on.fused()) << on.plan();
     DisableVulkanFusion off("1");
     ChainSite unfused(vk_and_cpu(), kSmall, kSeed + 50, over_x);
     ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
@@ -447,7 +453,9 @@ struct ModulateSite : Site {
 TEST_F(SdConvRotVulkan, OptimizeMakesAnInterleavedChainConsecutiveAndItFuses) {
     ModulateSite on(vk_and_cpu(), kSeed + 60);
     ASSERT_EQ(on.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
-    EXPECT_TRUE(fused(on.explanation)) << on.explanation;
+    EXPECT_TRUE(on.fused()) << on.plan();
+    EXPECT_EQ(ggx::tools::fused_node_names(on.sched.get(), kRule),
+              (std::vector<std::vector<std::string>>{{"norm", "mul", "add", "packed"}}));
     EXPECT_EQ(on.order(), (std::vector<std::string>{"modulation", "scale", "1+scale", "shift", "norm", "mul",
                                                     "add", "packed"}));
 

@@ -37,17 +37,17 @@
 #include <string>
 #include <vector>
 
+#include "common/plan_steps.h"
 #include "common/rope.h"
 #include "sd-ggml-ext.h"
 #include "unit/check_util.h"
-#include "unit/fusion_explain.h"
 #include "unit/sd_pack_env.h"
 #include "unit/test_util.h"
+#include "unit/vulkan_util.h"
 #include "vulkan/sd_vulkan.h"
 
 namespace {
 
-using ggx::test::alloc_explained;
 using ggx::test::Buffer;
 using ggx::test::check_case;
 using ggx::test::check_kernel;
@@ -56,10 +56,13 @@ using ggx::test::contains;
 using ggx::test::Context;
 using ggx::test::cpu_backend;
 using ggx::test::DisableVulkanFusion;
-using ggx::test::fusion_accepted;
+using ggx::test::fusion_rejection;
 using ggx::test::node_names;
 using ggx::test::random_floats;
 using ggx::test::Sched;
+using ggx::tools::count_steps;
+using ggx::tools::describe_plan;
+using ggx::tools::fusion_fired;
 
 ggml_backend_t vk() {
     static ggml_backend_t b = ggml_backend_vk_get_device_count() > 0 ? ggml_backend_vk_init(0) : nullptr;
@@ -273,6 +276,9 @@ TEST_F(SdRopeVulkan, AnOutputOverlappingAnInputIsRefused) {
 // Where the F16 rule's CPY writes: none (the chain ends at the rope); a contiguous view 4 bytes
 // into an F16 buffer tensor; the token slice [2, 2 + L) of a [D, L + 3, H*B] F16 cache (strided,
 // the cache's other tokens must survive); an owning ggml_cast.
+constexpr const char * kRule = "sd.rms_norm_mul_rope.vulkan";
+constexpr const char * kScaledRule = "sd.rms_norm_mul_rope_scale_f16.vulkan";
+
 enum class Dest { none, contiguous, cache_slice, cast };
 
 struct ChainOptions {
@@ -285,7 +291,7 @@ struct ChainOptions {
 };
 
 // RMS_NORM -> MUL(w) -> rope [-> SCALE -> CPY] over x (contiguous or a qkv slice), planned by a
-// scheduler over backend (and the CPU) with explain mode on; the inputs filled from seed.
+// scheduler over backend (and the CPU); the inputs filled from seed.
 struct Chain {
     Chain(ggml_backend_t backend, const RopeCase & c, const ChainOptions & o, uint32_t seed) {
         ggml_context * x = ctx.get();
@@ -303,6 +309,7 @@ struct Chain {
         ggml_tensor * norm = named(ggml_rms_norm(x, in, 1e-6f), "norm");
         ggml_tensor * mul = named(ggml_mul(x, norm, w), "mul");
         ggml_tensor * rope = named(ggml_rope_apply(x, mul, pe, c.interleaved), "rope");
+        chain = {norm, mul, rope};
         y = rope;
         ggml_tensor * cache = add_copy(backend, o, c);
         for (ggml_tensor * t : {owner, w, pe, z})
@@ -323,7 +330,7 @@ struct Chain {
         ggml_backend_t backends[] = {backend, cpu_backend()};
         const int n = backend == cpu_backend() ? 1 : 2;
         sched.reset(ggml_backend_sched_new(backends, nullptr, n, 256, false, false));
-        alloc_ok = alloc_explained(sched.get(), graph, &explanation);
+        alloc_ok = ggml_backend_sched_alloc_graph(sched.get(), graph);
         if (!alloc_ok) return;
         fill(owner, seed, -2.0f, 2.0f);
         fill(w, seed + 1, -2.0f, 2.0f);
@@ -373,21 +380,26 @@ struct Chain {
     // The result's values as floats (F16 converted).
     std::vector<float> values() const { return as_floats(result); }
     std::vector<std::string> order() const { return node_names(graph); }
-    bool fused(const char * rule) const { return fusion_accepted(explanation, rule); }
+    bool fused(const char * rule) const { return fusion_fired(sched.get(), rule); }
+    std::string plan() const { return describe_plan(sched.get()); }
+    // Of a chain without SCALE -> CPY, built consecutively: neither rule fired, and the runtime's
+    // check accepts RMS_NORM -> MUL -> rope, so the rule did not match it.
+    void expect_unmatched() const {
+        EXPECT_FALSE(fused(kRule)) << plan();
+        EXPECT_FALSE(fused(kScaledRule)) << plan();
+        EXPECT_EQ(fusion_rejection(graph, chain), "");
+    }
     Context ctx{ggml_init({size_t{1} << 20, nullptr, true})};
     Context cache_ctx{ggml_init({size_t{1} << 16, nullptr, true})};
     Buffer cache_buffer;
     Sched sched;
     ggml_cgraph * graph = nullptr;
     ggml_tensor *y, *result;
-    std::vector<ggml_tensor *> unrelated;  // u1, u2 with ChainOptions::interleaved
+    std::vector<ggml_tensor *> unrelated;    // u1, u2 with ChainOptions::interleaved
+    std::vector<const ggml_tensor *> chain;  // RMS_NORM, MUL, rope
     bool alloc_ok = false;
     ggml_status compute_status = GGML_STATUS_FAILED;
-    std::string explanation;
 };
-
-constexpr const char * kRule = "sd.rms_norm_mul_rope.vulkan";
-constexpr const char * kScaledRule = "sd.rms_norm_mul_rope_scale_f16.vulkan";
 
 // The spacing of F16 values at |v| (2^-24 below the normal range).
 float f16_ulp(float v) {
@@ -425,14 +437,15 @@ TEST_F(SdRopeVulkan, FusedChainMatchesTheUnfusedVulkanChain) {
             const ChainOptions o{.qkv_slice = qkv_slice};
             Chain fused(vk(), c, o, seed);
             ASSERT_TRUE(fused.alloc_ok) << ggml_backend_get_last_error();
-            EXPECT_TRUE(fused.fused(kRule)) << fused.explanation;
+            EXPECT_TRUE(fused.fused(kRule)) << fused.plan();
             ASSERT_EQ(fused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
 
             DisableVulkanFusion off("1");
             Chain unfused(vk(), c, o, seed);
             ASSERT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
-            EXPECT_FALSE(contains(unfused.explanation, kRule)) << unfused.explanation;
-            EXPECT_TRUE(contains(unfused.explanation, "sd.rope_apply.vulkan")) << unfused.explanation;
+            unfused.expect_unmatched();
+            EXPECT_EQ(count_steps(unfused.sched.get(), GGML_EXT_STEP_KERNEL, "sd.rope_apply.vulkan"), 1)
+                << unfused.plan();
 
             const std::vector<float> got = read(fused.y), want = read(unfused.y);
             float peak = 0.0f, diff = 0.0f;
@@ -463,13 +476,13 @@ const char * dest_name(Dest d) {
 size_t compare_scaled(const RopeCase & c, const ChainOptions & o, uint32_t seed) {
     Chain fused(vk(), c, o, seed);
     EXPECT_TRUE(fused.alloc_ok) << ggml_backend_get_last_error();
-    EXPECT_TRUE(fused.fused(kScaledRule)) << fused.explanation;
+    EXPECT_TRUE(fused.fused(kScaledRule)) << fused.plan();
     EXPECT_EQ(fused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     DisableVulkanFusion off("1");
     Chain unfused(vk(), c, o, seed);
     EXPECT_EQ(unfused.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
-    EXPECT_FALSE(contains(unfused.explanation, kScaledRule)) << unfused.explanation;
-    EXPECT_FALSE(contains(unfused.explanation, kRule)) << unfused.explanation;
+    EXPECT_FALSE(unfused.fused(kScaledRule)) << unfused.plan();
+    EXPECT_FALSE(unfused.fused(kRule)) << unfused.plan();
     for (size_t i = 0; i < fused.unrelated.size(); ++i)
         EXPECT_TRUE(same_bits(read(fused.unrelated[i]), read(unfused.unrelated[i])));
     // Against the CPU chain, the F16 rounding alone on the values both keep finite: relative error
@@ -539,9 +552,7 @@ struct OverlapGraph {
         ggml_backend_tensor_set(pe, p.data(), 0, ggml_nbytes(pe));
         ggml_backend_t backends[] = {vk(), cpu_backend()};
         sched.reset(ggml_backend_sched_new(backends, nullptr, 2, 256, false, false));
-        ggml_ext_sched_set_explain(sched.get(), true);
         EXPECT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), graph)) << ggml_backend_get_last_error();
-        explanation = ggml_ext_sched_explanation(sched.get());
         status = ggml_backend_sched_graph_compute(sched.get(), graph);
     }
     // x's bytes outside the destination.
@@ -556,13 +567,12 @@ struct OverlapGraph {
     Buffer buffer;
     Sched sched;
     ggml_tensor *x, *dst;
-    std::string explanation;
     ggml_status status = GGML_STATUS_FAILED;
 };
 
 TEST_F(SdRopeVulkan, AnF16DestinationOverlappingAnInputIsComputedThroughTheWorkspace) {
     OverlapGraph fused(11);
-    EXPECT_TRUE(fusion_accepted(fused.explanation, kScaledRule)) << fused.explanation;
+    EXPECT_TRUE(fusion_fired(fused.sched.get(), kScaledRule)) << describe_plan(fused.sched.get());
     ASSERT_EQ(fused.status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     DisableVulkanFusion off("1");
     OverlapGraph unfused(11);
@@ -580,21 +590,20 @@ TEST_F(SdRopeVulkan, TheDisableSwitchTurnsTheFusionsOff) {
         Chain chain(vk(), c, plain, 7), scaled_chain(vk(), c, scaled, 7);
         ASSERT_EQ(chain.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
         ASSERT_EQ(scaled_chain.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
-        for (const Chain * ch : {&chain, &scaled_chain}) {
-            EXPECT_FALSE(contains(ch->explanation, kRule)) << ch->explanation;
-            EXPECT_FALSE(contains(ch->explanation, kScaledRule)) << ch->explanation;
-        }
+        chain.expect_unmatched();
+        EXPECT_FALSE(scaled_chain.fused(kRule)) << scaled_chain.plan();
+        EXPECT_FALSE(scaled_chain.fused(kScaledRule)) << scaled_chain.plan();
         EXPECT_EQ(scaled_chain.order(), built);  // optimize moved nothing
     }
     {
         DisableVulkanFusion zero("0");  // "0" means not disabled
         Chain chain(vk(), c, plain, 7), scaled_chain(vk(), c, scaled, 7);
-        EXPECT_TRUE(chain.fused(kRule)) << chain.explanation;
-        EXPECT_TRUE(scaled_chain.fused(kScaledRule)) << scaled_chain.explanation;
+        EXPECT_TRUE(chain.fused(kRule)) << chain.plan();
+        EXPECT_TRUE(scaled_chain.fused(kScaledRule)) << scaled_chain.plan();
     }
     Chain chain(vk(), c, plain, 7), scaled_chain(vk(), c, scaled, 7);  // unset
-    EXPECT_TRUE(chain.fused(kRule)) << chain.explanation;
-    EXPECT_TRUE(scaled_chain.fused(kScaledRule)) << scaled_chain.explanation;
+    EXPECT_TRUE(chain.fused(kRule)) << chain.plan();
+    EXPECT_TRUE(scaled_chain.fused(kScaledRule)) << scaled_chain.plan();
 }
 
 // The rule's optimize delays the chain's leading links past the unrelated nodes u1 (between
@@ -610,7 +619,9 @@ TEST_F(SdRopeVulkan, OptimizeMakesAnInterleavedChainConsecutiveAndItFuses) {
 
     Chain plain(vk(), c, {.interleaved = true}, 22);
     EXPECT_EQ(plain.order(), (std::vector<std::string>{"u1", "norm", "mul", "rope", "u2"}));
-    EXPECT_TRUE(plain.fused(kRule)) << plain.explanation;
+    EXPECT_TRUE(plain.fused(kRule)) << plain.plan();
+    EXPECT_EQ(ggx::tools::fused_node_names(plain.sched.get(), kRule),
+              (std::vector<std::vector<std::string>>{{"norm", "mul", "rope"}}));
     ASSERT_EQ(plain.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
 }
 
@@ -623,8 +634,8 @@ TEST_F(SdRopeVulkan, OptimizeLeavesAChainWithAnInterleavedConsumer) {
     ASSERT_EQ(chain.compute_status, GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_EQ(chain.order(),
               (std::vector<std::string>{"norm", "u1", "mul", "rope", "u2", "scale", "dst", "y"}));
-    EXPECT_FALSE(contains(chain.explanation, kScaledRule)) << chain.explanation;
-    EXPECT_FALSE(contains(chain.explanation, std::string("fusion '") + kRule)) << chain.explanation;
+    EXPECT_FALSE(chain.fused(kScaledRule)) << chain.plan();
+    EXPECT_FALSE(chain.fused(kRule)) << chain.plan();
     DisableVulkanFusion off("1");
     Chain unfused(vk(), c, o, 31);
     EXPECT_TRUE(same_bits(chain.values(), unfused.values()));
@@ -638,19 +649,22 @@ TEST_F(SdRopeVulkan, AnIntermediateWithAnotherConsumerIsNotFused) {
     ggml_tensor * in = ggml_new_tensor_4d(x, GGML_TYPE_F32, 32, 2, 3, 1);
     ggml_tensor * w = ggml_new_tensor_1d(x, GGML_TYPE_F32, 32);
     ggml_tensor * pe = ggml_new_tensor_4d(x, GGML_TYPE_F32, 2, 2, 16, 3);
-    ggml_tensor * mul = ggml_mul(x, ggml_rms_norm(x, in, 1e-5f), w);
+    ggml_tensor * norm = ggml_rms_norm(x, in, 1e-5f);
+    ggml_tensor * mul = ggml_mul(x, norm, w);
     ggml_set_name(mul, "mul");
+    ggml_tensor * rope = ggml_rope_apply(x, mul, pe, true);
     ggml_tensor * extra = ggml_scale(x, mul, 2.0f);
     ggml_set_output(extra);
     ggml_cgraph * graph = ggml_new_graph(x);
-    ggml_build_forward_expand(graph, ggml_rope_apply(x, mul, pe, true));
+    ggml_build_forward_expand(graph, rope);
     ggml_build_forward_expand(graph, extra);
     ggml_backend_t backends[] = {vk(), cpu_backend()};
     Sched sched(ggml_backend_sched_new(backends, nullptr, 2, 256, false, false));
-    ggml_ext_sched_set_explain(sched.get(), true);
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), graph)) << ggml_backend_get_last_error();
-    const std::string explained = ggml_ext_sched_explanation(sched.get());
-    EXPECT_TRUE(contains(explained, "rule 'external uses' fails at 'mul'")) << explained;
+    EXPECT_FALSE(fusion_fired(sched.get(), kRule)) << describe_plan(sched.get());
+    // The reason, from the runtime's legality check of the chain RMS_NORM -> MUL -> rope.
+    const std::string reason = fusion_rejection(graph, {norm, mul, rope});
+    EXPECT_TRUE(contains(reason, "rule 'external uses' fails at 'mul'")) << reason;
 }
 
 }  // namespace

@@ -5,9 +5,11 @@
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
+#include <ggml-ext.h>
 #include <ggml.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -93,6 +95,33 @@ std::vector<float> random_floats(Rng & rng, int64_t n, float lo, float hi) {
 // Whether text contains part (error and explain messages).
 inline bool contains(const std::string & text, const std::string & part) {
     return text.find(part) != std::string::npos;
+}
+
+// The names of graph's nodes in order (to observe a reordering).
+inline std::vector<std::string> node_names(const ggml_cgraph * graph) {
+    std::vector<std::string> names;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i)
+        names.emplace_back(ggml_graph_node(graph, i)->name);
+    return names;
+}
+
+// The runtime's legality check (ggml_ext_fusion_is_legal) of fusing graph's nodes from the earliest to
+// the latest of nodes: "" when legal, else its reason (the rule that failed and the node involved).
+// Beside the plan query for a rule that did not fire: whether the runtime's check refused the range,
+// or the rule did not match it.
+inline std::string fusion_rejection(const ggml_cgraph * graph,
+                                    const std::vector<const ggml_tensor *> & nodes) {
+    int first = ggml_graph_n_nodes(graph), last = -1;
+    for (const ggml_tensor * t : nodes) {
+        int i = 0;
+        while (i < ggml_graph_n_nodes(graph) && ggml_graph_node(graph, i) != t)
+            ++i;
+        if (i == ggml_graph_n_nodes(graph)) return std::string("node '") + t->name + "' is not in the graph";
+        first = std::min(first, i);
+        last = std::max(last, i);
+    }
+    if (ggml_ext_fusion_is_legal(graph, first, last - first + 1)) return "";
+    return ggml_backend_get_last_error();
 }
 
 inline constexpr ggml_type kFloatTypes[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16};

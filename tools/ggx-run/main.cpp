@@ -181,7 +181,6 @@ void set_ext_enabled(const Backends & b, bool enabled) {
         ggml_ext_dev_set_enabled(ggml_backend_get_device(be), enabled);
 }
 
-// Reads fusions and extension kernels out of the scheduler's explanation.
 // Fused ranges, extension kernels and the node count after fusion, from the plan query.
 void count_plan_steps(ggml_backend_sched_t sched, VariantResult & v) {
     int removed = 0;
