@@ -1,2 +1,2 @@
-# kernels/argmax.cpp: ARGMAX.
+# kernels/reduce.cpp: ARGMAX.
 ggx_vulkan_shader(argmax argmax.comp)

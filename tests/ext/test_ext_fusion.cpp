@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "unit/mul_add_rule.h"
-#include "unit/test_util.h"
+#include "ext/mul_add_rule.h"
+#include "support/test_util.h"
 
 namespace ggx::test {
 namespace {

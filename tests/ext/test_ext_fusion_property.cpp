@@ -56,7 +56,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "unit/test_util.h"
+#include "support/test_util.h"
 
 namespace {
 

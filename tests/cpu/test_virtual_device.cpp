@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "unit/test_util.h"
+#include "support/test_util.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "unit/test_util.h"
+#include "support/test_util.h"
 
 namespace ggx::test {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "unit/test_util.h"
+#include "support/test_util.h"
 
 namespace {
 

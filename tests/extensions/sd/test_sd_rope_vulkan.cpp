@@ -40,10 +40,10 @@
 #include "common/plan_steps.h"
 #include "common/rope.h"
 #include "sd-ggml-ext.h"
-#include "unit/check_util.h"
-#include "unit/sd_pack_env.h"
-#include "unit/test_util.h"
-#include "unit/vulkan_util.h"
+#include "support/check_util.h"
+#include "extensions/sd/sd_pack_env.h"
+#include "support/test_util.h"
+#include "vulkan/vulkan_util.h"
 #include "vulkan/sd_vulkan.h"
 
 namespace {

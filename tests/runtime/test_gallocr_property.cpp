@@ -32,7 +32,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "unit/test_util.h"
+#include "support/test_util.h"
 
 namespace {
 

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "unit/check_util.h"
-#include "unit/test_util.h"
-#include "unit/vulkan_fixture.h"
+#include "support/check_util.h"
+#include "support/test_util.h"
+#include "vulkan/vulkan_fixture.h"
 #include "vulkan/backend.h"
 #include "vulkan/coopmat.h"
 

@@ -5,8 +5,8 @@
 #include <ggml-vulkan.h>
 #include <gtest/gtest.h>
 
-#include "unit/test_util.h"
-#include "unit/vulkan_util.h"
+#include "support/test_util.h"
+#include "vulkan/vulkan_util.h"
 #include "vulkan/backend.h"
 
 namespace ggx::test {

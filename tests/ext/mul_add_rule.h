@@ -12,7 +12,7 @@
 #include <atomic>
 #include <string>
 
-#include "unit/test_util.h"
+#include "support/test_util.h"
 
 namespace ggx::test {
 

@@ -26,7 +26,7 @@
 
 #include "cpu/kernel.h"
 #include "reference/reference.h"
-#include "unit/test_util.h"
+#include "support/test_util.h"
 
 namespace {
 

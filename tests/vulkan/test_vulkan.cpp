@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "unit/random_graph.h"
-#include "unit/test_util.h"
-#include "unit/vulkan_fixture.h"
+#include "runtime/random_graph.h"
+#include "support/test_util.h"
+#include "vulkan/vulkan_fixture.h"
 #include "vulkan/backend.h"
 #include "vulkan/buffer.h"
 #include "vulkan/kernels.h"

@@ -60,9 +60,9 @@
 #include "common/int8.h"
 #include "common/plan_steps.h"
 #include "sd-ggml-ext.h"
-#include "unit/check_util.h"
-#include "unit/test_util.h"
-#include "unit/vulkan_util.h"
+#include "support/check_util.h"
+#include "support/test_util.h"
+#include "vulkan/vulkan_util.h"
 #include "vulkan/sd_vulkan.h"
 
 namespace {

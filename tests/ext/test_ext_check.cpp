@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "unit/test_util.h"
+#include "support/test_util.h"
 
 namespace {
 

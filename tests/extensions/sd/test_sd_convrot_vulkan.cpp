@@ -39,9 +39,9 @@
 #include "common/int8.h"
 #include "common/plan_steps.h"
 #include "sd-ggml-ext.h"
-#include "unit/sd_pack_env.h"
-#include "unit/test_util.h"
-#include "unit/vulkan_util.h"
+#include "extensions/sd/sd_pack_env.h"
+#include "support/test_util.h"
+#include "vulkan/vulkan_util.h"
 
 namespace {
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "unit/random_graph.h"
-#include "unit/test_util.h"
+#include "runtime/random_graph.h"
+#include "support/test_util.h"
 
 namespace ggx::test {
 namespace {

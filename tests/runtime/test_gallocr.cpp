@@ -15,7 +15,7 @@
 #include "runtime/graph_alloc.h"
 
 #include "interface/backend-impl.h"
-#include "unit/test_util.h"
+#include "support/test_util.h"
 
 namespace {
 

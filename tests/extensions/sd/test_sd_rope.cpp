@@ -28,9 +28,9 @@
 #include "common/rope.h"
 #include "reference/reference.h"
 #include "sd-ggml-ext.h"
-#include "unit/check_util.h"
-#include "unit/sd_pack_env.h"
-#include "unit/test_util.h"
+#include "support/check_util.h"
+#include "extensions/sd/sd_pack_env.h"
+#include "support/test_util.h"
 
 namespace {
 

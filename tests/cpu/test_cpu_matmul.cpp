@@ -38,7 +38,7 @@
 #include "cpu/kernel.h"
 #include "cpu/kernels/common.h"
 #include "reference/reference.h"
-#include "unit/test_util.h"
+#include "support/test_util.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include "cpu/kernel.h"
 #include "cpu/kernels/common.h"
 #include "runtime/plan.h"
-#include "unit/test_util.h"
+#include "support/test_util.h"
 
 namespace ggx::test {
 namespace {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "interface/backend-impl.h"
-#include "unit/test_util.h"
+#include "support/test_util.h"
 
 namespace {
 

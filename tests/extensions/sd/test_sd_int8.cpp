@@ -25,8 +25,8 @@
 
 #include "common/int8.h"
 #include "sd-ggml-ext.h"
-#include "unit/check_util.h"
-#include "unit/test_util.h"
+#include "support/check_util.h"
+#include "support/test_util.h"
 
 namespace {
 
