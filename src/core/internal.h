@@ -49,6 +49,9 @@ constexpr bool is_layout_op(ggml_op op) {
            op == GGML_OP_TRANSPOSE;
 }
 
+// One 32-bit op_params slot of a CUSTOM node's own record (the CPU callback's, or the extension
+// registry's marker, operator id and attribute size). Native ops' parameters are typed structs:
+// core/op_params.h.
 template <class T>
 void set_param(ggml_tensor * tensor, size_t slot, T value) {
     static_assert(sizeof(T) == sizeof(int32_t) && std::is_trivially_copyable_v<T>);

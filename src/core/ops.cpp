@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/internal.h"
+#include "core/op_params.h"
 
 namespace {
 
@@ -51,20 +52,22 @@ ggml_tensor * binary(ggml_context * ctx, const char * name, ggml_op op, ggml_ten
     return make_node(ctx, name, op, a->type, shape_of(a), {a, b}, inplace ? a : nullptr);
 }
 
-// Element-wise op on a float tensor with float parameters in op_params.
-ggml_tensor * elementwise(ggml_context * ctx, const char * name, ggml_op op, ggml_tensor * a, bool inplace,
-                          std::initializer_list<float> params = {}) {
+// Element-wise op on a float tensor.
+ggml_tensor * elementwise(ggml_context * ctx, const char * name, ggml_op op, ggml_tensor * a, bool inplace) {
     Check check(ctx, name, {{"a", a}});
     if (!check) return nullptr;
     if (!check.require(is_float(a), "a must be f32, f16 or bf16")) return nullptr;
-    ggml_tensor * result = make_node(ctx, name, op, a->type, shape_of(a), {a}, inplace ? a : nullptr);
-    if (!result) return nullptr;
-    size_t slot = 0;
-    for (float p : params)
-        set_param(result, slot++, p);
+    return make_node(ctx, name, op, a->type, shape_of(a), {a}, inplace ? a : nullptr);
+}
+
+// result with params recorded (NULL stays NULL: its constructor failed and reported why).
+template <class P>
+ggml_tensor * with_params(ggml_tensor * result, const P & params) {
+    if (result) set_params(result, params);
     return result;
 }
 
+// A per-row normalisation of F32 a (its parameters are recorded by the caller).
 ggml_tensor * row_norm(ggml_context * ctx, const char * name, ggml_op op, ggml_tensor * a, float eps,
                        bool inplace) {
     Check check(ctx, name, {{"a", a}});
@@ -72,9 +75,7 @@ ggml_tensor * row_norm(ggml_context * ctx, const char * name, ggml_op op, ggml_t
     check.require(a->type == GGML_TYPE_F32, "a must be f32")
         .require(eps >= 0.0f && std::isfinite(eps), "eps must be finite and >= 0");
     if (!check) return nullptr;
-    ggml_tensor * result = make_node(ctx, name, op, a->type, shape_of(a), {a}, inplace ? a : nullptr);
-    if (result) set_param(result, 0, eps);
-    return result;
+    return make_node(ctx, name, op, a->type, shape_of(a), {a}, inplace ? a : nullptr);
 }
 
 ggml_tensor * reduce_rows(ggml_context * ctx, const char * name, ggml_op op, ggml_tensor * a,
@@ -92,10 +93,8 @@ ggml_tensor * unary(ggml_context * ctx, ggml_tensor * a, ggml_unary_op op, bool 
     check.require(op >= 0 && op < GGML_UNARY_OP_COUNT, "unknown unary op")
         .require(is_float(a), "a must be f32, f16 or bf16");
     if (!check) return nullptr;
-    ggml_tensor * result =
-        make_node(ctx, name, GGML_OP_UNARY, a->type, shape_of(a), {a}, inplace ? a : nullptr);
-    if (result) set_param(result, 0, static_cast<int32_t>(op));
-    return result;
+    return with_params(make_node(ctx, name, GGML_OP_UNARY, a->type, shape_of(a), {a}, inplace ? a : nullptr),
+                       ggml_ext_unary_params{static_cast<int32_t>(op)});
 }
 
 ggml_tensor * glu(ggml_context * ctx, const char * name, ggml_tensor * a, ggml_tensor * b, ggml_glu_op op,
@@ -113,11 +112,8 @@ ggml_tensor * glu(ggml_context * ctx, const char * name, ggml_tensor * a, ggml_t
     if (!check) return nullptr;
     auto ne = shape_of(a);
     if (!b) ne[0] /= 2;
-    ggml_tensor * result = make_node(ctx, name, GGML_OP_GLU, a->type, ne, {a, b});
-    if (!result) return nullptr;
-    set_param(result, 0, static_cast<int32_t>(op));
-    set_param(result, 1, static_cast<int32_t>(swapped));
-    return result;
+    return with_params(make_node(ctx, name, GGML_OP_GLU, a->type, ne, {a, b}),
+                       ggml_ext_glu_params{static_cast<int32_t>(op), swapped ? 1 : 0});
 }
 
 // Copies a into dst (a new tensor, or a view of the destination b) converting to dst's type.
@@ -203,16 +199,16 @@ ggml_tensor * ggml_div_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor 
 }
 
 ggml_tensor * ggml_scale(ggml_context * ctx, ggml_tensor * a, float s) {
-    return elementwise(ctx, "ggml_scale", GGML_OP_SCALE, a, false, {s, 0.0f});
+    return with_params(elementwise(ctx, "ggml_scale", GGML_OP_SCALE, a, false), ggml_ext_scale_params{s, 0.0f});
 }
 ggml_tensor * ggml_scale_inplace(ggml_context * ctx, ggml_tensor * a, float s) {
-    return elementwise(ctx, "ggml_scale_inplace", GGML_OP_SCALE, a, true, {s, 0.0f});
+    return with_params(elementwise(ctx, "ggml_scale_inplace", GGML_OP_SCALE, a, true), ggml_ext_scale_params{s, 0.0f});
 }
 ggml_tensor * ggml_scale_bias(ggml_context * ctx, ggml_tensor * a, float s, float bias) {
-    return elementwise(ctx, "ggml_scale_bias", GGML_OP_SCALE, a, false, {s, bias});
+    return with_params(elementwise(ctx, "ggml_scale_bias", GGML_OP_SCALE, a, false), ggml_ext_scale_params{s, bias});
 }
 ggml_tensor * ggml_scale_bias_inplace(ggml_context * ctx, ggml_tensor * a, float s, float bias) {
-    return elementwise(ctx, "ggml_scale_bias_inplace", GGML_OP_SCALE, a, true, {s, bias});
+    return with_params(elementwise(ctx, "ggml_scale_bias_inplace", GGML_OP_SCALE, a, true), ggml_ext_scale_params{s, bias});
 }
 ggml_tensor * ggml_sqr(ggml_context * ctx, ggml_tensor * a) {
     return elementwise(ctx, "ggml_sqr", GGML_OP_SQR, a, false);
@@ -231,7 +227,7 @@ static ggml_tensor * clamp(ggml_context * ctx, const char * name, ggml_tensor * 
                            bool inplace) {
     Check check(ctx, name, {{"a", a}});
     if (!check || !check.require(min <= max, "min must be <= max")) return nullptr;
-    return elementwise(ctx, name, GGML_OP_CLAMP, a, inplace, {min, max});
+    return with_params(elementwise(ctx, name, GGML_OP_CLAMP, a, inplace), ggml_ext_clamp_params{min, max});
 }
 ggml_tensor * ggml_clamp(ggml_context * ctx, ggml_tensor * a, float min, float max) {
     return clamp(ctx, "ggml_clamp", a, min, max, false);
@@ -282,28 +278,24 @@ ggml_tensor * ggml_concat(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, 
     if (!check) return nullptr;
     auto ne = shape_of(a);
     ne[dim] += b->ne[dim];
-    ggml_tensor * result = make_node(ctx, "ggml_concat", GGML_OP_CONCAT, a->type, ne, {a, b});
-    if (result) set_param(result, 0, dim);
-    return result;
+    return with_params(make_node(ctx, "ggml_concat", GGML_OP_CONCAT, a->type, ne, {a, b}),
+                       ggml_ext_concat_params{dim});
 }
 
 ggml_tensor * ggml_pad_ext(ggml_context * ctx, ggml_tensor * a, int lp0, int rp0, int lp1, int rp1, int lp2,
                            int rp2, int lp3, int rp3) {
     Check check(ctx, "ggml_pad_ext", {{"a", a}});
     if (!check) return nullptr;
-    const int pads[8] = {lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3};
-    check.require(is_float(a), "a must be f32, f16 or bf16")
-        .require(std::all_of(std::begin(pads), std::end(pads), [](int p) { return p >= 0; }),
-                 "paddings must be >= 0");
+    const ggml_ext_pad_params params{{{lp0, rp0}, {lp1, rp1}, {lp2, rp2}, {lp3, rp3}}};
+    bool non_negative = true;
+    for (const auto & pad : params.pads)
+        non_negative = non_negative && pad[0] >= 0 && pad[1] >= 0;
+    check.require(is_float(a), "a must be f32, f16 or bf16").require(non_negative, "paddings must be >= 0");
     if (!check) return nullptr;
     auto ne = shape_of(a);
     for (int i = 0; i < GGML_MAX_DIMS; ++i)
-        ne[i] += pads[2 * i] + pads[2 * i + 1];
-    ggml_tensor * result = make_node(ctx, "ggml_pad_ext", GGML_OP_PAD, a->type, ne, {a});
-    if (!result) return nullptr;
-    for (int i = 0; i < 8; ++i)
-        set_param(result, i, pads[i]);
-    return result;
+        ne[i] += params.pads[i][0] + params.pads[i][1];
+    return with_params(make_node(ctx, "ggml_pad_ext", GGML_OP_PAD, a->type, ne, {a}), params);
 }
 
 ggml_tensor * ggml_pad(ggml_context * ctx, ggml_tensor * a, int p0, int p1, int p2, int p3) {
@@ -319,10 +311,8 @@ ggml_tensor * ggml_upscale_ext(ggml_context * ctx, ggml_tensor * a, int ne0, int
         .require(ne0 >= 1 && ne1 >= 1 && ne2 >= 1 && ne3 >= 1, "target sizes must be >= 1")
         .require(!ggml_is_empty(a), "a must not be empty");
     if (!check) return nullptr;
-    ggml_tensor * result =
-        make_node(ctx, "ggml_upscale_ext", GGML_OP_UPSCALE, a->type, {ne0, ne1, ne2, ne3}, {a});
-    if (result) set_param(result, 0, static_cast<int32_t>(mode));
-    return result;
+    return with_params(make_node(ctx, "ggml_upscale_ext", GGML_OP_UPSCALE, a->type, {ne0, ne1, ne2, ne3}, {a}),
+                       ggml_ext_upscale_params{static_cast<int32_t>(mode)});
 }
 
 ggml_tensor * ggml_upscale(ggml_context * ctx, ggml_tensor * a, int scale_factor, ggml_scale_mode mode) {
@@ -334,30 +324,27 @@ ggml_tensor * ggml_upscale(ggml_context * ctx, ggml_tensor * a, int scale_factor
 }
 
 ggml_tensor * ggml_norm(ggml_context * ctx, ggml_tensor * a, float eps) {
-    return row_norm(ctx, "ggml_norm", GGML_OP_NORM, a, eps, false);
+    return with_params(row_norm(ctx, "ggml_norm", GGML_OP_NORM, a, eps, false), ggml_ext_norm_params{eps});
 }
 ggml_tensor * ggml_norm_inplace(ggml_context * ctx, ggml_tensor * a, float eps) {
-    return row_norm(ctx, "ggml_norm_inplace", GGML_OP_NORM, a, eps, true);
+    return with_params(row_norm(ctx, "ggml_norm_inplace", GGML_OP_NORM, a, eps, true), ggml_ext_norm_params{eps});
 }
 ggml_tensor * ggml_rms_norm(ggml_context * ctx, ggml_tensor * a, float eps) {
-    return row_norm(ctx, "ggml_rms_norm", GGML_OP_RMS_NORM, a, eps, false);
+    return with_params(row_norm(ctx, "ggml_rms_norm", GGML_OP_RMS_NORM, a, eps, false), ggml_ext_norm_params{eps});
 }
 ggml_tensor * ggml_rms_norm_inplace(ggml_context * ctx, ggml_tensor * a, float eps) {
-    return row_norm(ctx, "ggml_rms_norm_inplace", GGML_OP_RMS_NORM, a, eps, true);
+    return with_params(row_norm(ctx, "ggml_rms_norm_inplace", GGML_OP_RMS_NORM, a, eps, true), ggml_ext_norm_params{eps});
 }
 ggml_tensor * ggml_l2_norm(ggml_context * ctx, ggml_tensor * a, float eps) {
-    return row_norm(ctx, "ggml_l2_norm", GGML_OP_L2_NORM, a, eps, false);
+    return with_params(row_norm(ctx, "ggml_l2_norm", GGML_OP_L2_NORM, a, eps, false), ggml_ext_norm_params{eps});
 }
 
 ggml_tensor * ggml_group_norm(ggml_context * ctx, ggml_tensor * a, int n_groups, float eps) {
     Check check(ctx, "ggml_group_norm", {{"a", a}});
     if (!check) return nullptr;
     if (!check.require(n_groups >= 1 && n_groups <= a->ne[2], "n_groups must be in 1..ne2")) return nullptr;
-    ggml_tensor * result = row_norm(ctx, "ggml_group_norm", GGML_OP_GROUP_NORM, a, eps, false);
-    if (!result) return nullptr;
-    set_param(result, 0, n_groups);
-    set_param(result, 1, eps);
-    return result;
+    return with_params(row_norm(ctx, "ggml_group_norm", GGML_OP_GROUP_NORM, a, eps, false),
+                       ggml_ext_group_norm_params{n_groups, eps});
 }
 
 ggml_tensor * ggml_mul_mat(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
@@ -390,12 +377,9 @@ static ggml_tensor * soft_max(ggml_context * ctx, const char * name, ggml_tensor
                      "mask cannot be broadcast over a in dims 2 and 3");
     }
     if (!check) return nullptr;
-    ggml_tensor * result =
-        make_node(ctx, name, GGML_OP_SOFT_MAX, a->type, shape_of(a), {a, mask}, inplace ? a : nullptr);
-    if (!result) return nullptr;
-    set_param(result, 0, scale);
-    set_param(result, 1, max_bias);
-    return result;
+    return with_params(
+        make_node(ctx, name, GGML_OP_SOFT_MAX, a->type, shape_of(a), {a, mask}, inplace ? a : nullptr),
+        ggml_ext_soft_max_params{scale, max_bias});
 }
 
 ggml_tensor * ggml_soft_max(ggml_context * ctx, ggml_tensor * a) {
@@ -423,15 +407,9 @@ ggml_tensor * ggml_rope_ext(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b
         .require(!c || (c->type == GGML_TYPE_F32 && ggml_is_vector(c) && c->ne[0] >= n_dims / 2),
                  "c must be an f32 vector of >= n_dims/2 frequency factors");
     if (!check) return nullptr;
-    ggml_tensor * result = make_node(ctx, "ggml_rope_ext", GGML_OP_ROPE, a->type, shape_of(a), {a, b, c});
-    if (!result) return nullptr;
-    const int32_t ints[5] = {0, n_dims, mode, 0, n_ctx_orig};
-    for (int i = 0; i < 5; ++i)
-        set_param(result, i, ints[i]);
-    const float floats[6] = {freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow};
-    for (int i = 0; i < 6; ++i)
-        set_param(result, 5 + i, floats[i]);
-    return result;
+    return with_params(make_node(ctx, "ggml_rope_ext", GGML_OP_ROPE, a->type, shape_of(a), {a, b, c}),
+                       ggml_ext_rope_params{0, n_dims, mode, 0, n_ctx_orig, freq_base, freq_scale, ext_factor,
+                                            attn_factor, beta_fast, beta_slow});
 }
 
 ggml_tensor * ggml_flash_attn_ext(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v,
@@ -458,13 +436,9 @@ ggml_tensor * ggml_flash_attn_ext(ggml_context * ctx, ggml_tensor * q, ggml_tens
                      "mask cannot be broadcast over q in dims 2 and 3");
     }
     if (!check) return nullptr;
-    ggml_tensor * result = make_node(ctx, "ggml_flash_attn_ext", GGML_OP_FLASH_ATTN_EXT, GGML_TYPE_F32,
-                                     {v->ne[0], q->ne[2], q->ne[1], q->ne[3]}, {q, k, v, mask});
-    if (!result) return nullptr;
-    set_param(result, 0, scale);
-    set_param(result, 1, max_bias);
-    set_param(result, 2, logit_softcap);
-    return result;
+    return with_params(make_node(ctx, "ggml_flash_attn_ext", GGML_OP_FLASH_ATTN_EXT, GGML_TYPE_F32,
+                                 {v->ne[0], q->ne[2], q->ne[1], q->ne[3]}, {q, k, v, mask}),
+                       ggml_ext_flash_attn_ext_params{scale, max_bias, logit_softcap});
 }
 
 ggml_tensor * ggml_get_rows(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
@@ -569,12 +543,8 @@ ggml_tensor * ggml_im2col(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, 
     if (!check) return nullptr;
     const std::array<int64_t, 4> ne = is_2d ? std::array<int64_t, 4>{channels * kh * kw, ow, oh, b->ne[3]}
                                             : std::array<int64_t, 4>{channels * kw, ow, b->ne[2], 1};
-    ggml_tensor * result = make_node(ctx, "ggml_im2col", GGML_OP_IM2COL, dst_type, ne, {a, b});
-    if (!result) return nullptr;
-    const int32_t params[7] = {s0, s1, p0, p1, d0, d1, is_2d};
-    for (int i = 0; i < 7; ++i)
-        set_param(result, i, params[i]);
-    return result;
+    return with_params(make_node(ctx, "ggml_im2col", GGML_OP_IM2COL, dst_type, ne, {a, b}),
+                       ggml_ext_im2col_params{s0, s1, p0, p1, d0, d1, is_2d ? 1 : 0});
 }
 
 ggml_tensor * ggml_conv_2d(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, int s0, int s1, int p0,
@@ -603,12 +573,9 @@ ggml_tensor * ggml_timestep_embedding(ggml_context * ctx, ggml_tensor * timestep
         .require(dim >= 2, "dim must be >= 2")
         .require(max_period >= 1, "max_period must be >= 1");
     if (!check) return nullptr;
-    ggml_tensor * result = make_node(ctx, "ggml_timestep_embedding", GGML_OP_TIMESTEP_EMBEDDING,
-                                     GGML_TYPE_F32, {dim, timesteps->ne[0], 1, 1}, {timesteps});
-    if (!result) return nullptr;
-    set_param(result, 0, dim);
-    set_param(result, 1, max_period);
-    return result;
+    return with_params(make_node(ctx, "ggml_timestep_embedding", GGML_OP_TIMESTEP_EMBEDDING, GGML_TYPE_F32,
+                                 {dim, timesteps->ne[0], 1, 1}, {timesteps}),
+                       ggml_ext_timestep_embedding_params{dim, max_period});
 }
 
 // CPU callback nodes carry, after the marker, the thread count, the callback and its user data.
@@ -670,11 +637,17 @@ enum ggml_custom_kind ggml_get_custom_kind(const ggml_tensor * tensor) {
 }
 
 enum ggml_unary_op ggml_get_unary_op(const ggml_tensor * tensor) {
-    return static_cast<ggml_unary_op>(get_param<int32_t>(tensor, 0));
+    return static_cast<ggml_unary_op>(params<ggml_ext_unary_params>(tensor).op);
 }
 
 enum ggml_glu_op ggml_get_glu_op(const ggml_tensor * tensor) {
-    return static_cast<ggml_glu_op>(get_param<int32_t>(tensor, 0));
+    return static_cast<ggml_glu_op>(params<ggml_ext_glu_params>(tensor).op);
+}
+
+bool ggml_ext_get_op_params(const ggml_tensor * node, ggml_op op, void * params, size_t size) {
+    if (!node || node->op != op || size == 0 || size != op_params_size(op)) return false;
+    std::memcpy(params, node->op_params, size);
+    return true;
 }
 
 static constexpr const char * op_names[] = {

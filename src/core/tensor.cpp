@@ -1,8 +1,10 @@
 // Tensors: creation, metadata queries, names and flags, views and layout changes.
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 
 #include "core/internal.h"
+#include "core/op_params.h"
 
 namespace {
 
@@ -415,8 +417,9 @@ static ggml_tensor * permute(ggml_context * ctx, const char * op_name, ggml_op o
     ggml_tensor * result = make_view(ctx, op_name, a, ne, nb, 0);
     if (!result) return nullptr;
     result->op = op;
-    for (int i = 0; i < GGML_MAX_DIMS; ++i)
-        set_param(result, i, axes[i]);
+    ggml_ext_permute_params params{};
+    std::copy(axes.begin(), axes.end(), params.axes);
+    set_params(result, params);
     return result;
 }
 

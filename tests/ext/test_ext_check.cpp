@@ -1,5 +1,6 @@
 // ggml_ext_check_kernel: a correct kernel passes; each kind of broken kernel is caught with a message
 // naming its problem.
+#include <ggml-ext-params.h>
 #include <ggml-ext.h>
 #include <gtest/gtest.h>
 
@@ -343,9 +344,9 @@ bool supports_scale(ggml_backend_dev_t, const ggml_tensor * node, void *) {
 ggml_status execute_scale(const ggml_ext_execute_params * params) {
     ggml_tensor * y = params->node;
     const ggml_tensor * x = y->src[0];
-    float s, b;
-    std::memcpy(&s, &y->op_params[0], sizeof s);
-    std::memcpy(&b, &y->op_params[1], sizeof b);
+    ggml_ext_scale_params p{};
+    ggml_ext_get_op_params(y, GGML_OP_SCALE, &p, sizeof p);
+    const float s = p.scale, b = p.bias;
     for (int64_t i3 = 0; i3 < y->ne[3]; ++i3)
         for (int64_t i2 = 0; i2 < y->ne[2]; ++i2)
             for (int64_t i1 = 0; i1 < y->ne[1]; ++i1)

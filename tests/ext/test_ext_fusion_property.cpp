@@ -35,6 +35,7 @@
 // GGX_FUSION_GRAPHS (default 10000) sets the number of graphs, GGX_FUSION_SEED (default 1) the seed
 // of the first (graph k uses seed + k). A failure names the seed; GGX_FUSION_SEED=<seed>
 // GGX_FUSION_GRAPHS=1 replays it, GGX_FUSION_DUMP=1 prints the graph.
+#include <ggml-ext-params.h>
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
@@ -250,9 +251,9 @@ bool interpret(ggml_tensor * const * nodes, int n, float * out_scratch) {
                 });
                 break;
             case GGML_OP_SCALE: {
-                float s, bias;
-                std::memcpy(&s, &node->op_params[0], sizeof s);
-                std::memcpy(&bias, &node->op_params[1], sizeof bias);
+                ggml_ext_scale_params p{};
+                ggml_ext_get_op_params(node, GGML_OP_SCALE, &p, sizeof p);
+                const float s = p.scale, bias = p.bias;
                 for_each_coord(node->ne,
                                [&](const Coord & c, int64_t i) { vals[i] = std::fma(read(a, c), s, bias); });
                 break;
@@ -264,8 +265,9 @@ bool interpret(ggml_tensor * const * nodes, int n, float * out_scratch) {
                 });
                 break;
             case GGML_OP_RMS_NORM: {
-                float eps;
-                std::memcpy(&eps, &node->op_params[0], sizeof eps);
+                ggml_ext_norm_params p{};
+                ggml_ext_get_op_params(node, GGML_OP_RMS_NORM, &p, sizeof p);
+                const float eps = p.eps;
                 const int64_t ne0 = node->ne[0];
                 for (int64_t r = 0; r < count / std::max<int64_t>(ne0, 1); ++r) {
                     Coord c = unflatten(r * ne0, node->ne);

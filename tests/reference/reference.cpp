@@ -7,6 +7,8 @@
 // to the storage type.
 #include "reference/reference.h"
 
+#include <ggml-ext-params.h>
+#include <ggml-ext.h>
 #include <ggml-graph.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <numbers>
 #include <set>
 #include <string>
@@ -60,12 +63,12 @@ std::string describe(const ggml_tensor * t) {
     throw Error("ggx::ref: " + describe(t) + ": " + reason);
 }
 
-int32_t int_param(const ggml_tensor * t, int k) { return t->op_params[k]; }
-
-double float_param(const ggml_tensor * t, int k) {
-    float f = 0.0f;
-    std::memcpy(&f, &t->op_params[k], sizeof f);
-    return f;
+// The parameters P of node t (include/ggml-ext-params.h), which must be of an op that records P.
+template <class P>
+P params_of(const ggml_tensor * t) {
+    P p{};
+    if (!ggml_ext_get_op_params(t, t->op, &p, sizeof p)) fail(t, "unexpected parameters for this op");
+    return p;
 }
 
 void require(bool ok, const ggml_tensor * t, const std::string & reason) {
@@ -336,20 +339,24 @@ Output k_map(const ggml_tensor * d, const Inputs & in) {
     std::vector<double> r = in[0];
     for (double & x : r) {
         switch (d->op) {
-            case GGML_OP_SCALE:
-                x = x * float_param(d, 0) + float_param(d, 1);
+            case GGML_OP_SCALE: {
+                const auto p = params_of<ggml_ext_scale_params>(d);
+                x = x * p.scale + p.bias;
                 break;
+            }
             case GGML_OP_SQR:
                 x = x * x;
                 break;
             case GGML_OP_SQRT:
                 x = std::sqrt(x);
                 break;
-            case GGML_OP_CLAMP:
-                x = std::min(std::max(x, float_param(d, 0)), float_param(d, 1));
+            case GGML_OP_CLAMP: {
+                const auto p = params_of<ggml_ext_clamp_params>(d);
+                x = std::min(std::max(x, static_cast<double>(p.min)), static_cast<double>(p.max));
                 break;
+            }
             case GGML_OP_UNARY:
-                x = unary(d, int_param(d, 0), x);
+                x = unary(d, params_of<ggml_ext_unary_params>(d).op, x);
                 break;
             default:
                 fail(d, "not an element-wise op");
@@ -399,10 +406,10 @@ Output k_repeat(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
-// CONCAT along op_params[0].
+// CONCAT along dim.
 Output k_concat(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0), b = src(d, in, 1);
-    const int dim = int_param(d, 0);
+    const int dim = params_of<ggml_ext_concat_params>(d).dim;
     require(dim >= 0 && dim < GGML_MAX_DIMS, d, "concat dim out of range");
     require(d->ne[dim] == a.t->ne[dim] + b.t->ne[dim], d, "concat size mismatch");
     std::vector<double> r = zeros(d);
@@ -423,10 +430,11 @@ Output k_concat(const ggml_tensor * d, const Inputs & in) {
 // PAD: zeros before (lp) and after (rp) each dimension.
 Output k_pad(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0);
+    const auto pad = params_of<ggml_ext_pad_params>(d);
     int64_t lp[4];
     for (int k = 0; k < 4; ++k) {
-        lp[k] = int_param(d, 2 * k);
-        const int64_t rp = int_param(d, 2 * k + 1);
+        lp[k] = pad.pads[k][0];
+        const int64_t rp = pad.pads[k][1];
         require(d->ne[k] == a.t->ne[k] + lp[k] + rp, d, "padding does not match the result shape");
     }
     std::vector<double> r = zeros(d);
@@ -443,8 +451,8 @@ Output k_pad(const ggml_tensor * d, const Inputs & in) {
 // UPSCALE (nearest): source index floor(i * a.ne / ne) per dimension.
 Output k_upscale(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0);
-    require(int_param(d, 0) == GGML_SCALE_MODE_NEAREST, d,
-            "unknown upscale mode " + std::to_string(int_param(d, 0)));
+    const int32_t mode = params_of<ggml_ext_upscale_params>(d).mode;
+    require(mode == GGML_SCALE_MODE_NEAREST, d, "unknown upscale mode " + std::to_string(mode));
     std::vector<double> r = zeros(d);
     for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
         const int64_t i[4] = {i0, i1, i2, i3};
@@ -456,11 +464,11 @@ Output k_upscale(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
-// NORM, RMS_NORM, L2_NORM: per row, eps at op_params[0].
+// NORM, RMS_NORM, L2_NORM: per row.
 Output k_norm(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0);
     require(same_shape(a.t, d), d, "result shape differs from a");
-    const double eps = float_param(d, 0);
+    const double eps = params_of<ggml_ext_norm_params>(d).eps;
     const int64_t n = a.t->ne[0];
     std::vector<double> r = in[0];
     for (int64_t row = 0; row * n < static_cast<int64_t>(r.size()); ++row) {
@@ -496,8 +504,9 @@ Output k_norm(const ggml_tensor * d, const Inputs & in) {
 Output k_group_norm(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0);
     require(same_shape(a.t, d), d, "result shape differs from a");
-    const int64_t groups = int_param(d, 0);
-    const double eps = float_param(d, 1);
+    const auto group_norm = params_of<ggml_ext_group_norm_params>(d);
+    const int64_t groups = group_norm.n_groups;
+    const double eps = group_norm.eps;
     const int64_t C = a.t->ne[2];
     require(groups >= 1, d, "n_groups must be >= 1");
     const int64_t per_group = (C + groups - 1) / groups;
@@ -565,7 +574,8 @@ Output k_soft_max(const ggml_tensor * d, const Inputs & in) {
                     mask->ne[3] > 0 && a.t->ne[2] % mask->ne[2] == 0 && a.t->ne[3] % mask->ne[3] == 0,
                 d, "mask " + shape_str(mask) + " does not fit a");
     }
-    const double scale = float_param(d, 0), max_bias = float_param(d, 1);
+    const auto soft_max = params_of<ggml_ext_soft_max_params>(d);
+    const double scale = soft_max.scale, max_bias = soft_max.max_bias;
     const int64_t n = a.t->ne[0];
     std::vector<double> r = zeros(d);
     std::vector<double> x(static_cast<size_t>(n));
@@ -596,12 +606,12 @@ Output k_rope(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0), pos = src(d, in, 1);
     require(same_shape(a.t, d), d, "result shape differs from a");
     const ggml_tensor * ff_t = d->src[2];
-    const int64_t n_dims = int_param(d, 1);
-    const int mode = int_param(d, 2);
-    const double n_ctx_orig = int_param(d, 4);
-    const double base = float_param(d, 5), freq_scale = float_param(d, 6), ext_factor = float_param(d, 7);
-    const double attn_factor = float_param(d, 8), beta_fast = float_param(d, 9),
-                 beta_slow = float_param(d, 10);
+    const auto rope = params_of<ggml_ext_rope_params>(d);
+    const int64_t n_dims = rope.n_dims;
+    const int mode = rope.mode;
+    const double n_ctx_orig = rope.n_ctx_orig;
+    const double base = rope.freq_base, freq_scale = rope.freq_scale, ext_factor = rope.ext_factor;
+    const double attn_factor = rope.attn_factor, beta_fast = rope.beta_fast, beta_slow = rope.beta_slow;
     require(mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX, d,
             "unknown rope mode " + std::to_string(mode));
     require(n_dims > 0 && n_dims % 2 == 0 && n_dims <= a.t->ne[0], d, "n_dims must be even and <= ne0");
@@ -661,7 +671,8 @@ Output k_flash_attn(const ggml_tensor * d, const Inputs & in) {
     if (mask != nullptr)
         require(mask->ne[0] == NKV && mask->ne[1] >= NQ && mask->ne[2] > 0 && mask->ne[3] > 0, d,
                 "mask " + shape_str(mask) + " does not fit");
-    const double scale = float_param(d, 0), max_bias = float_param(d, 1), softcap = float_param(d, 2);
+    const auto attn = params_of<ggml_ext_flash_attn_ext_params>(d);
+    const double scale = attn.scale, max_bias = attn.max_bias, softcap = attn.logit_softcap;
     const int64_t group = H / HK, rk = B / k.t->ne[3], rv = B / v.t->ne[3];
     std::vector<double> r = zeros(d);
     std::vector<double> s(static_cast<size_t>(NKV));
@@ -744,8 +755,9 @@ Output k_set_rows(const ggml_tensor * d, const Inputs & in) {
 // GLU: act(x) * g; merged (src[1] NULL) halves of each row, or split act(a) * b.
 Output k_glu(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0);
-    const int op = int_param(d, 0);
-    const bool swapped = int_param(d, 1) != 0;
+    const auto glu = params_of<ggml_ext_glu_params>(d);
+    const int op = glu.op;
+    const bool swapped = glu.swapped != 0;
     const auto act = [&](double x) {
         switch (op) {
             case GGML_GLU_OP_SWIGLU:
@@ -781,9 +793,9 @@ Output k_im2col(const ggml_tensor * d, const Inputs & in) {
     const ggml_tensor * kernel = d->src[0];
     const Src x = src(d, in, 1);
     require(kernel != nullptr, d, "missing kernel");
-    const int64_t s0 = int_param(d, 0), s1 = int_param(d, 1), p0 = int_param(d, 2), p1 = int_param(d, 3);
-    const int64_t d0 = int_param(d, 4), d1 = int_param(d, 5);
-    const bool is_2d = int_param(d, 6) != 0;
+    const auto conv = params_of<ggml_ext_im2col_params>(d);
+    const int64_t s0 = conv.s0, s1 = conv.s1, p0 = conv.p0, p1 = conv.p1, d0 = conv.d0, d1 = conv.d1;
+    const bool is_2d = conv.is_2d != 0;
     const int64_t KW = kernel->ne[0], KH = is_2d ? kernel->ne[1] : 1;
     const int64_t W = x.t->ne[0], H = is_2d ? x.t->ne[1] : 1;
     const int64_t C = is_2d ? x.t->ne[2] : x.t->ne[1], N = is_2d ? x.t->ne[3] : x.t->ne[2];
@@ -810,8 +822,9 @@ Output k_im2col(const ggml_tensor * d, const Inputs & in) {
 // TIMESTEP_EMBEDDING: [cos(t f_j) j < half, sin(t f_j) j < half, 0 ...].
 Output k_timestep(const ggml_tensor * d, const Inputs & in) {
     const Src t = src(d, in, 0);
-    const int64_t dim = int_param(d, 0);
-    const double max_period = int_param(d, 1);
+    const auto embedding = params_of<ggml_ext_timestep_embedding_params>(d);
+    const int64_t dim = embedding.dim;
+    const double max_period = embedding.max_period;
     const int64_t half = dim / 2;
     require(d->ne[0] >= 2 * half && d->ne[1] == t.t->ne[0], d, "result shape does not fit");
     std::vector<double> r = zeros(d);
@@ -825,11 +838,34 @@ Output k_timestep(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
+// Kernels of extension operators by operator name (register_extension).
+struct ExtensionKernels {
+    std::mutex mutex;
+    std::unordered_map<std::string, ExtensionKernel> by_name;
+};
+ExtensionKernels & extension_kernels() {
+    static ExtensionKernels kernels;
+    return kernels;
+}
+
+// CUSTOM of an extension operator: the kernel registered under its name.
+Output k_extension(const ggml_tensor * d, const Inputs & in) {
+    const char * name = ggml_ext_op_name(ggml_ext_node_op(d));
+    if (name == nullptr) fail(d, "extension node of an unknown operator");
+    ExtensionKernel kernel = nullptr;
+    {
+        ExtensionKernels & k = extension_kernels();
+        std::lock_guard lock(k.mutex);
+        if (const auto it = k.by_name.find(name); it != k.by_name.end()) kernel = it->second;
+    }
+    if (kernel == nullptr) fail(d, std::string("extension operator ") + name + " is not known to the oracle");
+    return {kernel(d, std::span<const std::vector<double>>(in.v.data(), in.v.size())), {}};
+}
+
 // CUSTOM (CPU callback): run the callback on host copies of the sources.
 Output k_custom(const ggml_tensor * d, const Inputs & in) {
     const ggml_custom_kind kind = ggml_get_custom_kind(d);
-    if (kind == GGML_CUSTOM_KIND_EXTENSION)
-        fail(d, "extension custom operators are not supported by the oracle");
+    if (kind == GGML_CUSTOM_KIND_EXTENSION) return k_extension(d, in);
     ggml_custom_op_t fun = nullptr;
     int n_tasks = 0;
     void * userdata = nullptr;
@@ -1055,6 +1091,13 @@ struct Evaluator::Storage {
         store(ev, node, kernel(node, in));
     }
 };
+
+bool register_extension(const char * op_name, ExtensionKernel kernel) {
+    if (op_name == nullptr || kernel == nullptr) return false;
+    ExtensionKernels & k = extension_kernels();
+    std::lock_guard lock(k.mutex);
+    return k.by_name.emplace(op_name, kernel).second;
+}
 
 void Evaluator::set_input(const ggml_tensor * tensor, std::vector<double> values) {
     if (tensor == nullptr) throw Error("ggx::ref: set_input on a null tensor");

@@ -47,6 +47,15 @@ private:
     friend struct EvaluatorAccess;
 };
 
+// Extension operators: the oracle evaluates a node of a registered extension operator (ggml-ext.h)
+// with the kernel taught to it under the operator's name. The kernel gets the logical values (ne0
+// fastest) of node->src[0..GGML_MAX_SRC) (empty where a source is absent) and returns the node's
+// logical values; it raises Error for what it cannot evaluate. Process-wide; register before
+// computing. false (nothing changed) when the name already has a kernel.
+using ExtensionKernel = std::vector<double> (*)(const ggml_tensor * node,
+                                                std::span<const std::vector<double>> inputs);
+bool register_extension(const char * op_name, ExtensionKernel kernel);
+
 // Elements of a host tensor (data != NULL) through its strides, as doubles, ne0 fastest.
 std::vector<double> read_tensor(const ggml_tensor * tensor);
 // Write values (ne0 fastest) into a host tensor through its strides, converting to its type.

@@ -2,6 +2,7 @@
 // allocated once by a scheduler on the CPU backend (one thread) and computed many times, once with a
 // registered override selected for every node (preferred; it does the same scalar work on the calling
 // thread) and once native (the device's extension kernels disabled, so the plan is one native range).
+#include <ggml-ext-params.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
 #include <ggml-ext.h>
@@ -27,9 +28,9 @@ bool scale_preferred(ggml_backend_dev_t, const ggml_tensor *, void *) { return t
 
 ggml_status scale_execute(const ggml_ext_execute_params * params) {
     const ggml_tensor * y = params->node;
-    float s, b;
-    std::memcpy(&s, &y->op_params[0], sizeof s);
-    std::memcpy(&b, &y->op_params[1], sizeof b);
+    ggml_ext_scale_params p{};
+    ggml_ext_get_op_params(y, GGML_OP_SCALE, &p, sizeof p);
+    const float s = p.scale, b = p.bias;
     const auto * in = static_cast<const float *>(y->src[0]->data);
     auto * out = static_cast<float *>(y->data);
     const int64_t n = ggml_nelements(y);

@@ -49,6 +49,7 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 
+#include <ggml-ext-params.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
 #include <ggml-ext.h>
@@ -98,9 +99,8 @@ int match_chain(ggml_backend_dev_t, const ggml_cgraph * graph, int first, void *
         if (k > 0 && node->src[0] != ggml_graph_node(graph, first + k - 1)) return 0;
         if (k < 3 && !row_of(node->src[1], node)) return 0;
         if (k == 3) {
-            float bias;
-            std::memcpy(&bias, &node->op_params[1], sizeof bias);
-            if (bias != 0.0f) return 0;
+            ggml_ext_scale_params scale{};
+            if (!ggml_ext_get_op_params(node, GGML_OP_SCALE, &scale, sizeof scale) || scale.bias != 0.0f) return 0;
         }
     }
     return 4;
@@ -138,8 +138,9 @@ ggml_status execute_chain(const ggml_ext_fusion_execute_params * params) {
     }
     ggml_tensor *mul0 = params->nodes[0], *add = params->nodes[1], *mul1 = params->nodes[2],
                 *out = params->nodes[3];
-    float s;
-    std::memcpy(&s, &out->op_params[0], sizeof s);
+    ggml_ext_scale_params scale{};
+    ggml_ext_get_op_params(out, GGML_OP_SCALE, &scale, sizeof scale);
+    const float s = scale.scale;
     Job job{service,
             static_cast<const float *>(mul0->src[0]->data),
             static_cast<const float *>(mul0->src[1]->data),

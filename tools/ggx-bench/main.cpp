@@ -17,6 +17,7 @@
 //         mul_mat, against the int8 peak; ConvRot quantization of [3072, 4096] vs DRAM (sd_int8.cpp).
 // sd-vulkan: each of the sd pack's Vulkan fusion rules fused vs unfused on Vulkan0 (sd_vulkan.cpp; built
 //         with the Vulkan backend only).
+#include <ggml-ext-params.h>
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
@@ -162,8 +163,9 @@ int match_norm_mul(ggml_backend_dev_t, const ggml_cgraph * graph, int first, voi
 ggml_status execute_norm_mul(const ggml_ext_fusion_execute_params * params) {
     const ggml_tensor * norm = params->nodes[0];
     const ggml_tensor * mul = params->nodes[1];
-    float eps;
-    std::memcpy(&eps, norm->op_params, sizeof eps);
+    ggml_ext_norm_params norm_params{};
+    ggml_ext_get_op_params(norm, norm->op, &norm_params, sizeof norm_params);
+    const float eps = norm_params.eps;
     const int64_t n = norm->ne[0], rows = ggml_nrows(norm);
     const auto * w = static_cast<const float *>(mul->src[1]->data);
     for (int64_t r = 0; r < rows; ++r) {

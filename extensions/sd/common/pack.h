@@ -2,9 +2,22 @@
 // the descriptor builders every device's part uses.
 #pragma once
 
+#include <ggml-ext-params.h>
 #include <ggml-ext.h>
 
+#include <cassert>
+
 namespace sd {
+
+// The parameters P of a native node (include/ggml-ext-params.h); node's op records P (the caller
+// matched the op).
+template <class P>
+P native_params(const ggml_tensor * node) {
+    P p{};
+    [[maybe_unused]] const bool ok = ggml_ext_get_op_params(node, node->op, &p, sizeof p);
+    assert(ok);
+    return p;
+}
 
 // The descriptor of a kernel for the custom operator op (prepare may be null).
 ggml_ext_kernel_desc custom_kernel_desc(const char * name, ggml_ext_op_t op,

@@ -347,8 +347,7 @@ ggml_status fusion_execute(const ggml_ext_fusion_execute_params * params) {
     const ggml_tensor * norm = params->nodes[0];
     const ggml_tensor * mul = params->nodes[1];
     ggml_tensor * rope = params->nodes[2];
-    float eps;
-    std::memcpy(&eps, norm->op_params, sizeof eps);
+    const float eps = sd::native_params<ggml_ext_norm_params>(norm).eps;
     Work work{norm->src[0],
               mul->src[1],
               rope->src[1],

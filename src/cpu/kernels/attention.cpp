@@ -93,9 +93,10 @@ struct Problem {
         group = H / k->ne[2];
         rk = B / k->ne[3];
         rv = B / v->ne[3];
-        scale = ggx::core::get_param<float>(node, 0);
-        max_bias = ggx::core::get_param<float>(node, 1);
-        softcap = ggx::core::get_param<float>(node, 2);
+        const auto p = ggx::core::params<ggml_ext_flash_attn_ext_params>(node);
+        scale = p.scale;
+        max_bias = p.max_bias;
+        softcap = p.logit_softcap;
     }
     bool tiled() const { return NQ >= kMinTileQ; }
     const char * k_row(int64_t j, int64_t h, int64_t b) const {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/op_params.h"
 #include "cpu/kernel.h"
 
 namespace ggx::cpu {

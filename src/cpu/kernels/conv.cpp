@@ -19,13 +19,13 @@ struct Geometry {
 Geometry geometry(const ggml_tensor * node) {
     const ggml_tensor * k = node->src[0];
     const ggml_tensor * x = node->src[1];
-    const auto param = [&](size_t slot) -> int64_t { return core::get_param<int32_t>(node, slot); };
+    const auto p = core::params<ggml_ext_im2col_params>(node);
     Geometry g{};
-    g.s0 = param(0), g.p0 = param(2), g.d0 = param(4);
+    g.s0 = p.s0, g.p0 = p.p0, g.d0 = p.d0;
     g.kw = k->ne[0], g.width = x->ne[0], g.ow = node->ne[1];
     g.x_w = x->nb[0], g.dst_row = node->nb[0], g.dst_w = node->nb[1];
-    if (param(6) != 0) {
-        g.s1 = param(1), g.p1 = param(3), g.d1 = param(5);
+    if (p.is_2d != 0) {
+        g.s1 = p.s1, g.p1 = p.p1, g.d1 = p.d1;
         g.kh = k->ne[1], g.height = x->ne[1], g.channels = x->ne[2], g.oh = node->ne[2],
         g.batch = node->ne[3];
         g.x_h = x->nb[1], g.x_c = x->nb[2], g.x_n = x->nb[3];
@@ -71,7 +71,7 @@ bool supports(const ggml_tensor * node) {
     const ggml_tensor * k = node->src[0];
     const ggml_tensor * x = node->src[1];
     if (k == nullptr || x == nullptr || !f32_or_f16(x->type) || !f32_or_f16(node->type)) return false;
-    const bool is_2d = core::get_param<int32_t>(node, 6) != 0;
+    const bool is_2d = core::params<ggml_ext_im2col_params>(node).is_2d != 0;
     const Geometry g = geometry(node);
     const bool params_ok = g.s0 >= 1 && g.s1 >= 1 && g.d0 >= 1 && g.d1 >= 1 && g.p0 >= 0 && g.p1 >= 0;
     const bool shape_ok =

@@ -264,12 +264,9 @@ void compute_map(const ComputeParams & params, ggml_tensor * node, const Map & m
     });
 }
 
-Map float_params(const ggml_tensor * node, MapOp op) {
-    return {op, core::get_param<float>(node, 0), core::get_param<float>(node, 1)};
-}
-
 void compute_scale(const ComputeParams & params, ggml_tensor * node) {
-    compute_map(params, node, float_params(node, MapOp::scale));
+    const auto scale = core::params<ggml_ext_scale_params>(node);
+    compute_map(params, node, {MapOp::scale, scale.scale, scale.bias});
 }
 void compute_sqr(const ComputeParams & params, ggml_tensor * node) {
     compute_map(params, node, {MapOp::sqr});
@@ -278,7 +275,8 @@ void compute_sqrt(const ComputeParams & params, ggml_tensor * node) {
     compute_map(params, node, {MapOp::sqrt});
 }
 void compute_clamp(const ComputeParams & params, ggml_tensor * node) {
-    compute_map(params, node, float_params(node, MapOp::clamp));
+    const auto clamp = core::params<ggml_ext_clamp_params>(node);
+    compute_map(params, node, {MapOp::clamp, clamp.min, clamp.max});
 }
 
 // The maps of the ggml_unary_ops and the activations of the ggml_glu_ops, by value.
@@ -288,9 +286,10 @@ constexpr MapOp kGluActivations[] = {MapOp::silu, MapOp::gelu};
 static_assert(std::size(kUnaryMaps) == GGML_UNARY_OP_COUNT &&
               std::size(kGluActivations) == GGML_GLU_OP_COUNT);
 
-// op_params[0] of node as an index into a table of count entries, or -1 when out of range.
+// The UNARY or GLU sub-op of node as an index into a table of count entries, or -1 when out of range.
 int32_t sub_op(const ggml_tensor * node, int32_t count) {
-    const int32_t op = core::get_param<int32_t>(node, 0);
+    const int32_t op = node->op == GGML_OP_UNARY ? core::params<ggml_ext_unary_params>(node).op
+                                                 : core::params<ggml_ext_glu_params>(node).op;
     return op >= 0 && op < count ? op : -1;
 }
 
@@ -382,7 +381,7 @@ bool supports_glu(const ggml_tensor * node) {
 void compute_glu(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *b = node->src[1];
     const MapOp act = kGluActivations[sub_op(node, GGML_GLU_OP_COUNT)];
-    const bool swapped = core::get_param<int32_t>(node, 1) != 0;
+    const bool swapped = core::params<ggml_ext_glu_params>(node).swapped != 0;
     const int64_t half = node->ne[0];
     for_each_chunk(params, node, [&](int64_t i1, int64_t i2, int64_t i3, int64_t j0, int64_t n) {
         float in_x[kChunk], in_g[kChunk], res[kChunk];

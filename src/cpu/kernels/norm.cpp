@@ -157,14 +157,14 @@ bool supports_row_norm(const ggml_tensor * node) {
 }
 
 bool supports_group_norm(const ggml_tensor * node) {
-    const int32_t groups = core::get_param<int32_t>(node, 0);
+    const int32_t groups = core::params<ggml_ext_group_norm_params>(node).n_groups;
     return supports_row_norm(node) && groups >= 1 && groups <= node->src[0]->ne[2];
 }
 
 // NORM, RMS_NORM, L2_NORM: one row at a time.
 void compute_row_norm(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor * src = node->src[0];
-    const double eps = core::get_param<float>(node, 0);
+    const double eps = core::params<ggml_ext_norm_params>(node).eps;
     const int64_t n = node->ne[0];
     if (n == 0) return;
     float * buf = scratch(params, node);
@@ -181,8 +181,9 @@ void compute_row_norm(const ComputeParams & params, ggml_tensor * node) {
 // GROUP_NORM: a [W, H, C, N]; each (sample, group of ceil(C / G) channels) is one unit of work.
 void compute_group_norm(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor * src = node->src[0];
-    const int64_t groups = core::get_param<int32_t>(node, 0);
-    const double eps = core::get_param<float>(node, 1);
+    const auto group_norm = core::params<ggml_ext_group_norm_params>(node);
+    const int64_t groups = group_norm.n_groups;
+    const double eps = group_norm.eps;
     const int64_t channels = node->ne[2], per_group = (channels + groups - 1) / groups;
     const int64_t n_groups = (channels + per_group - 1) / per_group;  // ceil(C / per_group) <= groups
     if (node->ne[0] == 0 || node->ne[1] == 0) return;

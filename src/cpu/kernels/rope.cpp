@@ -111,18 +111,19 @@ namespace {
 
 constexpr size_t kAlign = 64;
 
-// The node's rotation parameters (op_params ints [1] n_dims, [2] mode, [4] n_ctx_orig; floats [5..10]).
+// The node's rotation parameters, widened for the coefficient computation.
 struct RopeParams {
-    explicit RopeParams(const ggml_tensor * node)
-        : n_dims(core::get_param<int32_t>(node, 1)),
-          neox(core::get_param<int32_t>(node, 2) == GGML_ROPE_TYPE_NEOX),
-          base(core::get_param<float>(node, 5)),
-          freq_scale(core::get_param<float>(node, 6)),
-          ext_factor(core::get_param<float>(node, 7)),
-          attn_factor(core::get_param<float>(node, 8)),
-          n_ctx_orig(core::get_param<int32_t>(node, 4)),
-          beta_fast(core::get_param<float>(node, 9)),
-          beta_slow(core::get_param<float>(node, 10)) {}
+    explicit RopeParams(const ggml_tensor * node) : RopeParams(core::params<ggml_ext_rope_params>(node)) {}
+    explicit RopeParams(const ggml_ext_rope_params & p)
+        : n_dims(p.n_dims),
+          neox(p.mode == GGML_ROPE_TYPE_NEOX),
+          base(p.freq_base),
+          freq_scale(p.freq_scale),
+          ext_factor(p.ext_factor),
+          attn_factor(p.attn_factor),
+          n_ctx_orig(p.n_ctx_orig),
+          beta_fast(p.beta_fast),
+          beta_slow(p.beta_slow) {}
 
     // coef[i] for the n_dims / 2 pairs: theta_i = pos * coef[i].
     void coefficients(const ggml_tensor * freq_factors, double * coef) const {
@@ -162,7 +163,7 @@ struct Scratch {
 size_t part_bytes(size_t n, size_t size) { return core::align_up(n * size, kAlign); }
 
 size_t thread_bytes(const ggml_tensor * node) {
-    const size_t n_dims = core::get_param<int32_t>(node, 1), d = node->ne[0];
+    const size_t n_dims = core::params<ggml_ext_rope_params>(node).n_dims, d = node->ne[0];
     return part_bytes(n_dims / 2, sizeof(double)) + 2 * part_bytes(n_dims, sizeof(float)) +
            2 * part_bytes(d, sizeof(float));
 }
@@ -170,7 +171,7 @@ size_t thread_bytes(const ggml_tensor * node) {
 size_t workspace(const ggml_tensor * node, int n_threads) { return thread_bytes(node) * n_threads; }
 
 Scratch scratch(const ComputeParams & params, const ggml_tensor * node) {
-    const size_t n_dims = core::get_param<int32_t>(node, 1), d = node->ne[0];
+    const size_t n_dims = core::params<ggml_ext_rope_params>(node).n_dims, d = node->ne[0];
     char * p = static_cast<char *>(params.workspace) + thread_bytes(node) * params.ith();
     const auto take = [&p](size_t bytes) { return std::exchange(p, p + bytes); };
     Scratch s;
@@ -210,7 +211,8 @@ bool supports(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * pos = node->src[1];
     const ggml_tensor * ff = node->src[2];
-    const int32_t n_dims = core::get_param<int32_t>(node, 1), mode = core::get_param<int32_t>(node, 2);
+    const auto rope = core::params<ggml_ext_rope_params>(node);
+    const int32_t n_dims = rope.n_dims, mode = rope.mode;
     return a != nullptr && pos != nullptr && (a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16) &&
            node->type == a->type && ggml_are_same_shape(a, node) && pos->type == GGML_TYPE_I32 &&
            ggml_is_vector(pos) && pos->ne[0] >= a->ne[2] &&

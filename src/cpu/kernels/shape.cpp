@@ -64,7 +64,7 @@ void compute_repeat(const ComputeParams & params, ggml_tensor * node) {
 
 bool supports_concat(const ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *b = node->src[1];
-    const int dim = core::get_param<int32_t>(node, 0);
+    const int dim = core::params<ggml_ext_concat_params>(node).dim;
     if (!same_type(node, a) || !same_type(node, b) || !float_or_i32(a->type) || dim < 0 ||
         dim >= GGML_MAX_DIMS)
         return false;
@@ -77,7 +77,7 @@ bool supports_concat(const ggml_tensor * node) {
 
 void compute_concat(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *b = node->src[1];
-    const int dim = core::get_param<int32_t>(node, 0);
+    const int dim = core::params<ggml_ext_concat_params>(node).dim;
     gather(params, node, [a, b, dim](int64_t i1, int64_t i2, int64_t i3) {
         return [a, b, dim, i1, i2, i3](int64_t i0) {
             int64_t i[GGML_MAX_DIMS] = {i0, i1, i2, i3};
@@ -96,9 +96,9 @@ void compute_concat(const ComputeParams & params, ggml_tensor * node) {
 bool supports_pad(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     if (!same_type(node, a) || !is_float(a->type)) return false;
+    const auto pad = core::params<ggml_ext_pad_params>(node);
     for (int k = 0; k < GGML_MAX_DIMS; ++k) {
-        const int32_t lp = core::get_param<int32_t>(node, 2 * k),
-                      rp = core::get_param<int32_t>(node, 2 * k + 1);
+        const int32_t lp = pad.pads[k][0], rp = pad.pads[k][1];
         if (lp < 0 || rp < 0 || node->ne[k] != a->ne[k] + lp + rp) return false;
     }
     return true;
@@ -106,9 +106,10 @@ bool supports_pad(const ggml_tensor * node) {
 
 void compute_pad(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
+    const auto pad = core::params<ggml_ext_pad_params>(node);
     int64_t lp[GGML_MAX_DIMS];
     for (int k = 0; k < GGML_MAX_DIMS; ++k)
-        lp[k] = core::get_param<int32_t>(node, 2 * k);
+        lp[k] = pad.pads[k][0];
     const auto inside = [a, &lp](int k, int64_t j) { return j >= lp[k] && j - lp[k] < a->ne[k]; };
     gather(params, node, [&](int64_t i1, int64_t i2, int64_t i3) {
         const bool row_inside = inside(1, i1) && inside(2, i2) && inside(3, i3);
@@ -123,7 +124,7 @@ void compute_pad(const ComputeParams & params, ggml_tensor * node) {
 bool supports_upscale(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     return same_type(node, a) && a->type == GGML_TYPE_F32 && !ggml_is_empty(a) &&
-           core::get_param<int32_t>(node, 0) == GGML_SCALE_MODE_NEAREST;
+           core::params<ggml_ext_upscale_params>(node).mode == GGML_SCALE_MODE_NEAREST;
 }
 
 void compute_upscale(const ComputeParams & params, ggml_tensor * node) {
@@ -141,15 +142,16 @@ void compute_upscale(const ComputeParams & params, ggml_tensor * node) {
 
 bool supports_timestep_embedding(const ggml_tensor * node) {
     const ggml_tensor * t = node->src[0];
-    const int32_t dim = core::get_param<int32_t>(node, 0);
-    return t && t->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_is_vector(t) && dim >= 2 &&
-           core::get_param<int32_t>(node, 1) >= 1 && node->ne[0] >= dim / 2 * 2 && node->ne[1] == t->ne[0];
+    const auto p = core::params<ggml_ext_timestep_embedding_params>(node);
+    return t && t->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_is_vector(t) && p.dim >= 2 &&
+           p.max_period >= 1 && node->ne[0] >= p.dim / 2 * 2 && node->ne[1] == t->ne[0];
 }
 
 void compute_timestep_embedding(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor * t = node->src[0];
-    const int64_t half = core::get_param<int32_t>(node, 0) / 2;
-    const double log_period = std::log(static_cast<double>(core::get_param<int32_t>(node, 1)));
+    const auto p = core::params<ggml_ext_timestep_embedding_params>(node);
+    const int64_t half = p.dim / 2;
+    const double log_period = std::log(static_cast<double>(p.max_period));
     const auto [begin, end] = chunk_range(node->ne[1], params.ith(), params.nth());
     for (int64_t n = begin; n < end && !params.should_stop(); ++n) {
         const double time = load_float(GGML_TYPE_F32, element_at(t, n, 0));

@@ -183,7 +183,7 @@ bool supports(const ggml_tensor * node) {
 void compute(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * mask = node->src[1];
-    const float scale = core::get_param<float>(node, 0), max_bias = core::get_param<float>(node, 1);
+    const auto [scale, max_bias] = core::params<ggml_ext_soft_max_params>(node);
     const int64_t n = node->ne[0];
     if (n == 0) return;
     float * buf =

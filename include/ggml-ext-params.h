@@ -1,0 +1,133 @@
+/* ggx — typed parameters of native operators: what each op's constructor records in op_params.
+ *
+ * One struct per op (ops of one family share one: NORM, RMS_NORM and L2_NORM). The field order is the
+ * order of the 32-bit op_params slots ggml uses, so programs that read op_params by slot see the same
+ * values. Ops without a struct here (ADD, MUL_MAT, GET_ROWS, CPY, ...) record no parameters. CUSTOM
+ * nodes carry a callback or an extension operator's attributes instead: read them with
+ * ggml_get_custom_callback and ggml_ext_node_attrs. docs/ops.md lists each op's struct.
+ *
+ * Read a node's parameters with ggml_ext_get_op_params:
+ *
+ *     struct ggml_ext_rope_params p;
+ *     if (ggml_ext_get_op_params(node, GGML_OP_ROPE, &p, sizeof p)) use(p.n_dims, p.freq_base);
+ */
+#ifndef GGML_EXT_PARAMS_H
+#define GGML_EXT_PARAMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ggml.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* GGML_OP_SCALE: a * scale + bias. */
+struct ggml_ext_scale_params {
+    float scale;
+    float bias;
+};
+
+/* GGML_OP_CLAMP: min(max(a, min), max). */
+struct ggml_ext_clamp_params {
+    float min;
+    float max;
+};
+
+/* GGML_OP_UNARY: the element-wise function. */
+struct ggml_ext_unary_params {
+    int32_t op; /* enum ggml_unary_op */
+};
+
+/* GGML_OP_GLU: the gate's activation, and (one-tensor form) which half of a row is gated. */
+struct ggml_ext_glu_params {
+    int32_t op;      /* enum ggml_glu_op */
+    int32_t swapped; /* 1: the activation takes the second half of each row */
+};
+
+/* GGML_OP_CONCAT: the dimension the inputs are joined along. */
+struct ggml_ext_concat_params {
+    int32_t dim;
+};
+
+/* GGML_OP_PAD: zeros before ([d][0]) and after ([d][1]) each dimension d. */
+struct ggml_ext_pad_params {
+    int32_t pads[GGML_MAX_DIMS][2];
+};
+
+/* GGML_OP_UPSCALE: the resampling mode. */
+struct ggml_ext_upscale_params {
+    int32_t mode; /* enum ggml_scale_mode */
+};
+
+/* GGML_OP_TIMESTEP_EMBEDDING: output width and the longest period. */
+struct ggml_ext_timestep_embedding_params {
+    int32_t dim;
+    int32_t max_period;
+};
+
+/* GGML_OP_NORM, GGML_OP_RMS_NORM, GGML_OP_L2_NORM. */
+struct ggml_ext_norm_params {
+    float eps;
+};
+
+/* GGML_OP_GROUP_NORM. */
+struct ggml_ext_group_norm_params {
+    int32_t n_groups;
+    float eps;
+};
+
+/* GGML_OP_SOFT_MAX: softmax(a * scale + slope * mask), slope from max_bias (ALiBi) or 1. */
+struct ggml_ext_soft_max_params {
+    float scale;
+    float max_bias;
+};
+
+/* GGML_OP_ROPE: the rotation (ggml_rope_ext's arguments). */
+struct ggml_ext_rope_params {
+    int32_t unused_n_past; /* 0: the slot ggml keeps for n_past */
+    int32_t n_dims;        /* leading elements of a row that rotate */
+    int32_t mode;          /* GGML_ROPE_TYPE_NORMAL or GGML_ROPE_TYPE_NEOX */
+    int32_t unused_n_ctx;  /* 0: the slot ggml keeps for n_ctx */
+    int32_t n_ctx_orig;
+    float freq_base;
+    float freq_scale;
+    float ext_factor;
+    float attn_factor;
+    float beta_fast;
+    float beta_slow;
+};
+
+/* GGML_OP_FLASH_ATTN_EXT. */
+struct ggml_ext_flash_attn_ext_params {
+    float scale;
+    float max_bias;
+    float logit_softcap; /* 0: no soft cap */
+};
+
+/* GGML_OP_IM2COL: strides, paddings and dilations along width (0) and height (1). */
+struct ggml_ext_im2col_params {
+    int32_t s0, s1;
+    int32_t p0, p1;
+    int32_t d0, d1;
+    int32_t is_2d; /* 0: a 1-D convolution (s1, p1, d1 unused) */
+};
+
+/* GGML_OP_PERMUTE, GGML_OP_TRANSPOSE (axes 1, 0, 2, 3): dimension i of the source becomes dimension
+ * axes[i]. */
+struct ggml_ext_permute_params {
+    int32_t axes[GGML_MAX_DIMS];
+};
+
+/* Copy the parameters of node, a node of op, into *params, the struct above for op (size: its
+ * sizeof). false, *params untouched, when node is NULL or not a node of op, when op records no
+ * parameters, or when size is not its struct's. */
+bool ggml_ext_get_op_params(const struct ggml_tensor * node, enum ggml_op op, void * params, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GGML_EXT_PARAMS_H */

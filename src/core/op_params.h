@@ -1,0 +1,102 @@
+// The typed parameters of native ops (include/ggml-ext-params.h) for the code of src/: which struct
+// each op records, and checked reads and writes of a node's op_params through it.
+#pragma once
+
+#include <ggml-ext-params.h>
+#include <ggml.h>
+
+#include <cassert>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+namespace ggx::core {
+
+// The parameter struct of Op; void for an op that records none.
+template <ggml_op Op>
+struct OpParams {
+    using type = void;
+};
+template <ggml_op Op>
+using op_params_t = typename OpParams<Op>::type;
+
+#define GGX_OP_PARAMS(op, params) \
+    template <>                   \
+    struct OpParams<op> {         \
+        using type = params;      \
+    }
+GGX_OP_PARAMS(GGML_OP_SCALE, ggml_ext_scale_params);
+GGX_OP_PARAMS(GGML_OP_CLAMP, ggml_ext_clamp_params);
+GGX_OP_PARAMS(GGML_OP_UNARY, ggml_ext_unary_params);
+GGX_OP_PARAMS(GGML_OP_GLU, ggml_ext_glu_params);
+GGX_OP_PARAMS(GGML_OP_CONCAT, ggml_ext_concat_params);
+GGX_OP_PARAMS(GGML_OP_PAD, ggml_ext_pad_params);
+GGX_OP_PARAMS(GGML_OP_UPSCALE, ggml_ext_upscale_params);
+GGX_OP_PARAMS(GGML_OP_TIMESTEP_EMBEDDING, ggml_ext_timestep_embedding_params);
+GGX_OP_PARAMS(GGML_OP_NORM, ggml_ext_norm_params);
+GGX_OP_PARAMS(GGML_OP_RMS_NORM, ggml_ext_norm_params);
+GGX_OP_PARAMS(GGML_OP_L2_NORM, ggml_ext_norm_params);
+GGX_OP_PARAMS(GGML_OP_GROUP_NORM, ggml_ext_group_norm_params);
+GGX_OP_PARAMS(GGML_OP_SOFT_MAX, ggml_ext_soft_max_params);
+GGX_OP_PARAMS(GGML_OP_ROPE, ggml_ext_rope_params);
+GGX_OP_PARAMS(GGML_OP_FLASH_ATTN_EXT, ggml_ext_flash_attn_ext_params);
+GGX_OP_PARAMS(GGML_OP_IM2COL, ggml_ext_im2col_params);
+GGX_OP_PARAMS(GGML_OP_PERMUTE, ggml_ext_permute_params);
+GGX_OP_PARAMS(GGML_OP_TRANSPOSE, ggml_ext_permute_params);
+#undef GGX_OP_PARAMS
+
+namespace detail {
+
+template <class P, int... Ops>
+constexpr bool takes(ggml_op op, std::integer_sequence<int, Ops...>) {
+    return ((op == Ops && std::is_same_v<op_params_t<static_cast<ggml_op>(Ops)>, P>) || ...);
+}
+
+template <class P>
+constexpr size_t size_of() {
+    if constexpr (std::is_void_v<P>) {
+        return 0;
+    } else {
+        static_assert(std::is_trivially_copyable_v<P> && std::is_standard_layout_v<P>);
+        static_assert(sizeof(P) <= GGML_MAX_OP_PARAMS && sizeof(P) % sizeof(int32_t) == 0);
+        return sizeof(P);
+    }
+}
+
+template <int... Ops>
+constexpr size_t size_of(ggml_op op, std::integer_sequence<int, Ops...>) {
+    size_t size = 0;
+    ((size = op == Ops ? size_of<op_params_t<static_cast<ggml_op>(Ops)>>() : size), ...);
+    return size;
+}
+
+using AllOps = std::make_integer_sequence<int, GGML_OP_COUNT>;
+
+}  // namespace detail
+
+// Whether op records parameters of type P.
+template <class P>
+constexpr bool op_takes(ggml_op op) {
+    return detail::takes<P>(op, detail::AllOps{});
+}
+
+// Bytes of op's parameter struct; 0 for an op that records none.
+constexpr size_t op_params_size(ggml_op op) { return detail::size_of(op, detail::AllOps{}); }
+
+// The parameters of node, whose op must record P.
+template <class P>
+P params(const ggml_tensor * node) {
+    assert(op_takes<P>(node->op));
+    P p;
+    std::memcpy(&p, node->op_params, sizeof p);
+    return p;
+}
+
+// Records p as the parameters of node, whose op must record P.
+template <class P>
+void set_params(ggml_tensor * node, const P & p) {
+    assert(op_takes<P>(node->op));
+    std::memcpy(node->op_params, &p, sizeof p);
+}
+
+}  // namespace ggx::core
