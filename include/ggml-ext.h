@@ -262,6 +262,45 @@ bool ggml_ext_sched_get_step(ggml_backend_sched_t sched, int i, struct ggml_ext_
 bool ggml_ext_fusion_is_legal(const struct ggml_cgraph * graph, int first, int n);
 
 /* ---------------------------------------------------------------------------------------------- */
+/* Enumerating registrations                                                                       */
+/*
+ * What is registered, for programs that list or check it (a coverage check, a tool's listing): the
+ * operators, and per device the kernels and fusion rules. Registrations never go away, so a count
+ * only grows and entry i stays entry i: each list is in registration order (not the priority order
+ * selection uses). An index outside [0, count), a NULL device or a NULL info answers NULL / false
+ * and changes nothing. Names stay valid for the life of the process. The selection policy
+ * (ggml_ext_dev_set_enabled) hides nothing here. Another thread may register meanwhile: a count
+ * read before a registration simply misses it. */
+
+/* Number of registered operators. */
+int ggml_ext_get_n_ops(void);
+/* Operator i (0 <= i < ggml_ext_get_n_ops()) in registration order, or NULL; its name through
+ * ggml_ext_op_name. */
+ggml_ext_op_t ggml_ext_get_op(int i);
+
+/* One kernel registration of a device. */
+struct ggml_ext_kernel_info {
+    size_t struct_size;      /* set by the caller: sizeof(struct ggml_ext_kernel_info) */
+    const char * name;       /* the descriptor's name, e.g. "sd.rope_apply.cpu" */
+    enum ggml_op op;         /* the built-in op it computes (an override), or GGML_OP_CUSTOM */
+    ggml_ext_op_t custom_op; /* with GGML_OP_CUSTOM: the registered operator; else NULL */
+    int priority;
+};
+
+/* Number of kernels registered on device (0 for NULL). */
+int ggml_ext_dev_get_n_kernels(ggml_backend_dev_t device);
+/* Kernel i of device, in registration order, into *info (struct_size set by the caller). false for
+ * an index out of range, a NULL device or info, or a struct_size smaller than the first version of
+ * the struct. */
+bool ggml_ext_dev_get_kernel(ggml_backend_dev_t device, int i, struct ggml_ext_kernel_info * info);
+
+/* Number of fusion rules registered on device (0 for NULL). */
+int ggml_ext_dev_get_n_fusions(ggml_backend_dev_t device);
+/* The name of fusion rule i of device, in registration order (the name ggml_ext_sched_get_step
+ * reports for its fused steps), or NULL. */
+const char * ggml_ext_dev_get_fusion_name(ggml_backend_dev_t device, int i);
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Backend services (ggml_backend_reg_get_proc_address)                                            */
 
 /* "ggml_ext_cpu_parallel_v1" from the CPU registry: run a callback on a CPU backend's thread pool. */

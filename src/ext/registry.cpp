@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <cctype>
+#include <cstddef>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -37,6 +38,9 @@ struct Registry {
     std::set<ggml_backend_dev_t> disabled;  // selection policy: native only
     std::deque<FusionRule> fusion_rules;
     std::map<ggml_backend_dev_t, std::shared_ptr<const FusionList>> device_fusions;
+    // Registration order per device, for the enumeration API (the lists above are by priority).
+    std::map<ggml_backend_dev_t, std::vector<const KernelRegistration *>> kernels_registered;
+    std::map<ggml_backend_dev_t, std::vector<const FusionRule *>> fusions_registered;
     std::atomic<int> n_kernels{0};
     std::atomic<uint64_t> generation{1};
 };
@@ -494,7 +498,9 @@ bool ggml_ext_register_kernel(ggml_backend_dev_t device, const ggml_ext_kernel_d
     if (list && std::any_of(list->begin(), list->end(),
                             [&](const KernelRegistration * k) { return k->name == name; }))
         return fail(where + ": the device already has a kernel of that name; the live one is kept");
-    ggx::ext::insert_by_priority(list, &r.kernels.emplace_back(*desc));
+    const KernelRegistration * added = &r.kernels.emplace_back(*desc);
+    ggx::ext::insert_by_priority(list, added);
+    r.kernels_registered[device].push_back(added);
     r.n_kernels.fetch_add(1, std::memory_order_acq_rel);
     r.generation.fetch_add(1, std::memory_order_acq_rel);
     return true;
@@ -524,7 +530,9 @@ bool ggml_ext_register_fusion(ggml_backend_dev_t device, const ggml_ext_fusion_d
     auto & list = r.device_fusions[device];
     if (list && std::any_of(list->begin(), list->end(), [&](const auto * f) { return f->name == name; }))
         return fail(where + ": the device already has a fusion rule of that name; the live one is kept");
-    ggx::ext::insert_by_priority(list, &r.fusion_rules.emplace_back(*desc));
+    const ggx::ext::FusionRule * added = &r.fusion_rules.emplace_back(*desc);
+    ggx::ext::insert_by_priority(list, added);
+    r.fusions_registered[device].push_back(added);
     r.generation.fetch_add(1, std::memory_order_acq_rel);
     return true;
 }
@@ -556,6 +564,57 @@ const char * ggml_ext_dev_selected_kernel(ggml_backend_dev_t device, const ggml_
         default:
             return nullptr;
     }
+}
+
+int ggml_ext_get_n_ops(void) {
+    auto & r = registry();
+    std::lock_guard lock(r.mutex);
+    return static_cast<int>(r.ops.size());
+}
+
+ggml_ext_op_t ggml_ext_get_op(int i) {
+    auto & r = registry();
+    std::lock_guard lock(r.mutex);
+    return i >= 0 && static_cast<size_t>(i) < r.ops.size() ? &r.ops[static_cast<size_t>(i)] : nullptr;
+}
+
+int ggml_ext_dev_get_n_kernels(ggml_backend_dev_t device) {
+    auto & r = registry();
+    std::lock_guard lock(r.mutex);
+    const auto it = r.kernels_registered.find(device);
+    return it == r.kernels_registered.end() ? 0 : static_cast<int>(it->second.size());
+}
+
+bool ggml_ext_dev_get_kernel(ggml_backend_dev_t device, int i, ggml_ext_kernel_info * info) {
+    // The first version of the struct ends with priority.
+    constexpr size_t kFirstSize = offsetof(ggml_ext_kernel_info, priority) + sizeof(int);
+    if (!info || info->struct_size < kFirstSize || i < 0) return false;
+    auto & r = registry();
+    std::lock_guard lock(r.mutex);
+    const auto it = r.kernels_registered.find(device);
+    if (it == r.kernels_registered.end() || static_cast<size_t>(i) >= it->second.size()) return false;
+    const KernelRegistration & k = *it->second[static_cast<size_t>(i)];
+    info->name = k.name.c_str();
+    info->op = k.desc.op;
+    info->custom_op = k.desc.op == GGML_OP_CUSTOM ? k.desc.custom_op : nullptr;
+    info->priority = k.desc.priority;
+    return true;
+}
+
+int ggml_ext_dev_get_n_fusions(ggml_backend_dev_t device) {
+    auto & r = registry();
+    std::lock_guard lock(r.mutex);
+    const auto it = r.fusions_registered.find(device);
+    return it == r.fusions_registered.end() ? 0 : static_cast<int>(it->second.size());
+}
+
+const char * ggml_ext_dev_get_fusion_name(ggml_backend_dev_t device, int i) {
+    if (i < 0) return nullptr;
+    auto & r = registry();
+    std::lock_guard lock(r.mutex);
+    const auto it = r.fusions_registered.find(device);
+    if (it == r.fusions_registered.end() || static_cast<size_t>(i) >= it->second.size()) return nullptr;
+    return it->second[static_cast<size_t>(i)]->name.c_str();
 }
 
 void ggml_ext_set_error(const char * message) { ggx::backend::set_last_error(message ? message : ""); }
