@@ -77,16 +77,44 @@ Gen Graph::gen_of(const ggml_tensor * leaf) const {
     return it == gens_.end() ? Gen{} : it->second;
 }
 
+namespace {
+
+Case make_case(std::string name, ggml_op op, std::string sub, Builder build) {
+    Case c;
+    c.name = std::move(name);
+    c.op = op;
+    c.sub = std::move(sub);
+    c.build = std::move(build);
+    return c;
+}
+
+}  // namespace
+
 void CaseList::add(ggml_op op, const std::string & detail, Builder build) {
-    cases_.push_back({std::string(ggml_op_name(op)) + " " + detail, op, "", std::move(build)});
+    cases_.push_back(make_case(std::string(ggml_op_name(op)) + " " + detail, op, "", std::move(build)));
 }
 
 void CaseList::add_sub(ggml_op op, const std::string & sub, const std::string & detail, Builder build) {
-    cases_.push_back({sub + " " + detail, op, sub, std::move(build)});
+    cases_.push_back(make_case(sub + " " + detail, op, sub, std::move(build)));
+}
+
+void CaseList::add_ext(const std::string & ext_op, const std::string & detail, Builder build) {
+    Case c = make_case(ext_op + " " + detail, GGML_OP_CUSTOM, "", std::move(build));
+    c.ext_op = ext_op;
+    cases_.push_back(std::move(c));
+}
+
+void CaseList::add_fusion(ggml_op op, const std::string & detail, Builder build) {
+    Case c = make_case("fusion " + detail, op, "", std::move(build));
+    c.sched = true;
+    cases_.push_back(std::move(c));
 }
 
 void CaseList::add_perf(ggml_op op, const std::string & detail, double flops, Builder build) {
-    cases_.push_back({std::string(ggml_op_name(op)) + " " + detail, op, "", std::move(build), true, flops});
+    Case c = make_case(std::string(ggml_op_name(op)) + " " + detail, op, "", std::move(build));
+    c.perf = true;
+    c.flops = flops;
+    cases_.push_back(std::move(c));
 }
 
 std::string format(const char * fmt, ...) {
@@ -115,7 +143,7 @@ std::vector<Case> all_cases() {
     CaseList list;
     for (auto add : {add_copy_cases, add_elementwise_cases, add_reduce_cases, add_shape_cases, add_norm_cases,
                      add_matmul_cases, add_softmax_cases, add_rope_cases, add_attention_cases,
-                     add_indexing_cases, add_conv_cases, add_custom_cases}) {
+                     add_indexing_cases, add_conv_cases, add_custom_cases, add_sd_cases}) {
         add(list);
     }
     return list.cases();

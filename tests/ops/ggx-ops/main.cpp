@@ -1,9 +1,12 @@
 // ggx-ops: proves every operator right on every device (check) and measures it (perf).
+#include <sd-ggml-ext.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "reference/sd.h"
 #include "runner.h"
 
 namespace {
@@ -16,7 +19,8 @@ void usage() {
         "  perf             time the large-shape cases: time, GFLOP/s or GB/s, ratio to the roofline\n"
         "  --device D       only device D (default: every device; check also runs the CPU with three\n"
         "                   threads as device CPU/3t)\n"
-        "  --op OP          only cases of op OP (MUL_MAT) or sub-op (SILU, SWIGLU)\n"
+        "  --op OP          only cases of op OP (MUL_MAT), sub-op (SILU, SWIGLU), extension op\n"
+        "                   (sd.linear_i8.v1) or FUSION (the scheduled cases where fusion rules fire)\n"
         "  --case TEXT      only cases whose name contains TEXT\n"
         "  --seed S         run seed (default 1234); every failure prints it\n"
         "  --list           list the selected cases instead of running them\n"
@@ -70,6 +74,12 @@ int main(int argc, char ** argv) {
         usage();
         return 2;
     }
+    // The sd extension pack: its operators, kernels and fusion rules are checked like native ops.
+    if (sd_ggml_register_extensions() == SD_GGML_EXT_FAILED) {
+        std::printf("FAIL  sd_ggml_register_extensions: %s\n", ggml_backend_get_last_error());
+        return 1;
+    }
+    ggx::ref::sd::register_ops();
     const std::vector<ggx::ops::Case> cases = ggx::ops::all_cases();
     if (list) return list_cases(cases, options, mode == "perf");
     return mode == "check" ? ggx::ops::run_check(cases, options) : ggx::ops::run_perf(cases, options);

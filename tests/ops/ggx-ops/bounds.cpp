@@ -11,8 +11,11 @@
 // Copies, layout, indexing and selection ops (CLAMP, ARGMAX) are exact.
 #include "bounds.h"
 
+#include <ggml-ext.h>
+
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 namespace ggx::ops {
 
@@ -73,6 +76,22 @@ constexpr Row kTable[] = {
 };
 // clang-format on
 
+// Registered extension operators (GGML_OP_CUSTOM nodes), by name. Their results are F32 or
+// integer (then exact whatever the row says).
+struct ExtensionRow {
+    const char * name;
+    double nmse;
+};
+constexpr ExtensionRow kExtensionTable[] = {
+    // sd.rope_apply.v1: F32 products and one add per value (sd-ops.md 1.3) against the double formula.
+    {"sd.rope_apply.v1", 1e-12},
+    // sd.linear_i8.v1: exact int32 sums and an F32 epilogue the oracle repeats step by step.
+    {"sd.linear_i8.v1", 1e-12},
+    // sd.quantize_i8_convrot.v1: packed I8 codes and scales, exact (the oracle repeats the F32 steps);
+    // see kRequantizeNmse for inputs that carry rounding error.
+    {"sd.quantize_i8_convrot.v1", 0},
+};
+
 int column_of(ggml_type type) {
     switch (type) {
         case GGML_TYPE_F32:
@@ -109,6 +128,11 @@ const Row * row_of(ggml_op op) {
 
 double nmse_bound(const ggml_tensor * node) {
     if (!ggml_is_float_type(node->type) && !ggml_is_quantized(node->type)) return 0.0;
+    if (const char * name = ggml_ext_op_name(ggml_ext_node_op(node))) {
+        for (const ExtensionRow & row : kExtensionTable)
+            if (std::strcmp(row.name, name) == 0) return row.nmse;
+        return 0.0;  // an extension operator without a row must match exactly
+    }
     const Row * row = row_of(node->op);
     if (!row) return 0.0;  // an op without a row must match exactly
     const double bound = row->nmse[key_column(node)];

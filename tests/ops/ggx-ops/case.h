@@ -1,5 +1,5 @@
 // ggx-ops cases: one graph per case, built from fresh leaf inputs in a no-alloc context, plus the
-// registry the per-family tables (tests/ops/<family>_cases.cpp) fill.
+// registry the case tables (tests/ops/<family>_cases.cpp, tests/ops/extensions/<pack>_cases.cpp) fill.
 #pragma once
 
 #include <ggml.h>
@@ -66,12 +66,16 @@ private:
 using Builder = std::function<ggml_tensor *(Graph &)>;
 
 struct Case {
-    std::string name;  // unique; starts with the op (or UNARY/GLU sub-op) name
-    ggml_op op;        // the op under test (coverage, --op)
-    std::string sub;   // UNARY / GLU sub-op name ("SILU"), empty otherwise (also matches --op)
+    std::string name;           // unique; starts with the op (or UNARY/GLU sub-op, extension op) name
+    ggml_op op = GGML_OP_NONE;  // the op under test (coverage, --op)
+    std::string sub;            // UNARY / GLU sub-op name ("SILU"), empty otherwise (also matches --op)
     Builder build;
     bool perf = false;   // a large-shape case for `ggx-ops perf`
     double flops = 0.0;  // perf: floating-point operations per run (0: a memory-bound op)
+    std::string ext_op;  // the registered extension operator under test ("sd.rope_apply.v1"), or empty
+    // Run through a scheduler over the device (and the CPU), where fusion rules can fire (direct
+    // ggml_backend_graph_compute never fuses); --op FUSION selects these cases.
+    bool sched = false;
 };
 
 class CaseList {
@@ -80,6 +84,11 @@ public:
     void add(ggml_op op, const std::string & detail, Builder build);
     // A check case of a UNARY or GLU sub-op, named "<SUB> <detail>".
     void add_sub(ggml_op op, const std::string & sub, const std::string & detail, Builder build);
+    // A check case of a registered extension operator, named "<ext_op> <detail>".
+    void add_ext(const std::string & ext_op, const std::string & detail, Builder build);
+    // A check case run through a scheduler so that fusion rules can fire, named "fusion <detail>";
+    // op is its last node's op.
+    void add_fusion(ggml_op op, const std::string & detail, Builder build);
     // A perf case; flops 0 means the op is judged by its memory traffic alone.
     void add_perf(ggml_op op, const std::string & detail, double flops, Builder build);
     const std::vector<Case> & cases() const { return cases_; }
@@ -114,6 +123,9 @@ void add_attention_cases(CaseList & list);    // FLASH_ATTN_EXT
 void add_indexing_cases(CaseList & list);     // GET_ROWS, SET_ROWS
 void add_conv_cases(CaseList & list);         // IM2COL, ggml_conv_2d
 void add_custom_cases(CaseList & list);       // CUSTOM (CPU callbacks)
+// The sd extension pack (tests/ops/extensions/sd_cases.cpp): every sd.* operator and, through a
+// scheduler, graphs that trigger each of the pack's fusion rules.
+void add_sd_cases(CaseList & list);
 
 // Every case of every family, in family order.
 std::vector<Case> all_cases();

@@ -4,6 +4,8 @@
 #include <ggml-backend.h>
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,8 +39,18 @@ void free_devices(std::vector<Device> & devices);
 // True when c passes the --op and --case filters.
 bool selected(const Case & c, const Options & options);
 
-// Problems of the case tables: ops, sub-ops or claimed kernels without a case, duplicate names.
-std::vector<std::string> coverage_problems(const std::vector<Case> & cases);
+// What the cases ran on one device (every backend opened on it): the extension kernels selected
+// for their nodes and the fusion rules that fired (from the plan query).
+struct Usage {
+    std::string device;  // the device's name
+    std::set<std::string> kernels, fusions;
+};
+
+// Problems of the case tables: ops, sub-ops or registered extension operators without a case,
+// duplicate names; and for each device in usage, a kernel registered there (ggml-ext.h's
+// enumeration) that no case selected, or a fusion rule registered there that never fired.
+std::vector<std::string> coverage_problems(const std::vector<Case> & cases,
+                                           const std::map<ggml_backend_dev_t, Usage> & usage);
 
 // The modes; each returns the process exit status.
 int run_check(const std::vector<Case> & cases, const Options & options);

@@ -1,14 +1,12 @@
 // Devices, case filters and the coverage check.
+#include <ggml-ext.h>
+
 #include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
 
 #include "runner.h"
-
-#ifdef GGX_OPS_CPU_KERNEL_TABLE
-#include "cpu/kernel.h"
-#endif
 
 namespace ggx::ops {
 
@@ -20,22 +18,36 @@ std::string upper(std::string s) {
     return s;
 }
 
-// Ops the CPU device's kernel table claims (a kernel with a supports function).
-std::vector<ggml_op> cpu_claimed_ops() {
-    std::vector<ggml_op> ops;
-#ifdef GGX_OPS_CPU_KERNEL_TABLE
-    const auto & table = ggx::cpu::kernel_table();
-    for (int op = 0; op < GGML_OP_COUNT; ++op) {
-        if (table[op].supports && op != GGML_OP_NONE) ops.push_back(static_cast<ggml_op>(op));
-    }
-#endif
-    return ops;
-}
-
 void duplicate_names(const std::vector<Case> & cases, std::vector<std::string> & problems) {
     std::set<std::string> seen;
     for (const Case & c : cases) {
         if (!seen.insert(c.name).second) problems.push_back("two cases are named '" + c.name + "'");
+    }
+}
+
+// Every registered extension operator has a case.
+void extension_op_coverage(const std::set<std::string> & ext_ops, std::vector<std::string> & problems) {
+    for (int i = 0; i < ggml_ext_get_n_ops(); ++i) {
+        const char * name = ggml_ext_op_name(ggml_ext_get_op(i));
+        if (name && !ext_ops.count(name))
+            problems.push_back(std::string("extension op ") + name + " has no case");
+    }
+}
+
+// Every kernel and fusion rule registered on a device ran in some case on it.
+void device_coverage(ggml_backend_dev_t dev, const Usage & used, std::vector<std::string> & problems) {
+    ggml_ext_kernel_info info{};
+    info.struct_size = sizeof info;
+    for (int i = 0; ggml_ext_dev_get_kernel(dev, i, &info); ++i) {
+        if (!used.kernels.count(info.name))
+            problems.push_back("kernel " + std::string(info.name) + " registered on " + used.device +
+                               " is selected by no case there");
+    }
+    for (int i = 0; i < ggml_ext_dev_get_n_fusions(dev); ++i) {
+        const char * name = ggml_ext_dev_get_fusion_name(dev, i);
+        if (name && !used.fusions.count(name))
+            problems.push_back("fusion rule " + std::string(name) + " registered on " + used.device +
+                               " fires in no case there");
     }
 }
 
@@ -83,32 +95,32 @@ void free_devices(std::vector<Device> & devices) {
 bool selected(const Case & c, const Options & options) {
     if (!options.op.empty()) {
         const std::string op = upper(options.op);
-        if (op != ggml_op_name(c.op) && op != c.sub) return false;
+        if (op != ggml_op_name(c.op) && op != c.sub && op != upper(c.ext_op) && !(op == "FUSION" && c.sched))
+            return false;
     }
     return options.match.empty() || c.name.find(options.match) != std::string::npos;
 }
 
-std::vector<std::string> coverage_problems(const std::vector<Case> & cases) {
+std::vector<std::string> coverage_problems(const std::vector<Case> & cases,
+                                           const std::map<ggml_backend_dev_t, Usage> & usage) {
     std::vector<std::string> problems;
     std::map<ggml_op, int> checks;
-    std::set<std::string> subs;
+    std::set<std::string> subs, ext_ops;
     for (const Case & c : cases) {
         if (c.perf) continue;
         ++checks[c.op];
         if (!c.sub.empty()) subs.insert(c.sub);
+        if (!c.ext_op.empty()) ext_ops.insert(c.ext_op);
     }
     for (int op = GGML_OP_NONE + 1; op < GGML_OP_COUNT; ++op) {
         if (!checks.count(static_cast<ggml_op>(op))) {
             problems.push_back(std::string("op ") + ggml_op_name(static_cast<ggml_op>(op)) + " has no case");
         }
     }
-    for (ggml_op op : cpu_claimed_ops()) {
-        if (!checks.count(op)) {
-            problems.push_back(std::string("the CPU kernel table claims ") + ggml_op_name(op) +
-                               " but no case tests it");
-        }
-    }
     sub_op_coverage(subs, problems);
+    extension_op_coverage(ext_ops, problems);
+    for (const auto & [dev, used] : usage)
+        device_coverage(dev, used, problems);
     duplicate_names(cases, problems);
     return problems;
 }
