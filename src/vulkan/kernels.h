@@ -54,14 +54,20 @@ using KernelTable = std::array<Kernel, GGML_OP_COUNT>;
 // The kernel of every op: ops the backend lacks have kernels::unsupported (supports is false).
 const KernelTable & kernel_table();
 
-// The kernel families (kernels/<family>.cpp).
+// The kernel families, one file each (kernels/<family>.cpp, the op families of tests/ops).
 namespace kernels {
-extern const Kernel none, unsupported;  // table.cpp: layout ops; ops without a Vulkan kernel
-extern const Kernel binary, map, unary, glu;
-extern const Kernel copy, get_rows, set_rows, repeat, concat, pad;
-extern const Kernel row_norm, group_norm, soft_max, sum_rows, sum;
-extern const Kernel mul_mat, rope, flash_attn_ext;
-extern const Kernel im2col, upscale, timestep_embedding, argmax;
+extern const Kernel none, unsupported;        // table.cpp: layout ops; ops without a Vulkan kernel
+extern const Kernel copy;                     // copy.cpp
+extern const Kernel binary, map, unary, glu;  // elementwise.cpp
+extern const Kernel sum, sum_rows, argmax;    // reduce.cpp
+extern const Kernel repeat, concat, pad, upscale, timestep_embedding;  // shape.cpp
+extern const Kernel row_norm, group_norm;                              // norm.cpp
+extern const Kernel mul_mat;                                           // matmul.cpp
+extern const Kernel soft_max;                                          // softmax.cpp
+extern const Kernel rope;                                              // rope.cpp
+extern const Kernel flash_attn_ext;                                    // attention.cpp
+extern const Kernel get_rows, set_rows;                                // indexing.cpp
+extern const Kernel im2col;                                            // conv.cpp
 }  // namespace kernels
 
 // A tensor as the shaders address it (struct View in shaders/common.glsl): the offset of its first
@@ -97,5 +103,28 @@ const char * block_type_name(ggml_type type);
 uint32_t float_unit(ggml_type type);
 // An F32, F16 or BF16 tensor that the float shaders can address.
 bool float_tensor(const Device & device, const ggml_tensor * tensor);
+// Whether node and its src[0] are F32 tensors of one shape that the float shaders can address.
+bool same_f32_shape(const Device & device, const ggml_tensor * node);
+
+// Tensors moved as raw bits and block-quantized tensors (copy, indexing and shape families).
+constexpr int64_t kBlock = 32;      // elements per Q8_0 / Q4_0 block
+constexpr uint32_t kBlockUnit = 2;  // blocks are addressed in 16-bit words
+// The shader-name suffix of a type moved as raw bits, by element size ("u32", "u16", "u8"), or
+// nullptr for block-quantized types and other sizes.
+const char * raw_name(ggml_type type);
+// A tensor moved as raw bits that the shaders can address.
+bool raw_tensor(const Device & device, const ggml_tensor * t);
+// A Q8_0 / Q4_0 tensor of dense whole-block rows.
+bool block_tensor(const Device & device, const ggml_tensor * t);
+// The shape of t in blocks along dimension 0.
+Shape block_shape(const ggml_tensor * t);
+// The element count of shape s.
+uint64_t count(const Shape & s);
+
+// One workgroup per reduced range (norm, softmax and reduce families).
+// Workgroup size for ranges of n elements: a power of two in [32, 256], no larger than needed.
+uint32_t block_size(uint64_t n);
+// Groups for units workgroups of local_size invocations each.
+Groups unit_groups(const Recorder & rec, uint64_t units, uint32_t local_size);
 
 }  // namespace ggx::vulkan

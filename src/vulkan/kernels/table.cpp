@@ -1,4 +1,6 @@
-// The Vulkan kernel table and the helpers every kernel family shares.
+// The Vulkan kernel table and the helpers the kernel families share.
+#include <algorithm>
+#include <bit>
 #include <limits>
 
 #include "vulkan/buffer.h"
@@ -138,6 +140,52 @@ bool float_tensor(const Device & device, const ggml_tensor * tensor) {
 Shape shape_of(const ggml_tensor * t) {
     return {{static_cast<uint32_t>(t->ne[0]), static_cast<uint32_t>(t->ne[1]),
              static_cast<uint32_t>(t->ne[2]), static_cast<uint32_t>(t->ne[3])}};
+}
+
+bool same_f32_shape(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    return a && a->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_are_same_shape(a, node) &&
+           float_tensor(device, a) && float_tensor(device, node);
+}
+
+const char * raw_name(ggml_type type) {
+    if (ggml_is_quantized(type)) return nullptr;
+    switch (ggml_type_size(type)) {
+        case 4:
+            return "u32";
+        case 2:
+            return "u16";
+        case 1:
+            return "u8";
+        default:
+            return nullptr;
+    }
+}
+
+bool raw_tensor(const Device & device, const ggml_tensor * t) {
+    return raw_name(t->type) && addressable(device, t, static_cast<uint32_t>(ggml_type_size(t->type))) &&
+           small_enough(t);
+}
+
+bool block_tensor(const Device & device, const ggml_tensor * t) {
+    return block_type_name(t->type) && t->ne[0] % kBlock == 0 && t->nb[0] == ggml_type_size(t->type) &&
+           addressable(device, t, kBlockUnit) && small_enough(t);
+}
+
+Shape block_shape(const ggml_tensor * t) {
+    Shape ne = shape_of(t);
+    ne.ne[0] /= kBlock;
+    return ne;
+}
+
+uint64_t count(const Shape & s) { return uint64_t{s.ne[0]} * s.ne[1] * s.ne[2] * s.ne[3]; }
+
+uint32_t block_size(uint64_t n) {
+    return static_cast<uint32_t>(std::clamp<uint64_t>(std::bit_ceil(std::max<uint64_t>(n, 1)), 32, 256));
+}
+
+Groups unit_groups(const Recorder & rec, uint64_t units, uint32_t local_size) {
+    return rec.groups_for(units * local_size, local_size);
 }
 
 }  // namespace ggx::vulkan

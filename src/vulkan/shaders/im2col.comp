@@ -7,7 +7,7 @@
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
-const uint CHUNK = 16;  // kernels/image.cpp kIm2colChunk
+const uint CHUNK = 16;  // kernels/conv.cpp kIm2colChunk
 
 layout(binding = 0) readonly buffer X { STORAGE(X_TYPE) x[]; };
 layout(binding = 1) writeonly buffer D { STORAGE(D_TYPE) d[]; };

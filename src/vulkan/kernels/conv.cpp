@@ -1,7 +1,5 @@
-// Vulkan kernels of the image family used by diffusion models: IM2COL (1-D and 2-D, F32/F16 input
-// and result, any input and result strides; im2col.comp), UPSCALE (nearest, F32, any strides;
-// upscale.comp) and TIMESTEP_EMBEDDING (F32; timestep_embedding.comp).
-#include <cmath>
+// Vulkan kernel of the conv ops: IM2COL (1-D and 2-D, F32/F16 input and result, any input and
+// result strides; im2col.comp).
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -15,8 +13,6 @@ namespace {
 bool f32_or_f16(const Device & device, const ggml_tensor * tensor) {
     return (tensor->type == GGML_TYPE_F32 || tensor->type == GGML_TYPE_F16) && float_tensor(device, tensor);
 }
-
-bool fits_u32(int64_t value) { return value >= 0 && value <= std::numeric_limits<uint32_t>::max(); }
 
 // ---- IM2COL ----------------------------------------------------------------------------------------
 
@@ -86,80 +82,10 @@ void record_im2col(Recorder & rec, const ggml_tensor * node) {
                  {rec.arg(x, false), rec.arg(node, true)}, g, rec.groups_for(g.count, kIm2colLocalSize));
 }
 
-// ---- UPSCALE (nearest) -----------------------------------------------------------------------------
-
-constexpr uint32_t kUpscaleLocalSize = 128;  // upscale.comp local_size_x
-
-bool supports_upscale(const Device & device, const ggml_tensor * node) {
-    const ggml_tensor * a = node->src[0];
-    if (!a || a->type != GGML_TYPE_F32 || node->type != GGML_TYPE_F32 || ggml_is_empty(a) ||
-        param<int32_t>(node, 0) != GGML_SCALE_MODE_NEAREST || !float_tensor(device, a) ||
-        !float_tensor(device, node))
-        return false;
-    // The shader forms i * a.ne / d.ne in 32 bits.
-    for (int k = 0; k < GGML_MAX_DIMS; ++k) {
-        if (!fits_u32(node->ne[k] * a->ne[k])) return false;
-    }
-    return true;
-}
-
-void record_upscale(Recorder & rec, const ggml_tensor * node) {
-    const ggml_tensor * a = node->src[0];
-    // The step is used only when a row is longer than the workgroup, and then it is below a.ne[0].
-    const uint64_t step = uint64_t{kUpscaleLocalSize} * static_cast<uint64_t>(a->ne[0]);
-    const uint64_t ne0 = static_cast<uint64_t>(node->ne[0]);
-    struct {
-        Shape ne, a_ne;
-        View a, d;
-        uint32_t step_q, step_r;
-    } push{shape_of(node),
-           shape_of(a),
-           view_of(rec, a, 4),
-           view_of(rec, node, 4),
-           static_cast<uint32_t>(step / ne0),
-           static_cast<uint32_t>(step % ne0)};
-    const uint64_t rows = static_cast<uint64_t>(ggml_nrows(node));
-    rec.dispatch("upscale", {rec.arg(a, false), rec.arg(node, true)}, push,
-                 rec.groups_for(rows * kUpscaleLocalSize, kUpscaleLocalSize));
-}
-
-// ---- TIMESTEP_EMBEDDING ----------------------------------------------------------------------------
-
-constexpr uint32_t kTimestepLocalSize = 128;  // timestep_embedding.comp local_size_x
-
-bool supports_timestep_embedding(const Device & device, const ggml_tensor * node) {
-    const ggml_tensor * t = node->src[0];
-    const int32_t dim = param<int32_t>(node, 0);
-    return t && t->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_is_vector(t) && dim >= 2 &&
-           param<int32_t>(node, 1) >= 1 && node->ne[0] >= dim / 2 * 2 && node->ne[1] == t->ne[0] &&
-           ggml_nrows(node) == node->ne[1] && float_tensor(device, t) && float_tensor(device, node);
-}
-
-void record_timestep_embedding(Recorder & rec, const ggml_tensor * node) {
-    const ggml_tensor * t = node->src[0];
-    const uint32_t half = static_cast<uint32_t>(param<int32_t>(node, 0) / 2);
-    struct {
-        View t, d;
-        uint32_t ne0, rows, half;
-        float log2_period_per_j;
-    } push{view_of(rec, t, 4),
-           view_of(rec, node, 4),
-           static_cast<uint32_t>(node->ne[0]),
-           static_cast<uint32_t>(node->ne[1]),
-           half,
-           static_cast<float>(std::log2(static_cast<double>(param<int32_t>(node, 1))) / half)};
-    rec.dispatch("timestep_embedding", {rec.arg(t, false), rec.arg(node, true)}, push,
-                 rec.groups_for(static_cast<uint64_t>(node->ne[1]) * kTimestepLocalSize, kTimestepLocalSize));
-}
-
 }  // namespace
 
 namespace kernels {
 const Kernel im2col = vulkan_kernel<supports_im2col, nullptr, record_im2col>("vulkan.im2col");
-const Kernel upscale = vulkan_kernel<supports_upscale, nullptr, record_upscale>("vulkan.upscale");
-const Kernel timestep_embedding =
-    vulkan_kernel<supports_timestep_embedding, nullptr, record_timestep_embedding>(
-        "vulkan.timestep_embedding");
 }  // namespace kernels
 
 }  // namespace ggx::vulkan

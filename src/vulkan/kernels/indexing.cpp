@@ -1,0 +1,85 @@
+// Vulkan kernels of the indexing ops: GET_ROWS (get_rows.comp) and SET_ROWS (set_rows.comp), with
+// I32 indices; Q8_0/Q4_0 rows are dense blocks addressed as 16-bit words (quant.glsl).
+#include <string>
+
+#include "vulkan/kernels.h"
+
+namespace ggx::vulkan {
+
+namespace {
+
+constexpr uint32_t kLocalSize = 256;
+
+// ---- GET_ROWS ---------------------------------------------------------------------------------------
+
+bool supports_get_rows(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *idx = node->src[1];
+    if (!a || !idx || idx->type != GGML_TYPE_I32 || !raw_tensor(device, idx)) return false;
+    if (node->ne[0] != a->ne[0] || node->ne[1] != idx->ne[0] || node->ne[2] != idx->ne[1] ||
+        node->ne[3] != idx->ne[2] || node->ne[2] != a->ne[2] || node->ne[3] != a->ne[3])
+        return false;
+    if (a->type == GGML_TYPE_I32)
+        return node->type == GGML_TYPE_I32 && raw_tensor(device, a) && raw_tensor(device, node);
+    const bool source = block_type_name(a->type) ? block_tensor(device, a) : float_tensor(device, a);
+    return source && node->type == GGML_TYPE_F32 && float_tensor(device, node);
+}
+
+void record_get_rows(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *idx = node->src[1];
+    if (ggml_nelements(node) == 0) return;
+    const char * type = a->type == GGML_TYPE_I32 ? "i32" : block_type_name(a->type);
+    const uint32_t a_unit =
+        block_type_name(a->type) ? kBlockUnit : static_cast<uint32_t>(ggml_type_size(a->type));
+    const struct {
+        Shape ne;
+        View a, idx, d;
+        uint32_t rows;
+    } push{shape_of(node), view_of(rec, a, a_unit), view_of(rec, idx, 4), view_of(rec, node, 4),
+           static_cast<uint32_t>(a->ne[1])};
+    rec.dispatch(std::string("get_rows_") + (type ? type : float_type_name(a->type)),
+                 {rec.arg(a, false), rec.arg(idx, false), rec.arg(node, true)}, push,
+                 rec.groups_for(ggml_nelements(node), kLocalSize));
+}
+
+// ---- SET_ROWS ---------------------------------------------------------------------------------------
+
+bool supports_set_rows(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *b = node->src[1], *idx = node->src[2];
+    if (!a || !b || !idx || a->type != node->type || !ggml_are_same_shape(a, node) ||
+        b->type != GGML_TYPE_F32 || idx->type != GGML_TYPE_I32 || !float_tensor(device, b) ||
+        !raw_tensor(device, idx))
+        return false;
+    if (b->ne[0] != node->ne[0] || b->ne[2] != node->ne[2] || b->ne[3] != node->ne[3] ||
+        idx->ne[0] != b->ne[1] || idx->ne[1] <= 0 || idx->ne[2] <= 0 || idx->ne[3] != 1 ||
+        b->ne[2] % idx->ne[1] != 0 || b->ne[3] % idx->ne[2] != 0)
+        return false;
+    return block_type_name(node->type) ? block_tensor(device, node) : float_tensor(device, node);
+}
+
+void record_set_rows(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor *b = node->src[1], *idx = node->src[2];
+    if (ggml_nelements(b) == 0) return;
+    const char * block = block_type_name(node->type);
+    const struct {
+        Shape ne, idx_ne;
+        View b, idx, d;
+        uint32_t rows;
+    } push{block ? block_shape(b) : shape_of(b),
+           shape_of(idx),
+           view_of(rec, b, 4),
+           view_of(rec, idx, 4),
+           view_of(rec, node, block ? kBlockUnit : float_unit(node->type)),
+           static_cast<uint32_t>(node->ne[1])};
+    rec.dispatch(std::string("set_rows_") + (block ? block : float_type_name(node->type)),
+                 {rec.arg(b, false), rec.arg(idx, false), rec.arg(node, true)}, push,
+                 rec.groups_for(count(push.ne), kLocalSize));
+}
+
+}  // namespace
+
+namespace kernels {
+const Kernel get_rows = vulkan_kernel<supports_get_rows, nullptr, record_get_rows>("vulkan.get_rows");
+const Kernel set_rows = vulkan_kernel<supports_set_rows, nullptr, record_set_rows>("vulkan.set_rows");
+}  // namespace kernels
+
+}  // namespace ggx::vulkan

@@ -1,0 +1,10 @@
+# kernels/indexing.cpp: GET_ROWS (get_rows), SET_ROWS (set_rows).
+foreach(a f32 f16 bf16)
+  ggx_vulkan_shader(get_rows_${a} get_rows.comp A_TYPE=${a})
+  ggx_vulkan_shader(set_rows_${a} set_rows.comp D_TYPE=${a})
+endforeach()
+foreach(q q8_0 q4_0)
+  ggx_vulkan_shader(get_rows_${q} get_rows.comp A_QUANT=${q})
+  ggx_vulkan_shader(set_rows_${q} set_rows.comp D_QUANT=${q})
+endforeach()
+ggx_vulkan_shader(get_rows_i32 get_rows.comp RAW=uint)
