@@ -7,8 +7,8 @@
 
 #include <array>
 #include <cstdint>
-#include <cstring>
 
+#include "core/op_params.h"
 #include "interface/kernel.h"
 #include "vulkan/ext_service.h"
 #include "vulkan/recorder.h"
@@ -82,14 +82,6 @@ struct Shape {
     uint32_t ne[4];
 };
 Shape shape_of(const ggml_tensor * tensor);
-
-// op_params word index of node as T (int32_t, uint32_t or float).
-template <class T>
-T param(const ggml_tensor * node, int index) {
-    T value;
-    std::memcpy(&value, reinterpret_cast<const char *>(node->op_params) + index * 4, sizeof value);
-    return value;
-}
 
 // Whether every stride of tensor is a whole number of units and the tensor fits in one binding.
 bool addressable(const Device & device, const ggml_tensor * tensor, uint32_t unit);

@@ -3,6 +3,7 @@
 // buffer in order with native work, and the validation of every kind of bad range or dispatch.
 // The extension kernels are a SCALE override dispatching tests/vulkan/ext_scale.comp and a DUP
 // override built on the copy service.
+#include <ggml-ext-params.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
 #include <ggml-ext-vulkan.h>
@@ -78,8 +79,10 @@ ggml_status execute_scale(const ggml_ext_execute_params * params) {
         uint32_t n, x_offset, y_offset;
         float scale, bias;
     } push{static_cast<uint32_t>(ggml_nelements(y)), xi.shader_offset / 4, yi.shader_offset / 4, 0.0f, 0.0f};
-    std::memcpy(&push.scale, y->op_params, 4);
-    std::memcpy(&push.bias, reinterpret_cast<const char *>(y->op_params) + 4, 4);
+    ggml_ext_scale_params scale{};
+    ggml_ext_get_op_params(y, GGML_OP_SCALE, &scale, sizeof scale);
+    push.scale = scale.scale;
+    push.bias = scale.bias;
     const ggml_ext_vulkan_binding bindings[] = {{xr, false}, {yr, true}};
     const uint32_t add_bias = push.bias != 0.0f;
     ggml_ext_vulkan_dispatch d{

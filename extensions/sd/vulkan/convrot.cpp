@@ -183,7 +183,7 @@ ModulatePush modulate_push(const ModulateChain & c, const Bound & x, const Bound
                       static_cast<uint32_t>(n->ne[1]),
                       static_cast<uint32_t>(n->ne[2]),
                       q.info.shader_offset / 4,
-                      op_param(n, 0),
+                      sd::native_params<ggml_ext_norm_params>(n).eps,
                       x.info.shader_offset / 4,
                       {},
                       {},

@@ -214,7 +214,7 @@ ggml_status dispatch_linear(ggml_backend_t backend, LinearCall c, const ggml_ten
     if (glu) {
         c.push.n = static_cast<uint32_t>(value->ne[0]);
         c.groups_x = static_cast<uint32_t>((value->ne[0] + kGemmTile / 2 - 1) / (kGemmTile / 2));
-        swapped = value->op_params[1] != 0;
+        swapped = sd::native_params<ggml_ext_glu_params>(value).swapped != 0;
     }
     place_rows(&c.push, value, t);
     return dispatch(backend, glu ? "sd_linear_i8_swiglu" : "sd_linear_i8",
@@ -284,7 +284,7 @@ bool parse_chain(ggml_backend_dev_t device, const ggml_tensor * const * nodes, i
     c->linear = nodes[0];
     c->scale = nodes[1]->op == GGML_OP_SCALE ? nodes[1] : nullptr;
     if (c->scale && (c->scale->src[0] != c->linear || c->scale->type != GGML_TYPE_F32 ||
-                     !ggml_are_same_shape(c->scale, c->linear) || op_param(c->scale, 1) != 0.0f))
+                     !ggml_are_same_shape(c->scale, c->linear) || sd::native_params<ggml_ext_scale_params>(c->scale).bias != 0.0f))
         return false;
     c->n_nodes = c->scale ? 4 : 3;
     if (n < c->n_nodes) return false;
@@ -363,7 +363,7 @@ bool bind_gated(ggml_backend_t backend, const GatedChain & c, GatedCall * call) 
 
 ggml_status dispatch_gated(ggml_backend_t backend, const GatedChain & c, const GatedCall & call,
                            const Target & t) {
-    GatedPush push{call.linear.push, c.scale ? op_param(c.scale, 0) : 1.0f, view_of(call.gate, c.gate),
+    GatedPush push{call.linear.push, c.scale ? sd::native_params<ggml_ext_scale_params>(c.scale).scale : 1.0f, view_of(call.gate, c.gate),
                    view_of(call.residual, c.residual)};
     place_rows(&push.linear, c.add, t);
     const LinearCall & l = call.linear;
@@ -539,7 +539,7 @@ ggml_status split_execute(const ggml_ext_fusion_execute_params * params) {
 // 1 .. 3 (per-row quantization does not compose with a feature concatenation, dim 0).
 bool row_concat(ggml_backend_dev_t device, const ggml_tensor * node) {
     if (node->op != GGML_OP_CONCAT || !ggml_is_contiguous(node) || !bindable_f32(device, node)) return false;
-    const int32_t dim = node->op_params[0];
+    const int32_t dim = sd::native_params<ggml_ext_concat_params>(node).dim;
     return dim >= 1 && dim < GGML_MAX_DIMS;
 }
 
@@ -685,7 +685,7 @@ ggml_status concat_execute(const ggml_ext_fusion_execute_params * params) {
     }
     Target out;
     if (!bind_target(backend, {s.concat, nullptr, 0, 0}, s.concat, &out)) return GGML_STATUS_FAILED;
-    out.dim = s.concat->op_params[0];
+    out.dim = sd::native_params<ggml_ext_concat_params>(s.concat).dim;
     const bool scratch = overlaps_any(inputs, out.y);
     Target y = out;
     if (scratch && !bind_scratch(params, s.concat, kRule, &y)) return GGML_STATUS_FAILED;

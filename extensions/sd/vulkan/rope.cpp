@@ -129,12 +129,6 @@ void set_strides(const ggml_tensor * t, size_t unit, uint32_t (&s)[4]) {
         s[i] = static_cast<uint32_t>(t->nb[i] / unit);
 }
 
-float float_param(const ggml_tensor * node, int i) {
-    float value;
-    std::memcpy(&value, reinterpret_cast<const char *>(node->op_params) + i * sizeof value, sizeof value);
-    return value;
-}
-
 Push push_of(const Job & job) {
     const ggml_tensor * pe = job.rope->src[1];
     Push push{};
@@ -148,8 +142,9 @@ Push push_of(const Job & job) {
     set_strides(pe, sizeof(float), push.pe_s);
     if (job.w) push.w_s0 = static_cast<uint32_t>(job.w->nb[0] / sizeof(float));
     if (job.cpy) {
-        push.scale = float_param(job.scale, 0);
-        push.bias = float_param(job.scale, 1);
+        const auto scale = sd::native_params<ggml_ext_scale_params>(job.scale);
+        push.scale = scale.scale;
+        push.bias = scale.bias;
         for (int i = 0; i < 3; ++i)
             push.d_ne[i] = static_cast<uint32_t>(job.cpy->ne[i]);
         set_strides(job.cpy, sizeof(uint16_t), push.d_s);
@@ -287,7 +282,7 @@ ggml_status fusion_execute(const ggml_ext_fusion_execute_params * params) {
     ggml_tensor * const * nodes = params->nodes;
     const bool scaled = params->n_nodes == 5;
     const Job job{scaled ? kScaledFusion : kFusion, nodes[0]->src[0], nodes[1]->src[1],
-                  float_param(nodes[0], 0),         nodes[2],         scaled ? nodes[3] : nullptr,
+                  sd::native_params<ggml_ext_norm_params>(nodes[0]).eps,         nodes[2],         scaled ? nodes[3] : nullptr,
                   scaled ? nodes[4] : nullptr};
     return record(params->backend, job,
                   workspace_range(params->workspace, params->workspace_data, params->workspace_size));

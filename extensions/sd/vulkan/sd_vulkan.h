@@ -76,9 +76,6 @@ bool bindable_f32(ggml_backend_dev_t device, const ggml_tensor * t);
 const ggml_tensor * repeated_operand(ggml_backend_dev_t device, const ggml_tensor * node, ggml_op op,
                                      const ggml_tensor * value);
 
-// Float op parameter i of node.
-float op_param(const ggml_tensor * node, int i);
-
 // A bound F32 tensor as shaders index it (repeated over an output): its first float, extents and
 // strides in floats.
 struct View {

@@ -101,12 +101,6 @@ const ggml_tensor * repeated_operand(ggml_backend_dev_t device, const ggml_tenso
     return other && ggml_can_repeat(other, node) && bindable_f32(device, other) ? other : nullptr;
 }
 
-float op_param(const ggml_tensor * node, int i) {
-    float f;
-    std::memcpy(&f, reinterpret_cast<const char *>(node->op_params) + i * sizeof f, sizeof f);
-    return f;
-}
-
 View view_of(const Bound & bound, const ggml_tensor * t) {
     View v{bound.info.shader_offset / 4, {}, {}};
     for (int i = 0; i < 4; ++i) {

@@ -110,7 +110,8 @@ struct AttentionPush {
 
 AttentionPush attention_push(const Recorder & rec, const ggml_tensor * node, const Problem & p,
                              const Split & split, uint32_t o_off) {
-    const float max_bias = param<float>(node, 1);
+    const auto attention = core::params<ggml_ext_flash_attn_ext_params>(node);
+    const float max_bias = attention.max_bias;
     uint32_t n_head_log2 = 1;  // ALiBi: the largest power of two <= the head count
     while (2 * n_head_log2 <= p.heads)
         n_head_log2 *= 2;
@@ -125,8 +126,8 @@ AttentionPush attention_push(const Recorder & rec, const ggml_tensor * node, con
             u32(p.batch / p.kv_batch),
             p.mask ? u32(p.mask->ne[2] | (p.mask->ne[3] << 16)) : 0,
             n_head_log2,
-            param<float>(node, 0),
-            param<float>(node, 2),
+            attention.scale,
+            attention.logit_softcap,
             max_bias > 0.0f ? static_cast<float>(-static_cast<double>(max_bias) / n_head_log2) : 0.0f,
             u32(split.keys_per_split)};
 }
@@ -147,7 +148,7 @@ void record_flash_attn(Recorder & rec, const ggml_tensor * node) {
         name, {q_arg, rec.arg(p.k, false), rec.arg(p.v, false), p.mask ? rec.arg(p.mask, false) : q_arg, out},
         attention_push(rec, node, p, split, splits ? 0 : o_off),
         Groups{u32(p.row_blocks()), u32(p.kv_heads), u32(p.batch * split.splits)},
-        {u32(p.d), u32(p.dv), p.mask ? 1u : 0u, param<float>(node, 2) != 0.0f ? 1u : 0u, splits ? 1u : 0u});
+        {u32(p.d), u32(p.dv), p.mask ? 1u : 0u, core::params<ggml_ext_flash_attn_ext_params>(node).logit_softcap != 0.0f ? 1u : 0u, splits ? 1u : 0u});
     if (!splits) return;
 
     const uint64_t rows = p.batch * p.n_q * p.heads;

@@ -28,13 +28,13 @@ struct Im2col {
     uint32_t rows, ow, ow_chunks, oh, count;
 };
 
-bool is_2d(const ggml_tensor * node) { return param<int32_t>(node, 6) != 0; }
+bool is_2d(const ggml_tensor * node) { return core::params<ggml_ext_im2col_params>(node).is_2d != 0; }
 
 // Whether the input coordinates the shader steps through along dimension i (in int, one stride past
 // the last column) fit in 32 bits.
 bool coordinates_fit(const ggml_tensor * node, int i) {
-    const int64_t s = param<int32_t>(node, i), p = param<int32_t>(node, 2 + i),
-                  d = param<int32_t>(node, 4 + i);
+    const auto im2col = core::params<ggml_ext_im2col_params>(node);
+    const int64_t s = i ? im2col.s1 : im2col.s0, p = i ? im2col.p1 : im2col.p0, d = i ? im2col.d1 : im2col.d0;
     if (s < 1 || p < 0 || d < 1) return false;
     const int64_t reach = node->ne[1 + i] * s + (node->src[0]->ne[i] - 1) * d;
     return reach <= std::numeric_limits<int32_t>::max();
@@ -57,12 +57,13 @@ Im2col im2col_geometry(const Recorder & rec, const ggml_tensor * node) {
     const View vx = view_of(rec, x, float_unit(x->type)), vd = view_of(rec, node, float_unit(node->type));
     const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
     Im2col g{};
-    g.s0 = param<int32_t>(node, 0), g.p0 = param<int32_t>(node, 2), g.d0 = param<int32_t>(node, 4);
+    const auto im2col = core::params<ggml_ext_im2col_params>(node);
+    g.s0 = im2col.s0, g.p0 = im2col.p0, g.d0 = im2col.d0;
     g.kw = u32(k->ne[0]), g.width = u32(x->ne[0]), g.rows = u32(node->ne[0]), g.ow = u32(node->ne[1]);
     g.ow_chunks = (g.ow + kIm2colChunk - 1) / kIm2colChunk;
     uint32_t batch;
     if (is_2d(node)) {
-        g.s1 = param<int32_t>(node, 1), g.p1 = param<int32_t>(node, 3), g.d1 = param<int32_t>(node, 5);
+        g.s1 = im2col.s1, g.p1 = im2col.p1, g.d1 = im2col.d1;
         g.kh = u32(k->ne[1]), g.height = u32(x->ne[1]), g.oh = u32(node->ne[2]), batch = u32(node->ne[3]);
         g.x = vx, g.d = vd;
     } else {

@@ -93,7 +93,7 @@ const uint32_t * shader_of(const Entry (&table)[N], int32_t op) {
 }
 
 bool supports_unary(const Device & device, const ggml_tensor * node) {
-    return supports_map(device, node) && shader_of(unary_shaders, param<int32_t>(node, 0));
+    return supports_map(device, node) && shader_of(unary_shaders, core::params<ggml_ext_unary_params>(node).op);
 }
 
 uint32_t map_op(const ggml_tensor * node) {
@@ -109,21 +109,33 @@ uint32_t map_op(const ggml_tensor * node) {
         default:
             break;
     }
-    const int32_t op = param<int32_t>(node, 0);
+    const int32_t op = core::params<ggml_ext_unary_params>(node).op;
     if (const uint32_t * shader = shader_of(unary_shaders, op)) return *shader;
     throw Error("unknown unary op " + std::to_string(op) + " (the Vulkan backend has no shader for it)");
+}
+
+// The two float parameters of SCALE (scale, bias) and CLAMP (min, max); zeros for the other maps.
+std::pair<float, float> map_params(const ggml_tensor * node) {
+    if (node->op == GGML_OP_SCALE) {
+        const auto p = core::params<ggml_ext_scale_params>(node);
+        return {p.scale, p.bias};
+    }
+    if (node->op == GGML_OP_CLAMP) {
+        const auto p = core::params<ggml_ext_clamp_params>(node);
+        return {p.min, p.max};
+    }
+    return {0.0f, 0.0f};
 }
 
 void record_map(Recorder & rec, const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const uint32_t unit = float_unit(node->type);
-    const bool has_params = node->op == GGML_OP_SCALE || node->op == GGML_OP_CLAMP;
+    const auto [p0, p1] = map_params(node);
     struct {
         Shape ne;
         View a, d;
         float p0, p1;
-    } push{shape_of(node), view_of(rec, a, unit), view_of(rec, node, unit),
-           has_params ? param<float>(node, 0) : 0.0f, has_params ? param<float>(node, 1) : 0.0f};
+    } push{shape_of(node), view_of(rec, a, unit), view_of(rec, node, unit), p0, p1};
     rec.dispatch(std::string("map_") + float_type_name(node->type), {rec.arg(a, false), rec.arg(node, true)},
                  push, element_groups(rec, node), {map_op(node)});
 }
@@ -133,7 +145,7 @@ void record_map(Recorder & rec, const ggml_tensor * node) {
 bool supports_glu(const Device & device, const ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *b = node->src[1];
     if (!a || a->type != node->type || !float_tensor(device, a) || !float_tensor(device, node) ||
-        !shader_of(glu_shaders, param<int32_t>(node, 0)))
+        !shader_of(glu_shaders, core::params<ggml_ext_glu_params>(node).op))
         return false;
     if (b) return same_float_shape(device, node, a) && same_float_shape(device, node, b);
     return a->ne[0] == 2 * node->ne[0] && a->ne[1] == node->ne[1] && a->ne[2] == node->ne[2] &&
@@ -141,7 +153,8 @@ bool supports_glu(const Device & device, const ggml_tensor * node) {
 }
 
 void record_glu(Recorder & rec, const ggml_tensor * node) {
-    const int32_t op = param<int32_t>(node, 0);
+    const auto glu = core::params<ggml_ext_glu_params>(node);
+    const int32_t op = glu.op;
     const uint32_t * activation = shader_of(glu_shaders, op);
     if (!activation)
         throw Error("unknown GLU op " + std::to_string(op) + " (the Vulkan backend has no shader for it)");
@@ -149,7 +162,7 @@ void record_glu(Recorder & rec, const ggml_tensor * node) {
     const ggml_tensor * g = node->src[1] ? node->src[1] : a;
     const uint32_t unit = float_unit(node->type);
     const uint32_t half = node->src[1] ? 0 : static_cast<uint32_t>(node->ne[0]);
-    const bool swapped = param<int32_t>(node, 1) != 0;
+    const bool swapped = glu.swapped != 0;
     struct {
         Shape ne;
         View x, g, d;

@@ -7,7 +7,7 @@ namespace ggx::vulkan {
 namespace {
 
 bool supports_group_norm(const Device & device, const ggml_tensor * node) {
-    const int32_t groups = param<int32_t>(node, 0);
+    const int32_t groups = core::params<ggml_ext_group_norm_params>(node).n_groups;
     return same_f32_shape(device, node) && groups >= 1 && groups <= node->ne[2];
 }
 
@@ -31,7 +31,7 @@ void record_norm(Recorder & rec, const ggml_tensor * node) {
     const bool group = node->op == GGML_OP_GROUP_NORM;
     const uint32_t slice = static_cast<uint32_t>(group ? node->ne[0] * node->ne[1] : node->ne[0]);
     const uint32_t channels = group ? static_cast<uint32_t>(node->ne[2]) : 1;
-    const uint32_t requested = group ? static_cast<uint32_t>(param<int32_t>(node, 0)) : 1;
+    const uint32_t requested = group ? static_cast<uint32_t>(core::params<ggml_ext_group_norm_params>(node).n_groups) : 1;
     const uint32_t per_group = (channels + requested - 1) / requested;
     const uint32_t groups = (channels + per_group - 1) / per_group;
     const uint64_t units = group ? static_cast<uint64_t>(node->ne[3]) * groups : ggml_nrows(node);
@@ -47,7 +47,7 @@ void record_norm(Recorder & rec, const ggml_tensor * node) {
            channels,
            per_group,
            groups,
-           param<float>(node, group ? 1 : 0)};
+           group ? core::params<ggml_ext_group_norm_params>(node).eps : core::params<ggml_ext_norm_params>(node).eps};
     const uint32_t local_size = block_size(uint64_t{slice} * per_group);
     rec.dispatch("norm", {rec.arg(a, false), rec.arg(node, true)}, push, unit_groups(rec, units, local_size),
                  {local_size, norm_op(node->op)});

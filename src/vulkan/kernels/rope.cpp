@@ -24,7 +24,8 @@ bool vector_of(const Device & device, const ggml_tensor * t, ggml_type type) {
 
 bool supports_rope(const Device & device, const ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *pos = node->src[1], *factors = node->src[2];
-    const int32_t n_dims = param<int32_t>(node, 1), mode = param<int32_t>(node, 2);
+    const auto rope = core::params<ggml_ext_rope_params>(node);
+    const int32_t n_dims = rope.n_dims, mode = rope.mode;
     return a && pos && (a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16) && node->type == a->type &&
            ggml_are_same_shape(a, node) && float_tensor(device, a) && float_tensor(device, node) &&
            vector_of(device, pos, GGML_TYPE_I32) && pos->ne[0] >= a->ne[2] &&
@@ -39,10 +40,11 @@ struct Angles {
 };
 
 Angles angles_of(const ggml_tensor * node) {
-    const double n_dims = param<int32_t>(node, 1), n_ctx_orig = param<int32_t>(node, 4);
-    const double base = param<float>(node, 5), freq_scale = param<float>(node, 6);
-    const double ext_factor = param<float>(node, 7), attn_factor = param<float>(node, 8);
-    const double beta_fast = param<float>(node, 9), beta_slow = param<float>(node, 10);
+    const auto rope = core::params<ggml_ext_rope_params>(node);
+    const double n_dims = rope.n_dims, n_ctx_orig = rope.n_ctx_orig;
+    const double base = rope.freq_base, freq_scale = rope.freq_scale;
+    const double ext_factor = rope.ext_factor, attn_factor = rope.attn_factor;
+    const double beta_fast = rope.beta_fast, beta_slow = rope.beta_slow;
     const auto corr_dim = [&](double n_rot) {
         return n_dims * std::log(n_ctx_orig / (n_rot * 2.0 * std::numbers::pi)) / (2.0 * std::log(base));
     };
@@ -57,7 +59,8 @@ Angles angles_of(const ggml_tensor * node) {
 void record_rope(Recorder & rec, const ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *pos = node->src[1], *factors = node->src[2];
     const uint32_t unit = float_unit(node->type);
-    const uint32_t half = static_cast<uint32_t>(param<int32_t>(node, 1)) / 2;
+    const auto rope = core::params<ggml_ext_rope_params>(node);
+    const uint32_t half = static_cast<uint32_t>(rope.n_dims) / 2;
     const uint32_t items = static_cast<uint32_t>(node->ne[0]) - half;  // pairs and copied channels
     const uint32_t lanes = std::min(kLocalSize, std::bit_ceil(items));
     const uint32_t heads_per_group = kPassesPerGroup * (kLocalSize / lanes);
@@ -81,8 +84,8 @@ void record_rope(Recorder & rec, const ggml_tensor * node) {
            static_cast<uint32_t>(std::countr_zero(lanes)),
            heads_per_group,
            angles.log2_theta_scale,
-           param<float>(node, 6),
-           param<float>(node, 7),
+           rope.freq_scale,
+           rope.ext_factor,
            angles.ramp_low,
            angles.ramp_inv_range,
            angles.mscale};
@@ -93,7 +96,7 @@ void record_rope(Recorder & rec, const ggml_tensor * node) {
         std::string("rope_") + float_type_name(node->type),
         {rec.arg(a, false), pos_arg, factors ? rec.arg(factors, false) : pos_arg, rec.arg(node, true)}, push,
         rec.groups_for(groups * kLocalSize, kLocalSize),
-        {param<int32_t>(node, 2) == GGML_ROPE_TYPE_NEOX ? 1u : 0u, factors ? 1u : 0u});
+        {rope.mode == GGML_ROPE_TYPE_NEOX ? 1u : 0u, factors ? 1u : 0u});
 }
 
 }  // namespace

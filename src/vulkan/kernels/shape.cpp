@@ -33,7 +33,7 @@ bool supports_repeat(const Device & device, const ggml_tensor * node) {
 
 bool supports_concat(const Device & device, const ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *b = node->src[1];
-    const int32_t dim = param<int32_t>(node, 0);
+    const int32_t dim = core::params<ggml_ext_concat_params>(node).dim;
     if (!same_raw(device, node, a) || !same_raw(device, node, b) || dim < 0 || dim >= GGML_MAX_DIMS)
         return false;
     for (int k = 0; k < GGML_MAX_DIMS; ++k) {
@@ -46,8 +46,9 @@ bool supports_concat(const Device & device, const ggml_tensor * node) {
 bool supports_pad(const Device & device, const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     if (!same_raw(device, node, a) || !float_type_name(a->type)) return false;
+    const auto pad = core::params<ggml_ext_pad_params>(node);
     for (int k = 0; k < GGML_MAX_DIMS; ++k) {
-        const int32_t lp = param<int32_t>(node, 2 * k), rp = param<int32_t>(node, 2 * k + 1);
+        const int32_t lp = pad.pads[k][0], rp = pad.pads[k][1];
         if (lp < 0 || rp < 0 || node->ne[k] != a->ne[k] + lp + rp) return false;
     }
     return true;
@@ -59,9 +60,9 @@ void record_gather(Recorder & rec, const ggml_tensor * node) {
     const ggml_tensor * b = node->op == GGML_OP_CONCAT ? node->src[1] : a;
     const GatherOp op = node->op == GGML_OP_REPEAT ? kRepeat : node->op == GGML_OP_CONCAT ? kConcat : kPad;
     Shape extra{};
-    if (op == kConcat) extra.ne[0] = static_cast<uint32_t>(param<int32_t>(node, 0));
+    if (op == kConcat) extra.ne[0] = static_cast<uint32_t>(core::params<ggml_ext_concat_params>(node).dim);
     for (int k = 0; op == kPad && k < GGML_MAX_DIMS; ++k)
-        extra.ne[k] = static_cast<uint32_t>(param<int32_t>(node, 2 * k));
+        extra.ne[k] = static_cast<uint32_t>(core::params<ggml_ext_pad_params>(node).pads[k][0]);
     const uint32_t unit = static_cast<uint32_t>(ggml_type_size(node->type));
     const struct {
         Shape ne, a_ne, extra;
@@ -80,7 +81,7 @@ constexpr uint32_t kUpscaleLocalSize = 128;  // upscale.comp local_size_x
 bool supports_upscale(const Device & device, const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     if (!a || a->type != GGML_TYPE_F32 || node->type != GGML_TYPE_F32 || ggml_is_empty(a) ||
-        param<int32_t>(node, 0) != GGML_SCALE_MODE_NEAREST || !float_tensor(device, a) ||
+        core::params<ggml_ext_upscale_params>(node).mode != GGML_SCALE_MODE_NEAREST || !float_tensor(device, a) ||
         !float_tensor(device, node))
         return false;
     // The shader forms i * a.ne / d.ne in 32 bits.
@@ -116,15 +117,17 @@ constexpr uint32_t kTimestepLocalSize = 128;  // timestep_embedding.comp local_s
 
 bool supports_timestep_embedding(const Device & device, const ggml_tensor * node) {
     const ggml_tensor * t = node->src[0];
-    const int32_t dim = param<int32_t>(node, 0);
+    const auto embedding = core::params<ggml_ext_timestep_embedding_params>(node);
+    const int32_t dim = embedding.dim;
     return t && t->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_is_vector(t) && dim >= 2 &&
-           param<int32_t>(node, 1) >= 1 && node->ne[0] >= dim / 2 * 2 && node->ne[1] == t->ne[0] &&
+           embedding.max_period >= 1 && node->ne[0] >= dim / 2 * 2 && node->ne[1] == t->ne[0] &&
            ggml_nrows(node) == node->ne[1] && float_tensor(device, t) && float_tensor(device, node);
 }
 
 void record_timestep_embedding(Recorder & rec, const ggml_tensor * node) {
     const ggml_tensor * t = node->src[0];
-    const uint32_t half = static_cast<uint32_t>(param<int32_t>(node, 0) / 2);
+    const auto embedding = core::params<ggml_ext_timestep_embedding_params>(node);
+    const uint32_t half = static_cast<uint32_t>(embedding.dim / 2);
     struct {
         View t, d;
         uint32_t ne0, rows, half;
@@ -134,7 +137,7 @@ void record_timestep_embedding(Recorder & rec, const ggml_tensor * node) {
            static_cast<uint32_t>(node->ne[0]),
            static_cast<uint32_t>(node->ne[1]),
            half,
-           static_cast<float>(std::log2(static_cast<double>(param<int32_t>(node, 1))) / half)};
+           static_cast<float>(std::log2(static_cast<double>(embedding.max_period)) / half)};
     rec.dispatch("timestep_embedding", {rec.arg(t, false), rec.arg(node, true)}, push,
                  rec.groups_for(static_cast<uint64_t>(node->ne[1]) * kTimestepLocalSize, kTimestepLocalSize));
 }

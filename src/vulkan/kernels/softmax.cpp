@@ -24,6 +24,7 @@ void record_soft_max(Recorder & rec, const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * mask = node->src[1];
     const ggml_tensor * m = mask ? mask : a;  // bound but not read without a mask
+    const auto softmax = core::params<ggml_ext_soft_max_params>(node);
     struct {
         Shape ne;
         View a, m, d;
@@ -36,8 +37,8 @@ void record_soft_max(Recorder & rec, const ggml_tensor * node) {
            view_of(rec, node, sizeof(float)),
            static_cast<uint32_t>(m->ne[2]),
            static_cast<uint32_t>(m->ne[3]),
-           param<float>(node, 0),
-           param<float>(node, 1),
+           softmax.scale,
+           softmax.max_bias,
            std::bit_floor(static_cast<uint32_t>(node->ne[2]))};
     const uint32_t local_size = block_size(static_cast<uint64_t>(node->ne[0]));
     rec.dispatch(std::string("soft_max_") + float_type_name(m->type),
