@@ -142,9 +142,11 @@ void ggml_backend_event_wait(ggml_backend_t backend, ggml_backend_event_t event)
 /* Devices                                                                                         */
 
 enum ggml_backend_dev_type {
-    GGML_BACKEND_DEVICE_TYPE_CPU,
-    GGML_BACKEND_DEVICE_TYPE_GPU,
-    GGML_BACKEND_DEVICE_TYPE_ACCEL,
+    GGML_BACKEND_DEVICE_TYPE_CPU,   /* the host CPU, system memory */
+    GGML_BACKEND_DEVICE_TYPE_GPU,   /* a GPU with its own memory */
+    GGML_BACKEND_DEVICE_TYPE_IGPU,  /* an integrated GPU using host memory */
+    GGML_BACKEND_DEVICE_TYPE_ACCEL, /* an accelerator used together with the CPU backend */
+    GGML_BACKEND_DEVICE_TYPE_META,  /* a device spreading tensors over several others */
 };
 
 struct ggml_backend_dev_caps {
@@ -160,6 +162,7 @@ struct ggml_backend_dev_props {
     size_t memory_free;
     size_t memory_total;
     enum ggml_backend_dev_type type;
+    const char * device_id; /* lower-case PCI bus id ("0000:c1:00.0"), NULL when unknown */
     struct ggml_backend_dev_caps caps;
 };
 
@@ -263,10 +266,38 @@ void ggml_backend_sched_set_eval_callback(ggml_backend_sched_t sched,
 
 #define GGML_SCHED_MAX_COPIES 4
 
+/* ---------------------------------------------------------------------------------------------- */
+/* Meta devices (tensor parallelism)                                                               */
+
+#define GGML_BACKEND_META_MAX_DEVICES 16
+
+/* How a meta device spreads a tensor over its devices: sliced along dimension 0..3, a full copy
+ * on each (MIRRORED), or a partial sum on each (PARTIAL); NONE and UNKNOWN are bookkeeping. */
+enum ggml_backend_meta_split_axis {
+    GGML_BACKEND_SPLIT_AXIS_0 = 0,
+    GGML_BACKEND_SPLIT_AXIS_1 = 1,
+    GGML_BACKEND_SPLIT_AXIS_2 = 2,
+    GGML_BACKEND_SPLIT_AXIS_3 = 3,
+
+    GGML_BACKEND_SPLIT_AXIS_MIRRORED = 10,
+    GGML_BACKEND_SPLIT_AXIS_PARTIAL = 11,
+
+    GGML_BACKEND_SPLIT_AXIS_NONE = 98,
+    GGML_BACKEND_SPLIT_AXIS_UNKNOWN = 99,
+};
+
+/* The split of one tensor: for an axis 0..3, the tensor is n_segments segments along it, segment
+ * s repeating nr[s] times, and ne holds each segment's slice length per device (segments outer,
+ * devices inner). */
+struct ggml_backend_meta_split_state {
+    enum ggml_backend_meta_split_axis axis;
+    int64_t ne[16 * GGML_BACKEND_META_MAX_DEVICES];
+    uint32_t nr[16];
+    uint32_t n_segments;
+};
+
 /* Signature of the "ggml_backend_set_n_threads" service. */
 typedef void (*ggml_backend_set_n_threads_t)(ggml_backend_t backend, int n_threads);
-/* Abort callback: polled between nodes and inside long kernels; returning true stops the graph. */
-typedef bool (*ggml_abort_callback)(void * data);
 
 #ifdef __cplusplus
 }

@@ -8,15 +8,13 @@
 extern "C" {
 #endif
 
-#define GGML_DEFAULT_N_THREADS 0 /* one thread per hardware thread */
-
 /* The CPU registry ("CPU") and its device ("CPU"). */
 ggml_backend_reg_t ggml_backend_cpu_reg(void);
 /* New CPU backend with a persistent thread pool of one thread per hardware thread. */
 ggml_backend_t ggml_backend_cpu_init(void);
 bool ggml_backend_is_cpu(ggml_backend_t backend);
-/* Threads used by later computations (>= 1, or GGML_DEFAULT_N_THREADS); settable at any time
- * between computations. */
+/* Threads used by later computations (>= 1, or 0 for one per hardware thread); settable at any
+ * time between computations. */
 void ggml_backend_cpu_set_n_threads(ggml_backend_t backend, int n_threads);
 int ggml_backend_cpu_get_n_threads(ggml_backend_t backend);
 /* Called between nodes and inside long kernels; returning true stops the graph with

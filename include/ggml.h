@@ -3,6 +3,9 @@
  * Shapes are ggml-ordered: ne[0] is the fastest-varying dimension. nb[i] is the byte stride of
  * dimension i. For block-quantized types nb[0] is the size of one block and ne[0] counts elements.
  *
+ * The ABI is ggml's: every enum value, struct layout and macro below equals ggml 0.21.0's, so a
+ * program compiled against ggml's headers runs against ggx (tests/core/test_abi.cpp checks it).
+ *
  * Errors: a constructor given an invalid shape or type returns NULL and records a message that names
  * the operator and the shapes in its context (ggml_get_error). The first error is kept until
  * ggml_clear_error; a constructor given a NULL input returns NULL without replacing it. See
@@ -13,38 +16,280 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Declaration attributes                                                                          */
+
+/* Marks a public function: exported from (GGML_BUILD) or imported into a Windows DLL, default
+ * visibility in an ELF shared library (GGML_SHARED), a plain declaration otherwise. */
+#if defined(GGML_SHARED) && defined(_WIN32) && !defined(__MINGW32__)
+#if defined(GGML_BUILD)
+#define GGML_API __declspec(dllexport) extern
+#else
+#define GGML_API __declspec(dllimport) extern
+#endif
+#elif defined(GGML_SHARED)
+#define GGML_API __attribute__((visibility("default"))) extern
+#else
+#define GGML_API extern
+#endif
+
+/* GGML_DEPRECATED(declaration, "hint"): the declaration, with a deprecation warning naming hint. */
+#if defined(__GNUC__)
+#define GGML_DEPRECATED(func, hint) func __attribute__((deprecated(hint)))
+#elif defined(_MSC_VER)
+#define GGML_DEPRECATED(func, hint) __declspec(deprecated(hint)) func
+#else
+#define GGML_DEPRECATED(func, hint) func
+#endif
+
+/* GGML_ATTRIBUTE_FORMAT(fmt_index, first_arg_index): printf-style argument checking. */
+#if !defined(__GNUC__)
+#define GGML_ATTRIBUTE_FORMAT(...)
+#elif defined(__MINGW32__) && !defined(__clang__)
+#define GGML_ATTRIBUTE_FORMAT(...) __attribute__((format(gnu_printf, __VA_ARGS__)))
+#else
+#define GGML_ATTRIBUTE_FORMAT(...) __attribute__((format(printf, __VA_ARGS__)))
+#endif
+
+/* A function that never returns. */
+#if defined(__cplusplus)
+#define GGML_NORETURN [[noreturn]]
+#elif defined(_MSC_VER)
+#define GGML_NORETURN __declspec(noreturn)
+#else
+#define GGML_NORETURN _Noreturn
+#endif
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Limits and constants                                                                            */
+
+#define GGML_FILE_MAGIC 0x67676d6c /* "ggml" */
+#define GGML_FILE_VERSION 2
+#define GGML_QNT_VERSION 2           /* version of the quantization formats */
+#define GGML_QNT_VERSION_FACTOR 1000 /* ftype = type + GGML_QNT_VERSION * GGML_QNT_VERSION_FACTOR */
+
+#define GGML_MAX_DIMS 4
+#define GGML_MAX_PARAMS 2048
+#define GGML_MAX_SRC 10
+#define GGML_MAX_N_THREADS 512
+#define GGML_MAX_OP_PARAMS 64
+#ifndef GGML_MAX_NAME
+#define GGML_MAX_NAME 64
+#endif
+
+#define GGML_DEFAULT_N_THREADS 4
+#define GGML_DEFAULT_GRAPH_SIZE 2048
+
+/* ggml's alignment guarantee for tensor data and arena objects. ggx's arenas align to 64 bytes
+ * (the widest SIMD vector), which meets it. */
+#if UINTPTR_MAX == 0xFFFFFFFF
+#define GGML_MEM_ALIGN 4
+#elif defined(__EMSCRIPTEN__)
+#define GGML_MEM_ALIGN 8
+#else
+#define GGML_MEM_ALIGN 16
+#endif
+
+#define GGML_EXIT_SUCCESS 0
+#define GGML_EXIT_ABORTED 1
+
+/* RoPE modes (the mode argument of ggml_rope_ext): NORMAL rotates adjacent pairs (2i, 2i+1), NEOX
+ * the pairs (i, i + n_dims/2); MROPE, VISION and IMROPE are the multi-section modes. */
+#define GGML_ROPE_TYPE_NORMAL 0
+#define GGML_ROPE_TYPE_NEOX 2
+#define GGML_ROPE_TYPE_MROPE 8
+#define GGML_ROPE_TYPE_VISION 24
+#define GGML_ROPE_TYPE_IMROPE 40
+#define GGML_MROPE_SECTIONS 4
+
+/* ggml 0.21.0 no longer pads attention masks; kept for programs written against older ggml. A
+ * multiple of 1 is no padding: ggml_flash_attn_ext accepts any mask with at least n_q rows. */
+#define GGML_KQ_MASK_PAD 1
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Helper macros                                                                                   */
+
+#define GGML_UNUSED(x) (void)(x)
+/* Marks any number of expressions as used (evaluated only for their size). */
+#define GGML_UNUSED_VARS(...)           \
+    do {                                \
+        (void)sizeof((__VA_ARGS__, 0)); \
+    } while (0)
+
+/* x rounded up to a multiple of n (n a power of two). */
+#define GGML_PAD(x, n) (((x) + (n)-1) & ~((n)-1))
+
+/* A statement that must never run: with assertions on (no NDEBUG) it reports and aborts. */
+#if !defined(NDEBUG)
+#define GGML_UNREACHABLE()                                    \
+    do {                                                      \
+        fprintf(stderr, "statement should be unreachable\n"); \
+        abort();                                              \
+    } while (0)
+#elif defined(__GNUC__)
+#define GGML_UNREACHABLE() __builtin_unreachable()
+#elif defined(_MSC_VER)
+#define GGML_UNREACHABLE() __assume(0)
+#else
+#define GGML_UNREACHABLE() ((void)0)
+#endif
+
+/* Print "file:line: message" and abort (see ggml_abort). */
+#define GGML_ABORT(...) ggml_abort(__FILE__, __LINE__, __VA_ARGS__)
+/* Abort with the failed condition's text unless x holds. */
+#define GGML_ASSERT(x) \
+    if (!(x)) GGML_ABORT("GGML_ASSERT(%s) failed", #x)
+
+/* GGML_TENSOR_LOCALS(type, prefix, tensor, field): const locals prefix0..prefix3 holding
+ * tensor->field[0..3] (0 when tensor is NULL), each marked used. */
+#define GGML_TENSOR_LOCAL_(type, prefix, pointer, array, i)     \
+    const type prefix##i = (pointer) ? (pointer)->array[i] : 0; \
+    GGML_UNUSED(prefix##i);
+#define GGML_TENSOR_LOCALS(type, prefix, pointer, array) \
+    GGML_TENSOR_LOCAL_(type, prefix, pointer, array, 0)  \
+    GGML_TENSOR_LOCAL_(type, prefix, pointer, array, 1)  \
+    GGML_TENSOR_LOCAL_(type, prefix, pointer, array, 2)  \
+    GGML_TENSOR_LOCAL_(type, prefix, pointer, array, 3)
+
+/* Shapes and strides of src0 (ne0x, nb0x), src1 (ne1x, nb1x), src2 (ne2x, nb2x) and dst (nex, nbx),
+ * for kernels whose node variables are named so. */
+#define GGML_TENSOR_SRC_LOCALS_(i, src)         \
+    GGML_TENSOR_LOCALS(int64_t, ne##i, src, ne) \
+    GGML_TENSOR_LOCALS(size_t, nb##i, src, nb)
+#define GGML_TENSOR_DST_LOCALS_              \
+    GGML_TENSOR_LOCALS(int64_t, ne, dst, ne) \
+    GGML_TENSOR_LOCALS(size_t, nb, dst, nb)
+#define GGML_TENSOR_UNARY_OP_LOCALS GGML_TENSOR_SRC_LOCALS_(0, src0) GGML_TENSOR_DST_LOCALS_
+#define GGML_TENSOR_BINARY_OP_LOCALS01 GGML_TENSOR_SRC_LOCALS_(0, src0) GGML_TENSOR_SRC_LOCALS_(1, src1)
+#define GGML_TENSOR_BINARY_OP_LOCALS GGML_TENSOR_BINARY_OP_LOCALS01 GGML_TENSOR_DST_LOCALS_
+#define GGML_TENSOR_TERNARY_OP_LOCALS \
+    GGML_TENSOR_BINARY_OP_LOCALS01 GGML_TENSOR_SRC_LOCALS_(2, src2) GGML_TENSOR_DST_LOCALS_
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define GGML_MAX_DIMS 4
-#define GGML_MAX_SRC 10
-#define GGML_MAX_OP_PARAMS 64
-#define GGML_MAX_NAME 64
-#define GGML_MEM_ALIGN 64
-#define GGML_DEFAULT_GRAPH_SIZE 2048
+/* A fatal-error handler given ggml_abort's formatted message (ggml's ggml_set_abort_callback). */
+typedef void (*ggml_abort_callback_t)(const char * error_message);
+
+/* Print "file:line: " and the printf-formatted message to stderr, then abort the process. */
+GGML_NORETURN GGML_ATTRIBUTE_FORMAT(3, 4) GGML_API
+    void ggml_abort(const char * file, int line, const char * fmt, ...);
+
+/* Abort callback of a computation: polled between nodes and inside long kernels; returning true
+ * stops the graph. */
+typedef bool (*ggml_abort_callback)(void * data);
+
+/* Status codes shared by every layer. */
+enum ggml_status {
+    GGML_STATUS_ALLOC_FAILED = -2,
+    GGML_STATUS_FAILED = -1,
+    GGML_STATUS_SUCCESS = 0,
+    GGML_STATUS_ABORTED = 1,
+};
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Types                                                                                           */
 
+/* Tensor element types. The values are the GGUF type ids; ids 4, 5, 31-33 and 36-38 belong to
+ * removed formats. ggx computes with F32, F16, BF16, I8, I16, I32, Q8_0 and Q4_0; every other
+ * type has its traits (name, block size and bytes) and tensors of it can be created and moved, but
+ * no kernel accepts it yet. */
 enum ggml_type {
     GGML_TYPE_F32 = 0,
-    GGML_TYPE_F16,
-    GGML_TYPE_BF16,
-    GGML_TYPE_I8,
-    GGML_TYPE_I16,
-    GGML_TYPE_I32,
-    GGML_TYPE_Q8_0, /* blocks of 32 int8 values with one F16 scale: 34 bytes */
-    GGML_TYPE_Q4_0, /* blocks of 32 4-bit values (offset 8) with one F16 scale: 18 bytes */
-    GGML_TYPE_COUNT,
+    GGML_TYPE_F16 = 1,
+    GGML_TYPE_Q4_0 = 2, /* blocks of 32 4-bit values (offset 8) with one F16 scale: 18 bytes */
+    GGML_TYPE_Q4_1 = 3,
+    GGML_TYPE_Q5_0 = 6,
+    GGML_TYPE_Q5_1 = 7,
+    GGML_TYPE_Q8_0 = 8, /* blocks of 32 int8 values with one F16 scale: 34 bytes */
+    GGML_TYPE_Q8_1 = 9,
+    GGML_TYPE_Q2_K = 10,
+    GGML_TYPE_Q3_K = 11,
+    GGML_TYPE_Q4_K = 12,
+    GGML_TYPE_Q5_K = 13,
+    GGML_TYPE_Q6_K = 14,
+    GGML_TYPE_Q8_K = 15,
+    GGML_TYPE_IQ2_XXS = 16,
+    GGML_TYPE_IQ2_XS = 17,
+    GGML_TYPE_IQ3_XXS = 18,
+    GGML_TYPE_IQ1_S = 19,
+    GGML_TYPE_IQ4_NL = 20,
+    GGML_TYPE_IQ3_S = 21,
+    GGML_TYPE_IQ2_S = 22,
+    GGML_TYPE_IQ4_XS = 23,
+    GGML_TYPE_I8 = 24,
+    GGML_TYPE_I16 = 25,
+    GGML_TYPE_I32 = 26,
+    GGML_TYPE_I64 = 27,
+    GGML_TYPE_F64 = 28,
+    GGML_TYPE_IQ1_M = 29,
+    GGML_TYPE_BF16 = 30,
+    GGML_TYPE_TQ1_0 = 34,
+    GGML_TYPE_TQ2_0 = 35,
+    GGML_TYPE_MXFP4 = 39,
+    GGML_TYPE_NVFP4 = 40,
+    GGML_TYPE_Q1_0 = 41,
+    GGML_TYPE_Q2_0 = 42,
+    GGML_TYPE_COUNT = 43,
+};
+
+/* Requested precision of an op's accumulation (kept in its op_params). */
+enum ggml_prec {
+    GGML_PREC_DEFAULT = 0,
+    GGML_PREC_F32 = 10,
+};
+
+/* Hints a matrix product may use (ggml_mul_mat_set_hint). */
+enum ggml_op_hint {
+    GGML_HINT_NONE = 0,
+    GGML_HINT_SRC0_IS_HADAMARD = 1,
+};
+
+/* Model file types: the dominant tensor type of a legacy ggml model file (1-D tensors excepted). */
+enum ggml_ftype {
+    GGML_FTYPE_UNKNOWN = -1,
+    GGML_FTYPE_ALL_F32 = 0,
+    GGML_FTYPE_MOSTLY_F16 = 1,
+    GGML_FTYPE_MOSTLY_Q4_0 = 2,
+    GGML_FTYPE_MOSTLY_Q4_1 = 3,
+    GGML_FTYPE_MOSTLY_Q4_1_SOME_F16 = 4, /* token embedding and output weights F16 */
+    GGML_FTYPE_MOSTLY_Q8_0 = 7,
+    GGML_FTYPE_MOSTLY_Q5_0 = 8,
+    GGML_FTYPE_MOSTLY_Q5_1 = 9,
+    GGML_FTYPE_MOSTLY_Q2_K = 10,
+    GGML_FTYPE_MOSTLY_Q3_K = 11,
+    GGML_FTYPE_MOSTLY_Q4_K = 12,
+    GGML_FTYPE_MOSTLY_Q5_K = 13,
+    GGML_FTYPE_MOSTLY_Q6_K = 14,
+    GGML_FTYPE_MOSTLY_IQ2_XXS = 15,
+    GGML_FTYPE_MOSTLY_IQ2_XS = 16,
+    GGML_FTYPE_MOSTLY_IQ3_XXS = 17,
+    GGML_FTYPE_MOSTLY_IQ1_S = 18,
+    GGML_FTYPE_MOSTLY_IQ4_NL = 19,
+    GGML_FTYPE_MOSTLY_IQ3_S = 20,
+    GGML_FTYPE_MOSTLY_IQ2_S = 21,
+    GGML_FTYPE_MOSTLY_IQ4_XS = 22,
+    GGML_FTYPE_MOSTLY_IQ1_M = 23,
+    GGML_FTYPE_MOSTLY_BF16 = 24,
+    GGML_FTYPE_MOSTLY_MXFP4 = 25,
+    GGML_FTYPE_MOSTLY_NVFP4 = 26,
+    GGML_FTYPE_MOSTLY_Q1_0 = 27,
+    GGML_FTYPE_MOSTLY_Q2_0 = 28,
 };
 
 #define GGML_QK8_0 32
 #define GGML_QK4_0 32
 
+/* IEEE 754 binary16, stored as its bits. */
 typedef uint16_t ggml_fp16_t;
-typedef uint16_t ggml_bf16_t;
+/* bfloat16 (the top half of an IEEE binary32), stored as its bits. */
+typedef struct {
+    uint16_t bits;
+} ggml_bf16_t;
 
 /* Q8_0 block: value[i] = d * qs[i]. */
 typedef struct {
@@ -59,21 +304,18 @@ typedef struct {
     uint8_t qs[GGML_QK4_0 / 2];
 } ggml_block_q4_0;
 
-/* Status codes shared by every layer. */
-enum ggml_status {
-    GGML_STATUS_ALLOC_FAILED = -2,
-    GGML_STATUS_FAILED = -1,
-    GGML_STATUS_SUCCESS = 0,
-    GGML_STATUS_ABORTED = 1,
-};
+/* The traits below hold for every value of enum ggml_type, whether ggx computes with the type or
+ * not; any other value (a removed id, GGML_TYPE_COUNT) is named "unknown", with a block of one
+ * element and zero bytes. */
 
-/* Name of a type ("f32", "q8_0", ...); "unknown" for an out-of-range value. */
+/* Name of a type ("f32", "q8_0", "q4_K", ...). */
 const char * ggml_type_name(enum ggml_type type);
-/* Elements per block: 32 for Q8_0 and Q4_0, 1 otherwise. */
+/* Elements per block: 1 for the plain types, ggml's block size for the quantized ones (32 for
+ * Q8_0 and Q4_0, 256 for the K-quants). */
 int64_t ggml_blck_size(enum ggml_type type);
 /* Bytes per block (for unquantized types: bytes per element). */
 size_t ggml_type_size(enum ggml_type type);
-/* True for block-quantized types (Q8_0, Q4_0). */
+/* True for the block-quantized types. */
 bool ggml_is_quantized(enum ggml_type type);
 /* True for F32, F16 and BF16. */
 bool ggml_is_float_type(enum ggml_type type);
@@ -92,85 +334,237 @@ void ggml_bf16_to_fp32_row(const ggml_bf16_t * x, float * y, int64_t n);
 void ggml_fp32_to_bf16_row(const float * x, ggml_bf16_t * y, int64_t n);
 
 /* Convert n F32 values (n a multiple of the block size) into a row of type at y; returns bytes
- * written. F16/BF16 round to nearest even; I8/I16/I32 round to nearest even and saturate (NaN -> 0).
- * Q8_0 per block: d = amax / 127, q = round-half-away(x / d). Q4_0 per block: m = the value of
- * largest magnitude (first one on ties), d = m / -8, q = min(15, trunc(x / d + 8.5)). d is stored
- * as F16; the division uses the unrounded d (id = 1 / d, 0 when d == 0). */
+ * written, or 0 (writing nothing) for a type ggx has no conversion for: the types outside F32, F16,
+ * BF16, I8, I16, I32, Q8_0 and Q4_0. F16/BF16 round to nearest even; I8/I16/I32 round to nearest even and
+ * saturate (NaN -> 0). Q8_0 per block: d = amax / 127, q = round-half-away(x / d). Q4_0 per block: m = the
+ * value of largest magnitude (first one on ties), d = m / -8, q = min(15, trunc(x / d + 8.5)). d is stored as
+ * F16; the division uses the unrounded d (id = 1 / d, 0 when d == 0). */
 size_t ggml_quantize_row(enum ggml_type type, const float * x, void * y, int64_t n);
-/* Convert a row of n values (n a multiple of the block size) of any type into F32. */
-void ggml_dequantize_row(enum ggml_type type, const void * x, float * y, int64_t n);
+/* Convert a row of n values (n a multiple of the block size) of type into F32. False (writing
+ * nothing) for a type ggx has no conversion for, as ggml_quantize_row. */
+bool ggml_dequantize_row(enum ggml_type type, const void * x, float * y, int64_t n);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Operators                                                                                       */
 
+/* Every ggml operator, in ggml's order. docs/ops.md says what each one ggx implements computes;
+ * the others (listed there too) can be named but no device has a kernel for them yet. */
 enum ggml_op {
     GGML_OP_NONE = 0,
 
     GGML_OP_DUP,
     GGML_OP_ADD,
+    GGML_OP_ADD_ID,
+    GGML_OP_ADD1,
+    GGML_OP_ACC,
     GGML_OP_SUB,
     GGML_OP_MUL,
     GGML_OP_DIV,
-    GGML_OP_SCALE,
     GGML_OP_SQR,
     GGML_OP_SQRT,
-    GGML_OP_CLAMP,
+    GGML_OP_LOG,
+    GGML_OP_SIN,
+    GGML_OP_COS,
     GGML_OP_SUM,
     GGML_OP_SUM_ROWS,
+    GGML_OP_CUMSUM,
     GGML_OP_MEAN,
     GGML_OP_ARGMAX,
+    GGML_OP_COUNT_EQUAL,
     GGML_OP_REPEAT,
+    GGML_OP_REPEAT_BACK,
     GGML_OP_CONCAT,
+    GGML_OP_SILU_BACK,
     GGML_OP_NORM,
     GGML_OP_RMS_NORM,
+    GGML_OP_RMS_NORM_BACK,
     GGML_OP_GROUP_NORM,
     GGML_OP_L2_NORM,
+
     GGML_OP_MUL_MAT,
-    GGML_OP_SOFT_MAX,
-    GGML_OP_ROPE,
-    GGML_OP_FLASH_ATTN_EXT,
-    GGML_OP_GET_ROWS,
-    GGML_OP_SET_ROWS,
-    GGML_OP_UNARY,
-    GGML_OP_GLU,
-    GGML_OP_IM2COL,
-    GGML_OP_PAD,
-    GGML_OP_UPSCALE,
-    GGML_OP_TIMESTEP_EMBEDDING,
+    GGML_OP_MUL_MAT_ID,
+    GGML_OP_OUT_PROD,
+
+    GGML_OP_SCALE,
+    GGML_OP_SET,
     GGML_OP_CPY,
     GGML_OP_CONT,
     GGML_OP_RESHAPE,
     GGML_OP_VIEW,
     GGML_OP_PERMUTE,
     GGML_OP_TRANSPOSE,
+    GGML_OP_GET_ROWS,
+    GGML_OP_GET_ROWS_BACK,
+    GGML_OP_SET_ROWS,
+    GGML_OP_DIAG,
+    GGML_OP_DIAG_MASK_INF,
+    GGML_OP_DIAG_MASK_ZERO,
+    GGML_OP_SOFT_MAX,
+    GGML_OP_SOFT_MAX_BACK,
+    GGML_OP_ROPE,
+    GGML_OP_ROPE_BACK,
+    GGML_OP_CLAMP,
+    GGML_OP_CONV_TRANSPOSE_1D,
+    GGML_OP_IM2COL,
+    GGML_OP_IM2COL_BACK,
+    GGML_OP_IM2COL_3D,
+    GGML_OP_COL2IM_1D,
+    GGML_OP_CONV_2D,
+    GGML_OP_CONV_3D,
+    GGML_OP_CONV_2D_DW,
+    GGML_OP_CONV_TRANSPOSE_2D,
+    GGML_OP_POOL_1D,
+    GGML_OP_POOL_2D,
+    GGML_OP_POOL_2D_BACK,
+    GGML_OP_UPSCALE,
+    GGML_OP_PAD,
+    GGML_OP_PAD_REFLECT_1D,
+    GGML_OP_ROLL,
+    GGML_OP_ARANGE,
+    GGML_OP_TIMESTEP_EMBEDDING,
+    GGML_OP_ARGSORT,
+    GGML_OP_TOP_K,
+    GGML_OP_LEAKY_RELU,
+    GGML_OP_TRI,
+    GGML_OP_FILL,
+
+    GGML_OP_FLASH_ATTN_EXT,
+    GGML_OP_FLASH_ATTN_BACK,
+    GGML_OP_SSM_CONV,
+    GGML_OP_SSM_SCAN,
+    GGML_OP_WIN_PART,
+    GGML_OP_WIN_UNPART,
+    GGML_OP_GET_REL_POS,
+    GGML_OP_ADD_REL_POS,
+    GGML_OP_RWKV_WKV6,
+    GGML_OP_GATED_LINEAR_ATTN,
+    GGML_OP_RWKV_WKV7,
+    GGML_OP_SOLVE_TRI,
+    GGML_OP_GATED_DELTA_NET,
+    GGML_OP_LIGHTNING_INDEXER,
+    GGML_OP_DSV4_HC_COMB,
+    GGML_OP_DSV4_HC_PRE,
+    GGML_OP_DSV4_HC_POST,
+
+    GGML_OP_UNARY,
+
+    GGML_OP_MAP_CUSTOM1,
+    GGML_OP_MAP_CUSTOM2,
+    GGML_OP_MAP_CUSTOM3,
+
     GGML_OP_CUSTOM,
+
+    GGML_OP_CROSS_ENTROPY_LOSS,
+    GGML_OP_CROSS_ENTROPY_LOSS_BACK,
+    GGML_OP_OPT_STEP_ADAMW,
+    GGML_OP_OPT_STEP_SGD,
+
+    GGML_OP_GLU,
 
     GGML_OP_COUNT,
 };
 
+/* Sub-operations of GGML_OP_UNARY (op_params, see ggml_get_unary_op). ggx's kernels compute RELU,
+ * SILU, GELU (tanh approximation), GELU_QUICK, SIGMOID and TANH. */
 enum ggml_unary_op {
-    GGML_UNARY_OP_RELU = 0,
-    GGML_UNARY_OP_SILU,
-    GGML_UNARY_OP_GELU, /* tanh approximation */
-    GGML_UNARY_OP_GELU_QUICK,
-    GGML_UNARY_OP_SIGMOID,
+    GGML_UNARY_OP_ABS,
+    GGML_UNARY_OP_SGN,
+    GGML_UNARY_OP_NEG,
+    GGML_UNARY_OP_STEP,
     GGML_UNARY_OP_TANH,
+    GGML_UNARY_OP_ELU,
+    GGML_UNARY_OP_RELU,
+    GGML_UNARY_OP_SIGMOID,
+    GGML_UNARY_OP_GELU,
+    GGML_UNARY_OP_GELU_QUICK,
+    GGML_UNARY_OP_SILU,
+    GGML_UNARY_OP_HARDSWISH,
+    GGML_UNARY_OP_HARDSIGMOID,
+    GGML_UNARY_OP_EXP,
+    GGML_UNARY_OP_EXPM1,
+    GGML_UNARY_OP_SOFTPLUS,
+    GGML_UNARY_OP_GELU_ERF,
+    GGML_UNARY_OP_XIELU,
+    GGML_UNARY_OP_FLOOR,
+    GGML_UNARY_OP_CEIL,
+    GGML_UNARY_OP_ROUND,
+    GGML_UNARY_OP_TRUNC,
+
     GGML_UNARY_OP_COUNT,
 };
 
+/* Sub-operations of GGML_OP_GLU. ggx's kernels compute GEGLU and SWIGLU. */
 enum ggml_glu_op {
-    GGML_GLU_OP_SWIGLU = 0,
+    GGML_GLU_OP_REGLU,
     GGML_GLU_OP_GEGLU,
+    GGML_GLU_OP_SWIGLU,
+    GGML_GLU_OP_SWIGLU_OAI,
+    GGML_GLU_OP_GEGLU_ERF,
+    GGML_GLU_OP_GEGLU_QUICK,
+
     GGML_GLU_OP_COUNT,
 };
 
-enum ggml_rope_mode {
-    GGML_ROPE_TYPE_NORMAL = 0, /* rotate adjacent pairs (2i, 2i+1) */
-    GGML_ROPE_TYPE_NEOX = 2,   /* rotate pairs (i, i + n_dims/2) */
+/* Pooling of ggml_pool_1d / ggml_pool_2d. */
+enum ggml_op_pool {
+    GGML_OP_POOL_MAX,
+    GGML_OP_POOL_AVG,
+    GGML_OP_POOL_COUNT,
 };
 
+/* Resampling of ggml_upscale / ggml_interpolate; ggx implements NEAREST. A mode may be combined
+ * (bitwise or) with ggml_scale_flag values. */
 enum ggml_scale_mode {
     GGML_SCALE_MODE_NEAREST = 0,
+    GGML_SCALE_MODE_BILINEAR = 1,
+    GGML_SCALE_MODE_BICUBIC = 2,
+
+    GGML_SCALE_MODE_COUNT
+};
+
+enum ggml_scale_flag {
+    GGML_SCALE_FLAG_ALIGN_CORNERS = (1 << 8),
+    GGML_SCALE_FLAG_ANTIALIAS = (1 << 9),
+};
+
+/* Row order of ggml_argsort. */
+enum ggml_sort_order {
+    GGML_SORT_ORDER_ASC,
+    GGML_SORT_ORDER_DESC,
+};
+
+/* The part of a matrix ggml_tri keeps. */
+enum ggml_tri_type {
+    GGML_TRI_TYPE_UPPER_DIAG = 0,
+    GGML_TRI_TYPE_UPPER = 1,
+    GGML_TRI_TYPE_LOWER_DIAG = 2,
+    GGML_TRI_TYPE_LOWER = 3,
+};
+
+/* Kinds of objects in a context's arena. */
+enum ggml_object_type {
+    GGML_OBJECT_TYPE_TENSOR,
+    GGML_OBJECT_TYPE_GRAPH,
+    GGML_OBJECT_TYPE_WORK_BUFFER,
+};
+
+/* Severity of a log message; CONT continues the previous message. */
+enum ggml_log_level {
+    GGML_LOG_LEVEL_NONE = 0,
+    GGML_LOG_LEVEL_DEBUG = 1,
+    GGML_LOG_LEVEL_INFO = 2,
+    GGML_LOG_LEVEL_WARN = 3,
+    GGML_LOG_LEVEL_ERROR = 4,
+    GGML_LOG_LEVEL_CONT = 5,
+};
+
+/* Priorities of compute threads. */
+enum ggml_sched_priority {
+    GGML_SCHED_PRIO_LOW = -1,
+    GGML_SCHED_PRIO_NORMAL,
+    GGML_SCHED_PRIO_MEDIUM,
+    GGML_SCHED_PRIO_HIGH,
+    GGML_SCHED_PRIO_REALTIME,
 };
 
 /* Markers stored in op_params[0] of GGML_OP_CUSTOM nodes, so every layer can tell an application
@@ -184,15 +578,19 @@ enum ggml_custom_kind {
     GGML_CUSTOM_KIND_EXTENSION,
 };
 
-/* Tensor flags. */
+/* Tensor flags: the tensor is a graph input, a graph output, trainable parameters, a loss term;
+ * COMPUTE is set on every node added to a graph. */
 enum ggml_tensor_flag {
     GGML_TENSOR_FLAG_INPUT = 1,
     GGML_TENSOR_FLAG_OUTPUT = 2,
-    GGML_TENSOR_FLAG_COMPUTE = 16, /* set on every node added to a graph */
+    GGML_TENSOR_FLAG_PARAM = 4,
+    GGML_TENSOR_FLAG_LOSS = 8,
+    GGML_TENSOR_FLAG_COMPUTE = 16,
 };
 
 struct ggml_backend_buffer;
 
+/* A tensor: ggml's layout, field for field (336 bytes on LP64). */
 struct ggml_tensor {
     enum ggml_type type;
     struct ggml_backend_buffer * buffer; /* backend buffer holding data; NULL in host contexts */
@@ -212,11 +610,17 @@ struct ggml_tensor {
     void * data;
     char name[GGML_MAX_NAME];
     void * extra; /* backend-private */
+
+    char padding[8];
 };
 
-struct ggml_context;
-struct ggml_cgraph;
+static const size_t GGML_TENSOR_SIZE = sizeof(struct ggml_tensor);
 
+/* GUIDs identify backends. */
+typedef uint8_t ggml_guid[16];
+typedef ggml_guid * ggml_guid_t;
+
+struct ggml_object;
 typedef void (*ggml_error_callback)(const char * message, void * user_data);
 
 struct ggml_init_params {
@@ -299,6 +703,8 @@ enum ggml_glu_op ggml_get_glu_op(const struct ggml_tensor * tensor);
 
 /* Static upper-case names ("MUL_MAT", "SILU", "SWIGLU"); "unknown" for out-of-range values. */
 const char * ggml_op_name(enum ggml_op op);
+/* A short formula for display ("x+y", "x*y", "softmax(x)"); "unknown" for out-of-range values. */
+const char * ggml_op_symbol(enum ggml_op op);
 /* True when node's operator allows the result to be written over src[0] (exactly the same layout,
  * src[0] not read again afterwards): what the graph allocator relies on for in-place reuse. */
 bool ggml_op_can_inplace(const struct ggml_tensor * node);

@@ -2,6 +2,7 @@
 #include "core/internal.h"
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -22,7 +23,7 @@ void report_error(ggml_context * ctx, std::string message) {
 
 void * arena_alloc(ggml_context * ctx, size_t bytes, const char * what) {
     const auto base = reinterpret_cast<uintptr_t>(ctx->mem);
-    const size_t offset = align_up(base + ctx->used, GGML_MEM_ALIGN) - base;
+    const size_t offset = align_up(base + ctx->used, kArenaAlign) - base;
     if (offset > ctx->mem_size || bytes > ctx->mem_size - offset) {
         report_error(ctx, std::string(what) + ": context arena full: need " + std::to_string(bytes) +
                               " bytes, " + std::to_string(ctx->used) + " of " +
@@ -48,7 +49,7 @@ ggml_context * ggml_init(ggml_init_params params) {
     ctx->mem = static_cast<unsigned char *>(params.mem_buffer);
     if (!ctx->mem) {
         ctx->mem = static_cast<unsigned char *>(
-            ::operator new (params.mem_size, std::align_val_t{GGML_MEM_ALIGN}, std::nothrow));
+            ::operator new (params.mem_size, std::align_val_t{kArenaAlign}, std::nothrow));
         ctx->owns_mem = true;
         if (!ctx->mem) {
             delete ctx;
@@ -60,7 +61,7 @@ ggml_context * ggml_init(ggml_init_params params) {
 
 void ggml_free(ggml_context * ctx) {
     if (!ctx) return;
-    if (ctx->owns_mem) ::operator delete (ctx->mem, std::align_val_t{GGML_MEM_ALIGN});
+    if (ctx->owns_mem) ::operator delete (ctx->mem, std::align_val_t{kArenaAlign});
     delete ctx;
 }
 
@@ -102,6 +103,18 @@ size_t ggml_get_max_tensor_size(const ggml_context * ctx) {
         max_size = std::max(max_size, ggml_nbytes(t));
     }
     return max_size;
+}
+
+void ggml_abort(const char * file, int line, const char * fmt, ...) {
+    std::fflush(stdout);  // what the program printed so far comes before the message
+    std::fprintf(stderr, "%s:%d: ", file, line);
+    va_list args;
+    va_start(args, fmt);
+    std::vfprintf(stderr, fmt, args);
+    va_end(args);
+    std::fputc('\n', stderr);
+    std::fflush(stderr);
+    std::abort();
 }
 
 }  // extern "C"

@@ -116,10 +116,10 @@ void expand(ggml_cgraph * graph, ggml_tensor * root) {
 
 size_t graph_bytes(size_t size) {
     const size_t capacity = hash_capacity_for(size);
-    return align_up(sizeof(ggml_cgraph), GGML_MEM_ALIGN) +
-           2 * align_up(size * sizeof(ggml_tensor *), GGML_MEM_ALIGN) +
-           align_up(capacity * sizeof(ggml_tensor *), GGML_MEM_ALIGN) +
-           align_up(capacity * sizeof(int32_t), GGML_MEM_ALIGN);
+    return align_up(sizeof(ggml_cgraph), kArenaAlign) +
+           2 * align_up(size * sizeof(ggml_tensor *), kArenaAlign) +
+           align_up(capacity * sizeof(ggml_tensor *), kArenaAlign) +
+           align_up(capacity * sizeof(int32_t), kArenaAlign);
 }
 
 void clear_hash(ggml_cgraph * graph) {
@@ -176,7 +176,7 @@ ggml_cgraph * ggml_new_graph_custom(ggml_context * ctx, size_t size, bool grads)
     unsigned char * cursor = block;
     auto take = [&cursor](size_t bytes) {
         unsigned char * start = cursor;
-        cursor += align_up(bytes, GGML_MEM_ALIGN);
+        cursor += align_up(bytes, kArenaAlign);
         return start;
     };
     auto * graph = new (take(sizeof(ggml_cgraph))) ggml_cgraph{};

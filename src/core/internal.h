@@ -25,6 +25,10 @@ struct ggml_context {
 
 namespace ggx::core {
 
+// Alignment of everything the arena hands out: the widest SIMD vector, so kernels may use aligned
+// loads on tensor data. It exceeds (and so meets) ggml's GGML_MEM_ALIGN guarantee.
+constexpr size_t kArenaAlign = 64;
+
 constexpr size_t align_up(size_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
 
 // Records message in ctx: keeps the first one, calls the callback, aborts when asked to.

@@ -3,8 +3,10 @@
 #include <array>
 #include <cmath>
 
+#include "core/enum_table.h"
 #include "core/internal.h"
 #include "core/op_params.h"
+#include "core/types.h"
 
 namespace {
 
@@ -129,7 +131,7 @@ ggml_tensor * copy_into(ggml_context * ctx, const char * name, ggml_tensor * a, 
     if (!check) return nullptr;
     const ggml_type dst_type = b ? b->type : type;
     const int64_t dst_elements = ne[0] * ne[1] * ne[2] * ne[3];
-    check.require(dst_type >= 0 && dst_type < GGML_TYPE_COUNT, "unknown destination type")
+    check.require(is_known_type(dst_type), "unknown destination type")
         .require(can_convert(a->type, dst_type), "unsupported type conversion")
         .require(ggml_nelements(a) == dst_elements, "element counts differ")
         .require(has_dense_blocks(a) && (!b || has_dense_blocks(b)), "quantized rows must be dense blocks")
@@ -142,6 +144,148 @@ ggml_tensor * copy_into(ggml_context * ctx, const char * name, ggml_tensor * a, 
 int64_t conv_output_size(int64_t in, int64_t kernel, int stride, int pad, int dilation) {
     return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
 }
+
+// Names (the enum value without its prefix, as ggml names them) and display formulas, in enum
+// order; lists_every_value_in_order proves each table has one entry per value.
+struct OpName {
+    ggml_op op;
+    const char * name;
+    const char * symbol;
+};
+#define GGX_OP(name, symbol) \
+    { GGML_OP_##name, #name, symbol }
+constexpr OpName op_names[] = {
+    GGX_OP(NONE, "none"),
+    GGX_OP(DUP, "x"),
+    GGX_OP(ADD, "x+y"),
+    GGX_OP(ADD_ID, "x+y[ids]"),
+    GGX_OP(ADD1, "x+scalar(y)"),
+    GGX_OP(ACC, "view(x)+=y"),
+    GGX_OP(SUB, "x-y"),
+    GGX_OP(MUL, "x*y"),
+    GGX_OP(DIV, "x/y"),
+    GGX_OP(SQR, "x^2"),
+    GGX_OP(SQRT, "sqrt(x)"),
+    GGX_OP(LOG, "log(x)"),
+    GGX_OP(SIN, "sin(x)"),
+    GGX_OP(COS, "cos(x)"),
+    GGX_OP(SUM, "sum(x)"),
+    GGX_OP(SUM_ROWS, "sum_rows(x)"),
+    GGX_OP(CUMSUM, "cumsum(x)"),
+    GGX_OP(MEAN, "mean(x)"),
+    GGX_OP(ARGMAX, "argmax(x)"),
+    GGX_OP(COUNT_EQUAL, "count(x==y)"),
+    GGX_OP(REPEAT, "repeat(x)"),
+    GGX_OP(REPEAT_BACK, "repeat_back(x)"),
+    GGX_OP(CONCAT, "concat(x,y)"),
+    GGX_OP(SILU_BACK, "silu_back(x)"),
+    GGX_OP(NORM, "norm(x)"),
+    GGX_OP(RMS_NORM, "rms_norm(x)"),
+    GGX_OP(RMS_NORM_BACK, "rms_norm_back(x)"),
+    GGX_OP(GROUP_NORM, "group_norm(x)"),
+    GGX_OP(L2_NORM, "l2_norm(x)"),
+    GGX_OP(MUL_MAT, "X*Y"),
+    GGX_OP(MUL_MAT_ID, "X[ids]*Y"),
+    GGX_OP(OUT_PROD, "X*Y^T"),
+    GGX_OP(SCALE, "x*s"),
+    GGX_OP(SET, "view(x)=y"),
+    GGX_OP(CPY, "y=x"),
+    GGX_OP(CONT, "cont(x)"),
+    GGX_OP(RESHAPE, "reshape(x)"),
+    GGX_OP(VIEW, "view(x)"),
+    GGX_OP(PERMUTE, "permute(x)"),
+    GGX_OP(TRANSPOSE, "x^T"),
+    GGX_OP(GET_ROWS, "x[rows]"),
+    GGX_OP(GET_ROWS_BACK, "get_rows_back(x)"),
+    GGX_OP(SET_ROWS, "x[rows]=y"),
+    GGX_OP(DIAG, "diag(x)"),
+    GGX_OP(DIAG_MASK_INF, "diag_mask_inf(x)"),
+    GGX_OP(DIAG_MASK_ZERO, "diag_mask_zero(x)"),
+    GGX_OP(SOFT_MAX, "softmax(x)"),
+    GGX_OP(SOFT_MAX_BACK, "softmax_back(x)"),
+    GGX_OP(ROPE, "rope(x)"),
+    GGX_OP(ROPE_BACK, "rope_back(x)"),
+    GGX_OP(CLAMP, "clamp(x)"),
+    GGX_OP(CONV_TRANSPOSE_1D, "conv_transpose_1d(k,x)"),
+    GGX_OP(IM2COL, "im2col(x)"),
+    GGX_OP(IM2COL_BACK, "im2col_back(x)"),
+    GGX_OP(IM2COL_3D, "im2col_3d(x)"),
+    GGX_OP(COL2IM_1D, "col2im_1d(x)"),
+    GGX_OP(CONV_2D, "conv_2d(k,x)"),
+    GGX_OP(CONV_3D, "conv_3d(k,x)"),
+    GGX_OP(CONV_2D_DW, "conv_2d_dw(k,x)"),
+    GGX_OP(CONV_TRANSPOSE_2D, "conv_transpose_2d(k,x)"),
+    GGX_OP(POOL_1D, "pool_1d(x)"),
+    GGX_OP(POOL_2D, "pool_2d(x)"),
+    GGX_OP(POOL_2D_BACK, "pool_2d_back(x)"),
+    GGX_OP(UPSCALE, "upscale(x)"),
+    GGX_OP(PAD, "pad(x)"),
+    GGX_OP(PAD_REFLECT_1D, "pad_reflect_1d(x)"),
+    GGX_OP(ROLL, "roll(x)"),
+    GGX_OP(ARANGE, "arange(start,stop,step)"),
+    GGX_OP(TIMESTEP_EMBEDDING, "timestep_embedding(t)"),
+    GGX_OP(ARGSORT, "argsort(x)"),
+    GGX_OP(TOP_K, "top_k(x)"),
+    GGX_OP(LEAKY_RELU, "leaky_relu(x)"),
+    GGX_OP(TRI, "tri(x)"),
+    GGX_OP(FILL, "fill(x)"),
+    GGX_OP(FLASH_ATTN_EXT, "flash_attn(q,k,v)"),
+    GGX_OP(FLASH_ATTN_BACK, "flash_attn_back(q,k,v)"),
+    GGX_OP(SSM_CONV, "ssm_conv(x)"),
+    GGX_OP(SSM_SCAN, "ssm_scan(x)"),
+    GGX_OP(WIN_PART, "win_part(x)"),
+    GGX_OP(WIN_UNPART, "win_unpart(x)"),
+    GGX_OP(GET_REL_POS, "get_rel_pos(x)"),
+    GGX_OP(ADD_REL_POS, "add_rel_pos(x)"),
+    GGX_OP(RWKV_WKV6, "rwkv_wkv6(k,v,r)"),
+    GGX_OP(GATED_LINEAR_ATTN, "gated_linear_attn(k,v,q)"),
+    GGX_OP(RWKV_WKV7, "rwkv_wkv7(r,w,k,v)"),
+    GGX_OP(SOLVE_TRI, "solve_tri(A,B)"),
+    GGX_OP(GATED_DELTA_NET, "gated_delta_net(q,k,v)"),
+    GGX_OP(LIGHTNING_INDEXER, "lightning_indexer(q,k)"),
+    GGX_OP(DSV4_HC_COMB, "hc_comb(x)"),
+    GGX_OP(DSV4_HC_PRE, "hc_pre(x)"),
+    GGX_OP(DSV4_HC_POST, "hc_post(x)"),
+    GGX_OP(UNARY, "f(x)"),
+    GGX_OP(MAP_CUSTOM1, "custom(x)"),
+    GGX_OP(MAP_CUSTOM2, "custom(x,y)"),
+    GGX_OP(MAP_CUSTOM3, "custom(x,y,z)"),
+    GGX_OP(CUSTOM, "custom(...)"),
+    GGX_OP(CROSS_ENTROPY_LOSS, "cross_entropy(x,y)"),
+    GGX_OP(CROSS_ENTROPY_LOSS_BACK, "cross_entropy_back(x,y)"),
+    GGX_OP(OPT_STEP_ADAMW, "adamw(x)"),
+    GGX_OP(OPT_STEP_SGD, "sgd(x)"),
+    GGX_OP(GLU, "glu(x)"),
+};
+#undef GGX_OP
+static_assert(ggx::lists_every_value_in_order(op_names, GGML_OP_COUNT), "one name per ggml_op, in order");
+
+template <class Op>
+struct SubOpName {
+    Op op;
+    const char * name;
+};
+#define GGX_UNARY(name) \
+    { GGML_UNARY_OP_##name, #name }
+constexpr SubOpName<ggml_unary_op> unary_names[] = {
+    GGX_UNARY(ABS),         GGX_UNARY(SGN),        GGX_UNARY(NEG),   GGX_UNARY(STEP),
+    GGX_UNARY(TANH),        GGX_UNARY(ELU),        GGX_UNARY(RELU),  GGX_UNARY(SIGMOID),
+    GGX_UNARY(GELU),        GGX_UNARY(GELU_QUICK), GGX_UNARY(SILU),  GGX_UNARY(HARDSWISH),
+    GGX_UNARY(HARDSIGMOID), GGX_UNARY(EXP),        GGX_UNARY(EXPM1), GGX_UNARY(SOFTPLUS),
+    GGX_UNARY(GELU_ERF),    GGX_UNARY(XIELU),      GGX_UNARY(FLOOR), GGX_UNARY(CEIL),
+    GGX_UNARY(ROUND),       GGX_UNARY(TRUNC),
+};
+#undef GGX_UNARY
+static_assert(ggx::lists_every_value_in_order(unary_names, GGML_UNARY_OP_COUNT), "one name per unary op");
+
+#define GGX_GLU(name) \
+    { GGML_GLU_OP_##name, #name }
+constexpr SubOpName<ggml_glu_op> glu_names[] = {
+    GGX_GLU(REGLU),      GGX_GLU(GEGLU),     GGX_GLU(SWIGLU),
+    GGX_GLU(SWIGLU_OAI), GGX_GLU(GEGLU_ERF), GGX_GLU(GEGLU_QUICK),
+};
+#undef GGX_GLU
+static_assert(ggx::lists_every_value_in_order(glu_names, GGML_GLU_OP_COUNT), "one name per glu op");
 
 }  // namespace
 
@@ -199,16 +343,20 @@ ggml_tensor * ggml_div_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor 
 }
 
 ggml_tensor * ggml_scale(ggml_context * ctx, ggml_tensor * a, float s) {
-    return with_params(elementwise(ctx, "ggml_scale", GGML_OP_SCALE, a, false), ggml_ext_scale_params{s, 0.0f});
+    return with_params(elementwise(ctx, "ggml_scale", GGML_OP_SCALE, a, false),
+                       ggml_ext_scale_params{s, 0.0f});
 }
 ggml_tensor * ggml_scale_inplace(ggml_context * ctx, ggml_tensor * a, float s) {
-    return with_params(elementwise(ctx, "ggml_scale_inplace", GGML_OP_SCALE, a, true), ggml_ext_scale_params{s, 0.0f});
+    return with_params(elementwise(ctx, "ggml_scale_inplace", GGML_OP_SCALE, a, true),
+                       ggml_ext_scale_params{s, 0.0f});
 }
 ggml_tensor * ggml_scale_bias(ggml_context * ctx, ggml_tensor * a, float s, float bias) {
-    return with_params(elementwise(ctx, "ggml_scale_bias", GGML_OP_SCALE, a, false), ggml_ext_scale_params{s, bias});
+    return with_params(elementwise(ctx, "ggml_scale_bias", GGML_OP_SCALE, a, false),
+                       ggml_ext_scale_params{s, bias});
 }
 ggml_tensor * ggml_scale_bias_inplace(ggml_context * ctx, ggml_tensor * a, float s, float bias) {
-    return with_params(elementwise(ctx, "ggml_scale_bias_inplace", GGML_OP_SCALE, a, true), ggml_ext_scale_params{s, bias});
+    return with_params(elementwise(ctx, "ggml_scale_bias_inplace", GGML_OP_SCALE, a, true),
+                       ggml_ext_scale_params{s, bias});
 }
 ggml_tensor * ggml_sqr(ggml_context * ctx, ggml_tensor * a) {
     return elementwise(ctx, "ggml_sqr", GGML_OP_SQR, a, false);
@@ -311,8 +459,9 @@ ggml_tensor * ggml_upscale_ext(ggml_context * ctx, ggml_tensor * a, int ne0, int
         .require(ne0 >= 1 && ne1 >= 1 && ne2 >= 1 && ne3 >= 1, "target sizes must be >= 1")
         .require(!ggml_is_empty(a), "a must not be empty");
     if (!check) return nullptr;
-    return with_params(make_node(ctx, "ggml_upscale_ext", GGML_OP_UPSCALE, a->type, {ne0, ne1, ne2, ne3}, {a}),
-                       ggml_ext_upscale_params{static_cast<int32_t>(mode)});
+    return with_params(
+        make_node(ctx, "ggml_upscale_ext", GGML_OP_UPSCALE, a->type, {ne0, ne1, ne2, ne3}, {a}),
+        ggml_ext_upscale_params{static_cast<int32_t>(mode)});
 }
 
 ggml_tensor * ggml_upscale(ggml_context * ctx, ggml_tensor * a, int scale_factor, ggml_scale_mode mode) {
@@ -327,16 +476,20 @@ ggml_tensor * ggml_norm(ggml_context * ctx, ggml_tensor * a, float eps) {
     return with_params(row_norm(ctx, "ggml_norm", GGML_OP_NORM, a, eps, false), ggml_ext_norm_params{eps});
 }
 ggml_tensor * ggml_norm_inplace(ggml_context * ctx, ggml_tensor * a, float eps) {
-    return with_params(row_norm(ctx, "ggml_norm_inplace", GGML_OP_NORM, a, eps, true), ggml_ext_norm_params{eps});
+    return with_params(row_norm(ctx, "ggml_norm_inplace", GGML_OP_NORM, a, eps, true),
+                       ggml_ext_norm_params{eps});
 }
 ggml_tensor * ggml_rms_norm(ggml_context * ctx, ggml_tensor * a, float eps) {
-    return with_params(row_norm(ctx, "ggml_rms_norm", GGML_OP_RMS_NORM, a, eps, false), ggml_ext_norm_params{eps});
+    return with_params(row_norm(ctx, "ggml_rms_norm", GGML_OP_RMS_NORM, a, eps, false),
+                       ggml_ext_norm_params{eps});
 }
 ggml_tensor * ggml_rms_norm_inplace(ggml_context * ctx, ggml_tensor * a, float eps) {
-    return with_params(row_norm(ctx, "ggml_rms_norm_inplace", GGML_OP_RMS_NORM, a, eps, true), ggml_ext_norm_params{eps});
+    return with_params(row_norm(ctx, "ggml_rms_norm_inplace", GGML_OP_RMS_NORM, a, eps, true),
+                       ggml_ext_norm_params{eps});
 }
 ggml_tensor * ggml_l2_norm(ggml_context * ctx, ggml_tensor * a, float eps) {
-    return with_params(row_norm(ctx, "ggml_l2_norm", GGML_OP_L2_NORM, a, eps, false), ggml_ext_norm_params{eps});
+    return with_params(row_norm(ctx, "ggml_l2_norm", GGML_OP_L2_NORM, a, eps, false),
+                       ggml_ext_norm_params{eps});
 }
 
 ggml_tensor * ggml_group_norm(ggml_context * ctx, ggml_tensor * a, int n_groups, float eps) {
@@ -593,7 +746,7 @@ ggml_tensor * ggml_custom_4d(ggml_context * ctx, ggml_type type, int64_t ne0, in
                              int64_t ne3, ggml_tensor ** args, int n_args, ggml_custom_op_t fun, int n_tasks,
                              void * userdata) {
     Check check(ctx, "ggml_custom_4d", {});
-    check.require(type >= 0 && type < GGML_TYPE_COUNT, "unknown type")
+    check.require(is_known_type(type), "unknown type")
         .require(n_args >= 0 && n_args <= GGML_MAX_SRC && (n_args == 0 || args),
                  "n_args must be 0..GGML_MAX_SRC")
         .require(fun != nullptr, "fun must not be NULL")
@@ -650,27 +803,17 @@ bool ggml_ext_get_op_params(const ggml_tensor * node, ggml_op op, void * params,
     return true;
 }
 
-static constexpr const char * op_names[] = {
-    "NONE",     "DUP",      "ADD",        "SUB",      "MUL",     "DIV",       "SCALE",   "SQR",
-    "SQRT",     "CLAMP",    "SUM",        "SUM_ROWS", "MEAN",    "ARGMAX",    "REPEAT",  "CONCAT",
-    "NORM",     "RMS_NORM", "GROUP_NORM", "L2_NORM",  "MUL_MAT", "SOFT_MAX",  "ROPE",    "FLASH_ATTN_EXT",
-    "GET_ROWS", "SET_ROWS", "UNARY",      "GLU",      "IM2COL",  "PAD",       "UPSCALE", "TIMESTEP_EMBEDDING",
-    "CPY",      "CONT",     "RESHAPE",    "VIEW",     "PERMUTE", "TRANSPOSE", "CUSTOM",
-};
-static_assert(std::size(op_names) == GGML_OP_COUNT, "one name per op");
-
-static constexpr const char * unary_names[] = {"RELU", "SILU", "GELU", "GELU_QUICK", "SIGMOID", "TANH"};
-static_assert(std::size(unary_names) == GGML_UNARY_OP_COUNT, "one name per unary op");
-
-static constexpr const char * glu_names[] = {"SWIGLU", "GEGLU"};
-static_assert(std::size(glu_names) == GGML_GLU_OP_COUNT, "one name per glu op");
-
-const char * ggml_op_name(ggml_op op) { return op >= 0 && op < GGML_OP_COUNT ? op_names[op] : "unknown"; }
+const char * ggml_op_name(ggml_op op) {
+    return op >= 0 && op < GGML_OP_COUNT ? op_names[op].name : "unknown";
+}
+const char * ggml_op_symbol(ggml_op op) {
+    return op >= 0 && op < GGML_OP_COUNT ? op_names[op].symbol : "unknown";
+}
 const char * ggml_unary_op_name(ggml_unary_op op) {
-    return op >= 0 && op < GGML_UNARY_OP_COUNT ? unary_names[op] : "unknown";
+    return op >= 0 && op < GGML_UNARY_OP_COUNT ? unary_names[op].name : "unknown";
 }
 const char * ggml_glu_op_name(ggml_glu_op op) {
-    return op >= 0 && op < GGML_GLU_OP_COUNT ? glu_names[op] : "unknown";
+    return op >= 0 && op < GGML_GLU_OP_COUNT ? glu_names[op].name : "unknown";
 }
 
 const char * ggml_op_desc(const ggml_tensor * tensor) {

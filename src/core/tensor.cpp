@@ -5,6 +5,7 @@
 
 #include "core/internal.h"
 #include "core/op_params.h"
+#include "core/types.h"
 
 namespace {
 
@@ -123,7 +124,7 @@ ggml_tensor * new_tensor(ggml_context * ctx, const char * op_name, ggml_type typ
     }
     const bool own_data = !view_src && !ctx->no_alloc;
     // One arena block: the object, then (in small-data mode) the data, both aligned.
-    const size_t object_bytes = align_up(sizeof(TensorObject), GGML_MEM_ALIGN);
+    const size_t object_bytes = align_up(sizeof(TensorObject), kArenaAlign);
     auto * block =
         static_cast<unsigned char *>(arena_alloc(ctx, object_bytes + (own_data ? data_bytes : 0), op_name));
     if (!block) return nullptr;
@@ -185,7 +186,7 @@ Check & Check::require(bool condition, const char * why) {
 
 extern "C" {
 
-size_t ggml_tensor_overhead(void) { return align_up(sizeof(TensorObject), GGML_MEM_ALIGN); }
+size_t ggml_tensor_overhead(void) { return align_up(sizeof(TensorObject), kArenaAlign); }
 
 ggml_tensor * ggml_get_next_tensor(const ggml_context *, ggml_tensor * tensor) {
     return object_of(tensor)->next;
@@ -193,7 +194,7 @@ ggml_tensor * ggml_get_next_tensor(const ggml_context *, ggml_tensor * tensor) {
 
 ggml_tensor * ggml_new_tensor(ggml_context * ctx, ggml_type type, int n_dims, const int64_t * ne) {
     Check check(ctx, "ggml_new_tensor", {});
-    check.require(type >= 0 && type < GGML_TYPE_COUNT, "unknown type")
+    check.require(is_known_type(type), "unknown type")
         .require(n_dims >= 1 && n_dims <= GGML_MAX_DIMS, "n_dims must be 1..4");
     if (!check) return nullptr;
     int64_t shape[4] = {1, 1, 1, 1};

@@ -27,22 +27,68 @@ struct TypeTraits {
     bool is_float;
 };
 
-constexpr std::array<TypeTraits, GGML_TYPE_COUNT> kTraits = {{
-    {"f32", 1, sizeof(float), false, true},
-    {"f16", 1, sizeof(ggml_fp16_t), false, true},
-    {"bf16", 1, sizeof(ggml_bf16_t), false, true},
-    {"i8", 1, sizeof(int8_t), false, false},
-    {"i16", 1, sizeof(int16_t), false, false},
-    {"i32", 1, sizeof(int32_t), false, false},
-    {"q8_0", GGML_QK8_0, sizeof(ggml_block_q8_0), true, false},
-    {"q4_0", GGML_QK4_0, sizeof(ggml_block_q4_0), true, false},
-}};
+struct TypeEntry {
+    ggml_type type;
+    TypeTraits traits;
+};
+
+// ggml's block sizes and bytes per block; the quantized formats beyond Q8_0 and Q4_0 have no
+// conversion or kernel yet, but their tensors can be created and their rows sized.
+constexpr int64_t kQK = 32;    // elements of a Q4_0/Q8_0-style block
+constexpr int64_t kQKK = 256;  // elements of a K-quant (and i-quant) super-block
+constexpr TypeEntry kTypeEntries[] = {
+    {GGML_TYPE_F32, {"f32", 1, sizeof(float), false, true}},
+    {GGML_TYPE_F16, {"f16", 1, sizeof(ggml_fp16_t), false, true}},
+    {GGML_TYPE_Q4_0, {"q4_0", GGML_QK4_0, sizeof(ggml_block_q4_0), true, false}},
+    {GGML_TYPE_Q4_1, {"q4_1", kQK, 20, true, false}},
+    {GGML_TYPE_Q5_0, {"q5_0", kQK, 22, true, false}},
+    {GGML_TYPE_Q5_1, {"q5_1", kQK, 24, true, false}},
+    {GGML_TYPE_Q8_0, {"q8_0", GGML_QK8_0, sizeof(ggml_block_q8_0), true, false}},
+    {GGML_TYPE_Q8_1, {"q8_1", kQK, 36, true, false}},
+    {GGML_TYPE_Q2_K, {"q2_K", kQKK, 84, true, false}},
+    {GGML_TYPE_Q3_K, {"q3_K", kQKK, 110, true, false}},
+    {GGML_TYPE_Q4_K, {"q4_K", kQKK, 144, true, false}},
+    {GGML_TYPE_Q5_K, {"q5_K", kQKK, 176, true, false}},
+    {GGML_TYPE_Q6_K, {"q6_K", kQKK, 210, true, false}},
+    {GGML_TYPE_Q8_K, {"q8_K", kQKK, 292, true, false}},
+    {GGML_TYPE_IQ2_XXS, {"iq2_xxs", kQKK, 66, true, false}},
+    {GGML_TYPE_IQ2_XS, {"iq2_xs", kQKK, 74, true, false}},
+    {GGML_TYPE_IQ3_XXS, {"iq3_xxs", kQKK, 98, true, false}},
+    {GGML_TYPE_IQ1_S, {"iq1_s", kQKK, 50, true, false}},
+    {GGML_TYPE_IQ4_NL, {"iq4_nl", kQK, 18, true, false}},
+    {GGML_TYPE_IQ3_S, {"iq3_s", kQKK, 110, true, false}},
+    {GGML_TYPE_IQ2_S, {"iq2_s", kQKK, 82, true, false}},
+    {GGML_TYPE_IQ4_XS, {"iq4_xs", kQKK, 136, true, false}},
+    {GGML_TYPE_I8, {"i8", 1, sizeof(int8_t), false, false}},
+    {GGML_TYPE_I16, {"i16", 1, sizeof(int16_t), false, false}},
+    {GGML_TYPE_I32, {"i32", 1, sizeof(int32_t), false, false}},
+    {GGML_TYPE_I64, {"i64", 1, sizeof(int64_t), false, false}},
+    {GGML_TYPE_F64, {"f64", 1, sizeof(double), false, false}},
+    {GGML_TYPE_IQ1_M, {"iq1_m", kQKK, 56, true, false}},
+    {GGML_TYPE_BF16, {"bf16", 1, sizeof(ggml_bf16_t), false, true}},
+    {GGML_TYPE_TQ1_0, {"tq1_0", kQKK, 54, true, false}},
+    {GGML_TYPE_TQ2_0, {"tq2_0", kQKK, 66, true, false}},
+    {GGML_TYPE_MXFP4, {"mxfp4", kQK, 17, true, false}},
+    {GGML_TYPE_NVFP4, {"nvfp4", 64, 36, true, false}},
+    {GGML_TYPE_Q1_0, {"q1_0", 128, 18, true, false}},
+    {GGML_TYPE_Q2_0, {"q2_0", 64, 18, true, false}},
+};
 
 static_assert(sizeof(ggml_block_q8_0) == 34, "Q8_0 block must be 34 bytes");
 static_assert(sizeof(ggml_block_q4_0) == 18, "Q4_0 block must be 18 bytes");
+static_assert(sizeof(ggml_bf16_t) == 2, "ggml_bf16_t must be its 16 bits");
 
-// Out-of-range types get neutral traits: a block of one element and zero bytes.
+// Ids without a type (removed formats) and out-of-range values get neutral traits: a block of one
+// element and zero bytes.
 constexpr TypeTraits kUnknown = {"unknown", 1, 0, false, false};
+
+constexpr std::array<TypeTraits, GGML_TYPE_COUNT> kTraits = [] {
+    std::array<TypeTraits, GGML_TYPE_COUNT> table{};
+    table.fill(kUnknown);
+    for (const TypeEntry & entry : kTypeEntries)
+        table[static_cast<size_t>(entry.type)] = entry.traits;
+    return table;
+}();
 
 const TypeTraits & traits(ggml_type type) {
     const auto index = static_cast<int>(type);
@@ -538,9 +584,9 @@ float ggml_fp16_to_fp32(ggml_fp16_t h) { return std::bit_cast<float>(f16_to_f32_
 
 ggml_fp16_t ggml_fp32_to_fp16(float f) { return f32_bits_to_f16(std::bit_cast<uint32_t>(f)); }
 
-float ggml_bf16_to_fp32(ggml_bf16_t h) { return std::bit_cast<float>(bf16_to_f32_bits(h)); }
+float ggml_bf16_to_fp32(ggml_bf16_t h) { return std::bit_cast<float>(bf16_to_f32_bits(h.bits)); }
 
-ggml_bf16_t ggml_fp32_to_bf16(float f) { return f32_bits_to_bf16(std::bit_cast<uint32_t>(f)); }
+ggml_bf16_t ggml_fp32_to_bf16(float f) { return {f32_bits_to_bf16(std::bit_cast<uint32_t>(f))}; }
 
 void ggml_fp16_to_fp32_row(const ggml_fp16_t * x, float * y, int64_t n) {
     if (n > 0) HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::Fp16ToFp32Row)(x, y, n);
@@ -550,12 +596,16 @@ void ggml_fp32_to_fp16_row(const float * x, ggml_fp16_t * y, int64_t n) {
     if (n > 0) HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::Fp32ToFp16Row)(x, y, n);
 }
 
+// ggml_bf16_t is a struct of its 16 bits; the vector code reads and writes the bits directly.
 void ggml_bf16_to_fp32_row(const ggml_bf16_t * x, float * y, int64_t n) {
-    if (n > 0) HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::Bf16ToFp32Row)(x, y, n);
+    if (n > 0)
+        HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::Bf16ToFp32Row)
+        (reinterpret_cast<const uint16_t *>(x), y, n);
 }
 
 void ggml_fp32_to_bf16_row(const float * x, ggml_bf16_t * y, int64_t n) {
-    if (n > 0) HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::Fp32ToBf16Row)(x, y, n);
+    if (n > 0)
+        HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::Fp32ToBf16Row)(x, reinterpret_cast<uint16_t *>(y), n);
 }
 
 size_t ggml_quantize_row(enum ggml_type type, const float * x, void * y, int64_t n) {
@@ -593,8 +643,8 @@ size_t ggml_quantize_row(enum ggml_type type, const float * x, void * y, int64_t
     return ggml_row_size(type, n);
 }
 
-void ggml_dequantize_row(enum ggml_type type, const void * x, float * y, int64_t n) {
-    if (n <= 0) return;
+bool ggml_dequantize_row(enum ggml_type type, const void * x, float * y, int64_t n) {
+    if (n <= 0) return true;
     switch (type) {
         case GGML_TYPE_F32:
             std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
@@ -623,8 +673,9 @@ void ggml_dequantize_row(enum ggml_type type, const void * x, float * y, int64_t
             (static_cast<const ggml_block_q4_0 *>(x), y, n / GGML_QK4_0);
             break;
         default:
-            break;
+            return false;
     }
+    return true;
 }
 
 }  // extern "C"

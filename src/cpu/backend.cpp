@@ -139,7 +139,7 @@ const char * CpuBackend::name() const { return device_->name(); }
 
 void CpuBackend::set_n_threads(int n) {
     const int before = pool_.n_threads();
-    pool_.set_n_threads(n == GGML_DEFAULT_N_THREADS ? default_thread_count() : n);
+    pool_.set_n_threads(n == 0 ? default_thread_count() : n);
     if (pool_.n_threads() != before) ++threads_epoch_;
 }
 

@@ -13,6 +13,8 @@
 
 #include <cstddef>
 
+#include "core/enum_table.h"
+
 namespace ggx {
 
 struct Kernel;
@@ -54,15 +56,5 @@ struct Kernel {
     // What the callbacks adapt: a registration of ggml-ext.h, or nullptr for a device's own kernel.
     const void * impl = nullptr;
 };
-
-// Whether entries (each with an `op` member) lists every value 0 .. count - 1 of an enum once, in
-// order: the compile-time check of a device's kernel table and of its sub-op tables.
-template <class Entry, size_t N>
-constexpr bool lists_every_value_in_order(const Entry (&entries)[N], int count) {
-    if (N != static_cast<size_t>(count)) return false;
-    for (size_t i = 0; i < N; ++i)
-        if (static_cast<int>(entries[i].op) != static_cast<int>(i)) return false;
-    return true;
-}
 
 }  // namespace ggx

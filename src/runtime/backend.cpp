@@ -272,6 +272,7 @@ void ggml_backend_dev_get_props(ggml_backend_dev_t device, ggml_backend_dev_prop
     props->description = device->description();
     device->memory(&props->memory_free, &props->memory_total);
     props->type = device->type();
+    props->device_id = nullptr;  // no device reports a PCI bus id yet
     props->caps = device->caps();
 }
 

@@ -33,6 +33,16 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 uint32_t bits_of(float f) { return std::bit_cast<uint32_t>(f); }
 float float_of(uint32_t u) { return std::bit_cast<float>(u); }
+
+// BF16 values as their bits: ggml_bf16_t is a struct holding them.
+float bf16_to_f32(uint16_t bits) { return ggml_bf16_to_fp32(ggml_bf16_t{bits}); }
+uint16_t f32_to_bf16(float f) { return ggml_fp32_to_bf16(f).bits; }
+void bf16_row_to_f32(const uint16_t * x, float * y, int64_t n) {
+    ggml_bf16_to_fp32_row(reinterpret_cast<const ggml_bf16_t *>(x), y, n);
+}
+void f32_row_to_bf16(const float * x, uint16_t * y, int64_t n) {
+    ggml_fp32_to_bf16_row(x, reinterpret_cast<ggml_bf16_t *>(y), n);
+}
 uint16_t u16(unsigned v) { return static_cast<uint16_t>(v); }
 
 // ---- Oracles ------------------------------------------------------------------------------------
@@ -151,6 +161,7 @@ struct ExpectedTraits {
     bool is_float;
 };
 
+// The types ggx computes with (test_abi.cpp checks the traits of every ggml type).
 constexpr ExpectedTraits kExpected[] = {
     {GGML_TYPE_F32, "f32", 1, 4, false, true},     {GGML_TYPE_F16, "f16", 1, 2, false, true},
     {GGML_TYPE_BF16, "bf16", 1, 2, false, true},   {GGML_TYPE_I8, "i8", 1, 1, false, false},
@@ -158,8 +169,7 @@ constexpr ExpectedTraits kExpected[] = {
     {GGML_TYPE_Q8_0, "q8_0", 32, 34, true, false}, {GGML_TYPE_Q4_0, "q4_0", 32, 18, true, false},
 };
 
-TEST(TypeTraits, EveryType) {
-    static_assert(std::size(kExpected) == GGML_TYPE_COUNT);
+TEST(TypeTraits, ComputedTypes) {
     for (const auto & e : kExpected) {
         SCOPED_TRACE(e.name);
         EXPECT_STREQ(ggml_type_name(e.type), e.name);
@@ -172,8 +182,24 @@ TEST(TypeTraits, EveryType) {
     EXPECT_EQ(sizeof(ggml_block_q4_0), 18u);
 }
 
+// The other types have traits but no conversion: the row helpers refuse them and write nothing.
+TEST(TypeTraits, TypesWithoutConversionAreRefused) {
+    std::vector<float> x(256, 1.0f);
+    for (const ggml_type type :
+         {GGML_TYPE_Q4_K, GGML_TYPE_IQ4_NL, GGML_TYPE_MXFP4, GGML_TYPE_I64, GGML_TYPE_F64}) {
+        SCOPED_TRACE(ggml_type_name(type));
+        std::vector<uint8_t> row(ggml_row_size(type, 256), 0xab);
+        EXPECT_EQ(ggml_quantize_row(type, x.data(), row.data(), 256), 0u);
+        EXPECT_TRUE(std::all_of(row.begin(), row.end(), [](uint8_t b) { return b == 0xab; }));
+        std::vector<float> y(256, 7.0f);
+        EXPECT_FALSE(ggml_dequantize_row(type, row.data(), y.data(), 256));
+        EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return v == 7.0f; }));
+    }
+}
+
 TEST(TypeTraits, UnknownTypeName) {
     EXPECT_STREQ(ggml_type_name(GGML_TYPE_COUNT), "unknown");
+    EXPECT_STREQ(ggml_type_name(static_cast<ggml_type>(4)), "unknown");  // a removed format's id
     EXPECT_STREQ(ggml_type_name(static_cast<ggml_type>(-1)), "unknown");
     EXPECT_STREQ(ggml_type_name(static_cast<ggml_type>(1000)), "unknown");
 }
@@ -318,7 +344,7 @@ TEST(Fp16, NaNStaysQuietNaNWithSign) {
 TEST(Bf16, ExhaustiveToFp32MatchesFieldDecoding) {
     for (unsigned u = 0; u <= 0xffffu; ++u) {
         const uint16_t h = u16(u);
-        const float f = ggml_bf16_to_fp32(h);
+        const float f = bf16_to_f32(h);
         if (kBF16.is_nan(h)) {
             ASSERT_TRUE(std::isnan(f)) << std::hex << u;
             ASSERT_EQ(std::signbit(f), (h & 0x8000u) != 0) << std::hex << u;
@@ -333,7 +359,7 @@ TEST(Bf16, ExhaustiveToFp32MatchesFieldDecoding) {
 TEST(Bf16, ExhaustiveRoundTrip) {
     for (unsigned u = 0; u <= 0xffffu; ++u) {
         const uint16_t h = u16(u);
-        const uint16_t back = ggml_fp32_to_bf16(ggml_bf16_to_fp32(h));
+        const uint16_t back = f32_to_bf16(bf16_to_f32(h));
         if (kBF16.is_nan(h)) {
             ASSERT_TRUE(kBF16.is_nan(back)) << std::hex << u << " -> " << back;
             ASSERT_EQ(back & 0x8000u, h & 0x8000u) << std::hex << u;
@@ -348,13 +374,13 @@ TEST(Bf16, RoundsMidpointsAndNeighboursLikeOracle) {
     const auto probes = midpoint_probes(bf16_oracle());
     ASSERT_EQ(probes.size(), 6u * 0x7f80u);
     for (float f : probes) {
-        ASSERT_EQ(ggml_fp32_to_bf16(f), bf16_oracle().round(f)) << std::hexfloat << f;
+        ASSERT_EQ(f32_to_bf16(f), bf16_oracle().round(f)) << std::hexfloat << f;
     }
 }
 
 TEST(Bf16, RoundsFloatSweepLikeOracle) {
     for (float f : sweep_probes()) {
-        const uint16_t h = ggml_fp32_to_bf16(f);
+        const uint16_t h = f32_to_bf16(f);
         if (std::isnan(f)) {
             ASSERT_TRUE(kBF16.is_nan(h)) << std::hex << bits_of(f);
             ASSERT_EQ((h & 0x8000u) != 0, std::signbit(f)) << std::hex << bits_of(f);
@@ -365,36 +391,36 @@ TEST(Bf16, RoundsFloatSweepLikeOracle) {
 }
 
 TEST(Bf16, NamedBoundaries) {
-    EXPECT_EQ(ggml_fp32_to_bf16(1.0f), 0x3f80);
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0x3f808000u)), 0x3f80);  // tie, even stays
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0x3f818000u)), 0x3f82);  // tie, odd goes up
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0x3f808001u)), 0x3f81);
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0x3f807fffu)), 0x3f80);
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0x7f7f7fffu)), 0x7f7f);
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0x7f7f8000u)), 0x7f80);  // overflow by a tie
-    EXPECT_EQ(ggml_fp32_to_bf16(std::numeric_limits<float>::max()), 0x7f80);
-    EXPECT_EQ(ggml_fp32_to_bf16(-std::numeric_limits<float>::max()), 0xff80);
-    EXPECT_EQ(ggml_fp32_to_bf16(kInf), 0x7f80);
-    EXPECT_EQ(ggml_fp32_to_bf16(-kInf), 0xff80);
-    EXPECT_EQ(ggml_fp32_to_bf16(-0.0f), 0x8000);
-    EXPECT_EQ(ggml_fp32_to_bf16(std::numeric_limits<float>::denorm_min()), 0x0000);
-    EXPECT_EQ(ggml_fp32_to_bf16(-std::numeric_limits<float>::denorm_min()), 0x8000);
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0x00008000u)), 0x0000);
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0x00008001u)), 0x0001);
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0x00018000u)), 0x0002);
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0x007fffffu)), 0x0080);  // largest subnormal -> min normal
+    EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
+    EXPECT_EQ(f32_to_bf16(float_of(0x3f808000u)), 0x3f80);  // tie, even stays
+    EXPECT_EQ(f32_to_bf16(float_of(0x3f818000u)), 0x3f82);  // tie, odd goes up
+    EXPECT_EQ(f32_to_bf16(float_of(0x3f808001u)), 0x3f81);
+    EXPECT_EQ(f32_to_bf16(float_of(0x3f807fffu)), 0x3f80);
+    EXPECT_EQ(f32_to_bf16(float_of(0x7f7f7fffu)), 0x7f7f);
+    EXPECT_EQ(f32_to_bf16(float_of(0x7f7f8000u)), 0x7f80);  // overflow by a tie
+    EXPECT_EQ(f32_to_bf16(std::numeric_limits<float>::max()), 0x7f80);
+    EXPECT_EQ(f32_to_bf16(-std::numeric_limits<float>::max()), 0xff80);
+    EXPECT_EQ(f32_to_bf16(kInf), 0x7f80);
+    EXPECT_EQ(f32_to_bf16(-kInf), 0xff80);
+    EXPECT_EQ(f32_to_bf16(-0.0f), 0x8000);
+    EXPECT_EQ(f32_to_bf16(std::numeric_limits<float>::denorm_min()), 0x0000);
+    EXPECT_EQ(f32_to_bf16(-std::numeric_limits<float>::denorm_min()), 0x8000);
+    EXPECT_EQ(f32_to_bf16(float_of(0x00008000u)), 0x0000);
+    EXPECT_EQ(f32_to_bf16(float_of(0x00008001u)), 0x0001);
+    EXPECT_EQ(f32_to_bf16(float_of(0x00018000u)), 0x0002);
+    EXPECT_EQ(f32_to_bf16(float_of(0x007fffffu)), 0x0080);  // largest subnormal -> min normal
 }
 
 TEST(Bf16, NaNStaysQuietNaNWithSign) {
     // Payload only in the low 16 bits must not truncate to infinity.
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0x7f800001u)), 0x7fc0);
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0xff800001u)), 0xffc0);
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0x7f80ffffu)), 0x7fc0);
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0x7fc00000u)), 0x7fc0);
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0x7fffffffu)), 0x7fff);  // no rounding into the sign
-    EXPECT_EQ(ggml_fp32_to_bf16(float_of(0xffffffffu)), 0xffff);
-    EXPECT_TRUE(kBF16.is_nan(ggml_fp32_to_bf16(kNaN)));
-    EXPECT_EQ(bits_of(ggml_bf16_to_fp32(0x7f81)), 0x7fc10000u);
+    EXPECT_EQ(f32_to_bf16(float_of(0x7f800001u)), 0x7fc0);
+    EXPECT_EQ(f32_to_bf16(float_of(0xff800001u)), 0xffc0);
+    EXPECT_EQ(f32_to_bf16(float_of(0x7f80ffffu)), 0x7fc0);
+    EXPECT_EQ(f32_to_bf16(float_of(0x7fc00000u)), 0x7fc0);
+    EXPECT_EQ(f32_to_bf16(float_of(0x7fffffffu)), 0x7fff);  // no rounding into the sign
+    EXPECT_EQ(f32_to_bf16(float_of(0xffffffffu)), 0xffff);
+    EXPECT_TRUE(kBF16.is_nan(f32_to_bf16(kNaN)));
+    EXPECT_EQ(bits_of(bf16_to_f32(0x7f81)), 0x7fc10000u);
 }
 
 // ---- Rows ---------------------------------------------------------------------------------------
@@ -415,9 +441,9 @@ TEST(Rows, EqualScalarConversions) {
     ggml_fp16_to_fp32_row(all.data(), out.data(), static_cast<int64_t>(all.size()));
     for (unsigned u = 0; u <= 0xffffu; ++u)
         ASSERT_EQ(bits_of(out[u]), bits_of(ggml_fp16_to_fp32(u16(u))));
-    ggml_bf16_to_fp32_row(all.data(), out.data(), static_cast<int64_t>(all.size()));
+    bf16_row_to_f32(all.data(), out.data(), static_cast<int64_t>(all.size()));
     for (unsigned u = 0; u <= 0xffffu; ++u)
-        ASSERT_EQ(bits_of(out[u]), bits_of(ggml_bf16_to_fp32(u16(u))));
+        ASSERT_EQ(bits_of(out[u]), bits_of(bf16_to_f32(u16(u))));
 
     const auto floats = assorted_floats();
     const auto n = static_cast<int64_t>(floats.size());
@@ -425,9 +451,9 @@ TEST(Rows, EqualScalarConversions) {
     ggml_fp32_to_fp16_row(floats.data(), halves.data(), n);
     for (size_t i = 0; i < floats.size(); ++i)
         ASSERT_EQ(halves[i], ggml_fp32_to_fp16(floats[i])) << i;
-    ggml_fp32_to_bf16_row(floats.data(), halves.data(), n);
+    f32_row_to_bf16(floats.data(), halves.data(), n);
     for (size_t i = 0; i < floats.size(); ++i)
-        ASSERT_EQ(halves[i], ggml_fp32_to_bf16(floats[i])) << i;
+        ASSERT_EQ(halves[i], f32_to_bf16(floats[i])) << i;
 }
 
 TEST(Rows, ZeroLengthWritesNothing) {
@@ -461,8 +487,8 @@ TEST(QuantizeRow, FloatTypes) {
     EXPECT_EQ(ggml_quantize_row(GGML_TYPE_BF16, floats.data(), halves.data(), n), floats.size() * 2);
     ggml_dequantize_row(GGML_TYPE_BF16, halves.data(), back.data(), n);
     for (size_t i = 0; i < floats.size(); ++i) {
-        ASSERT_EQ(halves[i], ggml_fp32_to_bf16(floats[i])) << i;
-        ASSERT_EQ(bits_of(back[i]), bits_of(ggml_bf16_to_fp32(halves[i]))) << i;
+        ASSERT_EQ(halves[i], f32_to_bf16(floats[i])) << i;
+        ASSERT_EQ(bits_of(back[i]), bits_of(bf16_to_f32(halves[i]))) << i;
     }
 }
 
@@ -921,7 +947,7 @@ TEST(RowsOnEveryTarget, AllHalfPatternsToFp32) {
     std::vector<uint32_t> f16_expected(kCount), bf16_expected(kCount);
     for (size_t u = 0; u < kCount; ++u) {
         f16_expected[u] = bits_of(ggml_fp16_to_fp32(halves[u]));
-        bf16_expected[u] = bits_of(ggml_bf16_to_fp32(halves[u]));
+        bf16_expected[u] = bits_of(bf16_to_f32(halves[u]));
     }
     // Through the row functions and through ggml_dequantize_row, alternating by piece.
     for (const bool bf16 : {false, true}) {
@@ -936,7 +962,7 @@ TEST(RowsOnEveryTarget, AllHalfPatternsToFp32) {
                 const auto at = static_cast<size_t>(i);
                 if (piece++ % 2 == 0) {
                     if (bf16)
-                        ggml_bf16_to_fp32_row(halves.data() + at, out.data() + at, n);
+                        bf16_row_to_f32(halves.data() + at, out.data() + at, n);
                     else
                         ggml_fp16_to_fp32_row(halves.data() + at, out.data() + at, n);
                 } else {
@@ -997,7 +1023,7 @@ TEST(RowsOnEveryTarget, Fp32ProbesToHalves) {
     std::vector<uint16_t> f16_expected(count), bf16_expected(count);
     for (size_t i = 0; i < count; ++i) {
         f16_expected[i] = ggml_fp32_to_fp16(probes[i]);
-        bf16_expected[i] = ggml_fp32_to_bf16(probes[i]);
+        bf16_expected[i] = f32_to_bf16(probes[i]);
     }
     for (const bool bf16 : {false, true}) {
         SCOPED_TRACE(bf16 ? "bf16" : "f16");
@@ -1009,7 +1035,7 @@ TEST(RowsOnEveryTarget, Fp32ProbesToHalves) {
                 const auto at = static_cast<size_t>(i);
                 if (piece++ % 2 == 0) {
                     if (bf16)
-                        ggml_fp32_to_bf16_row(in.data() + at, out.data() + at, n);
+                        f32_row_to_bf16(in.data() + at, out.data() + at, n);
                     else
                         ggml_fp32_to_fp16_row(in.data() + at, out.data() + at, n);
                 } else {
@@ -1036,13 +1062,13 @@ TEST(RowsOnEveryTarget, ExhaustiveFp32ToHalves) {
         for (size_t i = 0; i < kChunk; ++i) {
             in[i] = float_of(static_cast<uint32_t>(base + i));
             f16_expected[i] = ggml_fp32_to_fp16(in[i]);
-            bf16_expected[i] = ggml_fp32_to_bf16(in[i]);
+            bf16_expected[i] = f32_to_bf16(in[i]);
         }
         on_every_target(/*verbose=*/base == 0, [&] {
             ggml_fp32_to_fp16_row(in.data(), out.data(), static_cast<int64_t>(kChunk));
             for (size_t i = 0; i < kChunk; ++i)
                 ASSERT_EQ(out[i], f16_expected[i]) << std::hex << "f16 input " << bits_of(in[i]);
-            ggml_fp32_to_bf16_row(in.data(), out.data(), static_cast<int64_t>(kChunk));
+            f32_row_to_bf16(in.data(), out.data(), static_cast<int64_t>(kChunk));
             for (size_t i = 0; i < kChunk; ++i)
                 ASSERT_EQ(out[i], bf16_expected[i]) << std::hex << "bf16 input " << bits_of(in[i]);
         });

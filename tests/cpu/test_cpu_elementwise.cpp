@@ -15,6 +15,7 @@
 #include <ggml.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
@@ -195,8 +196,7 @@ std::vector<MapCase> map_cases() {
         {"clamp", [](ggml_context * c, ggml_tensor * a,
                      bool ip) { return (ip ? ggml_clamp_inplace : ggml_clamp)(c, a, -0.7f, 1.1f); }},
     };
-    for (int op = 0; op < GGML_UNARY_OP_COUNT; ++op) {
-        const auto u = static_cast<ggml_unary_op>(op);
+    for (const ggml_unary_op u : kComputedUnaryOps) {
         cases.push_back({ggml_unary_op_name(u), [u](ggml_context * c, ggml_tensor * a, bool ip) {
                              return (ip ? ggml_unary_inplace : ggml_unary)(c, a, u);
                          }});
@@ -256,9 +256,8 @@ TEST(CpuMap, HandlesInfinitiesNaNsAndSaturation) {
 
 TEST(CpuGlu, MergedSwappedAndSplitForms) {
     const Shape shapes[] = {{2, 1, 1, 1}, {34, 3, 1, 1}, {66, 5, 2, 1}, {3000, 2, 1, 1}};
-    for (int op = 0; op < GGML_GLU_OP_COUNT; ++op)
+    for (const ggml_glu_op g : kComputedGluOps)
         for (ggml_type type : kFloatTypes) {
-            const auto g = static_cast<ggml_glu_op>(op);
             const std::string what = std::string(ggml_glu_op_name(g)) + " " + ggml_type_name(type);
             for (const Shape & ne : shapes)
                 for (bool swapped : {false, true}) {
@@ -704,12 +703,20 @@ TEST_F(CpuSupports, RejectsOtherTypeCombinations) {
         EXPECT_FALSE(supports(t)) << ggml_op_name(t->op) << " " << ggml_type_name(t->type);
     // A hand-made copy between different shapes of the same element count is fine.
     EXPECT_TRUE(supports(node(GGML_OP_CPY, GGML_TYPE_F32, {16, 4, 1, 1}, {q4})));
-    ggml_tensor * bad_unary = ggml_relu(ctx.get(), f32);
-    bad_unary->op_params[0] = GGML_UNARY_OP_COUNT;
-    EXPECT_FALSE(supports(bad_unary));
-    ggml_tensor * bad_glu = ggml_swiglu(ctx.get(), f32);
-    bad_glu->op_params[0] = GGML_GLU_OP_COUNT;
-    EXPECT_FALSE(supports(bad_glu));
+    // Sub-op values out of range, and ggml's sub-ops that have no CPU kernel yet.
+    const auto computed = [](const auto & ops, int op) {
+        return std::find(std::begin(ops), std::end(ops), op) != std::end(ops);
+    };
+    for (int op = 0; op <= GGML_UNARY_OP_COUNT; ++op) {
+        ggml_tensor * unary = ggml_relu(ctx.get(), f32);
+        unary->op_params[0] = op;
+        EXPECT_EQ(supports(unary), computed(kComputedUnaryOps, op)) << op;
+    }
+    for (int op = 0; op <= GGML_GLU_OP_COUNT; ++op) {
+        ggml_tensor * glu = ggml_swiglu(ctx.get(), f32);
+        glu->op_params[0] = op;
+        EXPECT_EQ(supports(glu), computed(kComputedGluOps, op)) << op;
+    }
 }
 
 }  // namespace

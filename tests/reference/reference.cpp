@@ -313,29 +313,52 @@ double gelu(double x) {
     return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
 }
 double silu(double x) { return x / (1.0 + std::exp(-x)); }
+double relu(double x) { return x > 0.0 ? x : 0.0; }
+double gelu_quick(double x) { return x / (1.0 + std::exp(-1.702 * x)); }
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double hyperbolic_tangent(double x) { return std::tanh(x); }
 
-double unary(const ggml_tensor * d, int op, double x) {
+using Activation = double (*)(double);
+
+// The function of a unary sub-op, or nullptr for one the oracle does not know.
+Activation unary_activation(int op) {
     switch (op) {
         case GGML_UNARY_OP_RELU:
-            return x > 0.0 ? x : 0.0;
+            return relu;
         case GGML_UNARY_OP_SILU:
-            return silu(x);
+            return silu;
         case GGML_UNARY_OP_GELU:
-            return gelu(x);
+            return gelu;
         case GGML_UNARY_OP_GELU_QUICK:
-            return x / (1.0 + std::exp(-1.702 * x));
+            return gelu_quick;
         case GGML_UNARY_OP_SIGMOID:
-            return 1.0 / (1.0 + std::exp(-x));
+            return sigmoid;
         case GGML_UNARY_OP_TANH:
-            return std::tanh(x);
+            return hyperbolic_tangent;
         default:
-            fail(d, "unknown unary op " + std::to_string(op));
+            return nullptr;
+    }
+}
+
+// The activation of a GLU sub-op, or nullptr for one the oracle does not know.
+Activation glu_activation(int op) {
+    switch (op) {
+        case GGML_GLU_OP_SWIGLU:
+            return silu;
+        case GGML_GLU_OP_GEGLU:
+            return gelu;
+        default:
+            return nullptr;
     }
 }
 
 Output k_map(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0);
     require(same_shape(a.t, d), d, "result shape differs from a " + shape_str(a.t));
+    const Activation activation =
+        d->op == GGML_OP_UNARY ? unary_activation(params_of<ggml_ext_unary_params>(d).op) : nullptr;
+    if (d->op == GGML_OP_UNARY && !activation)
+        fail(d, "unknown unary op " + std::to_string(params_of<ggml_ext_unary_params>(d).op));
     std::vector<double> r = in[0];
     for (double & x : r) {
         switch (d->op) {
@@ -356,7 +379,7 @@ Output k_map(const ggml_tensor * d, const Inputs & in) {
                 break;
             }
             case GGML_OP_UNARY:
-                x = unary(d, params_of<ggml_ext_unary_params>(d).op, x);
+                x = activation(x);
                 break;
             default:
                 fail(d, "not an element-wise op");
@@ -758,16 +781,8 @@ Output k_glu(const ggml_tensor * d, const Inputs & in) {
     const auto glu = params_of<ggml_ext_glu_params>(d);
     const int op = glu.op;
     const bool swapped = glu.swapped != 0;
-    const auto act = [&](double x) {
-        switch (op) {
-            case GGML_GLU_OP_SWIGLU:
-                return silu(x);
-            case GGML_GLU_OP_GEGLU:
-                return gelu(x);
-            default:
-                fail(d, "unknown glu op " + std::to_string(op));
-        }
-    };
+    const Activation act = glu_activation(op);
+    if (!act) fail(d, "unknown glu op " + std::to_string(op));
     std::vector<double> r = zeros(d);
     if (d->src[1] == nullptr) {
         const int64_t n = d->ne[0];
@@ -907,8 +922,8 @@ Output k_custom(const ggml_tensor * d, const Inputs & in) {
 
 using Kernel = Output (*)(const ggml_tensor *, const Inputs &);
 
-Kernel kernel_for(const ggml_tensor * d) {
-    switch (d->op) {
+Kernel kernel_for(ggml_op op) {
+    switch (op) {
         case GGML_OP_DUP:
         case GGML_OP_CONT:
         case GGML_OP_CPY:
@@ -1083,7 +1098,7 @@ struct Evaluator::Storage {
             map(node);  // validates the view against its owner
             return;
         }
-        const Kernel kernel = kernel_for(node);
+        const Kernel kernel = kernel_for(node->op);
         if (kernel == nullptr) fail(node, "operator not supported by the oracle");
         Inputs in;
         for (int i = 0; i < GGML_MAX_SRC; ++i)
@@ -1091,6 +1106,10 @@ struct Evaluator::Storage {
         store(ev, node, kernel(node, in));
     }
 };
+
+bool evaluates(ggml_op op) { return op == GGML_OP_NONE || is_view_op(op) || kernel_for(op) != nullptr; }
+bool evaluates(ggml_unary_op op) { return unary_activation(op) != nullptr; }
+bool evaluates(ggml_glu_op op) { return glu_activation(op) != nullptr; }
 
 bool register_extension(const char * op_name, ExtensionKernel kernel) {
     if (op_name == nullptr || kernel == nullptr) return false;

@@ -47,6 +47,13 @@ private:
     friend struct EvaluatorAccess;
 };
 
+// Whether the oracle evaluates nodes of op (or of a UNARY / GLU sub-op). The ggml ops and sub-ops
+// outside are those no device has a kernel for yet (docs/ops.md lists them); each one enters when
+// its kernel does, with its oracle implementation and its cases.
+bool evaluates(ggml_op op);
+bool evaluates(ggml_unary_op op);
+bool evaluates(ggml_glu_op op);
+
 // Extension operators: the oracle evaluates a node of a registered extension operator (ggml-ext.h)
 // with the kernel taught to it under the operator's name. The kernel gets the logical values (ne0
 // fastest) of node->src[0..GGML_MAX_SRC) (empty where a source is absent) and returns the node's

@@ -153,7 +153,8 @@ private:
         switch (pick(20)) {
             case 0:
             case 1: {
-                const auto op = static_cast<ggml_unary_op>(pick(GGML_UNARY_OP_COUNT));
+                const ggml_unary_op op = ggx::test::kComputedUnaryOps[pick(
+                    static_cast<int>(std::size(ggx::test::kComputedUnaryOps)))];
                 r = inplace ? ggml_unary_inplace(c, a, op) : ggml_unary(c, a, op);
                 break;
             }
@@ -328,7 +329,8 @@ private:
                 break;
             }
             case 17: {
-                const auto op = static_cast<ggml_glu_op>(pick(GGML_GLU_OP_COUNT));
+                const ggml_glu_op op =
+                    ggx::test::kComputedGluOps[pick(static_cast<int>(std::size(ggx::test::kComputedGluOps)))];
                 ggml_tensor * b = same_shape(a);
                 r = chance(0.5) ? ggml_glu_split(c, a, b, op) : ggml_glu(c, a, op, chance(0.5));
                 break;

@@ -126,4 +126,11 @@ inline std::string fusion_rejection(const ggml_cgraph * graph,
 
 inline constexpr ggml_type kFloatTypes[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16};
 
+// The UNARY and GLU sub-ops ggx has kernels for, in the order their enums had before they took
+// ggml's values: random tests pick from these by index, so a seed keeps picking the same ops.
+inline constexpr ggml_unary_op kComputedUnaryOps[] = {GGML_UNARY_OP_RELU,    GGML_UNARY_OP_SILU,
+                                                      GGML_UNARY_OP_GELU,    GGML_UNARY_OP_GELU_QUICK,
+                                                      GGML_UNARY_OP_SIGMOID, GGML_UNARY_OP_TANH};
+inline constexpr ggml_glu_op kComputedGluOps[] = {GGML_GLU_OP_SWIGLU, GGML_GLU_OP_GEGLU};
+
 }  // namespace ggx::test

@@ -320,52 +320,28 @@ size_t value_type_size(ValueType type) {
     }
 }
 
+static_assert(kGgufTypeF32 == GGML_TYPE_F32 && kGgufTypeF16 == GGML_TYPE_F16 &&
+              kGgufTypeQ4_0 == GGML_TYPE_Q4_0 && kGgufTypeQ8_0 == GGML_TYPE_Q8_0 &&
+              kGgufTypeI8 == GGML_TYPE_I8 && kGgufTypeI16 == GGML_TYPE_I16 && kGgufTypeI32 == GGML_TYPE_I32 &&
+              kGgufTypeBF16 == GGML_TYPE_BF16);
+
 std::optional<ggml_type> type_from_gguf(uint32_t gguf_type) {
     switch (gguf_type) {
         case kGgufTypeF32:
-            return GGML_TYPE_F32;
         case kGgufTypeF16:
-            return GGML_TYPE_F16;
         case kGgufTypeQ4_0:
-            return GGML_TYPE_Q4_0;
         case kGgufTypeQ8_0:
-            return GGML_TYPE_Q8_0;
         case kGgufTypeI8:
-            return GGML_TYPE_I8;
         case kGgufTypeI16:
-            return GGML_TYPE_I16;
         case kGgufTypeI32:
-            return GGML_TYPE_I32;
         case kGgufTypeBF16:
-            return GGML_TYPE_BF16;
+            return static_cast<ggml_type>(gguf_type);
         default:
             return std::nullopt;
     }
 }
 
-uint32_t type_to_gguf(ggml_type type) {
-    switch (type) {
-        case GGML_TYPE_F32:
-            return kGgufTypeF32;
-        case GGML_TYPE_F16:
-            return kGgufTypeF16;
-        case GGML_TYPE_BF16:
-            return kGgufTypeBF16;
-        case GGML_TYPE_I8:
-            return kGgufTypeI8;
-        case GGML_TYPE_I16:
-            return kGgufTypeI16;
-        case GGML_TYPE_I32:
-            return kGgufTypeI32;
-        case GGML_TYPE_Q8_0:
-            return kGgufTypeQ8_0;
-        case GGML_TYPE_Q4_0:
-            return kGgufTypeQ4_0;
-        case GGML_TYPE_COUNT:
-            break;
-    }
-    return UINT32_MAX;
-}
+uint32_t type_to_gguf(ggml_type type) { return static_cast<uint32_t>(type); }
 
 bool Value::is_integer() const { return is_signed_int(type) || is_unsigned_int(type); }
 bool Value::is_float() const { return type == ValueType::F32 || type == ValueType::F64; }
@@ -874,8 +850,7 @@ void Writer::add_tensor(std::string_view name, ggml_type type, int n_dims, const
     for (const PendingTensor & t : tensors_) {
         if (t.name == name) return fail("duplicate name");
     }
-    if (static_cast<int>(type) < 0 || static_cast<int>(type) >= GGML_TYPE_COUNT)
-        return fail(cat("unknown type ", int(type)));
+    if (!type_from_gguf(type_to_gguf(type))) return fail(cat("unknown or unsupported type ", int(type)));
     if (n_dims < 1 || n_dims > GGML_MAX_DIMS)
         return fail(cat("n_dims ", n_dims, " is not in 1..", GGML_MAX_DIMS));
     PendingTensor t{std::string(name), type, n_dims, {1, 1, 1, 1}, data, bytes};

@@ -47,7 +47,7 @@ const char * value_type_name(ValueType type);
 // Bytes of one element of a fixed-size value type (1 for BOOL); 0 for STRING, ARRAY and unknown types.
 size_t value_type_size(ValueType type);
 
-// GGUF tensor type ids (the file's numbering, not ggx's enum ggml_type).
+// GGUF tensor type ids; they are enum ggml_type's values.
 inline constexpr uint32_t kGgufTypeF32 = 0;
 inline constexpr uint32_t kGgufTypeF16 = 1;
 inline constexpr uint32_t kGgufTypeQ4_0 = 2;
@@ -57,9 +57,10 @@ inline constexpr uint32_t kGgufTypeI16 = 25;
 inline constexpr uint32_t kGgufTypeI32 = 26;
 inline constexpr uint32_t kGgufTypeBF16 = 30;
 
-// The ggx type of a GGUF tensor type id; nullopt for ids ggx does not support.
+// The type of a GGUF tensor type id ggx reads and writes (F32, F16, BF16, I8, I16, I32, Q8_0 and
+// Q4_0, the types it computes with); nullopt for other ids.
 std::optional<ggml_type> type_from_gguf(uint32_t gguf_type);
-// The GGUF tensor type id of a ggx type (every ggx type has one).
+// The GGUF tensor type id of a type: its enum value.
 uint32_t type_to_gguf(ggml_type type);
 
 // The default alignment of the data section and of each tensor's offset.

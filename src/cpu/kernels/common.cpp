@@ -32,6 +32,7 @@ void store_row(ggml_type type, const float * src, char * dst, size_t stride, int
 namespace {
 
 bool supports_any(const ggml_tensor *) { return true; }
+bool supports_nothing(const ggml_tensor *) { return false; }
 void compute_nothing(const ComputeParams &, ggml_tensor *) {}
 
 bool supports_custom(const ggml_tensor * node) {
@@ -54,6 +55,7 @@ void compute_custom(const ComputeParams & params, ggml_tensor * node) {
 namespace kernels {
 
 const Kernel none = cpu_kernel<supports_any, nullptr, compute_nothing>("cpu.none");
+const Kernel unsupported = cpu_kernel<supports_nothing, nullptr, compute_nothing>("cpu.unsupported");
 const Kernel custom = cpu_kernel<supports_custom, nullptr, compute_custom>("cpu.custom");
 
 }  // namespace kernels

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/op_params.h"
+#include "core/types.h"
 #include "cpu/kernel.h"
 
 namespace ggx::cpu {
@@ -91,8 +92,9 @@ void for_each_row(const ComputeParams & params, const ggml_tensor * t, F && f) {
 
 // Kernel descriptors, one per op family file under src/cpu/kernels/.
 namespace kernels {
-extern const Kernel none;    // VIEW, RESHAPE, PERMUTE, TRANSPOSE, NONE: nothing to compute
-extern const Kernel binary;  // ADD, SUB, MUL, DIV
+extern const Kernel none;         // VIEW, RESHAPE, PERMUTE, TRANSPOSE, NONE: nothing to compute
+extern const Kernel unsupported;  // the ggml ops without a CPU kernel: supports no node
+extern const Kernel binary;       // ADD, SUB, MUL, DIV
 extern const Kernel scale, sqr, sqrt, clamp, unary, glu;
 extern const Kernel sum, sum_rows, mean, argmax;
 extern const Kernel copy;  // DUP, CPY, CONT

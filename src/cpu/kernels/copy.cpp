@@ -90,9 +90,9 @@ bool dense_blocks(const ggml_tensor * t) {
 }
 
 bool convertible(ggml_type from, ggml_type to) {
-    if (from == to) return from >= 0 && from < GGML_TYPE_COUNT;
-    if (ggml_is_float_type(from)) return ggml_is_float_type(to) || ggml_is_quantized(to);
-    return ggml_is_quantized(from) && to == GGML_TYPE_F32;
+    if (from == to) return core::has_conversion(from);
+    if (ggml_is_float_type(from)) return ggml_is_float_type(to) || core::is_computed_quantized(to);
+    return core::is_computed_quantized(from) && to == GGML_TYPE_F32;
 }
 
 bool supports_copy(const ggml_tensor * node) {

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
+#include <optional>
 
 #include "core/internal.h"
 #include "cpu/kernels/common.h"
@@ -279,26 +280,54 @@ void compute_clamp(const ComputeParams & params, ggml_tensor * node) {
     compute_map(params, node, {MapOp::clamp, clamp.min, clamp.max});
 }
 
-// The maps of the ggml_unary_ops and the activations of the ggml_glu_ops, by value.
-constexpr MapOp kUnaryMaps[] = {MapOp::relu,       MapOp::silu,    MapOp::gelu,
-                                MapOp::gelu_quick, MapOp::sigmoid, MapOp::tanh};
-constexpr MapOp kGluActivations[] = {MapOp::silu, MapOp::gelu};
-static_assert(std::size(kUnaryMaps) == GGML_UNARY_OP_COUNT &&
-              std::size(kGluActivations) == GGML_GLU_OP_COUNT);
+// The map of every ggml_unary_op and the activation of every ggml_glu_op (std::nullopt: no CPU
+// kernel yet), listed in enum order so that the static_asserts prove each value has one entry: a new
+// sub-op fails to compile until it is listed.
+struct SubOpMap {
+    int32_t op;
+    std::optional<MapOp> map;
+};
+constexpr SubOpMap kUnaryMaps[] = {
+    {GGML_UNARY_OP_ABS, std::nullopt},         {GGML_UNARY_OP_SGN, std::nullopt},
+    {GGML_UNARY_OP_NEG, std::nullopt},         {GGML_UNARY_OP_STEP, std::nullopt},
+    {GGML_UNARY_OP_TANH, MapOp::tanh},         {GGML_UNARY_OP_ELU, std::nullopt},
+    {GGML_UNARY_OP_RELU, MapOp::relu},         {GGML_UNARY_OP_SIGMOID, MapOp::sigmoid},
+    {GGML_UNARY_OP_GELU, MapOp::gelu},         {GGML_UNARY_OP_GELU_QUICK, MapOp::gelu_quick},
+    {GGML_UNARY_OP_SILU, MapOp::silu},         {GGML_UNARY_OP_HARDSWISH, std::nullopt},
+    {GGML_UNARY_OP_HARDSIGMOID, std::nullopt}, {GGML_UNARY_OP_EXP, std::nullopt},
+    {GGML_UNARY_OP_EXPM1, std::nullopt},       {GGML_UNARY_OP_SOFTPLUS, std::nullopt},
+    {GGML_UNARY_OP_GELU_ERF, std::nullopt},    {GGML_UNARY_OP_XIELU, std::nullopt},
+    {GGML_UNARY_OP_FLOOR, std::nullopt},       {GGML_UNARY_OP_CEIL, std::nullopt},
+    {GGML_UNARY_OP_ROUND, std::nullopt},       {GGML_UNARY_OP_TRUNC, std::nullopt},
+};
+static_assert(lists_every_value_in_order(kUnaryMaps, GGML_UNARY_OP_COUNT),
+              "the CPU unary table must list every ggml_unary_op once, in order");
+constexpr SubOpMap kGluActivations[] = {
+    {GGML_GLU_OP_REGLU, std::nullopt},     {GGML_GLU_OP_GEGLU, MapOp::gelu},
+    {GGML_GLU_OP_SWIGLU, MapOp::silu},     {GGML_GLU_OP_SWIGLU_OAI, std::nullopt},
+    {GGML_GLU_OP_GEGLU_ERF, std::nullopt}, {GGML_GLU_OP_GEGLU_QUICK, std::nullopt},
+};
+static_assert(lists_every_value_in_order(kGluActivations, GGML_GLU_OP_COUNT),
+              "the CPU GLU table must list every ggml_glu_op once, in order");
 
-// The UNARY or GLU sub-op of node as an index into a table of count entries, or -1 when out of range.
-int32_t sub_op(const ggml_tensor * node, int32_t count) {
-    const int32_t op = node->op == GGML_OP_UNARY ? core::params<ggml_ext_unary_params>(node).op
-                                                 : core::params<ggml_ext_glu_params>(node).op;
-    return op >= 0 && op < count ? op : -1;
+// The map of sub-op value op in table; std::nullopt when op is out of range or has no kernel.
+template <size_t N>
+std::optional<MapOp> map_of(const SubOpMap (&table)[N], int32_t op) {
+    return op >= 0 && static_cast<size_t>(op) < N ? table[op].map : std::nullopt;
 }
 
-bool supports_unary(const ggml_tensor * node) {
-    return supports_map(node) && sub_op(node, GGML_UNARY_OP_COUNT) >= 0;
+std::optional<MapOp> unary_map(const ggml_tensor * node) {
+    return map_of(kUnaryMaps, core::params<ggml_ext_unary_params>(node).op);
 }
+
+std::optional<MapOp> glu_activation(const ggml_tensor * node) {
+    return map_of(kGluActivations, core::params<ggml_ext_glu_params>(node).op);
+}
+
+bool supports_unary(const ggml_tensor * node) { return supports_map(node) && unary_map(node); }
 
 void compute_unary(const ComputeParams & params, ggml_tensor * node) {
-    compute_map(params, node, {kUnaryMaps[sub_op(node, GGML_UNARY_OP_COUNT)]});
+    compute_map(params, node, {*unary_map(node)});
 }
 
 // ---- ADD, SUB, MUL, DIV -------------------------------------------------------------------------
@@ -369,8 +398,7 @@ void compute_binary(const ComputeParams & params, ggml_tensor * node) {
 
 bool supports_glu(const ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *b = node->src[1];
-    if (!a || a->type != node->type || !is_float(a->type) || sub_op(node, GGML_GLU_OP_COUNT) < 0)
-        return false;
+    if (!a || a->type != node->type || !is_float(a->type) || !glu_activation(node)) return false;
     if (b) return same_type_and_shape(a, b) && ggml_are_same_shape(a, node);
     return a->ne[0] == 2 * node->ne[0] && a->ne[1] == node->ne[1] && a->ne[2] == node->ne[2] &&
            a->ne[3] == node->ne[3];
@@ -380,7 +408,7 @@ bool supports_glu(const ggml_tensor * node) {
 // x from src0, g from src1.
 void compute_glu(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *b = node->src[1];
-    const MapOp act = kGluActivations[sub_op(node, GGML_GLU_OP_COUNT)];
+    const MapOp act = *glu_activation(node);
     const bool swapped = core::params<ggml_ext_glu_params>(node).swapped != 0;
     const int64_t half = node->ne[0];
     for_each_chunk(params, node, [&](int64_t i1, int64_t i2, int64_t i3, int64_t j0, int64_t n) {

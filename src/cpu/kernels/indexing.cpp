@@ -32,7 +32,7 @@ bool dense_blocks(const ggml_tensor * t) {
            (t->ne[0] % ggml_blck_size(t->type) == 0 && t->nb[0] == ggml_type_size(t->type));
 }
 
-bool float_or_quantized(ggml_type type) { return is_float(type) || ggml_is_quantized(type); }
+bool float_or_quantized(ggml_type type) { return is_float(type) || core::is_computed_quantized(type); }
 
 size_t row_bytes(const ggml_tensor * node) { return core::align_up(node->ne[0] * sizeof(float), kAlign); }
 

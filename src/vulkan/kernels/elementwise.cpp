@@ -63,37 +63,65 @@ bool supports_map(const Device & device, const ggml_tensor * node) {
 
 // map.comp's operation number: SCALE 0, SQR 1, SQRT 2, CLAMP 3, then one per unary op.
 constexpr uint32_t kScaleShader = 0, kSqrShader = 1, kSqrtShader = 2, kClampShader = 3;
+// A sub-op without a shader (no Vulkan kernel yet).
+constexpr uint32_t kNoShader = ~0u;
 
 // The shader operation of every unary op, listed in ggml_unary_op order so that the static_assert
 // below proves each op has exactly one entry: a new unary op fails to compile until it is listed.
-struct UnaryShader {
-    ggml_unary_op op;
+struct SubOpShader {
+    int32_t op;
     uint32_t shader;
 };
-constexpr UnaryShader unary_shaders[] = {
-    {GGML_UNARY_OP_RELU, 4},       {GGML_UNARY_OP_SILU, 5},    {GGML_UNARY_OP_GELU, 6},
-    {GGML_UNARY_OP_GELU_QUICK, 7}, {GGML_UNARY_OP_SIGMOID, 8}, {GGML_UNARY_OP_TANH, 9},
+constexpr SubOpShader unary_shaders[] = {
+    {GGML_UNARY_OP_ABS, kNoShader},
+    {GGML_UNARY_OP_SGN, kNoShader},
+    {GGML_UNARY_OP_NEG, kNoShader},
+    {GGML_UNARY_OP_STEP, kNoShader},
+    {GGML_UNARY_OP_TANH, 9},
+    {GGML_UNARY_OP_ELU, kNoShader},
+    {GGML_UNARY_OP_RELU, 4},
+    {GGML_UNARY_OP_SIGMOID, 8},
+    {GGML_UNARY_OP_GELU, 6},
+    {GGML_UNARY_OP_GELU_QUICK, 7},
+    {GGML_UNARY_OP_SILU, 5},
+    {GGML_UNARY_OP_HARDSWISH, kNoShader},
+    {GGML_UNARY_OP_HARDSIGMOID, kNoShader},
+    {GGML_UNARY_OP_EXP, kNoShader},
+    {GGML_UNARY_OP_EXPM1, kNoShader},
+    {GGML_UNARY_OP_SOFTPLUS, kNoShader},
+    {GGML_UNARY_OP_GELU_ERF, kNoShader},
+    {GGML_UNARY_OP_XIELU, kNoShader},
+    {GGML_UNARY_OP_FLOOR, kNoShader},
+    {GGML_UNARY_OP_CEIL, kNoShader},
+    {GGML_UNARY_OP_ROUND, kNoShader},
+    {GGML_UNARY_OP_TRUNC, kNoShader},
 };
 static_assert(lists_every_value_in_order(unary_shaders, GGML_UNARY_OP_COUNT),
               "the Vulkan unary table must list every ggml_unary_op once, in order");
 
 // glu.comp's activation of every GLU op, in ggml_glu_op order.
-struct GluShader {
-    ggml_glu_op op;
-    uint32_t shader;
+constexpr SubOpShader glu_shaders[] = {
+    {GGML_GLU_OP_REGLU, kNoShader},
+    {GGML_GLU_OP_GEGLU, 1},
+    {GGML_GLU_OP_SWIGLU, 0},
+    {GGML_GLU_OP_SWIGLU_OAI, kNoShader},
+    {GGML_GLU_OP_GEGLU_ERF, kNoShader},
+    {GGML_GLU_OP_GEGLU_QUICK, kNoShader},
 };
-constexpr GluShader glu_shaders[] = {{GGML_GLU_OP_SWIGLU, 0}, {GGML_GLU_OP_GEGLU, 1}};
 static_assert(lists_every_value_in_order(glu_shaders, GGML_GLU_OP_COUNT),
               "the Vulkan GLU table must list every ggml_glu_op once, in order");
 
-// The shader operation of sub-op value op in table, or nullptr when op is not one of its values.
-template <class Entry, size_t N>
-const uint32_t * shader_of(const Entry (&table)[N], int32_t op) {
-    return op >= 0 && static_cast<size_t>(op) < N ? &table[op].shader : nullptr;
+// The shader operation of sub-op value op in table, or nullptr when op is not one of its values or
+// has no shader.
+template <size_t N>
+const uint32_t * shader_of(const SubOpShader (&table)[N], int32_t op) {
+    if (op < 0 || static_cast<size_t>(op) >= N || table[op].shader == kNoShader) return nullptr;
+    return &table[op].shader;
 }
 
 bool supports_unary(const Device & device, const ggml_tensor * node) {
-    return supports_map(device, node) && shader_of(unary_shaders, core::params<ggml_ext_unary_params>(node).op);
+    return supports_map(device, node) &&
+           shader_of(unary_shaders, core::params<ggml_ext_unary_params>(node).op);
 }
 
 uint32_t map_op(const ggml_tensor * node) {
