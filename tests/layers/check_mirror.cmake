@@ -3,8 +3,9 @@
 #
 # - The families are docs/ops.md's sections, each heading ending in "(<family>)".
 # - Every family has a case table tests/ops/<family>_cases.cpp; every case table is a family's.
-# - Every kernel file src/<backend>/kernels/<name>.cpp is named after a family (table.cpp and
-#   common.cpp hold a backend's table and shared helpers).
+# - Every kernel file src/<backend>/kernels/<name>.cpp and every constructor file
+#   src/core/ops/<name>.cpp is named after a family (table.cpp and common.cpp hold a backend's table
+#   and shared helpers).
 # - Every folder of src/ and extensions/ has its tests in the same path under tests/, and every test
 #   source tests/<path>/test_*.cpp sits in such a mirror (or in tests/reference, the oracle's).
 cmake_minimum_required(VERSION 3.25)
@@ -32,7 +33,7 @@ foreach(table IN LISTS case_tables)
   endif()
 endforeach()
 
-file(GLOB kernel_files RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/src/*/kernels/*.cpp)
+file(GLOB kernel_files RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/src/*/kernels/*.cpp ${SOURCE_DIR}/src/core/ops/*.cpp)
 foreach(file IN LISTS kernel_files)
   get_filename_component(name ${file} NAME_WE)
   if(NOT name IN_LIST families AND NOT name STREQUAL "table" AND NOT name STREQUAL "common")
