@@ -12,7 +12,8 @@
  * the matching GGML_EXT_*_VERSION.
  *
  * Errors (a malformed descriptor, a duplicate name, a failing prepare or execute) are reported with
- * ggml_backend_get_last_error(); constructors report into the context (ggml_get_error). */
+ * ggml_backend_get_last_error(); constructors, ggml_ext_op_create included, follow the error mode
+ * (below): they abort by default and report into the context (ggml_get_error) in the returning mode. */
 #ifndef GGML_EXT_H
 #define GGML_EXT_H
 
@@ -25,6 +26,25 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Error mode (docs/errors.md)                                                                     */
+
+/* What a constructor or graph function of ggml.h / ggml-graph.h does on misuse (an invalid shape,
+ * type or parameter, a full arena or graph, a NULL tensor given to ggml_build_forward_expand):
+ * ABORT, the default as in ggml, prints the message (operator, tensors, shapes) to stderr and aborts at
+ * the failing call; RETURN returns NULL / false / an invalid graph and records the message in the
+ * context (ggml_get_error). Untrusted input (descriptors, plans, backends, buffers) returns a status in
+ * both modes. */
+enum ggml_ext_error_mode {
+    GGML_EXT_ERROR_ABORT = 0,
+    GGML_EXT_ERROR_RETURN = 1,
+};
+
+/* Process-wide; set it once at startup, before other threads build graphs (a thread sees the change
+ * at its next error). Other values are ignored. ggml_set_abort_on_error overrides it per context. */
+void ggml_ext_set_error_mode(enum ggml_ext_error_mode mode);
+enum ggml_ext_error_mode ggml_ext_get_error_mode(void);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Operators                                                                                       */
@@ -64,9 +84,9 @@ const char * ggml_ext_op_name(ggml_ext_op_t op);
 /* A node of op: an ordinary tensor with inputs as src (in order; auxiliary tensors belong here, never
  * in attributes) and a copy of the attr_size attribute bytes in op_params. Its op is GGML_OP_CUSTOM
  * with the GGML_CUSTOM_MARKER_EXTENSION marker (no device takes it for a CPU callback node); its one
- * output is contiguous, out of place, of the type and shape the inference callback gives. NULL (error
- * in the context) when the attributes or the number of inputs do not fit the operator or inference
- * rejects the inputs. */
+ * output is contiguous, out of place, of the type and shape the inference callback gives. A misuse
+ * (attributes or a number of inputs that do not fit the operator, inputs inference rejects) follows
+ * the error mode like any constructor: abort, or NULL with the error in the context. */
 struct ggml_tensor * ggml_ext_op_create(struct ggml_context * ctx, ggml_ext_op_t op,
                                         struct ggml_tensor ** inputs, int n_inputs, const void * attrs,
                                         size_t attr_size);

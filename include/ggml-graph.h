@@ -1,7 +1,10 @@
 /* ggx — public graph access (spec "Public graph access").
  *
  * Leaf enumeration, append-only leaf construction, recorded use counts, mapped inference-graph
- * copying and use-count copying for graph segments. Range execution lives in ggml-backend.h. */
+ * copying and use-count copying for graph segments. Range execution lives in ggml-backend.h.
+ *
+ * A refused call is a misuse like a bad constructor call (ggml.h): it aborts in the default error
+ * mode; "fails" and "returns false" below describe the returning mode. */
 #ifndef GGML_GRAPH_H
 #define GGML_GRAPH_H
 

@@ -6,10 +6,12 @@
  * The ABI is ggml's: every enum value, struct layout and macro below equals ggml 0.21.0's, so a
  * program compiled against ggml's headers runs against ggx (tests/core/test_abi.cpp checks it).
  *
- * Errors: a constructor given an invalid shape or type returns NULL and records a message that names
- * the operator and the shapes in its context (ggml_get_error). The first error is kept until
- * ggml_clear_error; a constructor given a NULL input returns NULL without replacing it. See
- * docs/errors.md. */
+ * Errors: a constructor given an invalid shape or type, a full arena or a full graph is a misuse.
+ * By default, as in ggml, it prints a message that names the operator and the shapes to stderr and
+ * aborts. In the returning mode (ggml_ext_set_error_mode(GGML_EXT_ERROR_RETURN), ggml-ext.h) it
+ * returns NULL and records the message in its context (ggml_get_error) instead; the first error is
+ * kept until ggml_clear_error, and a constructor given a NULL input returns NULL without replacing
+ * it. "NULL with an error" below means: in the returning mode. See docs/errors.md. */
 #ifndef GGML_H
 #define GGML_H
 
@@ -650,9 +652,11 @@ size_t ggml_tensor_overhead(void);
 const char * ggml_get_error(const struct ggml_context * ctx);
 /* Forget the recorded error so later failures are reported again. */
 void ggml_clear_error(struct ggml_context * ctx);
-/* Call cb(message, user_data) on every error recorded in ctx (NULL restores the default: none). */
+/* Call cb(message, user_data) on every error recorded in ctx, also just before an abort (NULL
+ * restores the default: none). */
 void ggml_set_error_callback(struct ggml_context * ctx, ggml_error_callback cb, void * user_data);
-/* If true, an error in ctx prints its message and aborts the process instead of returning NULL. */
+/* Override the process's error mode for ctx: true aborts on its errors, false returns NULL with the
+ * error recorded (for contexts built from untrusted input in an aborting process). */
 void ggml_set_abort_on_error(struct ggml_context * ctx, bool abort_on_error);
 
 /* Iterate the tensors of a context in creation order; NULL at the end. */
@@ -668,7 +672,7 @@ size_t ggml_get_max_tensor_size(const struct ggml_context * ctx);
 
 /* New contiguous tensor of n_dims (1..4) dimensions, all ne >= 0; ne[0] must be a multiple of the
  * type's block size. Its data is in the arena unless the context is no-alloc (then NULL).
- * Returns NULL and records an error on invalid arguments or when the arena is full. */
+ * NULL with an error on invalid arguments or when the arena is full. */
 struct ggml_tensor * ggml_new_tensor(struct ggml_context * ctx, enum ggml_type type, int n_dims,
                                      const int64_t * ne);
 struct ggml_tensor * ggml_new_tensor_1d(struct ggml_context * ctx, enum ggml_type type, int64_t ne0);
@@ -999,8 +1003,8 @@ size_t ggml_graph_overhead_custom(size_t size);
 struct ggml_cgraph * ggml_new_graph(struct ggml_context * ctx);
 struct ggml_cgraph * ggml_new_graph_custom(struct ggml_context * ctx, size_t size, bool grads);
 /* Add tensor and everything it depends on, sources before consumers; each tensor once. A NULL tensor
- * (a failed constructor) or a full graph marks the graph invalid and records an error in the
- * graph's context. */
+ * (a failed constructor) or a full graph is a misuse: in the returning mode it marks the graph
+ * invalid and records an error in the graph's context. */
 void ggml_build_forward_expand(struct ggml_cgraph * cgraph, struct ggml_tensor * tensor);
 /* False once the graph has been given a NULL tensor or overflowed. */
 bool ggml_graph_is_valid(const struct ggml_cgraph * cgraph);

@@ -1,17 +1,31 @@
-// Contexts: the metadata arena, tensor iteration and the per-context error state.
-#include "core/internal.h"
+// Contexts: the metadata arena, tensor iteration, the per-context error state and the process's
+// error mode.
+#include <ggml-ext.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
 
+#include "core/internal.h"
+
 namespace ggx::core {
+namespace {
+
+std::atomic<ggml_ext_error_mode> process_error_mode{GGML_EXT_ERROR_ABORT};
+
+bool aborts_on_error(const ggml_context * ctx) {
+    return ctx->abort_on_error.value_or(process_error_mode.load(std::memory_order_relaxed) ==
+                                        GGML_EXT_ERROR_ABORT);
+}
+
+}  // namespace
 
 void report_error(ggml_context * ctx, std::string message) {
     if (ctx->error_callback) ctx->error_callback(message.c_str(), ctx->error_user_data);
-    if (ctx->abort_on_error) {
+    if (aborts_on_error(ctx)) {
         std::fprintf(stderr, "ggx: %s\n", message.c_str());
         std::abort();
     }
@@ -86,6 +100,15 @@ void ggml_set_error_callback(ggml_context * ctx, ggml_error_callback cb, void * 
 
 void ggml_set_abort_on_error(ggml_context * ctx, bool abort_on_error) {
     ctx->abort_on_error = abort_on_error;
+}
+
+void ggml_ext_set_error_mode(ggml_ext_error_mode mode) {
+    if (mode == GGML_EXT_ERROR_ABORT || mode == GGML_EXT_ERROR_RETURN)
+        process_error_mode.store(mode, std::memory_order_relaxed);
+}
+
+ggml_ext_error_mode ggml_ext_get_error_mode(void) {
+    return process_error_mode.load(std::memory_order_relaxed);
 }
 
 ggml_tensor * ggml_get_first_tensor(const ggml_context * ctx) { return ctx->first_tensor; }

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstring>
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 struct ggml_context {
@@ -20,7 +21,8 @@ struct ggml_context {
     bool has_error = false;
     ggml_error_callback error_callback = nullptr;
     void * error_user_data = nullptr;
-    bool abort_on_error = false;
+    // ggml_set_abort_on_error's override of the process's error mode, when it was called.
+    std::optional<bool> abort_on_error;
 };
 
 namespace ggx::core {
@@ -31,7 +33,8 @@ constexpr size_t kArenaAlign = 64;
 
 constexpr size_t align_up(size_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
 
-// Records message in ctx: keeps the first one, calls the callback, aborts when asked to.
+// A misuse in ctx: calls the callback, then prints message and aborts when ctx's error mode (the
+// process's, or ctx's override) says so; otherwise records it, keeping the first.
 void report_error(ggml_context * ctx, std::string message);
 // "f32 [4, 3, 1, 1]" (with strides appended when the tensor is not contiguous).
 std::string describe(const ggml_tensor * tensor);

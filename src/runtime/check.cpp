@@ -243,6 +243,7 @@ public:
         if (!buffer_)
             return "cannot allocate " + std::to_string(total) + " bytes: " + ggml_backend_get_last_error();
         whole_ctx_ = ggml_init({ggml_tensor_overhead() + 256, nullptr, true});
+        if (whole_ctx_) ggml_set_abort_on_error(whole_ctx_, false);
         whole_ =
             whole_ctx_ ? ggml_new_tensor_1d(whole_ctx_, GGML_TYPE_I8, static_cast<int64_t>(total)) : nullptr;
         auto * base = static_cast<char *>(ggml_backend_buffer_get_base(buffer_));
@@ -493,6 +494,8 @@ private:
             ggml_init({ggml_tensor_overhead() * kContextTensors + ggml_graph_overhead_custom(kContextTensors),
                        nullptr, true}));
         if (!ctx) return failure(v.name, "cannot create a context");
+        // A case the operator rejects is a skip or a failure of the check, never an abort.
+        ggml_set_abort_on_error(ctx.get(), false);
         std::vector<ggml_tensor *> inputs;
         ggml_tensor * node = nullptr;
         if (std::string bad = build_node(c, v, ctx.get(), inputs, node); !bad.empty()) {

@@ -529,6 +529,7 @@ bool ggml_backend_sched::schedule(ggml_cgraph * g) {
                          ggml_tensor_overhead() * ggml_graph_n_leafs(g) * n_copies;
     ctx.reset(ggml_init({bytes, nullptr, true}));
     if (!ctx) return fail("out of memory for the plan");
+    ggml_set_abort_on_error(ctx.get(), false);  // a plan failure is a status, even in an aborting process
     if (fusion_enabled()) {
         // Spec: optimize callbacks run before matching and allocation (they reorder g only through
         // ggml_ext_graph_delay, which keeps every dependency).

@@ -213,6 +213,8 @@ struct OneNode {
 // "ggml_ext_register_op registers a versioned name, attribute size, and an output metadata inference
 // callback."
 TEST(ExtOps, RegistersVersionedNamesWithAttributesAndInference) {
+    // Untrusted input: refused with a status even in the default, aborting error mode.
+    ScopedErrorMode aborting(GGML_EXT_ERROR_ABORT);
     ggml_ext_op_t op = affine_op("test.affine_register.v1");
     ASSERT_NE(op, nullptr) << ggml_backend_get_last_error();
     EXPECT_STREQ(ggml_ext_op_name(op), "test.affine_register.v1");
@@ -353,6 +355,8 @@ TEST(ExtOps, NodesAreMarkedCustomAndNotTakenForCpuCallbacks) {
 // "ggml_ext_register_kernel(device, &desc) associates a kernel with a built-in ggml_op, or with a
 // registered custom operator."
 TEST(ExtKernels, RegisterForBuiltInOpsAndCustomOperators) {
+    // Untrusted input: refused with a status even in the default, aborting error mode.
+    ScopedErrorMode aborting(GGML_EXT_ERROR_ABORT);
     Rig rig({GGML_OP_ADD});
     ggml_ext_op_t op = affine_op("test.affine_kernels.v1");
     Probe p;

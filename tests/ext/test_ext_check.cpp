@@ -14,6 +14,7 @@
 namespace {
 
 using ggx::test::cpu_backend;
+using ggx::test::ScopedErrorMode;
 
 // check_test.axpb.v1: y = a * x + b elementwise, attributes {a, b}; x of any float type, y F32.
 struct Axpb {
@@ -219,6 +220,18 @@ TEST(ExtCheck, CorrectCustomKernelPasses) {
     EXPECT_EQ(r.report.n_passed, 3);
     EXPECT_EQ(r.report.n_runs, 3 * 3);  // contiguous, permuted and strided per case
     EXPECT_EQ(r.report.n_skipped, 0);
+}
+
+// The check builds its cases in contexts of its own that return errors whatever the process's error
+// mode: a case the operator rejects is a failed check, never an abort.
+TEST(ExtCheck, RejectedCaseFailsWithoutAbortingInTheDefaultErrorMode) {
+    ScopedErrorMode aborting(GGML_EXT_ERROR_ABORT);
+    const ggml_ext_kernel_desc k =
+        make_kernel("check_test.axpb.rejected", axpb_op(), supports_float, execute_axpb<Flaw::kNone>, true);
+    const Result r = check(k, {axpb_case("i32 [4, 1, 1, 1]", GGML_TYPE_I32, {4, 1, 1, 1}, &kAttrs)});
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(std::string(r.report.first_failure).find("x must be a float type"), std::string::npos)
+        << r.report.first_failure;
 }
 
 TEST(ExtCheck, PrepareSeesNoAddresses) {

@@ -18,6 +18,7 @@ using ggx::test::Backend;
 using ggx::test::Buffer;
 using ggx::test::contains;
 using ggx::test::Context;
+using ggx::test::ScopedErrorMode;
 
 Context metadata_context() { return Context(ggml_init({1 << 20, nullptr, true})); }
 
@@ -111,6 +112,8 @@ TEST(Buffer, ZeroSizeBuffersHaveABase) {
 }
 
 TEST(Buffer, ImpossibleSizesFailWithAnError) {
+    // Untrusted input: refused with a status even in the default, aborting error mode.
+    ScopedErrorMode aborting(GGML_EXT_ERROR_ABORT);
     EXPECT_EQ(ggml_backend_buft_alloc_buffer(ggml_backend_cpu_buffer_type(), SIZE_MAX / 2), nullptr);
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "failed to allocate"));
 }
@@ -161,6 +164,8 @@ TEST(TensorData, SetGetMemsetAndCopyWithinBounds) {
 }
 
 TEST(TensorData, OutOfBoundsAndUnallocatedAccessFail) {
+    // Untrusted input: refused with a status even in the default, aborting error mode.
+    ScopedErrorMode aborting(GGML_EXT_ERROR_ABORT);
     Context ctx = metadata_context();
     ggml_tensor * a = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 8);
     ggml_set_name(a, "a");
@@ -254,6 +259,8 @@ void fill_with_index(ggml_tensor * dst, int ith, int nth, void *) {
 }
 
 TEST(GraphCompute, UnsupportedNodesFailWithTheirName) {
+    // Untrusted input: refused with a status even in the default, aborting error mode.
+    ScopedErrorMode aborting(GGML_EXT_ERROR_ABORT);
     Context ctx(ggml_init({1 << 20, nullptr, false}));
     ggml_tensor * node =
         ggml_custom_4d(ctx.get(), GGML_TYPE_F32, 4, 1, 1, 1, nullptr, 0, fill_with_index, 1, nullptr);

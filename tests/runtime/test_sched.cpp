@@ -252,6 +252,8 @@ TEST(Sched, PinsOverridePriorityUntilReset) {
 
 // Rule: a node pinned to a backend that does not support it is an error naming the node.
 TEST(Sched, RefusesAPinToABackendWithoutTheOp) {
+    // Untrusted input: refused with a status even in the default, aborting error mode.
+    ScopedErrorMode aborting(GGML_EXT_ERROR_ABORT);
     TwoDevices d("sched_vdev_add_mul", {GGML_OP_ADD, GGML_OP_MUL});
     Sched sched = d.sched();
     Context ctx = new_context();

@@ -55,6 +55,21 @@ using Buffer = std::unique_ptr<ggml_backend_buffer, BufferDeleter>;
 using Gallocr = std::unique_ptr<ggml_gallocr, GallocrDeleter>;
 using Sched = std::unique_ptr<ggml_backend_sched, SchedDeleter>;
 
+// Switches the process's error mode for one scope (the suites run in GGML_EXT_ERROR_RETURN, set by
+// support/gtest_main.cpp); tests of the default mode take GGML_EXT_ERROR_ABORT.
+class ScopedErrorMode {
+public:
+    explicit ScopedErrorMode(ggml_ext_error_mode mode) : previous_(ggml_ext_get_error_mode()) {
+        ggml_ext_set_error_mode(mode);
+    }
+    ~ScopedErrorMode() { ggml_ext_set_error_mode(previous_); }
+    ScopedErrorMode(const ScopedErrorMode &) = delete;
+    ScopedErrorMode & operator=(const ScopedErrorMode &) = delete;
+
+private:
+    ggml_ext_error_mode previous_;
+};
+
 // One CPU backend for the whole test program.
 inline ggml_backend_t cpu_backend() {
     static const Backend cpu(ggml_backend_cpu_init());

@@ -353,6 +353,9 @@ bool within(const Difference & d, double nmse_bound, double max_abs_bound) {
 
 int main(int argc, char ** argv) {
     const auto wall_start = Clock::now();
+    // A model file's shapes are untrusted: a graph they break is reported ("graph construction
+    // failed: ...") rather than aborted.
+    ggml_ext_set_error_mode(GGML_EXT_ERROR_RETURN);
     Options o;
     if (const int rc = parse(argc, argv, o)) return rc == 1 ? 0 : 2;
     std::string error;

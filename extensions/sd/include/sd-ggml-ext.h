@@ -2,7 +2,10 @@
  * (../shared/spec/sd-ops.md for their exact semantics; ggml-extensions.md "sd.cpp integration").
  *
  * Call sd_ggml_register_extensions() once before building scheduler allocations for graphs with
- * these nodes: it registers the sd.* operators, their CPU kernels and the CPU fusion rules. */
+ * these nodes: it registers the sd.* operators, their CPU kernels and the CPU fusion rules.
+ *
+ * The constructors below treat bad inputs as ggml.h's constructors do, in the process's error mode
+ * (ggml-ext.h): an abort with the message by default, NULL with the error in ctx when returning. */
 #ifndef SD_GGML_EXT_H
 #define SD_GGML_EXT_H
 
@@ -29,7 +32,7 @@ enum sd_ggml_ext_status sd_ggml_register_extensions(void);
 /* a: F32 [D, H, L, B] (any float-aligned strides, D even); pe: F32 [2, 2, P, L] rotation matrices
  * (pe[c, r, j, t] = M[r][c]), 1 <= P <= D/2: the first 2P channels of each row are rotated, the rest
  * copied (partial rotation); result: contiguous F32 [D, L, H*B]. interleaved selects pairs
- * (2j, 2j+1), otherwise split halves (j, j + P). NULL (error in ctx) on bad inputs. */
+ * (2j, 2j+1), otherwise split halves (j, j + P). */
 struct ggml_tensor * ggml_rope_apply(struct ggml_context * ctx, struct ggml_tensor * a,
                                      struct ggml_tensor * pe, bool interleaved);
 

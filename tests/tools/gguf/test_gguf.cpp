@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gguf.h"
+#include "support/test_util.h"
 
 namespace {
 
@@ -459,6 +460,8 @@ TEST(Gguf, OpenErrors) {
 }
 
 TEST(Gguf, TruncatedAtEveryByteFails) {
+    // Untrusted input: an error, never an abort, also in the default, aborting error mode.
+    ggx::test::ScopedErrorMode aborting(GGML_EXT_ERROR_ABORT);
     const std::vector<uint8_t> file = small_valid_file();
     ASSERT_NE(expect_ok(file), nullptr);
     for (size_t n = 0; n < file.size(); ++n) {
@@ -469,7 +472,9 @@ TEST(Gguf, TruncatedAtEveryByteFails) {
 }
 
 TEST(Gguf, EveryByteFlippedNeverCrashes) {
-    // Not every corruption is detectable (tensor data, padding), but none may crash or read out of bounds.
+    // Not every corruption is detectable (tensor data, padding), but none may crash or read out of
+    // bounds, or abort in the default error mode.
+    ggx::test::ScopedErrorMode aborting(GGML_EXT_ERROR_ABORT);
     const std::vector<uint8_t> file = small_valid_file();
     for (size_t n = 0; n < file.size(); ++n) {
         for (uint8_t x : {uint8_t(0x01), uint8_t(0x80), uint8_t(0xff)}) {
