@@ -995,9 +995,10 @@ bool ggml_get_custom_callback(const struct ggml_tensor * tensor, ggml_custom_op_
 /* ---------------------------------------------------------------------------------------------- */
 /* Graphs */
 
-/* Arena bytes of a graph of GGML_DEFAULT_GRAPH_SIZE / size nodes. */
+/* Arena bytes of a graph of GGML_DEFAULT_GRAPH_SIZE / size nodes. grads is ggml's request for
+ * gradient slots; ggx graphs hold none (ggml_new_graph_custom refuses grads), so it adds nothing. */
 size_t ggml_graph_overhead(void);
-size_t ggml_graph_overhead_custom(size_t size);
+size_t ggml_graph_overhead_custom(size_t size, bool grads);
 /* New empty graph in ctx holding up to GGML_DEFAULT_GRAPH_SIZE (or size) nodes and as many leafs.
  * grads must be false (no training support). NULL with an error when the arena is full. */
 struct ggml_cgraph * ggml_new_graph(struct ggml_context * ctx);

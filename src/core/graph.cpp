@@ -162,7 +162,7 @@ bool ggx::core::graph_is_view(const ggml_cgraph * graph) { return graph->is_view
 
 extern "C" {
 
-size_t ggml_graph_overhead_custom(size_t size) { return graph_bytes(size); }
+size_t ggml_graph_overhead_custom(size_t size, bool grads) { return graph_bytes(size); }
 size_t ggml_graph_overhead(void) { return graph_bytes(GGML_DEFAULT_GRAPH_SIZE); }
 
 ggml_cgraph * ggml_new_graph_custom(ggml_context * ctx, size_t size, bool grads) {

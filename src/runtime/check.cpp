@@ -491,7 +491,7 @@ private:
     bool run_variant(const ggml_ext_check_case & c, const Variant & v) {
         const bool contiguous = v.name == "contiguous";
         std::unique_ptr<ggml_context, ContextDeleter> ctx(
-            ggml_init({ggml_tensor_overhead() * kContextTensors + ggml_graph_overhead_custom(kContextTensors),
+            ggml_init({ggml_tensor_overhead() * kContextTensors + ggml_graph_overhead_custom(kContextTensors, false),
                        nullptr, true}));
         if (!ctx) return failure(v.name, "cannot create a context");
         // A case the operator rejects is a skip or a failure of the check, never an abort.

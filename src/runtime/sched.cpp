@@ -524,7 +524,7 @@ bool ggml_backend_sched::allocate(bool measure_only) {
 // Places, splits and allocates g (the next graph_compute runs it).
 bool ggml_backend_sched::schedule(ggml_cgraph * g) {
     forget_plan();
-    const size_t bytes = ggml_graph_overhead_custom(2 * graph_size + 16) +
+    const size_t bytes = ggml_graph_overhead_custom(2 * graph_size + 16, false) +
                          ggml_tensor_overhead() * (2 * n_copies + 1) * (ggml_graph_n_nodes(g) + 8) +
                          ggml_tensor_overhead() * ggml_graph_n_leafs(g) * n_copies;
     ctx.reset(ggml_init({bytes, nullptr, true}));

@@ -90,7 +90,7 @@ std::string ext_report() {
     ggml_backend_cpu_set_n_threads(cpu, 1);
     ggml_backend_dev_t device = ggml_backend_get_device(cpu);
     ggml_context * ctx = ggml_init(
-        {ggml_tensor_overhead() * (kNodes + 16) + ggml_graph_overhead_custom(kNodes + 16), nullptr, true});
+        {ggml_tensor_overhead() * (kNodes + 16) + ggml_graph_overhead_custom(kNodes + 16, false), nullptr, true});
     ggml_tensor * x = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 16);
     ggml_set_input(x);
     ggml_tensor * y = x;

@@ -217,7 +217,7 @@ std::string memory_report() {
     const Weights w = make_weights(weights_ctx.get(), s);
     ggml_backend_buffer_t weights = ggml_backend_alloc_ctx_tensors(weights_ctx.get(), cpu);
 
-    Context ctx = no_alloc_context(ggml_tensor_overhead() * 64 * s.layers + ggml_graph_overhead_custom(8192));
+    Context ctx = no_alloc_context(ggml_tensor_overhead() * 64 * s.layers + ggml_graph_overhead_custom(8192, false));
     ggml_tensor * x = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, s.hidden, s.tokens);
     ggml_tensor * pos = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_I32, s.tokens);
     ggml_tensor * mask = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F16, s.tokens, s.tokens);
@@ -300,7 +300,7 @@ std::string sched_report(int n_threads) {
     ggml_backend_t cpu = ggml_backend_cpu_init();
     ggml_backend_cpu_set_n_threads(cpu, n_threads);
     Context ctx = no_alloc_context(ggml_tensor_overhead() * (kTinyNodes + 16) +
-                                   ggml_graph_overhead_custom(kTinyNodes + 16));
+                                   ggml_graph_overhead_custom(kTinyNodes + 16, false));
     ggml_tensor * x = nullptr;
     ggml_cgraph * graph = tiny_graph(ctx.get(), &x);
     ggml_backend_sched_t sched = ggml_backend_sched_new(&cpu, nullptr, 1, kTinyNodes + 16, false, false);

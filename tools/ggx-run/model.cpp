@@ -428,7 +428,7 @@ bool build_forward(Forward & f, const Model & m, std::string & error) {
     const ModelConfig & c = m.cfg;
     const size_t graph_size = 256 + static_cast<size_t>(c.layers) * 160;
     f.ctx = ggml_init(
-        {ggml_tensor_overhead() * graph_size * 2 + ggml_graph_overhead_custom(graph_size), nullptr, true});
+        {ggml_tensor_overhead() * graph_size * 2 + ggml_graph_overhead_custom(graph_size, false), nullptr, true});
     if (!f.ctx) {
         error = "ggml_init failed";
         return false;
