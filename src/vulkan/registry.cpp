@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/internal.h"
+#include "interface/module.h"
 #include "vulkan/backend.h"
 #include "vulkan/ext_service.h"
 #include "vulkan/kernels.h"
@@ -171,3 +172,5 @@ ggml_backend_buffer_type_t ggml_backend_vk_buffer_type(size_t device_index) {
 }
 
 }  // extern "C"
+
+GGML_BACKEND_DL_IMPL(ggml_backend_vk_reg)
