@@ -22,7 +22,9 @@ ggml_status fail(ggml_status status, std::string message) {
     return status;
 }
 
-ggml_backend_dev_t registered_device(const char * name) { return device_lookup ? device_lookup(name) : nullptr; }
+ggml_backend_dev_t registered_device(const char * name) {
+    return device_lookup ? device_lookup(name) : nullptr;
+}
 
 void set_device_lookup(ggml_backend_dev_t (*lookup)(const char * name)) { device_lookup = lookup; }
 

@@ -32,7 +32,8 @@ struct Registry {
     std::vector<ggml_backend_dev_t> lone_devices;  // ggml_backend_device_register's
 
     const Entry * find(ggml_backend_reg_t reg) const {
-        const auto it = std::find_if(entries.begin(), entries.end(), [reg](const Entry & e) { return e.reg == reg; });
+        const auto it =
+            std::find_if(entries.begin(), entries.end(), [reg](const Entry & e) { return e.reg == reg; });
         return it == entries.end() ? nullptr : &*it;
     }
 
@@ -52,8 +53,9 @@ struct Registry {
             }
         }
         all.insert(all.end(), lone_devices.begin(), lone_devices.end());
-        std::stable_partition(all.begin(), all.end(),
-                              [](ggml_backend_dev_t device) { return device->type() != GGML_BACKEND_DEVICE_TYPE_CPU; });
+        std::stable_partition(all.begin(), all.end(), [](ggml_backend_dev_t device) {
+            return device->type() != GGML_BACKEND_DEVICE_TYPE_CPU;
+        });
         return all;
     }
 
@@ -97,7 +99,8 @@ namespace ggx::registry {
 std::string add(ggml_backend_reg_t reg, void * module) {
     return locked([&](Registry & r) -> std::string {
         if (r.find(reg)) return "registry '" + std::string(reg->name()) + "' is already registered";
-        if (r.find_by_name(reg->name())) return "another registry named '" + std::string(reg->name()) + "' is registered";
+        if (r.find_by_name(reg->name()))
+            return "another registry named '" + std::string(reg->name()) + "' is registered";
         r.entries.push_back({reg, module});
         return "";
     });
@@ -126,7 +129,8 @@ size_t ggml_backend_reg_count(void) {
 }
 
 ggml_backend_reg_t ggml_backend_reg_get(size_t index) {
-    return locked([index](Registry & r) { return index < r.entries.size() ? r.entries[index].reg : nullptr; });
+    return locked(
+        [index](Registry & r) { return index < r.entries.size() ? r.entries[index].reg : nullptr; });
 }
 
 ggml_backend_reg_t ggml_backend_reg_by_name(const char * name) {
@@ -145,12 +149,13 @@ void ggml_backend_register(ggml_backend_reg_t reg) {
 
 void ggml_backend_device_register(ggml_backend_dev_t device) {
     const bool added = device && locked([device](Registry & r) {
-        const std::vector<ggml_backend_dev_t> all = r.devices();
-        if (std::find(all.begin(), all.end(), device) != all.end()) return false;
-        r.lone_devices.push_back(device);
-        return true;
-    });
-    if (!added) ggx::backend::set_last_error("ggml_backend_device_register: device is NULL or already registered");
+                           const std::vector<ggml_backend_dev_t> all = r.devices();
+                           if (std::find(all.begin(), all.end(), device) != all.end()) return false;
+                           r.lone_devices.push_back(device);
+                           return true;
+                       });
+    if (!added)
+        ggx::backend::set_last_error("ggml_backend_device_register: device is NULL or already registered");
 }
 
 size_t ggml_backend_dev_count(void) {
@@ -167,7 +172,8 @@ ggml_backend_dev_t ggml_backend_dev_get(size_t index) {
 ggml_backend_dev_t ggml_backend_dev_by_name(const char * name) {
     if (!name) return nullptr;
     return locked([name](Registry & r) {
-        return r.find_device([name](ggml_backend_dev_t dev) { return equal_ignoring_case(dev->name(), name); });
+        return r.find_device(
+            [name](ggml_backend_dev_t dev) { return equal_ignoring_case(dev->name(), name); });
     });
 }
 
@@ -180,7 +186,8 @@ ggml_backend_dev_t ggml_backend_dev_by_type(enum ggml_backend_dev_type type) {
 ggml_backend_t ggml_backend_init_by_name(const char * name, const char * params) {
     ggml_backend_dev_t device = ggml_backend_dev_by_name(name);
     if (!device) {
-        ggx::backend::set_last_error(std::string("no backend device named '") + (name ? name : "(null)") + "'");
+        ggx::backend::set_last_error(std::string("no backend device named '") + (name ? name : "(null)") +
+                                     "'");
         return nullptr;
     }
     return device->init_backend(params);
