@@ -16,8 +16,8 @@
 
 namespace {
 
-ggml_backend_reg_t fail_to_load(const char * path, const std::string & why) {
-    ggx::backend::set_last_error("ggml_backend_load: " + std::string(path) + ": " + why);
+ggml_backend_reg_t fail_to_load(const std::string & why) {
+    ggx::backend::set_last_error("ggml_backend_load: " + why);
     return nullptr;
 }
 
@@ -60,21 +60,22 @@ void load_module(const char * name, const char * dir_path) {
 extern "C" {
 
 ggml_backend_reg_t ggml_backend_load(const char * path) {
-    if (!path) return fail_to_load("(null)", "no path given");
+    if (!path) return fail_to_load("no path given");
     void * module = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!module) return fail_to_load(path, dlerror());
+    if (!module) return fail_to_load(dlerror());  // names the path
     auto init = reinterpret_cast<ggml_backend_init_t>(dlsym(module, ggx::backend::kModuleInitSymbol));
     ggml_backend_reg_t reg = init ? init() : nullptr;
     if (!reg) {
         dlclose(module);
-        return fail_to_load(path, init ? "its ggml_backend_init returned NULL"
-                                       : "not a backend module (it exports no ggml_backend_init)");
+        return fail_to_load(path +
+                            std::string(init ? ": its ggml_backend_init returned NULL"
+                                             : ": not a backend module (it exports no ggml_backend_init)"));
     }
     const std::string refused = ggx::registry::add(reg, module);
     if (refused.empty()) return reg;
     dlclose(module);
     // Loaded before: this dlopen only took another reference to the module, now given back.
-    return ggx::registry::contains(reg) ? reg : fail_to_load(path, refused);
+    return ggx::registry::contains(reg) ? reg : fail_to_load(path + (": " + refused));
 }
 
 void ggml_backend_unload(ggml_backend_reg_t reg) {

@@ -42,7 +42,8 @@ protected:
     void SetUp() override {
         if (physical_device_count() > 0) return;
         const char * required = std::getenv("GGX_REQUIRE_VULKAN");
-        if (required && std::strcmp(required, "0") != 0) FAIL() << "no Vulkan device (is mesa-vulkan-drivers installed?)";
+        if (required && std::strcmp(required, "0") != 0)
+            FAIL() << "no Vulkan device (is mesa-vulkan-drivers installed?)";
         GTEST_SKIP() << "no Vulkan device";
     }
 };
@@ -61,7 +62,8 @@ TEST_F(VisibleDevices, BadEntriesAreReportedAndIgnored) {
 
 TEST_F(VisibleDevices, GgxNameIsAnAliasThatGgmlsNameOverrides) {
     EXPECT_EXIT(exit_with_device_count(nullptr, "0"), testing::ExitedWithCode(1), "");
-    EXPECT_EXIT(exit_with_device_count(nullptr, "99"), testing::ExitedWithCode(0), "GGX_VULKAN_DEVICES: ignoring '99'");
+    EXPECT_EXIT(exit_with_device_count(nullptr, "99"), testing::ExitedWithCode(0),
+                "GGX_VULKAN_DEVICES: ignoring '99'");
     EXPECT_EXIT(exit_with_device_count("0", "99"), testing::ExitedWithCode(1), "");
 }
 
