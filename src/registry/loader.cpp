@@ -50,7 +50,9 @@ void load_module(const char * name, const char * dir_path) {
     const std::string file = "libggml-" + std::string(name) + ".so";
     for (const std::filesystem::path & dir : search_dirs(dir_path)) {
         std::error_code error;
-        if (std::filesystem::exists(dir / file, error)) return load_or_report((dir / file).c_str());
+        if (!std::filesystem::exists(dir / file, error)) continue;
+        load_or_report((dir / file).c_str());
+        return;
     }
 }
 #endif
