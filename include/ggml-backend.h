@@ -184,7 +184,8 @@ bool ggml_backend_dev_supports_buft(ggml_backend_dev_t device, ggml_backend_buff
 bool ggml_backend_dev_offload_op(ggml_backend_dev_t device, const struct ggml_tensor * op);
 
 /* ---------------------------------------------------------------------------------------------- */
-/* Registry. Built-in backends register themselves on first use of these functions.               */
+/* Registry. Built-in backends register themselves on first use of these functions. Devices are   */
+/* enumerated in registration order with the CPU devices last: GPU devices come first.            */
 
 const char * ggml_backend_reg_name(ggml_backend_reg_t reg);
 size_t ggml_backend_reg_dev_count(ggml_backend_reg_t reg);
@@ -196,8 +197,11 @@ void * ggml_backend_reg_get_proc_address(ggml_backend_reg_t reg, const char * na
 size_t ggml_backend_reg_count(void);
 ggml_backend_reg_t ggml_backend_reg_get(size_t index);
 ggml_backend_reg_t ggml_backend_reg_by_name(const char * name);
-/* Add a backend registry (and its devices). Registering the same registry twice fails. */
-bool ggml_backend_register(ggml_backend_reg_t reg);
+/* Add a backend registry (and its devices). Registering a registry twice, or two registries of one
+ * name, is refused with a message in ggml_backend_get_last_error(). */
+void ggml_backend_register(ggml_backend_reg_t reg);
+/* Add one device whose registry is not registered; a device already listed is refused. */
+void ggml_backend_device_register(ggml_backend_dev_t device);
 
 size_t ggml_backend_dev_count(void);
 ggml_backend_dev_t ggml_backend_dev_get(size_t index);
@@ -209,6 +213,19 @@ ggml_backend_dev_t ggml_backend_dev_by_type(enum ggml_backend_dev_type type);
 ggml_backend_t ggml_backend_init_by_name(const char * name, const char * params);
 ggml_backend_t ggml_backend_init_by_type(enum ggml_backend_dev_type type, const char * params);
 ggml_backend_t ggml_backend_init_best(void);
+
+/* Load a backend module (a shared library exporting ggml_backend_init) and register its registry;
+ * NULL with a message for a path that is not one. Loading a loaded module returns its registry. */
+ggml_backend_reg_t ggml_backend_load(const char * path);
+/* Unregister a registry and, if it was loaded from a module, close the module: first free every
+ * backend, buffer and extension registration of its devices. */
+void ggml_backend_unload(ggml_backend_reg_t reg);
+/* Load the backend modules not registered yet (builds with GGX_BACKEND_DL), from beside the library,
+ * beside the executable or the current directory, then the module named by GGML_BACKEND_PATH. With
+ * the backends built in there are no modules to find. */
+void ggml_backend_load_all(void);
+/* The same, looking for the modules in dir_path only. */
+void ggml_backend_load_all_from_path(const char * dir_path);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Scheduler: one graph over several backends                                                     */

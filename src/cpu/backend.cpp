@@ -13,6 +13,7 @@
 #include "core/internal.h"
 #include "cpu/kernel.h"
 #include "interface/host_buffer.h"
+#include "interface/module.h"
 
 namespace ggx::cpu {
 
@@ -220,3 +221,5 @@ void ggml_backend_cpu_set_abort_callback(ggml_backend_t backend, ggml_abort_call
 }
 
 }  // extern "C"
+
+GGML_BACKEND_DL_IMPL(ggml_backend_cpu_reg)

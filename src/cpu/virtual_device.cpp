@@ -115,7 +115,7 @@ extern "C" ggml_backend_dev_t ggml_backend_cpu_add_virtual_device(const char * n
     // lock is not held here: enumerating devices takes the registry's lock, then the CPU registry's.
     static std::mutex adding;
     std::lock_guard lock(adding);
-    if (ggml_backend_dev_by_name(name)) {
+    if (ggx::backend::registered_device(name)) {
         return fail_to_add("a device named '" + std::string(name) + "' already exists (names are unique, " +
                            "compared ignoring case)");
     }

@@ -40,6 +40,13 @@ void clear_last_error();
 // Shorthand: records message and returns status.
 ggml_status fail(ggml_status status, std::string message);
 
+// The registered device of this name (compared ignoring case), or nullptr. The registry of backends
+// (src/registry, in libggml above the backends) installs the lookup when it loads, so that a backend
+// (the CPU's virtual devices) can keep device names unique without linking it; until then no device
+// is registered and the answer is nullptr.
+ggml_backend_dev_t registered_device(const char * name);
+void set_device_lookup(ggml_backend_dev_t (*lookup)(const char * name));
+
 // "node 3 'name' (ADD f32 [4, 1, 1, 1])", for error messages.
 std::string describe_node(int index, const ggml_tensor * node);
 // Whether a node runs a kernel (false for layout-only ops and empty tensors).

@@ -1,5 +1,5 @@
-// The backend interface's shared pieces: the error channel, node descriptions and the default
-// asynchronous transfers.
+// The backend interface's shared pieces: the error channel, the registered-device lookup, node
+// descriptions and the default asynchronous transfers.
 #include "interface/backend-impl.h"
 
 #include "core/internal.h"
@@ -8,6 +8,7 @@ namespace ggx::backend {
 
 namespace {
 thread_local std::string last_error;
+ggml_backend_dev_t (*device_lookup)(const char * name) = nullptr;
 }  // namespace
 
 void set_last_error(std::string message) { last_error = std::move(message); }
@@ -20,6 +21,12 @@ ggml_status fail(ggml_status status, std::string message) {
     set_last_error(std::move(message));
     return status;
 }
+
+ggml_backend_dev_t registered_device(const char * name) {
+    return device_lookup ? device_lookup(name) : nullptr;
+}
+
+void set_device_lookup(ggml_backend_dev_t (*lookup)(const char * name)) { device_lookup = lookup; }
 
 std::string describe_node(int index, const ggml_tensor * node) {
     return "node " + std::to_string(index) + " '" + node->name + "' (" + ggml_op_desc(node) + " " +

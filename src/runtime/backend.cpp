@@ -296,4 +296,15 @@ bool ggml_backend_dev_offload_op(ggml_backend_dev_t device, const ggml_tensor * 
     return device->offload_op(op);
 }
 
+// Registries (the list of registries is libggml's: src/registry)
+
+const char * ggml_backend_reg_name(ggml_backend_reg_t reg) { return reg->name(); }
+size_t ggml_backend_reg_dev_count(ggml_backend_reg_t reg) { return reg->device_count(); }
+ggml_backend_dev_t ggml_backend_reg_dev_get(ggml_backend_reg_t reg, size_t index) {
+    return index < reg->device_count() ? reg->device(index) : nullptr;
+}
+void * ggml_backend_reg_get_proc_address(ggml_backend_reg_t reg, const char * name) {
+    return name ? reg->proc_address(name) : nullptr;
+}
+
 }  // extern "C"

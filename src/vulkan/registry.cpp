@@ -1,14 +1,16 @@
 // The Vulkan registry and its ggml devices: the Vulkan instance, one device per usable physical
-// device (GGX_VULKAN_DEVICES restricts and orders them), and the C entry points of ggml-vulkan.h.
+// device (GGML_VK_VISIBLE_DEVICES restricts and orders them), and the C entry points of ggml-vulkan.h.
 #include <ggml-vulkan.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/internal.h"
+#include "interface/module.h"
 #include "vulkan/backend.h"
 #include "vulkan/ext_service.h"
 #include "vulkan/kernels.h"
@@ -62,10 +64,20 @@ private:
     BufferType buffer_type_;
 };
 
-// The physical-device indices GGX_VULKAN_DEVICES names, or every index below count.
+// The variable naming the physical devices to open: ggml's GGML_VK_VISIBLE_DEVICES, else ggx's
+// earlier name GGX_VULKAN_DEVICES; {nullptr, nullptr} when neither is set.
+std::pair<const char *, const char *> visible_devices_variable() {
+    for (const char * name : {"GGML_VK_VISIBLE_DEVICES", "GGX_VULKAN_DEVICES"}) {
+        if (const char * value = std::getenv(name)) return {name, value};
+    }
+    return {nullptr, nullptr};
+}
+
+// The physical-device indices the variable lists (comma-separated, in that order), or every index
+// below count.
 std::vector<uint32_t> selected_devices(uint32_t count) {
     std::vector<uint32_t> indices;
-    const char * list = std::getenv("GGX_VULKAN_DEVICES");
+    const auto [variable, list] = visible_devices_variable();
     if (!list) {
         for (uint32_t i = 0; i < count; ++i)
             indices.push_back(i);
@@ -78,8 +90,7 @@ std::vector<uint32_t> selected_devices(uint32_t count) {
         if (end != item.c_str() && *end == '\0' && index < count) {
             indices.push_back(static_cast<uint32_t>(index));
         } else {
-            std::fprintf(stderr, "ggx vulkan: GGX_VULKAN_DEVICES: ignoring '%s' (%u devices)\n", item.c_str(),
-                         count);
+            std::fprintf(stderr, "ggx vulkan: %s: ignoring '%s' (%u devices)\n", variable, item.c_str(), count);
         }
     }
     return indices;
@@ -171,3 +182,5 @@ ggml_backend_buffer_type_t ggml_backend_vk_buffer_type(size_t device_index) {
 }
 
 }  // extern "C"
+
+GGML_BACKEND_DL_IMPL(ggml_backend_vk_reg)

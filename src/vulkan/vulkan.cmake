@@ -33,9 +33,8 @@ set(ggx_vulkan_sources
   ${ggx_vulkan_dir}/registry.cpp
   ${ggx_vulkan_dir}/ext_service.cpp
   ${ggx_vulkan_kernel_sources})
-target_sources(ggx PRIVATE ${ggx_vulkan_sources} ${ggx_vulkan_table})
+ggx_backend(ggml-vulkan ${ggx_vulkan_sources} ${ggx_vulkan_table})
 # Vulkan structures are initialised as {sType} with the rest zeroed, by design.
 set_source_files_properties(${ggx_vulkan_sources}
   PROPERTIES COMPILE_OPTIONS -Wno-missing-field-initializers)
-target_link_libraries(ggx PRIVATE Vulkan::Vulkan)
-target_compile_definitions(ggx PRIVATE GGX_BACKEND_VULKAN)
+target_link_libraries(ggml-vulkan PRIVATE Vulkan::Vulkan)

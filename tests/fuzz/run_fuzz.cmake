@@ -1,6 +1,6 @@
-# Configures a clang build with GGX_FUZZ=ON (libFuzzer + ASan + UBSan) in WORK_DIR, builds only ggx,
-# ggx_gguf and the fuzz target NAME, and runs it for SECONDS over a fresh copy of CORPUS (the repo's
-# corpus is never modified). New crashes are written to WORK_DIR/artifacts.
+# Configures a clang build with GGX_FUZZ=ON (libFuzzer + ASan + UBSan) in WORK_DIR, builds only the
+# libraries, ggx_gguf and the fuzz target NAME, and runs it for SECONDS over a fresh copy of CORPUS
+# (the repo's corpus is never modified). New crashes are written to WORK_DIR/artifacts.
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)

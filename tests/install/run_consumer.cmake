@@ -1,5 +1,5 @@
-# Installs the already built tree into WORK_DIR/prefix, then configures, builds and runs the consumer
-# in tests/install/consumer against it with find_package(ggx).
+# Installs the already built tree into WORK_DIR/prefix, then configures, builds and runs the
+# consumers of tests/install/consumer against it (find_package(ggml), find_package(ggx), ggml.pc).
 file(REMOVE_RECURSE ${WORK_DIR})
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
@@ -8,7 +8,10 @@ function(run)
   endif()
 endfunction()
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
+set(ENV{PKG_CONFIG_PATH} ${WORK_DIR}/prefix/${LIBDIR}/pkgconfig)
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install/consumer -B ${WORK_DIR}/build
     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-run(${WORK_DIR}/build/ggx_consumer)
+foreach(consumer consumer_c consumer_cxx consumer_c_ggx consumer_c_pkgconfig)
+  run(${WORK_DIR}/build/${consumer})
+endforeach()

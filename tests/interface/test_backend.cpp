@@ -1,4 +1,4 @@
-// The backend layer through the CPU backend: registry, devices, buffers, tensor data, graph execution.
+// The backend layer through the CPU backend: registry services, devices, buffers, tensor data, graph execution.
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
@@ -21,27 +21,6 @@ using ggx::test::Context;
 using ggx::test::ScopedErrorMode;
 
 Context metadata_context() { return Context(ggml_init({1 << 20, nullptr, true})); }
-
-TEST(Registry, FindsTheCpuRegistryAndDevice) {
-    ASSERT_GE(ggml_backend_reg_count(), 1u);
-    ggml_backend_reg_t reg = ggml_backend_reg_by_name("cpu");
-    ASSERT_NE(reg, nullptr);
-    EXPECT_EQ(reg, ggml_backend_cpu_reg());
-    EXPECT_STREQ(ggml_backend_reg_name(reg), "CPU");
-    ASSERT_EQ(ggml_backend_reg_dev_count(reg), 1u);
-    ggml_backend_dev_t device = ggml_backend_reg_dev_get(reg, 0);
-    EXPECT_EQ(ggml_backend_reg_dev_get(reg, 1), nullptr);
-    EXPECT_EQ(ggml_backend_dev_by_name("CPU"), device);
-    EXPECT_EQ(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU), device);
-    EXPECT_EQ(ggml_backend_dev_by_name("no-such-device"), nullptr);
-    EXPECT_EQ(ggml_backend_reg_by_name("no-such-registry"), nullptr);
-    EXPECT_EQ(ggml_backend_dev_backend_reg(device), reg);
-}
-
-TEST(Registry, RegisteringTheSameRegistryTwiceFails) {
-    EXPECT_FALSE(ggml_backend_register(ggml_backend_cpu_reg()));
-    EXPECT_TRUE(contains(ggml_backend_get_last_error(), "already registered"));
-}
 
 TEST(Registry, ServicesAreFoundByName) {
     ggml_backend_reg_t reg = ggml_backend_cpu_reg();

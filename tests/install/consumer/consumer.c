@@ -1,0 +1,33 @@
+/* A C program on the installed headers and libraries: builds a graph, computes it on the CPU
+ * device found through the registry, checks the result. Links ggml::ggml (also through ggx::ggx and
+ * through pkg-config's ggml.pc). */
+#include <ggml-alloc.h>
+#include <ggml-backend.h>
+#include <ggml-graph.h>
+#include <ggml.h>
+#include <stdio.h>
+
+int main(void) {
+    ggml_backend_load_all();
+    ggml_backend_t cpu = ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, NULL);
+    struct ggml_init_params params = {1 << 20, NULL, true};
+    struct ggml_context * ctx = ggml_init(params);
+    struct ggml_tensor * a = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4);
+    struct ggml_tensor * sum = ggml_add(ctx, a, a);
+    struct ggml_cgraph * graph = ggml_new_graph(ctx);
+    ggml_build_forward_expand(graph, sum);
+    ggml_backend_buffer_t buffer = cpu ? ggml_backend_alloc_ctx_tensors(ctx, cpu) : NULL;
+    float result[4] = {0};
+    if (buffer) {
+        const float data[4] = {1, 2, 3, 4};
+        ggml_backend_tensor_set(a, data, 0, sizeof data);
+        if (ggml_backend_graph_compute(cpu, graph) == GGML_STATUS_SUCCESS)
+            ggml_backend_tensor_get(sum, result, 0, sizeof result);
+    }
+    int ok = ggml_graph_is_valid(graph) && ggml_graph_n_nodes(graph) == 1 && result[3] == 8.0f;
+    printf("consumer (C): %s\n", ok ? "ok" : "FAILED");
+    ggml_backend_buffer_free(buffer);
+    ggml_backend_free(cpu);
+    ggml_free(ctx);
+    return ok ? 0 : 1;
+}
