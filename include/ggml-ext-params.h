@@ -107,6 +107,12 @@ struct ggml_ext_flash_attn_ext_params {
     float logit_softcap; /* 0: no soft cap */
 };
 
+/* GGML_OP_MUL_MAT: what ggml_mul_mat_set_prec and ggml_mul_mat_set_hint record. */
+struct ggml_ext_mul_mat_params {
+    int32_t prec; /* enum ggml_prec */
+    int32_t hint; /* enum ggml_op_hint */
+};
+
 /* GGML_OP_IM2COL: strides, paddings and dilations along width (0) and height (1). */
 struct ggml_ext_im2col_params {
     int32_t s0, s1;

@@ -882,6 +882,19 @@ struct ggml_tensor * ggml_l2_norm(struct ggml_context * ctx, struct ggml_tensor 
  * a broadcast over dims 2, 3 (B2 % A2 == 0, B3 % A3 == 0; b matrix i2 uses a matrix i2 / (B2 / A2)). a:
  * F32/F16/BF16/Q8_0/Q4_0 (quantized rows dense); b: F32/F16/BF16. */
 struct ggml_tensor * ggml_mul_mat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
+/* Record on a mul_mat result the precision ggml's backends accumulate in (ggx's kernels always use F32) and a
+ * hint about a (GGML_HINT_SRC0_IS_HADAMARD: a is a Hadamard matrix); both in op_params
+ * (ggml_ext_mul_mat_params). NULL a is ignored; any other op is an error in a's context. */
+void ggml_mul_mat_set_prec(struct ggml_tensor * a, enum ggml_prec prec);
+void ggml_mul_mat_set_hint(struct ggml_tensor * a, enum ggml_op_hint hint);
+/* Expert matmul: as [K, M, n_as] holds n_as matrices, b [K, n_b, n_tokens] (n_b 1 or n_used), ids I32
+ * [n_used, n_tokens] picks them; result F32 [M, n_used, n_tokens], result[:, e, t] = as[ids[e, t]] *
+ * b[:, e % n_b, t]. No kernel yet. */
+struct ggml_tensor * ggml_mul_mat_id(struct ggml_context * ctx, struct ggml_tensor * as, struct ggml_tensor * b,
+                                     struct ggml_tensor * ids);
+/* Outer products summed over dim 1: a [M, N, A2, A3], b [P, N, B2, B3] -> F32 [M, P, B2, B3],
+ * result[m, p] = sum_n a[m, n] * b[p, n] (a broadcast as in mul_mat). No kernel yet. */
+struct ggml_tensor * ggml_out_prod(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 
 /* softmax over rows of a * scale + slope * mask (an all -inf row gives zeros; mask optional, F16/F32, [ne0,
  * >= ne1, ...] broadcast over dims 2, 3); slope is 1 unless max_bias > 0 (ALiBi, head = dim 2). a: F32. */
