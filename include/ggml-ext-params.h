@@ -85,11 +85,11 @@ struct ggml_ext_soft_max_params {
     float max_bias;
 };
 
-/* GGML_OP_ROPE: the rotation (ggml_rope_ext's arguments). */
+/* GGML_OP_ROPE, GGML_OP_ROPE_BACK: the rotation (ggml_rope_ext's and ggml_rope_multi's arguments). */
 struct ggml_ext_rope_params {
     int32_t unused_n_past; /* 0: the slot ggml keeps for n_past */
-    int32_t n_dims;        /* leading elements of a row that rotate */
-    int32_t mode;          /* GGML_ROPE_TYPE_NORMAL or GGML_ROPE_TYPE_NEOX */
+    int32_t n_dims;        /* elements of a row that rotate, from n_offs on */
+    int32_t mode;          /* GGML_ROPE_TYPE_NORMAL, NEOX, MROPE, IMROPE or VISION */
     int32_t unused_n_ctx;  /* 0: the slot ggml keeps for n_ctx */
     int32_t n_ctx_orig;
     float freq_base;
@@ -98,6 +98,8 @@ struct ggml_ext_rope_params {
     float attn_factor;
     float beta_fast;
     float beta_slow;
+    int32_t sections[GGML_MROPE_SECTIONS]; /* rotation pairs per position axis (multi modes); else 0 */
+    int32_t n_offs;                        /* first rotated element (ggml_rope_set_offset); 0 by default */
 };
 
 /* GGML_OP_FLASH_ATTN_EXT. */

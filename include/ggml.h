@@ -911,6 +911,53 @@ struct ggml_tensor * ggml_rope_ext(struct ggml_context * ctx, struct ggml_tensor
                                    struct ggml_tensor * c, int n_dims, int mode, int n_ctx_orig,
                                    float freq_base, float freq_scale, float ext_factor, float attn_factor,
                                    float beta_fast, float beta_slow);
+/* ggml_rope_ext with its result a view of a. */
+struct ggml_tensor * ggml_rope_ext_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                           struct ggml_tensor * c, int n_dims, int mode, int n_ctx_orig,
+                                           float freq_base, float freq_scale, float ext_factor, float attn_factor,
+                                           float beta_fast, float beta_slow);
+/* ggml_rope_ext without frequency factors, base 10000, no scaling and no YaRN. */
+struct ggml_tensor * ggml_rope(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int n_dims,
+                               int mode);
+struct ggml_tensor * ggml_rope_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                       int n_dims, int mode);
+/* ggml_rope_ext without frequency factors (ggml's older name). */
+struct ggml_tensor * ggml_rope_custom(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                      int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale,
+                                      float ext_factor, float attn_factor, float beta_fast, float beta_slow);
+struct ggml_tensor * ggml_rope_custom_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                              struct ggml_tensor * b, int n_dims, int mode, int n_ctx_orig,
+                                              float freq_base, float freq_scale, float ext_factor,
+                                              float attn_factor, float beta_fast, float beta_slow);
+/* Multi-axis RoPE (MROPE, IMROPE, VISION modes): b holds 4 positions per token (I32 [4 * n_tokens]),
+ * sections the rotation pairs each position axis drives; VISION needs n_dims = head_dim / 2. No kernel yet. */
+struct ggml_tensor * ggml_rope_multi(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                     struct ggml_tensor * c, int n_dims, int sections[GGML_MROPE_SECTIONS], int mode,
+                                     int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
+                                     float attn_factor, float beta_fast, float beta_slow);
+struct ggml_tensor * ggml_rope_multi_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                             struct ggml_tensor * b, struct ggml_tensor * c, int n_dims,
+                                             int sections[GGML_MROPE_SECTIONS], int mode, int n_ctx_orig,
+                                             float freq_base, float freq_scale, float ext_factor,
+                                             float attn_factor, float beta_fast, float beta_slow);
+/* The gradient of ggml_rope_ext / ggml_rope_multi: a is the gradient of their result (GGML_OP_ROPE_BACK,
+ * the same parameters). No kernel yet. */
+struct ggml_tensor * ggml_rope_ext_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                        struct ggml_tensor * c, int n_dims, int mode, int n_ctx_orig,
+                                        float freq_base, float freq_scale, float ext_factor, float attn_factor,
+                                        float beta_fast, float beta_slow);
+struct ggml_tensor * ggml_rope_multi_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                          struct ggml_tensor * c, int n_dims, int sections[4], int mode,
+                                          int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
+                                          float attn_factor, float beta_fast, float beta_slow);
+/* Rotate elements [n_offs, n_offs + n_dims) of each row instead of [0, n_dims) (n_offs even; not VISION).
+ * a must be a ROPE or ROPE_BACK node; returns a, or NULL with the error in a's context. ggx's kernels do
+ * not compute offsets yet. */
+struct ggml_tensor * ggml_rope_set_offset(struct ggml_tensor * a, int n_offs);
+/* YaRN's correction range: dims[0] = max(0, floor(c(beta_fast))), dims[1] = min(n_dims - 1,
+ * ceil(c(beta_slow))), c(r) = n_dims * ln(n_ctx_orig / (2 pi r)) / (2 ln(freq_base)). */
+void ggml_rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
+                              float dims[2]);
 
 /* Attention: q [D, n_q, H, B] F32, k [D, n_kv, Hkv, Bk] and v [Dv, n_kv, Hkv, Bk] F16 or F32
  * (H % Hkv == 0, B % Bk == 0; head h reads k/v head h / (H / Hkv)), mask optional F16/F32 [n_kv, >= n_q,

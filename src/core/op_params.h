@@ -40,6 +40,7 @@ GGX_OP_PARAMS(GGML_OP_GROUP_NORM, ggml_ext_group_norm_params);
 GGX_OP_PARAMS(GGML_OP_SOFT_MAX, ggml_ext_soft_max_params);
 GGX_OP_PARAMS(GGML_OP_MUL_MAT, ggml_ext_mul_mat_params);
 GGX_OP_PARAMS(GGML_OP_ROPE, ggml_ext_rope_params);
+GGX_OP_PARAMS(GGML_OP_ROPE_BACK, ggml_ext_rope_params);
 GGX_OP_PARAMS(GGML_OP_FLASH_ATTN_EXT, ggml_ext_flash_attn_ext_params);
 GGX_OP_PARAMS(GGML_OP_IM2COL, ggml_ext_im2col_params);
 GGX_OP_PARAMS(GGML_OP_PERMUTE, ggml_ext_permute_params);
