@@ -107,12 +107,29 @@ struct ggml_ext_flash_attn_ext_params {
     float scale;
     float max_bias;
     float logit_softcap; /* 0: no soft cap */
+    int32_t prec;        /* enum ggml_prec (ggml_flash_attn_ext_set_prec) */
 };
 
 /* GGML_OP_MUL_MAT: what ggml_mul_mat_set_prec and ggml_mul_mat_set_hint record. */
 struct ggml_ext_mul_mat_params {
     int32_t prec; /* enum ggml_prec */
     int32_t hint; /* enum ggml_op_hint */
+};
+
+/* GGML_OP_GATED_LINEAR_ATTN. */
+struct ggml_ext_gated_linear_attn_params {
+    float scale;
+};
+
+/* GGML_OP_GATED_DELTA_NET: how many recurrent states the result keeps after the outputs. */
+struct ggml_ext_gated_delta_net_params {
+    int32_t n_states; /* ggml_gated_delta_net's K */
+};
+
+/* GGML_OP_DSV4_HC_COMB: the Sinkhorn normalisation. */
+struct ggml_ext_dsv4_hc_comb_params {
+    float eps;
+    int32_t n_iter;
 };
 
 /* GGML_OP_IM2COL: strides, paddings and dilations along width (0) and height (1). */

@@ -967,6 +967,56 @@ struct ggml_tensor * ggml_flash_attn_ext(struct ggml_context * ctx, struct ggml_
                                          struct ggml_tensor * k, struct ggml_tensor * v,
                                          struct ggml_tensor * mask, float scale, float max_bias,
                                          float logit_softcap);
+/* Precision ggml's backends compute a flash_attn_ext result in (op_params prec; ggx's kernels always use
+ * F32); get returns GGML_PREC_DEFAULT for NULL or another op. Any other op is an error in a's context. */
+void ggml_flash_attn_ext_set_prec(struct ggml_tensor * a, enum ggml_prec prec);
+enum ggml_prec ggml_flash_attn_ext_get_prec(const struct ggml_tensor * a);
+/* Attention sinks: sinks (F32 [n_head]) become src[4] of a flash_attn_ext result (NULL sinks: nothing).
+ * ggx's kernels do not compute sinks yet: such a node is unsupported. */
+void ggml_flash_attn_ext_add_sinks(struct ggml_tensor * a, struct ggml_tensor * sinks);
+/* Always an error, as in ggml, which has not adapted it to ggml_flash_attn_ext's layout. */
+struct ggml_tensor * ggml_flash_attn_back(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                          struct ggml_tensor * v, struct ggml_tensor * d, bool masked);
+
+/* Recurrent and model-specific attention (no kernels yet; shapes as in ggml, docs/ops.md). */
+/* Mamba's convolution: sx [d_conv - 1 + n_t, d_inner, n_s], c [d_conv, d_inner] -> F32 [d_inner, n_t, n_s]. */
+struct ggml_tensor * ggml_ssm_conv(struct ggml_context * ctx, struct ggml_tensor * sx, struct ggml_tensor * c);
+/* Mamba's selective scan: s [d_state, head_dim, n_head, ...], x [head_dim, n_head, n_tokens, n_seqs], dt
+ * [n_head, n_tokens, n_seqs], A [1 or d_state, n_head], B and C [d_state, n_group, n_tokens, n_seqs], ids I32
+ * [n_seqs] -> F32 1-D: the outputs (x's element count) then the new states. */
+struct ggml_tensor * ggml_ssm_scan(struct ggml_context * ctx, struct ggml_tensor * s, struct ggml_tensor * x,
+                                   struct ggml_tensor * dt, struct ggml_tensor * A, struct ggml_tensor * B,
+                                   struct ggml_tensor * C, struct ggml_tensor * ids);
+/* RWKV-6, gated linear attention, RWKV-7: per-token inputs [S, H, n_tokens] (contiguous), state S * S * H
+ * values per sequence (state.ne1 = n_seqs) -> F32 [S * H, n_tokens + S * n_seqs]: outputs, then states. */
+struct ggml_tensor * ggml_rwkv_wkv6(struct ggml_context * ctx, struct ggml_tensor * k, struct ggml_tensor * v,
+                                    struct ggml_tensor * r, struct ggml_tensor * tf, struct ggml_tensor * td,
+                                    struct ggml_tensor * state);
+struct ggml_tensor * ggml_gated_linear_attn(struct ggml_context * ctx, struct ggml_tensor * k, struct ggml_tensor * v,
+                                            struct ggml_tensor * q, struct ggml_tensor * g, struct ggml_tensor * state,
+                                            float scale);
+struct ggml_tensor * ggml_rwkv_wkv7(struct ggml_context * ctx, struct ggml_tensor * r, struct ggml_tensor * w,
+                                    struct ggml_tensor * k, struct ggml_tensor * v, struct ggml_tensor * a,
+                                    struct ggml_tensor * b, struct ggml_tensor * state);
+/* Gated delta net: q, k [S, H_k, n_tokens, n_seqs], v [S, H_v, n_tokens, n_seqs] (H_v % H_k == 0), g [1 or S,
+ * H_v, n_tokens, n_seqs], beta [1, H_v, n_tokens, n_seqs], state [S, S, H_v, n_seqs] -> F32 [S * H_v,
+ * n_tokens * n_seqs + K * S * n_seqs]: the outputs, then K states, the most recent first. */
+struct ggml_tensor * ggml_gated_delta_net(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                          struct ggml_tensor * v, struct ggml_tensor * g, struct ggml_tensor * beta,
+                                          struct ggml_tensor * state, int64_t K);
+/* DeepSeek's lightning indexer: q [E, H, n_batch, B] F32, k [E, 1, n_kv, B] F16/F32, weights [H, n_batch, 1, B]
+ * F32 (prescaled), mask F16 [n_kv, n_batch, 1, B'] (B % B' == 0) -> F32 [n_kv, n_batch, 1, B]. */
+struct ggml_tensor * ggml_lightning_indexer(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                            struct ggml_tensor * weights, struct ggml_tensor * mask);
+/* DeepSeek-V4 hyper-connections (F32). comb: mixes [(2 + hc) * hc, n_tokens], scale [3], base [(2 + hc) * hc]
+ * -> [hc, hc, n_tokens] (softmax, then n_iter Sinkhorn normalisations with eps). pre: x [n_embd, hc, n_tokens],
+ * weights [hc, n_tokens] -> [n_embd, n_tokens]. post: x [n_embd, n_tokens], residual [n_embd, hc, n_tokens],
+ * post [hc, n_tokens], comb [hc, hc, n_tokens] -> [n_embd, hc, n_tokens]. */
+struct ggml_tensor * ggml_dsv4_hc_comb(struct ggml_context * ctx, struct ggml_tensor * mixes, struct ggml_tensor * scale,
+                                       struct ggml_tensor * base, float eps, int32_t n_iter);
+struct ggml_tensor * ggml_dsv4_hc_pre(struct ggml_context * ctx, struct ggml_tensor * x, struct ggml_tensor * weights);
+struct ggml_tensor * ggml_dsv4_hc_post(struct ggml_context * ctx, struct ggml_tensor * x, struct ggml_tensor * residual,
+                                       struct ggml_tensor * post, struct ggml_tensor * comb);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Indexing */
