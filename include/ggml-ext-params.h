@@ -132,12 +132,66 @@ struct ggml_ext_dsv4_hc_comb_params {
     int32_t n_iter;
 };
 
-/* GGML_OP_IM2COL: strides, paddings and dilations along width (0) and height (1). */
+/* GGML_OP_IM2COL, GGML_OP_IM2COL_BACK: strides, paddings and dilations along width (0) and height (1). */
 struct ggml_ext_im2col_params {
     int32_t s0, s1;
     int32_t p0, p1;
     int32_t d0, d1;
     int32_t is_2d; /* 0: a 1-D convolution (s1, p1, d1 unused) */
+};
+
+/* GGML_OP_IM2COL_3D: strides, paddings and dilations along width, height, depth; input channels. */
+struct ggml_ext_im2col_3d_params {
+    int32_t s0, s1, s2;
+    int32_t p0, p1, p2;
+    int32_t d0, d1, d2;
+    int32_t ic;
+};
+
+/* GGML_OP_CONV_2D, GGML_OP_CONV_2D_DW (direct convolutions). */
+struct ggml_ext_conv_2d_params {
+    int32_t s0, s1;
+    int32_t p0, p1;
+    int32_t d0, d1;
+};
+
+/* GGML_OP_CONV_3D: as IM2COL_3D, then the channel, batch and output-channel counts. */
+struct ggml_ext_conv_3d_params {
+    int32_t s0, s1, s2;
+    int32_t p0, p1, p2;
+    int32_t d0, d1, d2;
+    int32_t c, n, oc;
+};
+
+/* GGML_OP_CONV_TRANSPOSE_1D. */
+struct ggml_ext_conv_transpose_1d_params {
+    int32_t s0, p0, d0;
+};
+
+/* GGML_OP_CONV_TRANSPOSE_2D. */
+struct ggml_ext_conv_transpose_2d_params {
+    int32_t stride;
+};
+
+/* GGML_OP_COL2IM_1D. */
+struct ggml_ext_col2im_1d_params {
+    int32_t s0;
+    int32_t oc; /* output channels */
+    int32_t p0; /* cropped from both ends */
+};
+
+/* GGML_OP_POOL_1D. */
+struct ggml_ext_pool_1d_params {
+    int32_t op; /* enum ggml_op_pool */
+    int32_t k0, s0, p0;
+};
+
+/* GGML_OP_POOL_2D, GGML_OP_POOL_2D_BACK. */
+struct ggml_ext_pool_2d_params {
+    int32_t op; /* enum ggml_op_pool */
+    int32_t k0, k1;
+    int32_t s0, s1;
+    float p0, p1;
 };
 
 /* GGML_OP_PERMUTE, GGML_OP_TRANSPOSE (axes 1, 0, 2, 3): dimension i of the source becomes dimension

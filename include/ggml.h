@@ -1067,10 +1067,70 @@ struct ggml_tensor * ggml_geglu_split(struct ggml_context * ctx, struct ggml_ten
 struct ggml_tensor * ggml_im2col(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                  int s0, int s1, int p0, int p1, int d0, int d1, bool is_2d,
                                  enum ggml_type dst_type);
+/* The gradient of ggml_im2col: b is the gradient of its result, ne the shape of its input (F32 result of
+ * that shape). No kernel yet. */
+struct ggml_tensor * ggml_im2col_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                      int64_t * ne, int s0, int s1, int p0, int p1, int d0, int d1, bool is_2d);
+/* 3-D unfold: a [KW, KH, KD, OC * IC], b [W, H, D, N * IC] -> [IC * KD * KH * KW, OW, OH, OD * N] of dst_type.
+ * No kernel yet. */
+struct ggml_tensor * ggml_im2col_3d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                    int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1,
+                                    int d2, enum ggml_type dst_type);
+/* Scatter-add of columns back to a signal: a [K * oc, T_in] -> [(T_in - 1) * s0 + K - 2 * p0, oc] of a's type.
+ * No kernel yet. */
+struct ggml_tensor * ggml_col2im_1d(struct ggml_context * ctx, struct ggml_tensor * a, int s0, int oc, int p0);
 /* 2-D convolution, kernel a [KW, KH, IC, OC] (F32/F16), input b [IW, IH, IC, N] (F32) ->
  * F32 [OW, OH, OC, N]; built as im2col followed by mul_mat. */
 struct ggml_tensor * ggml_conv_2d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                   int s0, int s1, int p0, int p1, int d0, int d1);
+/* 1-D convolution, kernel a [K, IC, OC] (F32/F16), input b [IW, IC, N] (F32) -> F32 [OW, OC, N]: im2col into
+ * F16 columns, then mul_mat (as ggml, whose layout is right for N = 1). _ph: padding K / 2. */
+struct ggml_tensor * ggml_conv_1d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int s0,
+                                  int p0, int d0);
+struct ggml_tensor * ggml_conv_1d_ph(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int s,
+                                     int d);
+/* Depthwise 1-D convolution: kernel a [K, 1, C], input b [IW, C] (one sample) -> F32 [OW, C]. _ph: padding K / 2. */
+struct ggml_tensor * ggml_conv_1d_dw(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                     int s0, int p0, int d0);
+struct ggml_tensor * ggml_conv_1d_dw_ph(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                        int s0, int d0);
+/* ggml_conv_2d with stride = kernel size and no padding (_sk_p0), or stride 1 and half-kernel padding (_s1_ph). */
+struct ggml_tensor * ggml_conv_2d_sk_p0(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
+struct ggml_tensor * ggml_conv_2d_s1_ph(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
+/* Depthwise 2-D convolution through im2col (F16 columns) and mul_mat: kernel a [KW, KH, 1, C], input b
+ * [IW, IH, C, N] (F32) -> F32 [OW, OH, C, N]. */
+struct ggml_tensor * ggml_conv_2d_dw(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                     int s0, int s1, int p0, int p1, int d0, int d1);
+/* Direct convolutions (single ops, no kernels yet). 2-D: a [KW, KH, IC, OC], b [IW, IH, IC, N] -> [OW, OH, OC, N]
+ * of b's type. Depthwise: a [KW, KH, 1, C], b [IW, IH, C, N] -> [OW, OH, C, N] of b's type (stored channels-first
+ * when b is). 3-D: a [KW, KH, KD, IC * OC], b [IW, IH, ID, IC * N] -> F32 [OW, OH, OD, OC * N]. */
+struct ggml_tensor * ggml_conv_2d_direct(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                         int s0, int s1, int p0, int p1, int d0, int d1);
+struct ggml_tensor * ggml_conv_2d_dw_direct(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                            int stride0, int stride1, int pad0, int pad1, int dilation0,
+                                            int dilation1);
+struct ggml_tensor * ggml_conv_3d_direct(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                         int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2,
+                                         int n_channels, int n_batch, int n_channels_out);
+/* 3-D convolution as im2col_3d then mul_mat: a [KW, KH, KD, OC * IC], b [IW, IH, ID, N * IC] ->
+ * [OW, OH, OD, OC * N]. */
+struct ggml_tensor * ggml_conv_3d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                  int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2);
+/* Transposed convolutions (no kernels yet). 1-D: a [K, OC, IC], b [IW, IC] -> F32 [(IW - 1) * s0 + K, OC]
+ * (p0 = 0, d0 = 1 only). 2-D: a [KW, KH, OC, IC], b [IW, IH, IC, N] -> F32 [(IW - 1) * stride + KW,
+ * (IH - 1) * stride + KH, OC, N]. */
+struct ggml_tensor * ggml_conv_transpose_1d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                            int s0, int p0, int d0);
+struct ggml_tensor * ggml_conv_transpose_2d_p0(struct ggml_context * ctx, struct ggml_tensor * a,
+                                               struct ggml_tensor * b, int stride);
+/* Pooling over dim 0 (1-D) or dims 0, 1 (2-D): O = (I + 2p - k) / s + 1, F32 (no kernels yet). _back: a is the
+ * gradient of pool_2d's result, af its input; the result has af's shape. */
+struct ggml_tensor * ggml_pool_1d(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_op_pool op, int k0,
+                                  int s0, int p0);
+struct ggml_tensor * ggml_pool_2d(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_op_pool op, int k0,
+                                  int k1, int s0, int s1, float p0, float p1);
+struct ggml_tensor * ggml_pool_2d_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * af,
+                                       enum ggml_op_pool op, int k0, int k1, int s0, int s1, float p0, float p1);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Diffusion helpers */

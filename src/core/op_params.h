@@ -46,6 +46,17 @@ GGX_OP_PARAMS(GGML_OP_GATED_LINEAR_ATTN, ggml_ext_gated_linear_attn_params);
 GGX_OP_PARAMS(GGML_OP_GATED_DELTA_NET, ggml_ext_gated_delta_net_params);
 GGX_OP_PARAMS(GGML_OP_DSV4_HC_COMB, ggml_ext_dsv4_hc_comb_params);
 GGX_OP_PARAMS(GGML_OP_IM2COL, ggml_ext_im2col_params);
+GGX_OP_PARAMS(GGML_OP_IM2COL_BACK, ggml_ext_im2col_params);
+GGX_OP_PARAMS(GGML_OP_IM2COL_3D, ggml_ext_im2col_3d_params);
+GGX_OP_PARAMS(GGML_OP_CONV_2D, ggml_ext_conv_2d_params);
+GGX_OP_PARAMS(GGML_OP_CONV_2D_DW, ggml_ext_conv_2d_params);
+GGX_OP_PARAMS(GGML_OP_CONV_3D, ggml_ext_conv_3d_params);
+GGX_OP_PARAMS(GGML_OP_CONV_TRANSPOSE_1D, ggml_ext_conv_transpose_1d_params);
+GGX_OP_PARAMS(GGML_OP_CONV_TRANSPOSE_2D, ggml_ext_conv_transpose_2d_params);
+GGX_OP_PARAMS(GGML_OP_COL2IM_1D, ggml_ext_col2im_1d_params);
+GGX_OP_PARAMS(GGML_OP_POOL_1D, ggml_ext_pool_1d_params);
+GGX_OP_PARAMS(GGML_OP_POOL_2D, ggml_ext_pool_2d_params);
+GGX_OP_PARAMS(GGML_OP_POOL_2D_BACK, ggml_ext_pool_2d_params);
 GGX_OP_PARAMS(GGML_OP_PERMUTE, ggml_ext_permute_params);
 GGX_OP_PARAMS(GGML_OP_TRANSPOSE, ggml_ext_permute_params);
 #undef GGX_OP_PARAMS
