@@ -85,11 +85,11 @@ struct ggml_ext_soft_max_params {
     float max_bias;
 };
 
-/* GGML_OP_ROPE: the rotation (ggml_rope_ext's arguments). */
+/* GGML_OP_ROPE, GGML_OP_ROPE_BACK: the rotation (ggml_rope_ext's and ggml_rope_multi's arguments). */
 struct ggml_ext_rope_params {
     int32_t unused_n_past; /* 0: the slot ggml keeps for n_past */
-    int32_t n_dims;        /* leading elements of a row that rotate */
-    int32_t mode;          /* GGML_ROPE_TYPE_NORMAL or GGML_ROPE_TYPE_NEOX */
+    int32_t n_dims;        /* elements of a row that rotate, from n_offs on */
+    int32_t mode;          /* GGML_ROPE_TYPE_NORMAL, NEOX, MROPE, IMROPE or VISION */
     int32_t unused_n_ctx;  /* 0: the slot ggml keeps for n_ctx */
     int32_t n_ctx_orig;
     float freq_base;
@@ -98,6 +98,8 @@ struct ggml_ext_rope_params {
     float attn_factor;
     float beta_fast;
     float beta_slow;
+    int32_t sections[GGML_MROPE_SECTIONS]; /* rotation pairs per position axis (multi modes); else 0 */
+    int32_t n_offs;                        /* first rotated element (ggml_rope_set_offset); 0 by default */
 };
 
 /* GGML_OP_FLASH_ATTN_EXT. */
@@ -105,14 +107,91 @@ struct ggml_ext_flash_attn_ext_params {
     float scale;
     float max_bias;
     float logit_softcap; /* 0: no soft cap */
+    int32_t prec;        /* enum ggml_prec (ggml_flash_attn_ext_set_prec) */
 };
 
-/* GGML_OP_IM2COL: strides, paddings and dilations along width (0) and height (1). */
+/* GGML_OP_MUL_MAT: what ggml_mul_mat_set_prec and ggml_mul_mat_set_hint record. */
+struct ggml_ext_mul_mat_params {
+    int32_t prec; /* enum ggml_prec */
+    int32_t hint; /* enum ggml_op_hint */
+};
+
+/* GGML_OP_GATED_LINEAR_ATTN. */
+struct ggml_ext_gated_linear_attn_params {
+    float scale;
+};
+
+/* GGML_OP_GATED_DELTA_NET: how many recurrent states the result keeps after the outputs. */
+struct ggml_ext_gated_delta_net_params {
+    int32_t n_states; /* ggml_gated_delta_net's K */
+};
+
+/* GGML_OP_DSV4_HC_COMB: the Sinkhorn normalisation. */
+struct ggml_ext_dsv4_hc_comb_params {
+    float eps;
+    int32_t n_iter;
+};
+
+/* GGML_OP_IM2COL, GGML_OP_IM2COL_BACK: strides, paddings and dilations along width (0) and height (1). */
 struct ggml_ext_im2col_params {
     int32_t s0, s1;
     int32_t p0, p1;
     int32_t d0, d1;
     int32_t is_2d; /* 0: a 1-D convolution (s1, p1, d1 unused) */
+};
+
+/* GGML_OP_IM2COL_3D: strides, paddings and dilations along width, height, depth; input channels. */
+struct ggml_ext_im2col_3d_params {
+    int32_t s0, s1, s2;
+    int32_t p0, p1, p2;
+    int32_t d0, d1, d2;
+    int32_t ic;
+};
+
+/* GGML_OP_CONV_2D, GGML_OP_CONV_2D_DW (direct convolutions). */
+struct ggml_ext_conv_2d_params {
+    int32_t s0, s1;
+    int32_t p0, p1;
+    int32_t d0, d1;
+};
+
+/* GGML_OP_CONV_3D: as IM2COL_3D, then the channel, batch and output-channel counts. */
+struct ggml_ext_conv_3d_params {
+    int32_t s0, s1, s2;
+    int32_t p0, p1, p2;
+    int32_t d0, d1, d2;
+    int32_t c, n, oc;
+};
+
+/* GGML_OP_CONV_TRANSPOSE_1D. */
+struct ggml_ext_conv_transpose_1d_params {
+    int32_t s0, p0, d0;
+};
+
+/* GGML_OP_CONV_TRANSPOSE_2D. */
+struct ggml_ext_conv_transpose_2d_params {
+    int32_t stride;
+};
+
+/* GGML_OP_COL2IM_1D. */
+struct ggml_ext_col2im_1d_params {
+    int32_t s0;
+    int32_t oc; /* output channels */
+    int32_t p0; /* cropped from both ends */
+};
+
+/* GGML_OP_POOL_1D. */
+struct ggml_ext_pool_1d_params {
+    int32_t op; /* enum ggml_op_pool */
+    int32_t k0, s0, p0;
+};
+
+/* GGML_OP_POOL_2D, GGML_OP_POOL_2D_BACK. */
+struct ggml_ext_pool_2d_params {
+    int32_t op; /* enum ggml_op_pool */
+    int32_t k0, k1;
+    int32_t s0, s1;
+    float p0, p1;
 };
 
 /* GGML_OP_PERMUTE, GGML_OP_TRANSPOSE (axes 1, 0, 2, 3): dimension i of the source becomes dimension

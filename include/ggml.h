@@ -886,6 +886,19 @@ struct ggml_tensor * ggml_l2_norm(struct ggml_context * ctx, struct ggml_tensor 
  * a broadcast over dims 2, 3 (B2 % A2 == 0, B3 % A3 == 0; b matrix i2 uses a matrix i2 / (B2 / A2)). a:
  * F32/F16/BF16/Q8_0/Q4_0 (quantized rows dense); b: F32/F16/BF16. */
 struct ggml_tensor * ggml_mul_mat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
+/* Record on a mul_mat result the precision ggml's backends accumulate in (ggx's kernels always use F32) and a
+ * hint about a (GGML_HINT_SRC0_IS_HADAMARD: a is a Hadamard matrix); both in op_params
+ * (ggml_ext_mul_mat_params). NULL a is ignored; any other op is an error in a's context. */
+void ggml_mul_mat_set_prec(struct ggml_tensor * a, enum ggml_prec prec);
+void ggml_mul_mat_set_hint(struct ggml_tensor * a, enum ggml_op_hint hint);
+/* Expert matmul: as [K, M, n_as] holds n_as matrices, b [K, n_b, n_tokens] (n_b 1 or n_used), ids I32
+ * [n_used, n_tokens] picks them; result F32 [M, n_used, n_tokens], result[:, e, t] = as[ids[e, t]] *
+ * b[:, e % n_b, t]. No kernel yet. */
+struct ggml_tensor * ggml_mul_mat_id(struct ggml_context * ctx, struct ggml_tensor * as, struct ggml_tensor * b,
+                                     struct ggml_tensor * ids);
+/* Outer products summed over dim 1: a [M, N, A2, A3], b [P, N, B2, B3] -> F32 [M, P, B2, B3],
+ * result[m, p] = sum_n a[m, n] * b[p, n] (a broadcast as in mul_mat). No kernel yet. */
+struct ggml_tensor * ggml_out_prod(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 
 /* softmax over rows of a * scale + slope * mask (an all -inf row gives zeros; mask optional, F16/F32, [ne0,
  * >= ne1, ...] broadcast over dims 2, 3); slope is 1 unless max_bias > 0 (ALiBi, head = dim 2). a: F32. */
@@ -902,6 +915,53 @@ struct ggml_tensor * ggml_rope_ext(struct ggml_context * ctx, struct ggml_tensor
                                    struct ggml_tensor * c, int n_dims, int mode, int n_ctx_orig,
                                    float freq_base, float freq_scale, float ext_factor, float attn_factor,
                                    float beta_fast, float beta_slow);
+/* ggml_rope_ext with its result a view of a. */
+struct ggml_tensor * ggml_rope_ext_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                           struct ggml_tensor * c, int n_dims, int mode, int n_ctx_orig,
+                                           float freq_base, float freq_scale, float ext_factor, float attn_factor,
+                                           float beta_fast, float beta_slow);
+/* ggml_rope_ext without frequency factors, base 10000, no scaling and no YaRN. */
+struct ggml_tensor * ggml_rope(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int n_dims,
+                               int mode);
+struct ggml_tensor * ggml_rope_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                       int n_dims, int mode);
+/* ggml_rope_ext without frequency factors (ggml's older name). */
+struct ggml_tensor * ggml_rope_custom(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                      int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale,
+                                      float ext_factor, float attn_factor, float beta_fast, float beta_slow);
+struct ggml_tensor * ggml_rope_custom_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                              struct ggml_tensor * b, int n_dims, int mode, int n_ctx_orig,
+                                              float freq_base, float freq_scale, float ext_factor,
+                                              float attn_factor, float beta_fast, float beta_slow);
+/* Multi-axis RoPE (MROPE, IMROPE, VISION modes): b holds 4 positions per token (I32 [4 * n_tokens]),
+ * sections the rotation pairs each position axis drives; VISION needs n_dims = head_dim / 2. No kernel yet. */
+struct ggml_tensor * ggml_rope_multi(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                     struct ggml_tensor * c, int n_dims, int sections[GGML_MROPE_SECTIONS], int mode,
+                                     int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
+                                     float attn_factor, float beta_fast, float beta_slow);
+struct ggml_tensor * ggml_rope_multi_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                             struct ggml_tensor * b, struct ggml_tensor * c, int n_dims,
+                                             int sections[GGML_MROPE_SECTIONS], int mode, int n_ctx_orig,
+                                             float freq_base, float freq_scale, float ext_factor,
+                                             float attn_factor, float beta_fast, float beta_slow);
+/* The gradient of ggml_rope_ext / ggml_rope_multi: a is the gradient of their result (GGML_OP_ROPE_BACK,
+ * the same parameters). No kernel yet. */
+struct ggml_tensor * ggml_rope_ext_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                        struct ggml_tensor * c, int n_dims, int mode, int n_ctx_orig,
+                                        float freq_base, float freq_scale, float ext_factor, float attn_factor,
+                                        float beta_fast, float beta_slow);
+struct ggml_tensor * ggml_rope_multi_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                          struct ggml_tensor * c, int n_dims, int sections[4], int mode,
+                                          int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
+                                          float attn_factor, float beta_fast, float beta_slow);
+/* Rotate elements [n_offs, n_offs + n_dims) of each row instead of [0, n_dims) (n_offs even; not VISION).
+ * a must be a ROPE or ROPE_BACK node; returns a, or NULL with the error in a's context. ggx's kernels do
+ * not compute offsets yet. */
+struct ggml_tensor * ggml_rope_set_offset(struct ggml_tensor * a, int n_offs);
+/* YaRN's correction range: dims[0] = max(0, floor(c(beta_fast))), dims[1] = min(n_dims - 1,
+ * ceil(c(beta_slow))), c(r) = n_dims * ln(n_ctx_orig / (2 pi r)) / (2 ln(freq_base)). */
+void ggml_rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
+                              float dims[2]);
 
 /* Attention: q [D, n_q, H, B] F32, k [D, n_kv, Hkv, Bk] and v [Dv, n_kv, Hkv, Bk] F16 or F32
  * (H % Hkv == 0, B % Bk == 0; head h reads k/v head h / (H / Hkv)), mask optional F16/F32 [n_kv, >= n_q,
@@ -911,6 +971,56 @@ struct ggml_tensor * ggml_flash_attn_ext(struct ggml_context * ctx, struct ggml_
                                          struct ggml_tensor * k, struct ggml_tensor * v,
                                          struct ggml_tensor * mask, float scale, float max_bias,
                                          float logit_softcap);
+/* Precision ggml's backends compute a flash_attn_ext result in (op_params prec; ggx's kernels always use
+ * F32); get returns GGML_PREC_DEFAULT for NULL or another op. Any other op is an error in a's context. */
+void ggml_flash_attn_ext_set_prec(struct ggml_tensor * a, enum ggml_prec prec);
+enum ggml_prec ggml_flash_attn_ext_get_prec(const struct ggml_tensor * a);
+/* Attention sinks: sinks (F32 [n_head]) become src[4] of a flash_attn_ext result (NULL sinks: nothing).
+ * ggx's kernels do not compute sinks yet: such a node is unsupported. */
+void ggml_flash_attn_ext_add_sinks(struct ggml_tensor * a, struct ggml_tensor * sinks);
+/* Always an error, as in ggml, which has not adapted it to ggml_flash_attn_ext's layout. */
+struct ggml_tensor * ggml_flash_attn_back(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                          struct ggml_tensor * v, struct ggml_tensor * d, bool masked);
+
+/* Recurrent and model-specific attention (no kernels yet; shapes as in ggml, docs/ops.md). */
+/* Mamba's convolution: sx [d_conv - 1 + n_t, d_inner, n_s], c [d_conv, d_inner] -> F32 [d_inner, n_t, n_s]. */
+struct ggml_tensor * ggml_ssm_conv(struct ggml_context * ctx, struct ggml_tensor * sx, struct ggml_tensor * c);
+/* Mamba's selective scan: s [d_state, head_dim, n_head, ...], x [head_dim, n_head, n_tokens, n_seqs], dt
+ * [n_head, n_tokens, n_seqs], A [1 or d_state, n_head], B and C [d_state, n_group, n_tokens, n_seqs], ids I32
+ * [n_seqs] -> F32 1-D: the outputs (x's element count) then the new states. */
+struct ggml_tensor * ggml_ssm_scan(struct ggml_context * ctx, struct ggml_tensor * s, struct ggml_tensor * x,
+                                   struct ggml_tensor * dt, struct ggml_tensor * A, struct ggml_tensor * B,
+                                   struct ggml_tensor * C, struct ggml_tensor * ids);
+/* RWKV-6, gated linear attention, RWKV-7: per-token inputs [S, H, n_tokens] (contiguous), state S * S * H
+ * values per sequence (state.ne1 = n_seqs) -> F32 [S * H, n_tokens + S * n_seqs]: outputs, then states. */
+struct ggml_tensor * ggml_rwkv_wkv6(struct ggml_context * ctx, struct ggml_tensor * k, struct ggml_tensor * v,
+                                    struct ggml_tensor * r, struct ggml_tensor * tf, struct ggml_tensor * td,
+                                    struct ggml_tensor * state);
+struct ggml_tensor * ggml_gated_linear_attn(struct ggml_context * ctx, struct ggml_tensor * k, struct ggml_tensor * v,
+                                            struct ggml_tensor * q, struct ggml_tensor * g, struct ggml_tensor * state,
+                                            float scale);
+struct ggml_tensor * ggml_rwkv_wkv7(struct ggml_context * ctx, struct ggml_tensor * r, struct ggml_tensor * w,
+                                    struct ggml_tensor * k, struct ggml_tensor * v, struct ggml_tensor * a,
+                                    struct ggml_tensor * b, struct ggml_tensor * state);
+/* Gated delta net: q, k [S, H_k, n_tokens, n_seqs], v [S, H_v, n_tokens, n_seqs] (H_v % H_k == 0), g [1 or S,
+ * H_v, n_tokens, n_seqs], beta [1, H_v, n_tokens, n_seqs], state [S, S, H_v, n_seqs] -> F32 [S * H_v,
+ * n_tokens * n_seqs + K * S * n_seqs]: the outputs, then K states, the most recent first. */
+struct ggml_tensor * ggml_gated_delta_net(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                          struct ggml_tensor * v, struct ggml_tensor * g, struct ggml_tensor * beta,
+                                          struct ggml_tensor * state, int64_t K);
+/* DeepSeek's lightning indexer: q [E, H, n_batch, B] F32, k [E, 1, n_kv, B] F16/F32, weights [H, n_batch, 1, B]
+ * F32 (prescaled), mask F16 [n_kv, n_batch, 1, B'] (B % B' == 0) -> F32 [n_kv, n_batch, 1, B]. */
+struct ggml_tensor * ggml_lightning_indexer(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                            struct ggml_tensor * weights, struct ggml_tensor * mask);
+/* DeepSeek-V4 hyper-connections (F32). comb: mixes [(2 + hc) * hc, n_tokens], scale [3], base [(2 + hc) * hc]
+ * -> [hc, hc, n_tokens] (softmax, then n_iter Sinkhorn normalisations with eps). pre: x [n_embd, hc, n_tokens],
+ * weights [hc, n_tokens] -> [n_embd, n_tokens]. post: x [n_embd, n_tokens], residual [n_embd, hc, n_tokens],
+ * post [hc, n_tokens], comb [hc, hc, n_tokens] -> [n_embd, hc, n_tokens]. */
+struct ggml_tensor * ggml_dsv4_hc_comb(struct ggml_context * ctx, struct ggml_tensor * mixes, struct ggml_tensor * scale,
+                                       struct ggml_tensor * base, float eps, int32_t n_iter);
+struct ggml_tensor * ggml_dsv4_hc_pre(struct ggml_context * ctx, struct ggml_tensor * x, struct ggml_tensor * weights);
+struct ggml_tensor * ggml_dsv4_hc_post(struct ggml_context * ctx, struct ggml_tensor * x, struct ggml_tensor * residual,
+                                       struct ggml_tensor * post, struct ggml_tensor * comb);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Indexing */
@@ -961,10 +1071,70 @@ struct ggml_tensor * ggml_geglu_split(struct ggml_context * ctx, struct ggml_ten
 struct ggml_tensor * ggml_im2col(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                  int s0, int s1, int p0, int p1, int d0, int d1, bool is_2d,
                                  enum ggml_type dst_type);
+/* The gradient of ggml_im2col: b is the gradient of its result, ne the shape of its input (F32 result of
+ * that shape). No kernel yet. */
+struct ggml_tensor * ggml_im2col_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                      int64_t * ne, int s0, int s1, int p0, int p1, int d0, int d1, bool is_2d);
+/* 3-D unfold: a [KW, KH, KD, OC * IC], b [W, H, D, N * IC] -> [IC * KD * KH * KW, OW, OH, OD * N] of dst_type.
+ * No kernel yet. */
+struct ggml_tensor * ggml_im2col_3d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                    int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1,
+                                    int d2, enum ggml_type dst_type);
+/* Scatter-add of columns back to a signal: a [K * oc, T_in] -> [(T_in - 1) * s0 + K - 2 * p0, oc] of a's type.
+ * No kernel yet. */
+struct ggml_tensor * ggml_col2im_1d(struct ggml_context * ctx, struct ggml_tensor * a, int s0, int oc, int p0);
 /* 2-D convolution, kernel a [KW, KH, IC, OC] (F32/F16), input b [IW, IH, IC, N] (F32) ->
  * F32 [OW, OH, OC, N]; built as im2col followed by mul_mat. */
 struct ggml_tensor * ggml_conv_2d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                   int s0, int s1, int p0, int p1, int d0, int d1);
+/* 1-D convolution, kernel a [K, IC, OC] (F32/F16), input b [IW, IC, N] (F32) -> F32 [OW, OC, N]: im2col into
+ * F16 columns, then mul_mat (as ggml, whose layout is right for N = 1). _ph: padding K / 2. */
+struct ggml_tensor * ggml_conv_1d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int s0,
+                                  int p0, int d0);
+struct ggml_tensor * ggml_conv_1d_ph(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int s,
+                                     int d);
+/* Depthwise 1-D convolution: kernel a [K, 1, C], input b [IW, C] (one sample) -> F32 [OW, C]. _ph: padding K / 2. */
+struct ggml_tensor * ggml_conv_1d_dw(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                     int s0, int p0, int d0);
+struct ggml_tensor * ggml_conv_1d_dw_ph(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                        int s0, int d0);
+/* ggml_conv_2d with stride = kernel size and no padding (_sk_p0), or stride 1 and half-kernel padding (_s1_ph). */
+struct ggml_tensor * ggml_conv_2d_sk_p0(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
+struct ggml_tensor * ggml_conv_2d_s1_ph(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
+/* Depthwise 2-D convolution through im2col (F16 columns) and mul_mat: kernel a [KW, KH, 1, C], input b
+ * [IW, IH, C, N] (F32) -> F32 [OW, OH, C, N]. */
+struct ggml_tensor * ggml_conv_2d_dw(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                     int s0, int s1, int p0, int p1, int d0, int d1);
+/* Direct convolutions (single ops, no kernels yet). 2-D: a [KW, KH, IC, OC], b [IW, IH, IC, N] -> [OW, OH, OC, N]
+ * of b's type. Depthwise: a [KW, KH, 1, C], b [IW, IH, C, N] -> [OW, OH, C, N] of b's type (stored channels-first
+ * when b is). 3-D: a [KW, KH, KD, IC * OC], b [IW, IH, ID, IC * N] -> F32 [OW, OH, OD, OC * N]. */
+struct ggml_tensor * ggml_conv_2d_direct(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                         int s0, int s1, int p0, int p1, int d0, int d1);
+struct ggml_tensor * ggml_conv_2d_dw_direct(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                            int stride0, int stride1, int pad0, int pad1, int dilation0,
+                                            int dilation1);
+struct ggml_tensor * ggml_conv_3d_direct(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                         int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2,
+                                         int n_channels, int n_batch, int n_channels_out);
+/* 3-D convolution as im2col_3d then mul_mat: a [KW, KH, KD, OC * IC], b [IW, IH, ID, N * IC] ->
+ * [OW, OH, OD, OC * N]. */
+struct ggml_tensor * ggml_conv_3d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                  int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2);
+/* Transposed convolutions (no kernels yet). 1-D: a [K, OC, IC], b [IW, IC] -> F32 [(IW - 1) * s0 + K, OC]
+ * (p0 = 0, d0 = 1 only). 2-D: a [KW, KH, OC, IC], b [IW, IH, IC, N] -> F32 [(IW - 1) * stride + KW,
+ * (IH - 1) * stride + KH, OC, N]. */
+struct ggml_tensor * ggml_conv_transpose_1d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                            int s0, int p0, int d0);
+struct ggml_tensor * ggml_conv_transpose_2d_p0(struct ggml_context * ctx, struct ggml_tensor * a,
+                                               struct ggml_tensor * b, int stride);
+/* Pooling over dim 0 (1-D) or dims 0, 1 (2-D): O = (I + 2p - k) / s + 1, F32 (no kernels yet). _back: a is the
+ * gradient of pool_2d's result, af its input; the result has af's shape. */
+struct ggml_tensor * ggml_pool_1d(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_op_pool op, int k0,
+                                  int s0, int p0);
+struct ggml_tensor * ggml_pool_2d(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_op_pool op, int k0,
+                                  int k1, int s0, int s1, float p0, float p1);
+struct ggml_tensor * ggml_pool_2d_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * af,
+                                       enum ggml_op_pool op, int k0, int k1, int s0, int s1, float p0, float p1);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Diffusion helpers */

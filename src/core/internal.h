@@ -45,6 +45,8 @@ void * arena_alloc(ggml_context * ctx, size_t bytes, const char * what);
 // otherwise it owns contiguous storage, allocated in the arena unless the context is no-alloc.
 ggml_tensor * new_tensor(ggml_context * ctx, const char * op_name, ggml_type type, const int64_t ne[4],
                          ggml_tensor * view_src, size_t view_offs);
+// The context a tensor was created in (for functions that take a tensor but no context).
+ggml_context * context_of(const ggml_tensor * tensor);
 // Contiguous byte strides of a tensor of type and shape ne.
 void set_contiguous_strides(ggml_tensor * tensor);
 // True for a graph view (ggml_graph_view): it shares the node array of the graph it views.
@@ -88,7 +90,7 @@ public:
     explicit operator bool() const { return ok_; }
 
 private:
-    static constexpr size_t max_operands = 4;
+    static constexpr size_t max_operands = GGML_MAX_SRC;
     ggml_context * ctx_;
     const char * op_;
     std::array<Operand, max_operands> operands_{};

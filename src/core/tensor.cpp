@@ -15,6 +15,7 @@ using namespace ggx::core;
 struct TensorObject {
     ggml_tensor tensor;
     ggml_tensor * next;
+    ggml_context * ctx;
 };
 static_assert(std::is_standard_layout_v<TensorObject>);
 
@@ -130,6 +131,7 @@ ggml_tensor * new_tensor(ggml_context * ctx, const char * op_name, ggml_type typ
     if (!block) return nullptr;
 
     auto * object = new (block) TensorObject{};
+    object->ctx = ctx;
     ggml_tensor * tensor = &object->tensor;
     tensor->type = type;
     for (int i = 0; i < GGML_MAX_DIMS; ++i)
@@ -147,6 +149,10 @@ ggml_tensor * new_tensor(ggml_context * ctx, const char * op_name, ggml_type typ
         ctx->first_tensor = tensor;
     ctx->last_tensor = tensor;
     return tensor;
+}
+
+ggml_context * context_of(const ggml_tensor * tensor) {
+    return reinterpret_cast<const TensorObject *>(tensor)->ctx;
 }
 
 std::string describe(const ggml_tensor * tensor) {

@@ -148,7 +148,7 @@ TEST(OpParamsTable, SizesMatchThePublicStructs) {
     EXPECT_EQ(ggx::core::op_params_size(GGML_OP_ROPE), sizeof(ggml_ext_rope_params));
     EXPECT_EQ(ggx::core::op_params_size(GGML_OP_PAD), sizeof(ggml_ext_pad_params));
     EXPECT_EQ(ggx::core::op_params_size(GGML_OP_L2_NORM), sizeof(ggml_ext_norm_params));
-    EXPECT_EQ(ggx::core::op_params_size(GGML_OP_MUL_MAT), 0u);
+    EXPECT_EQ(ggx::core::op_params_size(GGML_OP_ADD), 0u);
     EXPECT_EQ(ggx::core::op_params_size(GGML_OP_CUSTOM), 0u);
     for (int op = 0; op < GGML_OP_COUNT; ++op)
         EXPECT_LE(ggx::core::op_params_size(static_cast<ggml_op>(op)), static_cast<size_t>(GGML_MAX_OP_PARAMS));

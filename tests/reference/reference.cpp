@@ -638,6 +638,7 @@ Output k_rope(const ggml_tensor * d, const Inputs & in) {
     require(mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX, d,
             "unknown rope mode " + std::to_string(mode));
     require(n_dims > 0 && n_dims % 2 == 0 && n_dims <= a.t->ne[0], d, "n_dims must be even and <= ne0");
+    require(rope.n_offs == 0, d, "rotation offsets (ggml_rope_set_offset) are not evaluated");
     require(pos.t->ne[0] >= a.t->ne[2], d, "fewer positions than tokens");
     if (ff_t != nullptr) require(count(ff_t) >= n_dims / 2, d, "too few frequency factors");
 

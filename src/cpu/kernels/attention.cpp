@@ -872,7 +872,7 @@ HWY_EXPORT(Compute);
 static bool supports(const ggml_tensor * node) {
     if (node->op != GGML_OP_FLASH_ATTN_EXT || node->type != GGML_TYPE_F32) return false;
     const ggml_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2], *mask = node->src[3];
-    if (!q || !k || !v) return false;
+    if (!q || !k || !v || node->src[4]) return false;  // no attention sinks yet
     auto kv_type = [](const ggml_tensor * t) { return t->type == GGML_TYPE_F32 || t->type == GGML_TYPE_F16; };
     if (q->type != GGML_TYPE_F32 || !kv_type(k) || !kv_type(v)) return false;
     if (q->ne[0] != k->ne[0] || k->ne[1] != v->ne[1] || k->ne[2] != v->ne[2] || k->ne[3] != v->ne[3])

@@ -216,8 +216,8 @@ bool supports(const ggml_tensor * node) {
     return a != nullptr && pos != nullptr && (a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16) &&
            node->type == a->type && ggml_are_same_shape(a, node) && pos->type == GGML_TYPE_I32 &&
            ggml_is_vector(pos) && pos->ne[0] >= a->ne[2] &&
-           (mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX) && n_dims > 0 && n_dims % 2 == 0 &&
-           n_dims <= a->ne[0] &&
+           (mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX) && rope.n_offs == 0 && n_dims > 0 &&
+           n_dims % 2 == 0 && n_dims <= a->ne[0] &&
            (ff == nullptr || (ff->type == GGML_TYPE_F32 && ggml_is_vector(ff) && ff->ne[0] >= n_dims / 2));
 }
 

@@ -67,7 +67,7 @@ bool kv_type(const ggml_tensor * t) { return t->type == GGML_TYPE_F32 || t->type
 
 bool supports_shapes(const ggml_tensor * node) {
     const ggml_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2], *mask = node->src[3];
-    if (!q || !k || !v || q->type != GGML_TYPE_F32 || !kv_type(k) || !kv_type(v)) return false;
+    if (!q || !k || !v || node->src[4] || q->type != GGML_TYPE_F32 || !kv_type(k) || !kv_type(v)) return false;
     if (q->ne[0] != k->ne[0] || k->ne[1] != v->ne[1] || k->ne[2] != v->ne[2] || k->ne[3] != v->ne[3])
         return false;
     if (k->ne[2] <= 0 || q->ne[2] % k->ne[2] != 0 || k->ne[3] <= 0 || q->ne[3] % k->ne[3] != 0) return false;

@@ -29,8 +29,8 @@ bool supports_rope(const Device & device, const ggml_tensor * node) {
     return a && pos && (a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16) && node->type == a->type &&
            ggml_are_same_shape(a, node) && float_tensor(device, a) && float_tensor(device, node) &&
            vector_of(device, pos, GGML_TYPE_I32) && pos->ne[0] >= a->ne[2] &&
-           (mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX) && n_dims > 0 && n_dims % 2 == 0 &&
-           n_dims <= a->ne[0] && n_dims / 2 <= kMaxPairs &&
+           (mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX) && rope.n_offs == 0 && n_dims > 0 &&
+           n_dims % 2 == 0 && n_dims <= a->ne[0] && n_dims / 2 <= kMaxPairs &&
            (!factors || (vector_of(device, factors, GGML_TYPE_F32) && factors->ne[0] >= n_dims / 2));
 }
 
