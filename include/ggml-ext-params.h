@@ -30,21 +30,45 @@ struct ggml_ext_scale_params {
     float bias;
 };
 
+/* GGML_OP_ACC (b added to) and GGML_OP_SET (b written over) the view of a with b's shape, byte
+ * strides nb1..nb3 and byte offset; inplace: the result is a view of a. */
+struct ggml_ext_acc_params {
+    int32_t nb1, nb2, nb3;
+    int32_t offset;
+    int32_t inplace;
+};
+
 /* GGML_OP_CLAMP: min(max(a, min), max). */
 struct ggml_ext_clamp_params {
     float min;
     float max;
 };
 
-/* GGML_OP_UNARY: the element-wise function. */
+/* GGML_OP_UNARY: the element-wise function, and XIELU's coefficients (0 for the other sub-ops). */
 struct ggml_ext_unary_params {
-    int32_t op; /* enum ggml_unary_op */
+    int32_t op;    /* enum ggml_unary_op */
+    float alpha_n; /* XIELU: beta + softplus(alpha_n) of ggml_xielu's arguments */
+    float alpha_p; /* XIELU: softplus(alpha_p) */
+    float beta;
+    float eps;
+};
+
+/* GGML_OP_LEAKY_RELU: x for x > 0, negative_slope * x otherwise. */
+struct ggml_ext_leaky_relu_params {
+    float negative_slope;
+};
+
+/* GGML_OP_FILL: every element becomes c. */
+struct ggml_ext_fill_params {
+    float c;
 };
 
 /* GGML_OP_GLU: the gate's activation, and (one-tensor form) which half of a row is gated. */
 struct ggml_ext_glu_params {
     int32_t op;      /* enum ggml_glu_op */
     int32_t swapped; /* 1: the activation takes the second half of each row */
+    float alpha;     /* SWIGLU_OAI's alpha and limit (0 for the other sub-ops) */
+    float limit;
 };
 
 /* GGML_OP_CONCAT: the dimension the inputs are joined along. */

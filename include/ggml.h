@@ -809,6 +809,36 @@ struct ggml_tensor * ggml_mul_inplace(struct ggml_context * ctx, struct ggml_ten
                                       struct ggml_tensor * b);
 struct ggml_tensor * ggml_div_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
                                       struct ggml_tensor * b);
+/* a + b for a one-element b (op ADD1; no kernel yet). */
+struct ggml_tensor * ggml_add1(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
+struct ggml_tensor * ggml_add1_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                       struct ggml_tensor * b);
+/* a + b with a result of type (op ADD); a may be quantized. */
+struct ggml_tensor * ggml_add_cast(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                   enum ggml_type type);
+/* result[i0, i1, i2] = a[i0, i1, i2] + b[i0, ids[i1, i2]]: a [ne0, n, t], b [ne0, n_b], ids I32 [n, t]
+ * (op ADD_ID; no kernel yet). */
+struct ggml_tensor * ggml_add_id(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                 struct ggml_tensor * ids);
+/* a with b added to (acc, F32) or written over (set, b of a's type) the view of a with b's shape, byte
+ * strides nb1..nb3 and byte offset, which must lie inside a (ops ACC, SET; no kernels yet). _1d/_2d
+ * take a's own strides for the ones they omit. */
+struct ggml_tensor * ggml_acc(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                              size_t nb1, size_t nb2, size_t nb3, size_t offset);
+struct ggml_tensor * ggml_acc_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                      size_t nb1, size_t nb2, size_t nb3, size_t offset);
+struct ggml_tensor * ggml_set(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                              size_t nb1, size_t nb2, size_t nb3, size_t offset);
+struct ggml_tensor * ggml_set_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                      size_t nb1, size_t nb2, size_t nb3, size_t offset);
+struct ggml_tensor * ggml_set_1d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                 size_t offset);
+struct ggml_tensor * ggml_set_1d_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                         struct ggml_tensor * b, size_t offset);
+struct ggml_tensor * ggml_set_2d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                 size_t nb1, size_t offset);
+struct ggml_tensor * ggml_set_2d_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                         struct ggml_tensor * b, size_t nb1, size_t offset);
 
 /* a * s, and a * s + bias. */
 struct ggml_tensor * ggml_scale(struct ggml_context * ctx, struct ggml_tensor * a, float s);
@@ -820,10 +850,29 @@ struct ggml_tensor * ggml_sqr(struct ggml_context * ctx, struct ggml_tensor * a)
 struct ggml_tensor * ggml_sqr_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_sqrt(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_sqrt_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+/* Natural logarithm, sine, cosine (ops LOG, SIN, COS; no kernels yet). */
+struct ggml_tensor * ggml_log(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_log_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_sin(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_sin_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_cos(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_cos_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+/* Every element set to c (op FILL; no kernel yet). */
+struct ggml_tensor * ggml_fill(struct ggml_context * ctx, struct ggml_tensor * a, float c);
+struct ggml_tensor * ggml_fill_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float c);
 /* min(max(a, min), max); requires min <= max. */
 struct ggml_tensor * ggml_clamp(struct ggml_context * ctx, struct ggml_tensor * a, float min, float max);
 struct ggml_tensor * ggml_clamp_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float min,
                                         float max);
+
+/* Optimizer steps updating a (flagged GGML_TENSOR_FLAG_PARAM) in place from its gradient: AdamW with
+ * moments m, v (a's shape) and adamw_params (7 F32: alpha, beta1, beta2, eps, wd, beta1h, beta2h); SGD
+ * with sgd_params (2 F32: alpha, wd). The result is a view of a (no kernels yet). */
+struct ggml_tensor * ggml_opt_step_adamw(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * grad,
+                                         struct ggml_tensor * m, struct ggml_tensor * v,
+                                         struct ggml_tensor * adamw_params);
+struct ggml_tensor * ggml_opt_step_sgd(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * grad,
+                                       struct ggml_tensor * sgd_params);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Reductions (a: F32/F16/BF16; result type a's). */
@@ -932,6 +981,52 @@ struct ggml_tensor * ggml_gelu(struct ggml_context * ctx, struct ggml_tensor * a
 struct ggml_tensor * ggml_gelu_quick(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_sigmoid(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_tanh(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_relu_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_silu_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_gelu_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_gelu_quick_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_sigmoid_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_tanh_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+/* Unary sub-ops without kernels yet: |x|, sign, -x, step (x > 0), elu, gelu (erf form), hardswish
+ * x * relu6(x + 3) / 6, hardsigmoid relu6(x + 3) / 6, e^x, e^x - 1, softplus ln(1 + e^x), floor,
+ * ceil, round (half away from zero), trunc. */
+struct ggml_tensor * ggml_abs(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_abs_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_sgn(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_sgn_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_neg(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_neg_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_step(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_step_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_elu(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_elu_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_gelu_erf(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_gelu_erf_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_hardswish(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_hardsigmoid(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_exp(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_exp_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_expm1(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_expm1_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_softplus(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_softplus_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_floor(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_floor_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_ceil(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_ceil_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_round(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_round_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_trunc(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_trunc_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+/* xIELU: x > 0: ap x^2 + beta x, else (expm1(min(x, eps)) - x) an + beta x with ap = softplus(alpha_p),
+ * an = beta + softplus(alpha_n) (UNARY XIELU; no kernel yet). */
+struct ggml_tensor * ggml_xielu(struct ggml_context * ctx, struct ggml_tensor * a, float alpha_n, float alpha_p,
+                                float beta, float eps);
+/* x > 0 ? x : negative_slope * x (op LEAKY_RELU; no kernel yet); inplace: the result is a view of a. */
+struct ggml_tensor * ggml_leaky_relu(struct ggml_context * ctx, struct ggml_tensor * a, float negative_slope,
+                                     bool inplace);
+/* Gradient of silu: a = x, b = dy, same shape and type (op SILU_BACK; no kernel yet). */
+struct ggml_tensor * ggml_silu_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 
 /* Gated linear units. Merged: a [2n, ...] -> [n, ...], x = first half, g = second half (swapped:
  * the halves exchange roles); result act(x) * g. Split: act(a) * b with a, b of the same shape. */
@@ -947,6 +1042,21 @@ struct ggml_tensor * ggml_geglu(struct ggml_context * ctx, struct ggml_tensor * 
 struct ggml_tensor * ggml_geglu_swapped(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_geglu_split(struct ggml_context * ctx, struct ggml_tensor * a,
                                       struct ggml_tensor * b);
+/* GLU sub-ops without kernels yet: relu (REGLU), erf gelu (GEGLU_ERF), quick gelu (GEGLU_QUICK). */
+struct ggml_tensor * ggml_reglu(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_reglu_swapped(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_reglu_split(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
+struct ggml_tensor * ggml_geglu_erf(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_geglu_erf_swapped(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_geglu_erf_split(struct ggml_context * ctx, struct ggml_tensor * a,
+                                          struct ggml_tensor * b);
+struct ggml_tensor * ggml_geglu_quick(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_geglu_quick_swapped(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_geglu_quick_split(struct ggml_context * ctx, struct ggml_tensor * a,
+                                            struct ggml_tensor * b);
+/* gpt-oss SwiGLU with alpha and clamping limit; b NULL: merged like ggml_glu (SWIGLU_OAI; no kernel yet). */
+struct ggml_tensor * ggml_swiglu_oai(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                     float alpha, float limit);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Convolution */

@@ -26,8 +26,12 @@ using op_params_t = typename OpParams<Op>::type;
         using type = params;      \
     }
 GGX_OP_PARAMS(GGML_OP_SCALE, ggml_ext_scale_params);
+GGX_OP_PARAMS(GGML_OP_ACC, ggml_ext_acc_params);
+GGX_OP_PARAMS(GGML_OP_SET, ggml_ext_acc_params);
 GGX_OP_PARAMS(GGML_OP_CLAMP, ggml_ext_clamp_params);
 GGX_OP_PARAMS(GGML_OP_UNARY, ggml_ext_unary_params);
+GGX_OP_PARAMS(GGML_OP_LEAKY_RELU, ggml_ext_leaky_relu_params);
+GGX_OP_PARAMS(GGML_OP_FILL, ggml_ext_fill_params);
 GGX_OP_PARAMS(GGML_OP_GLU, ggml_ext_glu_params);
 GGX_OP_PARAMS(GGML_OP_CONCAT, ggml_ext_concat_params);
 GGX_OP_PARAMS(GGML_OP_PAD, ggml_ext_pad_params);
