@@ -92,7 +92,7 @@ struct ggml_ext_timestep_embedding_params {
     int32_t max_period;
 };
 
-/* GGML_OP_NORM, GGML_OP_RMS_NORM, GGML_OP_L2_NORM. */
+/* GGML_OP_NORM, GGML_OP_RMS_NORM, GGML_OP_L2_NORM, GGML_OP_RMS_NORM_BACK. */
 struct ggml_ext_norm_params {
     float eps;
 };
@@ -103,10 +103,16 @@ struct ggml_ext_group_norm_params {
     float eps;
 };
 
-/* GGML_OP_SOFT_MAX: softmax(a * scale + slope * mask), slope from max_bias (ALiBi) or 1. */
+/* GGML_OP_SOFT_MAX: softmax(a * scale + slope * mask), slope from max_bias (ALiBi) or 1;
+ * GGML_OP_SOFT_MAX_BACK: its gradient. */
 struct ggml_ext_soft_max_params {
     float scale;
     float max_bias;
+};
+
+/* GGML_OP_DIAG_MASK_INF, GGML_OP_DIAG_MASK_ZERO: columns beyond row + n_past are masked. */
+struct ggml_ext_diag_mask_params {
+    int32_t n_past;
 };
 
 /* GGML_OP_ROPE: the rotation (ggml_rope_ext's arguments). */

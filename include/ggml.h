@@ -786,10 +786,16 @@ struct ggml_tensor * ggml_transpose(struct ggml_context * ctx, struct ggml_tenso
 struct ggml_tensor * ggml_cpy(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 /* New contiguous tensor of type holding a converted (op CPY, src = {a, NULL}, own storage). */
 struct ggml_tensor * ggml_cast(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_type type);
-/* Contiguous copy of a with the same shape and type (op DUP). */
+/* Contiguous copy of a with the same shape and type (op DUP); _inplace: the result is a view of a. */
 struct ggml_tensor * ggml_dup(struct ggml_context * ctx, struct ggml_tensor * a);
-/* Contiguous copy of a (op CONT), optionally with a new shape of the same element count. */
+struct ggml_tensor * ggml_dup_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+/* Contiguous copy of a (op CONT), optionally with a new shape of the same element count (_1d.._3d:
+ * ggml_cont_4d with the omitted sizes 1). */
 struct ggml_tensor * ggml_cont(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_cont_1d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0);
+struct ggml_tensor * ggml_cont_2d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1);
+struct ggml_tensor * ggml_cont_3d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
+                                  int64_t ne2);
 struct ggml_tensor * ggml_cont_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
                                   int64_t ne2, int64_t ne3);
 
@@ -921,8 +927,14 @@ struct ggml_tensor * ggml_rms_norm_inplace(struct ggml_context * ctx, struct ggm
  * over all its elements. */
 struct ggml_tensor * ggml_group_norm(struct ggml_context * ctx, struct ggml_tensor * a, int n_groups,
                                      float eps);
+struct ggml_tensor * ggml_group_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, int n_groups,
+                                             float eps);
 /* x / max(||x||_2, eps). */
 struct ggml_tensor * ggml_l2_norm(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
+struct ggml_tensor * ggml_l2_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
+/* Gradient of ggml_rms_norm: a = x, b = dy, same shape (op RMS_NORM_BACK; no kernel yet). */
+struct ggml_tensor * ggml_rms_norm_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                       float eps);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Matrix products and attention */
@@ -938,6 +950,24 @@ struct ggml_tensor * ggml_soft_max(struct ggml_context * ctx, struct ggml_tensor
 struct ggml_tensor * ggml_soft_max_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_soft_max_ext(struct ggml_context * ctx, struct ggml_tensor * a,
                                        struct ggml_tensor * mask, float scale, float max_bias);
+struct ggml_tensor * ggml_soft_max_ext_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                               struct ggml_tensor * mask, float scale, float max_bias);
+/* Attach sinks (F32 [a's source ne2], one logit per head joining each row's normalisation) to a
+ * SOFT_MAX node as its src[2]; NULL detaches them. Misuse aborts with a message (there is no context to
+ * report into). No device computes a softmax with sinks yet. */
+void ggml_soft_max_add_sinks(struct ggml_tensor * a, struct ggml_tensor * sinks);
+/* Gradient of ggml_soft_max_ext: a = dy, b = the softmax output, same shape (op SOFT_MAX_BACK; no
+ * kernel yet). */
+struct ggml_tensor * ggml_soft_max_ext_back(struct ggml_context * ctx, struct ggml_tensor * a,
+                                            struct ggml_tensor * b, float scale, float max_bias);
+struct ggml_tensor * ggml_soft_max_ext_back_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                                    struct ggml_tensor * b, float scale, float max_bias);
+/* Elements above the diagonal shifted by n_past (column > row + n_past, per matrix) set to -inf / 0
+ * (ops DIAG_MASK_INF, DIAG_MASK_ZERO; no kernels yet). */
+struct ggml_tensor * ggml_diag_mask_inf(struct ggml_context * ctx, struct ggml_tensor * a, int n_past);
+struct ggml_tensor * ggml_diag_mask_inf_inplace(struct ggml_context * ctx, struct ggml_tensor * a, int n_past);
+struct ggml_tensor * ggml_diag_mask_zero(struct ggml_context * ctx, struct ggml_tensor * a, int n_past);
+struct ggml_tensor * ggml_diag_mask_zero_inplace(struct ggml_context * ctx, struct ggml_tensor * a, int n_past);
 
 /* Rotary position embedding of a [head_dim, n_head, n_tokens, B] (F32/F16) at positions b (I32
  * [n_tokens]); the first n_dims channels (even, <= head_dim) rotate, the rest are copied. mode is
@@ -963,6 +993,10 @@ struct ggml_tensor * ggml_flash_attn_ext(struct ggml_context * ctx, struct ggml_
 /* Rows of a [ne0, R, A2, A3] picked by b (I32 [n, A2, A3]): result [ne0, n, A2, A3], F32 (I32 when
  * a is I32). a: F32/F16/BF16/Q8_0/Q4_0/I32. */
 struct ggml_tensor * ggml_get_rows(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
+/* Gradient of ggml_get_rows: rows of a (F32 [ne0, n]) summed into the rows b (I32 [n]) of an F32 result of
+ * c's shape (c a matrix, only its shape is used) (op GET_ROWS_BACK; no kernel yet). */
+struct ggml_tensor * ggml_get_rows_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                        struct ggml_tensor * c);
 /* Write rows of b (F32 [ne0, n, B2, B3]) into a ([ne0, R, B2, B3], F32/F16/BF16/Q8_0/Q4_0) at rows c
  * (I32 [n, C2, C3], broadcast: B2 % C2 == 0, B3 % C3 == 0). The result is a view of a. */
 struct ggml_tensor * ggml_set_rows(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
