@@ -76,14 +76,56 @@ struct ggml_ext_concat_params {
     int32_t dim;
 };
 
-/* GGML_OP_PAD: zeros before ([d][0]) and after ([d][1]) each dimension d. */
+/* GGML_OP_PAD: zeros (or, circular, the values from the other end) before ([d][0]) and after ([d][1])
+ * each dimension d. */
 struct ggml_ext_pad_params {
     int32_t pads[GGML_MAX_DIMS][2];
+    int32_t circular; /* 1: ggml_pad_circular / ggml_pad_ext_circular */
+};
+
+/* GGML_OP_PAD_REFLECT_1D: reflected elements before (p0) and after (p1) each row. */
+struct ggml_ext_pad_reflect_1d_params {
+    int32_t p0, p1;
+};
+
+/* GGML_OP_ROLL: elements move by shifts[d] along dimension d, wrapping around. */
+struct ggml_ext_roll_params {
+    int32_t shifts[GGML_MAX_DIMS];
+};
+
+/* GGML_OP_ARANGE: start, start + step, ... below stop. */
+struct ggml_ext_arange_params {
+    float start, stop, step;
+};
+
+/* GGML_OP_WIN_PART: windows per row (npx) and column (npy) of w x w elements. */
+struct ggml_ext_win_part_params {
+    int32_t npx, npy, w;
+};
+
+/* GGML_OP_WIN_UNPART: the window size. */
+struct ggml_ext_win_unpart_params {
+    int32_t w;
+};
+
+/* GGML_OP_ADD_REL_POS: 1 when the result is a view of a. */
+struct ggml_ext_add_rel_pos_params {
+    int32_t inplace;
+};
+
+/* GGML_OP_TRI: the part kept (enum ggml_tri_type). */
+struct ggml_ext_tri_params {
+    int32_t type;
 };
 
 /* GGML_OP_UPSCALE: the resampling mode. */
 struct ggml_ext_upscale_params {
-    int32_t mode; /* enum ggml_scale_mode */
+    int32_t mode; /* enum ggml_scale_mode, or-ed with ggml_scale_flag values (ggml_interpolate) */
+};
+
+/* GGML_OP_ARGSORT: the row order (enum ggml_sort_order). */
+struct ggml_ext_argsort_params {
+    int32_t order;
 };
 
 /* GGML_OP_TIMESTEP_EMBEDDING: output width and the longest period. */

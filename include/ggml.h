@@ -890,6 +890,22 @@ struct ggml_tensor * ggml_sum_rows(struct ggml_context * ctx, struct ggml_tensor
 struct ggml_tensor * ggml_mean(struct ggml_context * ctx, struct ggml_tensor * a);
 /* Index of the first maximum of each row of a matrix a (F32), I32 shape [ne1]. */
 struct ggml_tensor * ggml_argmax(struct ggml_context * ctx, struct ggml_tensor * a);
+/* Running sum along each row, a's shape (op CUMSUM; no kernel yet). */
+struct ggml_tensor * ggml_cumsum(struct ggml_context * ctx, struct ggml_tensor * a);
+/* Number of equal elements of a and b (same shape and type), I64 [1] (op COUNT_EQUAL; no kernel yet). */
+struct ggml_tensor * ggml_count_equal(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
+/* Indices sorting each row, I32 of a's shape (op ARGSORT; no kernel yet); _top_k: the first k of a
+ * descending argsort (a view [k, ne1, ne2, ne3]); top_k: the indices of the k largest of each row in no
+ * particular order, I32 [k, ne1, ne2, ne3] (op TOP_K; no kernel yet). 1 <= k <= ne0. */
+struct ggml_tensor * ggml_argsort(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_sort_order order);
+struct ggml_tensor * ggml_argsort_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k);
+struct ggml_tensor * ggml_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k);
+/* Cross-entropy of logits a against labels b (same shape), [1] (no kernel yet). _back, as ggml builds it:
+ * a the loss gradient (one element), b the logits, c the labels; result b's shape (no kernel yet). */
+struct ggml_tensor * ggml_cross_entropy_loss(struct ggml_context * ctx, struct ggml_tensor * a,
+                                             struct ggml_tensor * b);
+struct ggml_tensor * ggml_cross_entropy_loss_back(struct ggml_context * ctx, struct ggml_tensor * a,
+                                                  struct ggml_tensor * b, struct ggml_tensor * c);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Shape ops */
@@ -897,6 +913,11 @@ struct ggml_tensor * ggml_argmax(struct ggml_context * ctx, struct ggml_tensor *
 /* Tile a to b's shape (ggml_can_repeat(a, b)); result has b's shape, a's type. */
 struct ggml_tensor * ggml_repeat(struct ggml_context * ctx, struct ggml_tensor * a,
                                  const struct ggml_tensor * b);
+/* Tile a to the shape ne0..ne3 (each a multiple of a's; op REPEAT). */
+struct ggml_tensor * ggml_repeat_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
+                                    int64_t ne2, int64_t ne3);
+/* Sum the repetitions of b's shape in a into b's shape (op REPEAT_BACK; no kernel yet). */
+struct ggml_tensor * ggml_repeat_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 /* Concatenate along dim (0..3); all other dimensions and the types must match. */
 struct ggml_tensor * ggml_concat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                  int dim);
@@ -906,9 +927,23 @@ struct ggml_tensor * ggml_pad_ext(struct ggml_context * ctx, struct ggml_tensor 
 /* Zero padding after each dimension. */
 struct ggml_tensor * ggml_pad(struct ggml_context * ctx, struct ggml_tensor * a, int p0, int p1, int p2,
                               int p3);
+/* Circular padding (values from the other end, paddings <= ne; op PAD; no kernel yet). */
+struct ggml_tensor * ggml_pad_circular(struct ggml_context * ctx, struct ggml_tensor * a, int p0, int p1, int p2,
+                                       int p3);
+struct ggml_tensor * ggml_pad_ext_circular(struct ggml_context * ctx, struct ggml_tensor * a, int lp0, int rp0,
+                                           int lp1, int rp1, int lp2, int rp2, int lp3, int rp3);
+/* Reflection padding of each row: [a b c d] with 1, 1 -> [b a b c d c]; p0, p1 < ne0 (no kernel yet). */
+struct ggml_tensor * ggml_pad_reflect_1d(struct ggml_context * ctx, struct ggml_tensor * a, int p0, int p1);
+/* Move elements by shift_i along dimension i, wrapping around; |shift_i| < ne_i (no kernel yet). */
+struct ggml_tensor * ggml_roll(struct ggml_context * ctx, struct ggml_tensor * a, int shift0, int shift1,
+                               int shift2, int shift3);
 /* Resize dims 0..3 to ne0..ne3 (F32); nearest: src index = floor(dst index * src_ne / dst_ne). */
 struct ggml_tensor * ggml_upscale_ext(struct ggml_context * ctx, struct ggml_tensor * a, int ne0, int ne1,
                                       int ne2, int ne3, enum ggml_scale_mode mode);
+/* Resample to ne0..ne3 (op UPSCALE); mode is a ggml_scale_mode or-ed with ggml_scale_flag values. Only
+ * NEAREST without flags has kernels. */
+struct ggml_tensor * ggml_interpolate(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
+                                      int64_t ne2, int64_t ne3, uint32_t mode);
 /* Multiply ne0 and ne1 by scale_factor (>= 1). */
 struct ggml_tensor * ggml_upscale(struct ggml_context * ctx, struct ggml_tensor * a, int scale_factor,
                                   enum ggml_scale_mode mode);
@@ -1113,6 +1148,28 @@ struct ggml_tensor * ggml_conv_2d(struct ggml_context * ctx, struct ggml_tensor 
  * f_j = exp(-ln(max_period) * j / half), row = [cos(t f_0..), sin(t f_0..)] (+ one 0 if dim odd). */
 struct ggml_tensor * ggml_timestep_embedding(struct ggml_context * ctx, struct ggml_tensor * timesteps,
                                              int dim, int max_period);
+/* F32 [ceil((stop - start) / step)]: start, start + step, ...; stop > start, step > 0 (no kernel yet). */
+struct ggml_tensor * ggml_arange(struct ggml_context * ctx, float start, float stop, float step);
+/* Windows of w x w over dims 1, 2 of a [C, W, H, 1] (F32), zero-padded: [C, w, w, npx * npy]; unpart
+ * reverses it to [C, w0, h0, 1] (ops WIN_PART, WIN_UNPART; no kernels yet). */
+struct ggml_tensor * ggml_win_part(struct ggml_context * ctx, struct ggml_tensor * a, int w);
+struct ggml_tensor * ggml_win_unpart(struct ggml_context * ctx, struct ggml_tensor * a, int w0, int h0, int w);
+/* Relative position table of a [C, 2 kh - 1] for qh == kh: F16 [C, kh, qh] (no kernel yet). */
+struct ggml_tensor * ggml_get_rel_pos(struct ggml_context * ctx, struct ggml_tensor * a, int qh, int kh);
+/* a [W*W, H*W, B] plus the decomposed relative positions pw, ph [W, H, W, B] (F32, contiguous; no kernel
+ * yet). */
+struct ggml_tensor * ggml_add_rel_pos(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * pw,
+                                      struct ggml_tensor * ph);
+struct ggml_tensor * ggml_add_rel_pos_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                              struct ggml_tensor * pw, struct ggml_tensor * ph);
+/* The triangle type of each square matrix of a (F32), zeros elsewhere (no kernel yet). */
+struct ggml_tensor * ggml_tri(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_tri_type type);
+/* Diagonal matrices [ne0, ne0, ne2, ne3] from the rows of a (ne1 == 1; no kernel yet). */
+struct ggml_tensor * ggml_diag(struct ggml_context * ctx, struct ggml_tensor * a);
+/* x with a x = b for lower-triangular a [n, n, B2, B3] and b [k, n, B2, B3] (F32, contiguous): F32 of b's
+ * shape. Only left = true, lower = true, uni = false is defined (no kernel yet). */
+struct ggml_tensor * ggml_solve_tri(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                    bool left, bool lower, bool uni);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Application CPU callbacks */
