@@ -187,6 +187,24 @@ struct ggml_ext_im2col_params {
     int32_t is_2d; /* 0: a 1-D convolution (s1, p1, d1 unused) */
 };
 
+/* GGML_OP_MAP_CUSTOM1..3: the callback, its thread count (GGML_N_TASKS_MAX: all) and user data, laid
+ * out as ggml lays them out. */
+struct ggml_ext_map_custom1_params {
+    ggml_custom1_op_t fun;
+    int32_t n_tasks;
+    void * userdata;
+};
+struct ggml_ext_map_custom2_params {
+    ggml_custom2_op_t fun;
+    int32_t n_tasks;
+    void * userdata;
+};
+struct ggml_ext_map_custom3_params {
+    ggml_custom3_op_t fun;
+    int32_t n_tasks;
+    void * userdata;
+};
+
 /* GGML_OP_PERMUTE, GGML_OP_TRANSPOSE (axes 1, 0, 2, 3): dimension i of the source becomes dimension
  * axes[i]. */
 struct ggml_ext_permute_params {

@@ -1185,6 +1185,36 @@ typedef void (*ggml_custom_op_t)(struct ggml_tensor * dst, int ith, int nth, voi
 struct ggml_tensor * ggml_custom_4d(struct ggml_context * ctx, enum ggml_type type, int64_t ne0, int64_t ne1,
                                     int64_t ne2, int64_t ne3, struct ggml_tensor ** args, int n_args,
                                     ggml_custom_op_t fun, int n_tasks, void * userdata);
+/* A CUSTOM node computed by fun over a's storage: the result is a view of a, src = {a, args...} (at
+ * most GGML_MAX_SRC - 1 args). */
+struct ggml_tensor * ggml_custom_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor ** args,
+                                         int n_args, ggml_custom_op_t fun, int n_tasks, void * userdata);
+
+/* Nodes of a's type and shape computed on the CPU by fun(dst, a[, b[, c]], ith, nth, userdata) (ops
+ * MAP_CUSTOM1..3; op_params hold fun, n_tasks and userdata: ggml_ext_map_custom<n>_params); _inplace:
+ * the result is a view of a. */
+typedef void (*ggml_custom1_op_t)(struct ggml_tensor * dst, const struct ggml_tensor * a, int ith, int nth,
+                                  void * userdata);
+typedef void (*ggml_custom2_op_t)(struct ggml_tensor * dst, const struct ggml_tensor * a,
+                                  const struct ggml_tensor * b, int ith, int nth, void * userdata);
+typedef void (*ggml_custom3_op_t)(struct ggml_tensor * dst, const struct ggml_tensor * a,
+                                  const struct ggml_tensor * b, const struct ggml_tensor * c, int ith, int nth,
+                                  void * userdata);
+struct ggml_tensor * ggml_map_custom1(struct ggml_context * ctx, struct ggml_tensor * a, ggml_custom1_op_t fun,
+                                      int n_tasks, void * userdata);
+struct ggml_tensor * ggml_map_custom1_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                              ggml_custom1_op_t fun, int n_tasks, void * userdata);
+struct ggml_tensor * ggml_map_custom2(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                      ggml_custom2_op_t fun, int n_tasks, void * userdata);
+struct ggml_tensor * ggml_map_custom2_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                              struct ggml_tensor * b, ggml_custom2_op_t fun, int n_tasks,
+                                              void * userdata);
+struct ggml_tensor * ggml_map_custom3(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                      struct ggml_tensor * c, ggml_custom3_op_t fun, int n_tasks, void * userdata);
+struct ggml_tensor * ggml_map_custom3_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                              struct ggml_tensor * b, struct ggml_tensor * c, ggml_custom3_op_t fun,
+                                              int n_tasks, void * userdata);
+
 /* The callback, thread count and user data of a CPU-callback node (false for other nodes). */
 bool ggml_get_custom_callback(const struct ggml_tensor * tensor, ggml_custom_op_t * fun, int * n_tasks,
                               void ** userdata);

@@ -57,6 +57,9 @@ GGX_OP_PARAMS(GGML_OP_DIAG_MASK_ZERO, ggml_ext_diag_mask_params);
 GGX_OP_PARAMS(GGML_OP_ROPE, ggml_ext_rope_params);
 GGX_OP_PARAMS(GGML_OP_FLASH_ATTN_EXT, ggml_ext_flash_attn_ext_params);
 GGX_OP_PARAMS(GGML_OP_IM2COL, ggml_ext_im2col_params);
+GGX_OP_PARAMS(GGML_OP_MAP_CUSTOM1, ggml_ext_map_custom1_params);
+GGX_OP_PARAMS(GGML_OP_MAP_CUSTOM2, ggml_ext_map_custom2_params);
+GGX_OP_PARAMS(GGML_OP_MAP_CUSTOM3, ggml_ext_map_custom3_params);
 GGX_OP_PARAMS(GGML_OP_PERMUTE, ggml_ext_permute_params);
 GGX_OP_PARAMS(GGML_OP_TRANSPOSE, ggml_ext_permute_params);
 #undef GGX_OP_PARAMS
