@@ -282,8 +282,7 @@ ggml_tensor * ggml_clamp_inplace(ggml_context * ctx, ggml_tensor * a, float min,
 }
 
 ggml_tensor * ggml_leaky_relu(ggml_context * ctx, ggml_tensor * a, float negative_slope, bool inplace) {
-    return with_params(elementwise(ctx, inplace ? "ggml_leaky_relu_inplace" : "ggml_leaky_relu",
-                                   GGML_OP_LEAKY_RELU, a, inplace),
+    return with_params(elementwise(ctx, "ggml_leaky_relu", GGML_OP_LEAKY_RELU, a, inplace),
                        ggml_ext_leaky_relu_params{negative_slope});
 }
 
