@@ -28,7 +28,8 @@ protected:
     }
 
     ggml_context * ctx() const { return ctx_.get(); }
-    ggml_tensor * tensor(ggml_type type, int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1, int64_t ne3 = 1) const {
+    ggml_tensor * tensor(ggml_type type, int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1,
+                         int64_t ne3 = 1) const {
         return ggml_new_tensor_4d(ctx(), type, ne0, ne1, ne2, ne3);
     }
     ggml_tensor * f32(int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1, int64_t ne3 = 1) const {
@@ -80,8 +81,9 @@ private:
 
 // Builds a graph of out on the CPU backend, sets each input to its values, computes, and returns
 // out's values (F32).
-inline std::vector<float> compute_on_cpu(ggml_context * ctx, ggml_tensor * out,
-                                         const std::vector<std::pair<ggml_tensor *, std::vector<float>>> & inputs) {
+inline std::vector<float> compute_on_cpu(
+    ggml_context * ctx, ggml_tensor * out,
+    const std::vector<std::pair<ggml_tensor *, std::vector<float>>> & inputs) {
     ggml_cgraph * graph = ggml_new_graph(ctx);
     ggml_build_forward_expand(graph, out);
     Buffer buffer(ggml_backend_alloc_ctx_tensors(ctx, cpu_backend()));

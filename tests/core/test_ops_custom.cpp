@@ -27,8 +27,8 @@ void twice(ggml_tensor * dst, const ggml_tensor * a, int ith, int nth, void * us
 void sum2(ggml_tensor * dst, const ggml_tensor * a, const ggml_tensor * b, int ith, int nth, void *) {
     by_rows(dst, ith, nth, [&](int64_t i) { at(dst, i) = at(a, i) + at(b, i); });
 }
-void fma3(ggml_tensor * dst, const ggml_tensor * a, const ggml_tensor * b, const ggml_tensor * c, int ith, int nth,
-          void *) {
+void fma3(ggml_tensor * dst, const ggml_tensor * a, const ggml_tensor * b, const ggml_tensor * c, int ith,
+          int nth, void *) {
     by_rows(dst, ith, nth, [&](int64_t i) { at(dst, i) = at(a, i) * at(b, i) + at(c, i); });
 }
 void negate_src1(ggml_tensor * dst, int ith, int nth, void *) {
@@ -37,7 +37,7 @@ void negate_src1(ggml_tensor * dst, int ith, int nth, void *) {
 
 TEST_F(OpsCustom, MapCustomNodesRecordTheirCallback) {
     float k = 2;
-    ggml_tensor * a = f32(4, 2), *b = f32(4, 2), *c = f32(4, 2);
+    ggml_tensor *a = f32(4, 2), *b = f32(4, 2), *c = f32(4, 2);
     ggml_tensor * one = ggml_map_custom1(ctx(), a, twice, 3, &k);
     expect_node(one, GGML_OP_MAP_CUSTOM1, GGML_TYPE_F32, {4, 2, 1, 1}, {a});
     const auto p = params_of<ggml_ext_map_custom1_params>(one);
@@ -46,8 +46,8 @@ TEST_F(OpsCustom, MapCustomNodesRecordTheirCallback) {
     EXPECT_EQ(p.userdata, &k);
     EXPECT_EQ(one->view_src, nullptr);
     expect_view_of(ggml_map_custom1_inplace(ctx(), a, twice, 1, &k), a);
-    expect_node(ggml_map_custom2(ctx(), a, b, sum2, GGML_N_TASKS_MAX, nullptr), GGML_OP_MAP_CUSTOM2, GGML_TYPE_F32,
-                {4, 2, 1, 1}, {a, b});
+    expect_node(ggml_map_custom2(ctx(), a, b, sum2, GGML_N_TASKS_MAX, nullptr), GGML_OP_MAP_CUSTOM2,
+                GGML_TYPE_F32, {4, 2, 1, 1}, {a, b});
     expect_view_of(ggml_map_custom2_inplace(ctx(), a, b, sum2, 1, nullptr), a);
     ggml_tensor * three = ggml_map_custom3(ctx(), a, b, c, fma3, 1, nullptr);
     expect_node(three, GGML_OP_MAP_CUSTOM3, GGML_TYPE_F32, {4, 2, 1, 1}, {a, b, c});
@@ -63,20 +63,22 @@ TEST_F(OpsCustom, MapCustomNodesRecordTheirCallback) {
 TEST_F(OpsCustom, MapCustomComputesOnTheCpu) {
     float k = 3;
     ggml_tensor * a = f32(5, 3);
-    EXPECT_EQ(compute_on_cpu(ctx(), ggml_map_custom1(ctx(), a, twice, GGML_N_TASKS_MAX, &k), {{a, ramp(15, 0, 1)}}),
-              ramp(15, 0, 3));
+    EXPECT_EQ(
+        compute_on_cpu(ctx(), ggml_map_custom1(ctx(), a, twice, GGML_N_TASKS_MAX, &k), {{a, ramp(15, 0, 1)}}),
+        ramp(15, 0, 3));
 }
 
 TEST_F(OpsCustom, MapCustom2And3ComputeOnTheCpu) {
-    ggml_tensor * a = f32(6), *b = f32(6), *c = f32(6);
-    ggml_tensor * r = ggml_map_custom3(ctx(), ggml_map_custom2(ctx(), a, b, sum2, 2, nullptr), b, c, fma3, 1, nullptr);
+    ggml_tensor *a = f32(6), *b = f32(6), *c = f32(6);
+    ggml_tensor * r =
+        ggml_map_custom3(ctx(), ggml_map_custom2(ctx(), a, b, sum2, 2, nullptr), b, c, fma3, 1, nullptr);
     // (a + b) * b + c with a = 0..5, b = 1, c = 10.
     EXPECT_EQ(compute_on_cpu(ctx(), r, {{a, ramp(6, 0, 1)}, {b, ramp(6, 1, 0)}, {c, ramp(6, 10, 0)}}),
               ramp(6, 11, 1));
 }
 
 TEST_F(OpsCustom, CustomInplaceIsACallbackNodeOverA) {
-    ggml_tensor * a = f32(4), *x = f32(4);
+    ggml_tensor *a = f32(4), *x = f32(4);
     ggml_tensor * args[] = {x};
     ggml_tensor * r = ggml_custom_inplace(ctx(), a, args, 1, negate_src1, GGML_N_TASKS_MAX, nullptr);
     expect_node(r, GGML_OP_CUSTOM, GGML_TYPE_F32, {4, 1, 1, 1}, {a, x});

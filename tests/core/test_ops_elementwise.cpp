@@ -18,13 +18,20 @@ using UnaryFn = ggml_tensor * (*)(ggml_context *, ggml_tensor *);
 
 TEST_F(OpsElementwise, UnaryFunctionsRecordTheirSubOp) {
     const std::pair<UnaryFn, ggml_unary_op> plain[] = {
-        {ggml_abs, GGML_UNARY_OP_ABS},         {ggml_sgn, GGML_UNARY_OP_SGN},
-        {ggml_neg, GGML_UNARY_OP_NEG},         {ggml_step, GGML_UNARY_OP_STEP},
-        {ggml_elu, GGML_UNARY_OP_ELU},         {ggml_exp, GGML_UNARY_OP_EXP},
-        {ggml_expm1, GGML_UNARY_OP_EXPM1},     {ggml_floor, GGML_UNARY_OP_FLOOR},
-        {ggml_ceil, GGML_UNARY_OP_CEIL},       {ggml_round, GGML_UNARY_OP_ROUND},
-        {ggml_trunc, GGML_UNARY_OP_TRUNC},     {ggml_hardsigmoid, GGML_UNARY_OP_HARDSIGMOID},
-        {ggml_hardswish, GGML_UNARY_OP_HARDSWISH}, {ggml_softplus, GGML_UNARY_OP_SOFTPLUS},
+        {ggml_abs, GGML_UNARY_OP_ABS},
+        {ggml_sgn, GGML_UNARY_OP_SGN},
+        {ggml_neg, GGML_UNARY_OP_NEG},
+        {ggml_step, GGML_UNARY_OP_STEP},
+        {ggml_elu, GGML_UNARY_OP_ELU},
+        {ggml_exp, GGML_UNARY_OP_EXP},
+        {ggml_expm1, GGML_UNARY_OP_EXPM1},
+        {ggml_floor, GGML_UNARY_OP_FLOOR},
+        {ggml_ceil, GGML_UNARY_OP_CEIL},
+        {ggml_round, GGML_UNARY_OP_ROUND},
+        {ggml_trunc, GGML_UNARY_OP_TRUNC},
+        {ggml_hardsigmoid, GGML_UNARY_OP_HARDSIGMOID},
+        {ggml_hardswish, GGML_UNARY_OP_HARDSWISH},
+        {ggml_softplus, GGML_UNARY_OP_SOFTPLUS},
         {ggml_gelu_erf, GGML_UNARY_OP_GELU_ERF},
     };
     for (const auto & [fn, op] : plain) {
@@ -39,15 +46,24 @@ TEST_F(OpsElementwise, UnaryFunctionsRecordTheirSubOp) {
 
 TEST_F(OpsElementwise, InplaceUnaryResultsAreViewsOfA) {
     const std::pair<UnaryFn, ggml_unary_op> inplace[] = {
-        {ggml_abs_inplace, GGML_UNARY_OP_ABS},       {ggml_sgn_inplace, GGML_UNARY_OP_SGN},
-        {ggml_neg_inplace, GGML_UNARY_OP_NEG},       {ggml_step_inplace, GGML_UNARY_OP_STEP},
-        {ggml_elu_inplace, GGML_UNARY_OP_ELU},       {ggml_exp_inplace, GGML_UNARY_OP_EXP},
-        {ggml_expm1_inplace, GGML_UNARY_OP_EXPM1},   {ggml_floor_inplace, GGML_UNARY_OP_FLOOR},
-        {ggml_ceil_inplace, GGML_UNARY_OP_CEIL},     {ggml_round_inplace, GGML_UNARY_OP_ROUND},
-        {ggml_trunc_inplace, GGML_UNARY_OP_TRUNC},   {ggml_softplus_inplace, GGML_UNARY_OP_SOFTPLUS},
-        {ggml_gelu_erf_inplace, GGML_UNARY_OP_GELU_ERF}, {ggml_relu_inplace, GGML_UNARY_OP_RELU},
-        {ggml_silu_inplace, GGML_UNARY_OP_SILU},     {ggml_gelu_inplace, GGML_UNARY_OP_GELU},
-        {ggml_gelu_quick_inplace, GGML_UNARY_OP_GELU_QUICK}, {ggml_sigmoid_inplace, GGML_UNARY_OP_SIGMOID},
+        {ggml_abs_inplace, GGML_UNARY_OP_ABS},
+        {ggml_sgn_inplace, GGML_UNARY_OP_SGN},
+        {ggml_neg_inplace, GGML_UNARY_OP_NEG},
+        {ggml_step_inplace, GGML_UNARY_OP_STEP},
+        {ggml_elu_inplace, GGML_UNARY_OP_ELU},
+        {ggml_exp_inplace, GGML_UNARY_OP_EXP},
+        {ggml_expm1_inplace, GGML_UNARY_OP_EXPM1},
+        {ggml_floor_inplace, GGML_UNARY_OP_FLOOR},
+        {ggml_ceil_inplace, GGML_UNARY_OP_CEIL},
+        {ggml_round_inplace, GGML_UNARY_OP_ROUND},
+        {ggml_trunc_inplace, GGML_UNARY_OP_TRUNC},
+        {ggml_softplus_inplace, GGML_UNARY_OP_SOFTPLUS},
+        {ggml_gelu_erf_inplace, GGML_UNARY_OP_GELU_ERF},
+        {ggml_relu_inplace, GGML_UNARY_OP_RELU},
+        {ggml_silu_inplace, GGML_UNARY_OP_SILU},
+        {ggml_gelu_inplace, GGML_UNARY_OP_GELU},
+        {ggml_gelu_quick_inplace, GGML_UNARY_OP_GELU_QUICK},
+        {ggml_sigmoid_inplace, GGML_UNARY_OP_SIGMOID},
         {ggml_tanh_inplace, GGML_UNARY_OP_TANH},
     };
     for (const auto & [fn, op] : inplace) {
@@ -81,8 +97,8 @@ TEST_F(OpsElementwise, InplaceActivationsComputeOverA) {
 }
 
 TEST_F(OpsElementwise, LogSinCosAreOwnOps) {
-    const std::pair<UnaryFn, ggml_op> cases[] = {{ggml_log, GGML_OP_LOG}, {ggml_sin, GGML_OP_SIN},
-                                                  {ggml_cos, GGML_OP_COS}};
+    const std::pair<UnaryFn, ggml_op> cases[] = {
+        {ggml_log, GGML_OP_LOG}, {ggml_sin, GGML_OP_SIN}, {ggml_cos, GGML_OP_COS}};
     const UnaryFn inplace[] = {ggml_log_inplace, ggml_sin_inplace, ggml_cos_inplace};
     for (size_t i = 0; i < 3; ++i) {
         ggml_tensor * a = f32(6, 2);
@@ -105,7 +121,8 @@ TEST_F(OpsElementwise, Add1AddCastAddId) {
 
     ggml_tensor * h = tensor(GGML_TYPE_F16, 4, 3);
     ggml_tensor * row = f32(4);
-    expect_node(ggml_add_cast(ctx(), h, row, GGML_TYPE_F32), GGML_OP_ADD, GGML_TYPE_F32, {4, 3, 1, 1}, {h, row});
+    expect_node(ggml_add_cast(ctx(), h, row, GGML_TYPE_F32), GGML_OP_ADD, GGML_TYPE_F32, {4, 3, 1, 1},
+                {h, row});
     expect_error(ggml_add_cast(ctx(), h, f32(3), GGML_TYPE_F32), "ggml_add_cast", "cannot be broadcast");
     expect_error(ggml_add_cast(ctx(), h, row, GGML_TYPE_Q8_0), "ggml_add_cast", "unquantized");
 
@@ -115,7 +132,8 @@ TEST_F(OpsElementwise, Add1AddCastAddId) {
     ggml_tensor * r = ggml_add_id(ctx(), x, bias, ids);
     expect_node(r, GGML_OP_ADD_ID, GGML_TYPE_F32, {8, 2, 5, 1}, {x, bias, ids});
     EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), r));
-    expect_error(ggml_add_id(ctx(), x, bias, tensor(GGML_TYPE_I32, 5, 2)), "ggml_add_id", "ids must be [a.ne1, a.ne2]");
+    expect_error(ggml_add_id(ctx(), x, bias, tensor(GGML_TYPE_I32, 5, 2)), "ggml_add_id",
+                 "ids must be [a.ne1, a.ne2]");
     expect_error(ggml_add_id(ctx(), x, f32(7, 4), ids), "ggml_add_id", "the same ne0");
     expect_error(ggml_add_id(ctx(), x, bias, f32(2, 5)), "ggml_add_id", "ids must be i32");
 }
@@ -124,8 +142,8 @@ TEST_F(OpsElementwise, AddCastToTheSameTypeComputes) {
     ggx::test::Context ctx(ggml_init({16 << 20, nullptr, true}));
     ggml_tensor * a = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, 3, 2);
     ggml_tensor * b = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 3);
-    const std::vector<float> y =
-        compute_on_cpu(ctx.get(), ggml_add_cast(ctx.get(), a, b, GGML_TYPE_F32), {{a, ramp(6, 0, 1)}, {b, ramp(3, 10, 10)}});
+    const std::vector<float> y = compute_on_cpu(ctx.get(), ggml_add_cast(ctx.get(), a, b, GGML_TYPE_F32),
+                                                {{a, ramp(6, 0, 1)}, {b, ramp(3, 10, 10)}});
     EXPECT_EQ(y, (std::vector<float>{10, 21, 32, 13, 24, 35}));
 }
 
@@ -145,8 +163,8 @@ TEST_F(OpsElementwise, AccAndSetRecordTheRegion) {
     EXPECT_EQ(params_of<ggml_ext_acc_params>(acc_in).inplace, 1);
     EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), acc));
 
-    expect_node(ggml_set(ctx(), a, b, a->nb[1], a->nb[2], a->nb[3], 8), GGML_OP_SET, GGML_TYPE_F32, {6, 4, 2, 1},
-                {a, b});
+    expect_node(ggml_set(ctx(), a, b, a->nb[1], a->nb[2], a->nb[3], 8), GGML_OP_SET, GGML_TYPE_F32,
+                {6, 4, 2, 1}, {a, b});
     ggml_tensor * s1 = ggml_set_1d(ctx(), a, f32(5), 12);
     EXPECT_EQ(params_of<ggml_ext_acc_params>(s1).nb1, static_cast<int32_t>(a->nb[1]));
     EXPECT_EQ(params_of<ggml_ext_acc_params>(s1).offset, 12);
@@ -220,14 +238,15 @@ TEST_F(OpsElementwise, GluVariantsRecordTheirSubOp) {
         expect_node(c.split(ctx(), a, b), GGML_OP_GLU, GGML_TYPE_F32, {8, 3, 1, 1}, {a, b});
         EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), merged));
     }
-    ggml_tensor * a = f32(8, 3), *b = f32(8, 3);
+    ggml_tensor *a = f32(8, 3), *b = f32(8, 3);
     ggml_tensor * oai = ggml_swiglu_oai(ctx(), a, b, 1.702f, 7.0f);
     expect_node(oai, GGML_OP_GLU, GGML_TYPE_F32, {8, 3, 1, 1}, {a, b});
     const auto p = params_of<ggml_ext_glu_params>(oai);
     EXPECT_EQ(p.op, GGML_GLU_OP_SWIGLU_OAI);
     EXPECT_EQ(p.alpha, 1.702f);
     EXPECT_EQ(p.limit, 7.0f);
-    expect_node(ggml_swiglu_oai(ctx(), a, nullptr, 1.0f, 1.0f), GGML_OP_GLU, GGML_TYPE_F32, {4, 3, 1, 1}, {a});
+    expect_node(ggml_swiglu_oai(ctx(), a, nullptr, 1.0f, 1.0f), GGML_OP_GLU, GGML_TYPE_F32, {4, 3, 1, 1},
+                {a});
     expect_error(ggml_reglu_split(ctx(), a, f32(4, 3)), "ggml_reglu_split", "the same shape");
     expect_error(ggml_geglu_quick(ctx(), f32(7)), "ggml_geglu_quick", "must be even");
 }
@@ -235,7 +254,7 @@ TEST_F(OpsElementwise, GluVariantsRecordTheirSubOp) {
 TEST_F(OpsElementwise, OptimizerStepsUpdateAInPlace) {
     ggml_tensor * a = f32(5, 2);
     a->flags |= GGML_TENSOR_FLAG_PARAM;
-    ggml_tensor * grad = f32(5, 2), *m = f32(5, 2), *v = f32(5, 2), *adamw = f32(7), *sgd = f32(2);
+    ggml_tensor *grad = f32(5, 2), *m = f32(5, 2), *v = f32(5, 2), *adamw = f32(7), *sgd = f32(2);
     ggml_tensor * step = ggml_opt_step_adamw(ctx(), a, grad, m, v, adamw);
     expect_node(step, GGML_OP_OPT_STEP_ADAMW, GGML_TYPE_F32, {5, 2, 1, 1}, {a, grad, m, v, adamw});
     expect_view_of(step, a);
@@ -245,7 +264,8 @@ TEST_F(OpsElementwise, OptimizerStepsUpdateAInPlace) {
     EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), sgd_step));
 
     expect_error(ggml_opt_step_adamw(ctx(), a, grad, m, v, f32(6)), "ggml_opt_step_adamw", "7 f32 values");
-    expect_error(ggml_opt_step_sgd(ctx(), a, f32(5), sgd), "ggml_opt_step_sgd", "a and grad must have the same shape");
+    expect_error(ggml_opt_step_sgd(ctx(), a, f32(5), sgd), "ggml_opt_step_sgd",
+                 "a and grad must have the same shape");
     expect_error(ggml_opt_step_sgd(ctx(), f32(5, 2), grad, sgd), "ggml_opt_step_sgd", "trainable parameter");
     EXPECT_EQ(ggml_opt_step_adamw(ctx(), a, grad, nullptr, v, adamw), nullptr);
 }

@@ -20,7 +20,7 @@ TEST_F(OpsShape, Repeat4dTilesA) {
 }
 
 TEST_F(OpsShape, RepeatBack) {
-    ggml_tensor * a = f32(4, 6), *b = f32(2, 3);
+    ggml_tensor *a = f32(4, 6), *b = f32(2, 3);
     expect_node(ggml_repeat_back(ctx(), a, b), GGML_OP_REPEAT_BACK, GGML_TYPE_F32, {2, 3, 1, 1}, {a});
     expect_error(ggml_repeat_back(ctx(), a, f32(3)), "ggml_repeat_back", "cannot be tiled");
 }
@@ -69,7 +69,8 @@ TEST_F(OpsShape, InterpolateRecordsModeAndFlags) {
     expect_error(ggml_interpolate(ctx(), a, 0, 5, 1, 1, 0), "ggml_interpolate", "target sizes must be >= 1");
 
     ggml_tensor * nearest = ggml_interpolate(ctx(), a, 4, 2, 1, 1, GGML_SCALE_MODE_NEAREST);
-    EXPECT_EQ(compute_on_cpu(ctx(), nearest, {{a, {1, 2, 3, 4}}}), (std::vector<float>{1, 1, 2, 2, 3, 3, 4, 4}));
+    EXPECT_EQ(compute_on_cpu(ctx(), nearest, {{a, {1, 2, 3, 4}}}),
+              (std::vector<float>{1, 1, 2, 2, 3, 3, 4, 4}));
 }
 
 TEST_F(OpsShape, Arange) {
@@ -100,18 +101,21 @@ TEST_F(OpsShape, Windows) {
 
 TEST_F(OpsShape, RelativePositions) {
     ggml_tensor * table = tensor(GGML_TYPE_F16, 16, 7);
-    expect_node(ggml_get_rel_pos(ctx(), table, 4, 4), GGML_OP_GET_REL_POS, GGML_TYPE_F16, {16, 4, 4, 1}, {table});
+    expect_node(ggml_get_rel_pos(ctx(), table, 4, 4), GGML_OP_GET_REL_POS, GGML_TYPE_F16, {16, 4, 4, 1},
+                {table});
     expect_error(ggml_get_rel_pos(ctx(), table, 4, 3), "ggml_get_rel_pos", "qh and kh must be equal");
 
-    ggml_tensor * a = f32(9, 6, 2), *pw = f32(3, 2, 3, 2), *ph = f32(3, 2, 3, 2);
+    ggml_tensor *a = f32(9, 6, 2), *pw = f32(3, 2, 3, 2), *ph = f32(3, 2, 3, 2);
     ggml_tensor * r = ggml_add_rel_pos(ctx(), a, pw, ph);
     expect_node(r, GGML_OP_ADD_REL_POS, GGML_TYPE_F32, {9, 6, 2, 1}, {a, pw, ph});
     EXPECT_EQ(params_of<ggml_ext_add_rel_pos_params>(r).inplace, 0);
     ggml_tensor * in = ggml_add_rel_pos_inplace(ctx(), a, pw, ph);
     expect_view_of(in, a);
     EXPECT_EQ(params_of<ggml_ext_add_rel_pos_params>(in).inplace, 1);
-    expect_error(ggml_add_rel_pos(ctx(), a, pw, f32(3, 2, 3)), "ggml_add_rel_pos", "pw and ph must have the same shape");
-    expect_error(ggml_add_rel_pos(ctx(), f32(8, 6, 2), pw, ph), "ggml_add_rel_pos", "pw must be [W, H, W, a.ne2]");
+    expect_error(ggml_add_rel_pos(ctx(), a, pw, f32(3, 2, 3)), "ggml_add_rel_pos",
+                 "pw and ph must have the same shape");
+    expect_error(ggml_add_rel_pos(ctx(), f32(8, 6, 2), pw, ph), "ggml_add_rel_pos",
+                 "pw must be [W, H, W, a.ne2]");
 }
 
 TEST_F(OpsShape, TriDiagSolveTri) {
@@ -130,7 +134,8 @@ TEST_F(OpsShape, TriDiagSolveTri) {
     expect_node(x, GGML_OP_SOLVE_TRI, GGML_TYPE_F32, {2, 4, 3, 1}, {m, b});
     EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), x));
     expect_error(ggml_solve_tri(ctx(), m, b, true, false, false), "ggml_solve_tri", "only left, lower");
-    expect_error(ggml_solve_tri(ctx(), m, f32(2, 3, 3), true, true, false), "ggml_solve_tri", "b must be [k, a.ne1");
+    expect_error(ggml_solve_tri(ctx(), m, f32(2, 3, 3), true, true, false), "ggml_solve_tri",
+                 "b must be [k, a.ne1");
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ using ggx::test::cpu_backend;
 class OpsSoftmax : public ggx::test::OpsTest {};
 
 TEST_F(OpsSoftmax, SoftMaxExtInplace) {
-    ggml_tensor * a = f32(3, 2), *mask = f32(3, 2);
+    ggml_tensor *a = f32(3, 2), *mask = f32(3, 2);
     ggml_tensor * r = ggml_soft_max_ext_inplace(ctx(), a, mask, 0.5f, 0.0f);
     expect_node(r, GGML_OP_SOFT_MAX, GGML_TYPE_F32, {3, 2, 1, 1}, {a, mask});
     expect_view_of(r, a);
@@ -21,7 +21,8 @@ TEST_F(OpsSoftmax, SoftMaxExtInplace) {
     expect_error(ggml_soft_max_ext_inplace(ctx(), a, f32(2, 2), 1.0f, 0.0f), "ggml_soft_max_ext_inplace",
                  "mask must be [a.ne0, >= a.ne1, ...]");
 
-    const std::vector<float> y = compute_on_cpu(ctx(), r, {{a, {0, 2, 4, 1, 1, 1}}, {mask, {0, 0, 0, 0, 0, 0}}});
+    const std::vector<float> y =
+        compute_on_cpu(ctx(), r, {{a, {0, 2, 4, 1, 1, 1}}, {mask, {0, 0, 0, 0, 0, 0}}});
     const float e1 = std::exp(1.0f), e2 = std::exp(2.0f), sum = 1 + e1 + e2;
     const std::vector<float> expected = {1 / sum, e1 / sum, e2 / sum, 1.0f / 3, 1.0f / 3, 1.0f / 3};
     ASSERT_EQ(y.size(), expected.size());
@@ -44,13 +45,14 @@ TEST_F(OpsSoftmax, SinksBecomeSrc2AndAreRefusedByTheCpu) {
 TEST_F(OpsSoftmax, SinksMisuseAborts) {
     ggml_tensor * a = f32(5, 3, 4);
     ggml_tensor * r = ggml_soft_max(ctx(), a);
-    EXPECT_DEATH(ggml_soft_max_add_sinks(r, f32(3)), "ggml_soft_max_add_sinks: sinks must have one value per head");
+    EXPECT_DEATH(ggml_soft_max_add_sinks(r, f32(3)),
+                 "ggml_soft_max_add_sinks: sinks must have one value per head");
     EXPECT_DEATH(ggml_soft_max_add_sinks(r, tensor(GGML_TYPE_F16, 4)), "sinks must be an f32 vector");
     EXPECT_DEATH(ggml_soft_max_add_sinks(a, f32(4)), "a must be a soft_max node");
 }
 
 TEST_F(OpsSoftmax, SoftMaxExtBack) {
-    ggml_tensor * dy = f32(6, 2), *y = f32(6, 2);
+    ggml_tensor *dy = f32(6, 2), *y = f32(6, 2);
     ggml_tensor * r = ggml_soft_max_ext_back(ctx(), dy, y, 0.25f, 1.0f);
     expect_node(r, GGML_OP_SOFT_MAX_BACK, GGML_TYPE_F32, {6, 2, 1, 1}, {dy, y});
     EXPECT_EQ(r->view_src, nullptr);
@@ -59,7 +61,8 @@ TEST_F(OpsSoftmax, SoftMaxExtBack) {
     EXPECT_EQ(p.max_bias, 1.0f);
     expect_view_of(ggml_soft_max_ext_back_inplace(ctx(), dy, y, 1.0f, 0.0f), dy);
     EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), r));
-    expect_error(ggml_soft_max_ext_back(ctx(), dy, f32(6), 1.0f, 0.0f), "ggml_soft_max_ext_back", "the same shape");
+    expect_error(ggml_soft_max_ext_back(ctx(), dy, f32(6), 1.0f, 0.0f), "ggml_soft_max_ext_back",
+                 "the same shape");
 }
 
 TEST_F(OpsSoftmax, DiagMasks) {

@@ -45,8 +45,9 @@ ggml_tensor * custom(ggml_context * ctx, const char * name, ggml_type type, cons
 
 // A MAP_CUSTOM<n> node of a's type and shape over srcs (a first), computed by the callback in P.
 template <class P, class Fun>
-ggml_tensor * map_custom(ggml_context * ctx, const char * name, ggml_op op, std::initializer_list<ggml_tensor *> srcs,
-                         Fun fun, int n_tasks, void * userdata, bool inplace) {
+ggml_tensor * map_custom(ggml_context * ctx, const char * name, ggml_op op,
+                         std::initializer_list<ggml_tensor *> srcs, Fun fun, int n_tasks, void * userdata,
+                         bool inplace) {
     for (ggml_tensor * src : srcs) {
         if (!src) return nullptr;  // an earlier constructor failed and reported why
     }
@@ -66,7 +67,8 @@ extern "C" {
 ggml_tensor * ggml_custom_4d(ggml_context * ctx, ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2,
                              int64_t ne3, ggml_tensor ** args, int n_args, ggml_custom_op_t fun, int n_tasks,
                              void * userdata) {
-    return custom(ctx, "ggml_custom_4d", type, {ne0, ne1, ne2, ne3}, nullptr, args, n_args, fun, n_tasks, userdata);
+    return custom(ctx, "ggml_custom_4d", type, {ne0, ne1, ne2, ne3}, nullptr, args, n_args, fun, n_tasks,
+                  userdata);
 }
 
 ggml_tensor * ggml_custom_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor ** args, int n_args,
@@ -77,33 +79,33 @@ ggml_tensor * ggml_custom_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tens
 
 ggml_tensor * ggml_map_custom1(ggml_context * ctx, ggml_tensor * a, ggml_custom1_op_t fun, int n_tasks,
                                void * userdata) {
-    return map_custom<ggml_ext_map_custom1_params>(ctx, "ggml_map_custom1", GGML_OP_MAP_CUSTOM1, {a}, fun, n_tasks,
-                                                   userdata, false);
+    return map_custom<ggml_ext_map_custom1_params>(ctx, "ggml_map_custom1", GGML_OP_MAP_CUSTOM1, {a}, fun,
+                                                   n_tasks, userdata, false);
 }
-ggml_tensor * ggml_map_custom1_inplace(ggml_context * ctx, ggml_tensor * a, ggml_custom1_op_t fun, int n_tasks,
-                                       void * userdata) {
-    return map_custom<ggml_ext_map_custom1_params>(ctx, "ggml_map_custom1_inplace", GGML_OP_MAP_CUSTOM1, {a}, fun,
-                                                   n_tasks, userdata, true);
+ggml_tensor * ggml_map_custom1_inplace(ggml_context * ctx, ggml_tensor * a, ggml_custom1_op_t fun,
+                                       int n_tasks, void * userdata) {
+    return map_custom<ggml_ext_map_custom1_params>(ctx, "ggml_map_custom1_inplace", GGML_OP_MAP_CUSTOM1, {a},
+                                                   fun, n_tasks, userdata, true);
 }
 ggml_tensor * ggml_map_custom2(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_custom2_op_t fun,
                                int n_tasks, void * userdata) {
     return map_custom<ggml_ext_map_custom2_params>(ctx, "ggml_map_custom2", GGML_OP_MAP_CUSTOM2, {a, b}, fun,
                                                    n_tasks, userdata, false);
 }
-ggml_tensor * ggml_map_custom2_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_custom2_op_t fun,
-                                       int n_tasks, void * userdata) {
-    return map_custom<ggml_ext_map_custom2_params>(ctx, "ggml_map_custom2_inplace", GGML_OP_MAP_CUSTOM2, {a, b},
-                                                   fun, n_tasks, userdata, true);
+ggml_tensor * ggml_map_custom2_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b,
+                                       ggml_custom2_op_t fun, int n_tasks, void * userdata) {
+    return map_custom<ggml_ext_map_custom2_params>(ctx, "ggml_map_custom2_inplace", GGML_OP_MAP_CUSTOM2,
+                                                   {a, b}, fun, n_tasks, userdata, true);
 }
 ggml_tensor * ggml_map_custom3(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_tensor * c,
                                ggml_custom3_op_t fun, int n_tasks, void * userdata) {
-    return map_custom<ggml_ext_map_custom3_params>(ctx, "ggml_map_custom3", GGML_OP_MAP_CUSTOM3, {a, b, c}, fun,
-                                                   n_tasks, userdata, false);
+    return map_custom<ggml_ext_map_custom3_params>(ctx, "ggml_map_custom3", GGML_OP_MAP_CUSTOM3, {a, b, c},
+                                                   fun, n_tasks, userdata, false);
 }
 ggml_tensor * ggml_map_custom3_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_tensor * c,
                                        ggml_custom3_op_t fun, int n_tasks, void * userdata) {
-    return map_custom<ggml_ext_map_custom3_params>(ctx, "ggml_map_custom3_inplace", GGML_OP_MAP_CUSTOM3, {a, b, c},
-                                                   fun, n_tasks, userdata, true);
+    return map_custom<ggml_ext_map_custom3_params>(ctx, "ggml_map_custom3_inplace", GGML_OP_MAP_CUSTOM3,
+                                                   {a, b, c}, fun, n_tasks, userdata, true);
 }
 
 bool ggml_get_custom_callback(const ggml_tensor * tensor, ggml_custom_op_t * fun, int * n_tasks,

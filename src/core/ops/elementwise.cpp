@@ -57,12 +57,11 @@ ggml_tensor * glu(ggml_context * ctx, const char * name, ggml_tensor * a, ggml_t
 }
 
 ggml_tensor * clamp(ggml_context * ctx, const char * name, ggml_tensor * a, float min, float max,
-                           bool inplace) {
+                    bool inplace) {
     Check check(ctx, name, {{"a", a}});
     if (!check || !check.require(min <= max, "min must be <= max")) return nullptr;
     return with_params(elementwise(ctx, name, GGML_OP_CLAMP, a, inplace), ggml_ext_clamp_params{min, max});
 }
-
 
 // a + b for a one-element b (ADD1).
 ggml_tensor * add1(ggml_context * ctx, const char * name, ggml_tensor * a, ggml_tensor * b, bool inplace) {
@@ -76,7 +75,8 @@ ggml_tensor * add1(ggml_context * ctx, const char * name, ggml_tensor * a, ggml_
 }
 
 // A node of a's shape and type from two operands of that shape (SILU_BACK: x and the gradient dy).
-ggml_tensor * same_shape_pair(ggml_context * ctx, const char * name, ggml_op op, ggml_tensor * a, ggml_tensor * b) {
+ggml_tensor * same_shape_pair(ggml_context * ctx, const char * name, ggml_op op, ggml_tensor * a,
+                              ggml_tensor * b) {
     Check check(ctx, name, {{"a", a}, {"b", b}});
     if (!check) return nullptr;
     check.require(is_float(a), "a must be f32, f16 or bf16")
@@ -105,14 +105,16 @@ ggml_tensor * region_op(ggml_context * ctx, const char * name, ggml_op op, ggml_
         check.require(!ggml_is_quantized(a->type), "a must not be quantized")
             .require(b->type == a->type, "a and b must have the same type");
     }
-    check.require(fits_int32(nb1) && fits_int32(nb2) && fits_int32(nb3) && fits_int32(offset),
-                  "strides and offset must fit in 32 bits")
+    check
+        .require(fits_int32(nb1) && fits_int32(nb2) && fits_int32(nb3) && fits_int32(offset),
+                 "strides and offset must fit in 32 bits")
         .require(ggml_nelements(b) <= ggml_nelements(a), "b must not have more elements than a")
         .require(ggml_is_empty(b) || last + ggml_element_size(a) <= ggml_nbytes(a),
                  "the region must lie inside a");
     if (!check) return nullptr;
     const ggml_ext_acc_params params{static_cast<int32_t>(nb1), static_cast<int32_t>(nb2),
-                                     static_cast<int32_t>(nb3), static_cast<int32_t>(offset), inplace ? 1 : 0};
+                                     static_cast<int32_t>(nb3), static_cast<int32_t>(offset),
+                                     inplace ? 1 : 0};
     return with_params(make_node(ctx, name, op, a->type, shape_of(a), {a, b}, inplace ? a : nullptr), params);
 }
 
@@ -120,9 +122,12 @@ ggml_tensor * region_op(ggml_context * ctx, const char * name, ggml_op op, ggml_
 ggml_tensor * opt_step(ggml_context * ctx, const char * name, ggml_op op, ggml_tensor * a, ggml_tensor * grad,
                        ggml_tensor * m, ggml_tensor * v, ggml_tensor * params, int64_t n_params) {
     const bool adamw = op == GGML_OP_OPT_STEP_ADAMW;
-    Check check(ctx, name, {{"a", a}, {"grad", grad}, {"params", params}, {"m", m, !adamw}, {"v", v, !adamw}});
+    Check check(ctx, name,
+                {{"a", a}, {"grad", grad}, {"params", params}, {"m", m, !adamw}, {"v", v, !adamw}});
     if (!check) return nullptr;
-    check.require((a->flags & GGML_TENSOR_FLAG_PARAM) != 0, "a must be a trainable parameter (GGML_TENSOR_FLAG_PARAM)")
+    check
+        .require((a->flags & GGML_TENSOR_FLAG_PARAM) != 0,
+                 "a must be a trainable parameter (GGML_TENSOR_FLAG_PARAM)")
         .require(ggml_are_same_shape(a, grad), "a and grad must have the same shape")
         .require(!adamw || (ggml_are_same_shape(a, m) && ggml_are_same_shape(a, v)),
                  "m and v must have a's shape")
@@ -135,33 +140,34 @@ ggml_tensor * opt_step(ggml_context * ctx, const char * name, ggml_op op, ggml_t
 
 }  // namespace
 
-// ggml_<fn> and ggml_<fn>_inplace for the element-wise op or unary sub-op named by op.
-#define GGX_ELEMENTWISE(fn, op)                                                    \
-    ggml_tensor * ggml_##fn(ggml_context * ctx, ggml_tensor * a) {                 \
-        return elementwise(ctx, "ggml_" #fn, op, a, false);                        \
-    }                                                                              \
-    ggml_tensor * ggml_##fn##_inplace(ggml_context * ctx, ggml_tensor * a) {       \
-        return elementwise(ctx, "ggml_" #fn "_inplace", op, a, true);              \
+// ggml_<fn> and ggml_<fn>_inplace for the element-wise op op; GGX_UNARY the same for a unary sub-op
+// (GGX_UNARY_ONLY without the in-place form, which ggml lacks for some).
+#define GGX_ELEMENTWISE(fn, op)                                              \
+    ggml_tensor * ggml_##fn(ggml_context * ctx, ggml_tensor * a) {           \
+        return elementwise(ctx, "ggml_" #fn, op, a, false);                  \
+    }                                                                        \
+    ggml_tensor * ggml_##fn##_inplace(ggml_context * ctx, ggml_tensor * a) { \
+        return elementwise(ctx, "ggml_" #fn "_inplace", op, a, true);        \
     }
-#define GGX_UNARY_ONLY(fn, op)                                                     \
-    ggml_tensor * ggml_##fn(ggml_context * ctx, ggml_tensor * a) {                 \
-        return unary(ctx, "ggml_" #fn, a, op, false);                              \
+#define GGX_UNARY_ONLY(fn, op)                                     \
+    ggml_tensor * ggml_##fn(ggml_context * ctx, ggml_tensor * a) { \
+        return unary(ctx, "ggml_" #fn, a, op, false);              \
     }
-#define GGX_UNARY(fn, op)                                                          \
-    GGX_UNARY_ONLY(fn, op)                                                         \
-    ggml_tensor * ggml_##fn##_inplace(ggml_context * ctx, ggml_tensor * a) {       \
-        return unary(ctx, "ggml_" #fn "_inplace", a, op, true);                    \
+#define GGX_UNARY(fn, op)                                                    \
+    GGX_UNARY_ONLY(fn, op)                                                   \
+    ggml_tensor * ggml_##fn##_inplace(ggml_context * ctx, ggml_tensor * a) { \
+        return unary(ctx, "ggml_" #fn "_inplace", a, op, true);              \
     }
 // ggml_<fn> (merged gate/up), ggml_<fn>_swapped and ggml_<fn>_split for a GLU sub-op.
-#define GGX_GLU(fn, op)                                                                      \
-    ggml_tensor * ggml_##fn(ggml_context * ctx, ggml_tensor * a) {                           \
-        return glu(ctx, "ggml_" #fn, a, nullptr, op, false);                                 \
-    }                                                                                        \
-    ggml_tensor * ggml_##fn##_swapped(ggml_context * ctx, ggml_tensor * a) {                 \
-        return glu(ctx, "ggml_" #fn "_swapped", a, nullptr, op, true);                       \
-    }                                                                                        \
-    ggml_tensor * ggml_##fn##_split(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {  \
-        return b ? glu(ctx, "ggml_" #fn "_split", a, b, op, false) : nullptr;                \
+#define GGX_GLU(fn, op)                                                                     \
+    ggml_tensor * ggml_##fn(ggml_context * ctx, ggml_tensor * a) {                          \
+        return glu(ctx, "ggml_" #fn, a, nullptr, op, false);                                \
+    }                                                                                       \
+    ggml_tensor * ggml_##fn##_swapped(ggml_context * ctx, ggml_tensor * a) {                \
+        return glu(ctx, "ggml_" #fn "_swapped", a, nullptr, op, true);                      \
+    }                                                                                       \
+    ggml_tensor * ggml_##fn##_split(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) { \
+        return b ? glu(ctx, "ggml_" #fn "_split", a, b, op, false) : nullptr;               \
     }
 
 extern "C" {
@@ -221,16 +227,16 @@ ggml_tensor * ggml_add_id(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, 
     return make_node(ctx, "ggml_add_id", GGML_OP_ADD_ID, a->type, shape_of(a), {a, b, ids});
 }
 
-ggml_tensor * ggml_acc(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, size_t nb1, size_t nb2, size_t nb3,
-                       size_t offset) {
+ggml_tensor * ggml_acc(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, size_t nb1, size_t nb2,
+                       size_t nb3, size_t offset) {
     return region_op(ctx, "ggml_acc", GGML_OP_ACC, a, b, nb1, nb2, nb3, offset, false);
 }
 ggml_tensor * ggml_acc_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, size_t nb1, size_t nb2,
                                size_t nb3, size_t offset) {
     return region_op(ctx, "ggml_acc_inplace", GGML_OP_ACC, a, b, nb1, nb2, nb3, offset, true);
 }
-ggml_tensor * ggml_set(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, size_t nb1, size_t nb2, size_t nb3,
-                       size_t offset) {
+ggml_tensor * ggml_set(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, size_t nb1, size_t nb2,
+                       size_t nb3, size_t offset) {
     return region_op(ctx, "ggml_set", GGML_OP_SET, a, b, nb1, nb2, nb3, offset, false);
 }
 ggml_tensor * ggml_set_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, size_t nb1, size_t nb2,
@@ -325,12 +331,13 @@ GGX_UNARY(ceil, GGML_UNARY_OP_CEIL)
 GGX_UNARY(round, GGML_UNARY_OP_ROUND)
 GGX_UNARY(trunc, GGML_UNARY_OP_TRUNC)
 
-ggml_tensor * ggml_xielu(ggml_context * ctx, ggml_tensor * a, float alpha_n, float alpha_p, float beta, float eps) {
+ggml_tensor * ggml_xielu(ggml_context * ctx, ggml_tensor * a, float alpha_n, float alpha_p, float beta,
+                         float eps) {
     // ggml records the constrained coefficients: beta + softplus(alpha_n) and softplus(alpha_p).
     const auto softplus = [](float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); };
-    return with_params(unary(ctx, "ggml_xielu", a, GGML_UNARY_OP_XIELU, false),
-                       ggml_ext_unary_params{GGML_UNARY_OP_XIELU, beta + softplus(alpha_n), softplus(alpha_p),
-                                             beta, eps});
+    return with_params(
+        unary(ctx, "ggml_xielu", a, GGML_UNARY_OP_XIELU, false),
+        ggml_ext_unary_params{GGML_UNARY_OP_XIELU, beta + softplus(alpha_n), softplus(alpha_p), beta, eps});
 }
 
 ggml_tensor * ggml_glu(ggml_context * ctx, ggml_tensor * a, ggml_glu_op op, bool swapped) {
@@ -345,7 +352,8 @@ GGX_GLU(swiglu, GGML_GLU_OP_SWIGLU)
 GGX_GLU(geglu_erf, GGML_GLU_OP_GEGLU_ERF)
 GGX_GLU(geglu_quick, GGML_GLU_OP_GEGLU_QUICK)
 
-ggml_tensor * ggml_swiglu_oai(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, float alpha, float limit) {
+ggml_tensor * ggml_swiglu_oai(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, float alpha,
+                              float limit) {
     return glu(ctx, "ggml_swiglu_oai", a, b, GGML_GLU_OP_SWIGLU_OAI, false, alpha, limit);
 }
 
@@ -353,7 +361,8 @@ ggml_tensor * ggml_opt_step_adamw(ggml_context * ctx, ggml_tensor * a, ggml_tens
                                   ggml_tensor * v, ggml_tensor * adamw_params) {
     return opt_step(ctx, "ggml_opt_step_adamw", GGML_OP_OPT_STEP_ADAMW, a, grad, m, v, adamw_params, 7);
 }
-ggml_tensor * ggml_opt_step_sgd(ggml_context * ctx, ggml_tensor * a, ggml_tensor * grad, ggml_tensor * sgd_params) {
+ggml_tensor * ggml_opt_step_sgd(ggml_context * ctx, ggml_tensor * a, ggml_tensor * grad,
+                                ggml_tensor * sgd_params) {
     return opt_step(ctx, "ggml_opt_step_sgd", GGML_OP_OPT_STEP_SGD, a, grad, nullptr, nullptr, sgd_params, 2);
 }
 

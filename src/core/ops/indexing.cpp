@@ -29,8 +29,8 @@ ggml_tensor * ggml_get_rows_back(ggml_context * ctx, ggml_tensor * a, ggml_tenso
                  "b must be an i32 vector of a.ne1 indices")
         .require(ggml_is_matrix(c) && c->ne[0] == a->ne[0], "c must be a matrix with a's ne0");
     if (!check) return nullptr;
-    return make_node(ctx, "ggml_get_rows_back", GGML_OP_GET_ROWS_BACK, GGML_TYPE_F32, {c->ne[0], c->ne[1], 1, 1},
-                     {a, b});
+    return make_node(ctx, "ggml_get_rows_back", GGML_OP_GET_ROWS_BACK, GGML_TYPE_F32,
+                     {c->ne[0], c->ne[1], 1, 1}, {a, b});
 }
 
 ggml_tensor * ggml_set_rows(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_tensor * c) {

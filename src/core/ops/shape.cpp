@@ -9,13 +9,15 @@ using namespace ggx::core;
 
 namespace {
 
-ggml_tensor * pad(ggml_context * ctx, const char * name, ggml_tensor * a, const ggml_ext_pad_params & params) {
+ggml_tensor * pad(ggml_context * ctx, const char * name, ggml_tensor * a,
+                  const ggml_ext_pad_params & params) {
     Check check(ctx, name, {{"a", a}});
     if (!check) return nullptr;
     bool in_range = true;
     for (int i = 0; i < GGML_MAX_DIMS; ++i) {
         const auto & p = params.pads[i];
-        in_range = in_range && p[0] >= 0 && p[1] >= 0 && (!params.circular || (p[0] <= a->ne[i] && p[1] <= a->ne[i]));
+        in_range = in_range && p[0] >= 0 && p[1] >= 0 &&
+                   (!params.circular || (p[0] <= a->ne[i] && p[1] <= a->ne[i]));
     }
     check.require(is_float(a), "a must be f32, f16 or bf16")
         .require(in_range, params.circular ? "paddings must be in 0..ne" : "paddings must be >= 0");
@@ -28,19 +30,23 @@ ggml_tensor * pad(ggml_context * ctx, const char * name, ggml_tensor * a, const 
 
 // A node of a's type and shape (parameters recorded by the caller).
 ggml_tensor * like_a(ggml_context * ctx, const char * name, ggml_op op, ggml_tensor * a,
-                             std::initializer_list<ggml_tensor *> srcs, bool inplace = false) {
+                     std::initializer_list<ggml_tensor *> srcs, bool inplace = false) {
     return make_node(ctx, name, op, a->type, shape_of(a), srcs, inplace ? a : nullptr);
 }
 
-ggml_tensor * add_rel_pos(ggml_context * ctx, const char * name, ggml_tensor * a, ggml_tensor * pw, ggml_tensor * ph,
-                          bool inplace) {
+ggml_tensor * add_rel_pos(ggml_context * ctx, const char * name, ggml_tensor * a, ggml_tensor * pw,
+                          ggml_tensor * ph, bool inplace) {
     Check check(ctx, name, {{"a", a}, {"pw", pw}, {"ph", ph}});
     if (!check) return nullptr;
-    check.require(a->type == GGML_TYPE_F32 && pw->type == GGML_TYPE_F32 && ph->type == GGML_TYPE_F32, "a, pw and ph must be f32")
-        .require(ggml_is_contiguous(a) && ggml_is_contiguous(pw) && ggml_is_contiguous(ph), "a, pw and ph must be contiguous")
+    check
+        .require(a->type == GGML_TYPE_F32 && pw->type == GGML_TYPE_F32 && ph->type == GGML_TYPE_F32,
+                 "a, pw and ph must be f32")
+        .require(ggml_is_contiguous(a) && ggml_is_contiguous(pw) && ggml_is_contiguous(ph),
+                 "a, pw and ph must be contiguous")
         .require(ggml_are_same_shape(pw, ph), "pw and ph must have the same shape")
-        .require(pw->ne[3] == a->ne[2] && pw->ne[0] * pw->ne[0] == a->ne[0] && pw->ne[1] * pw->ne[2] == a->ne[1],
-                 "pw must be [W, H, W, a.ne2] with a [W*W, H*W, ...]");
+        .require(
+            pw->ne[3] == a->ne[2] && pw->ne[0] * pw->ne[0] == a->ne[0] && pw->ne[1] * pw->ne[2] == a->ne[1],
+            "pw must be [W, H, W, a.ne2] with a [W*W, H*W, ...]");
     if (!check) return nullptr;
     return with_params(like_a(ctx, name, GGML_OP_ADD_REL_POS, a, {a, pw, ph}, inplace),
                        ggml_ext_add_rel_pos_params{inplace ? 1 : 0});
@@ -59,7 +65,8 @@ ggml_tensor * ggml_repeat(ggml_context * ctx, ggml_tensor * a, const ggml_tensor
     return make_node(ctx, "ggml_repeat", GGML_OP_REPEAT, a->type, shape_of(b), {a});
 }
 
-ggml_tensor * ggml_repeat_4d(ggml_context * ctx, ggml_tensor * a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3) {
+ggml_tensor * ggml_repeat_4d(ggml_context * ctx, ggml_tensor * a, int64_t ne0, int64_t ne1, int64_t ne2,
+                             int64_t ne3) {
     Check check(ctx, "ggml_repeat_4d", {{"a", a}});
     if (!check) return nullptr;
     const int64_t ne[4] = {ne0, ne1, ne2, ne3};
@@ -131,8 +138,9 @@ ggml_tensor * ggml_roll(ggml_context * ctx, ggml_tensor * a, int shift0, int shi
     bool in_range = true;
     for (int i = 0; i < GGML_MAX_DIMS; ++i)
         in_range = in_range && std::abs(params.shifts[i]) < std::max<int64_t>(a->ne[i], 1);
-    check.require(a->nb[0] == ggml_type_size(a->type) && !ggml_is_quantized(a->type),
-                  "a must be unquantized with dense rows")
+    check
+        .require(a->nb[0] == ggml_type_size(a->type) && !ggml_is_quantized(a->type),
+                 "a must be unquantized with dense rows")
         .require(in_range, "|shift_i| must be < ne_i");
     if (!check) return nullptr;
     return with_params(like_a(ctx, "ggml_roll", GGML_OP_ROLL, a, {a}), params);
@@ -158,11 +166,13 @@ ggml_tensor * ggml_interpolate(ggml_context * ctx, ggml_tensor * a, int64_t ne0,
     if (!check) return nullptr;
     constexpr uint32_t flags = GGML_SCALE_FLAG_ALIGN_CORNERS | GGML_SCALE_FLAG_ANTIALIAS;
     check.require(is_float(a), "a must be f32, f16 or bf16")
-        .require((mode & 0xFFu) < GGML_SCALE_MODE_COUNT && (mode & ~(0xFFu | flags)) == 0, "unknown mode or flag")
+        .require((mode & 0xFFu) < GGML_SCALE_MODE_COUNT && (mode & ~(0xFFu | flags)) == 0,
+                 "unknown mode or flag")
         .require(ne0 >= 1 && ne1 >= 1 && ne2 >= 1 && ne3 >= 1, "target sizes must be >= 1");
     if (!check) return nullptr;
-    return with_params(make_node(ctx, "ggml_interpolate", GGML_OP_UPSCALE, a->type, {ne0, ne1, ne2, ne3}, {a}),
-                       ggml_ext_upscale_params{static_cast<int32_t>(mode)});
+    return with_params(
+        make_node(ctx, "ggml_interpolate", GGML_OP_UPSCALE, a->type, {ne0, ne1, ne2, ne3}, {a}),
+        ggml_ext_upscale_params{static_cast<int32_t>(mode)});
 }
 
 ggml_tensor * ggml_upscale(ggml_context * ctx, ggml_tensor * a, int scale_factor, ggml_scale_mode mode) {
@@ -200,12 +210,15 @@ ggml_tensor * ggml_arange(ggml_context * ctx, float start, float stop, float ste
 ggml_tensor * ggml_win_part(ggml_context * ctx, ggml_tensor * a, int w) {
     Check check(ctx, "ggml_win_part", {{"a", a}});
     if (!check) return nullptr;
-    check.require(a->type == GGML_TYPE_F32, "a must be f32").require(a->ne[3] == 1, "a must be 3-d").require(w >= 1, "w must be >= 1");
+    check.require(a->type == GGML_TYPE_F32, "a must be f32")
+        .require(a->ne[3] == 1, "a must be 3-d")
+        .require(w >= 1, "w must be >= 1");
     if (!check) return nullptr;
-    const int32_t npx = static_cast<int32_t>((a->ne[1] + w - 1) / w), npy = static_cast<int32_t>((a->ne[2] + w - 1) / w);
-    return with_params(make_node(ctx, "ggml_win_part", GGML_OP_WIN_PART, a->type,
-                                 {a->ne[0], w, w, int64_t{npx} * npy}, {a}),
-                       ggml_ext_win_part_params{npx, npy, w});
+    const int32_t npx = static_cast<int32_t>((a->ne[1] + w - 1) / w),
+                  npy = static_cast<int32_t>((a->ne[2] + w - 1) / w);
+    return with_params(
+        make_node(ctx, "ggml_win_part", GGML_OP_WIN_PART, a->type, {a->ne[0], w, w, int64_t{npx} * npy}, {a}),
+        ggml_ext_win_part_params{npx, npy, w});
 }
 
 ggml_tensor * ggml_win_unpart(ggml_context * ctx, ggml_tensor * a, int w0, int h0, int w) {
@@ -216,8 +229,9 @@ ggml_tensor * ggml_win_unpart(ggml_context * ctx, ggml_tensor * a, int w0, int h
         .require(a->ne[1] == w && a->ne[2] == w && a->ne[3] == int64_t{(w0 + w - 1) / w} * ((h0 + w - 1) / w),
                  "a must be [C, w, w, windows of a w0 x h0 image]");
     if (!check) return nullptr;
-    return with_params(make_node(ctx, "ggml_win_unpart", GGML_OP_WIN_UNPART, a->type, {a->ne[0], w0, h0, 1}, {a}),
-                       ggml_ext_win_unpart_params{w});
+    return with_params(
+        make_node(ctx, "ggml_win_unpart", GGML_OP_WIN_UNPART, a->type, {a->ne[0], w0, h0, 1}, {a}),
+        ggml_ext_win_unpart_params{w});
 }
 
 ggml_tensor * ggml_get_rel_pos(ggml_context * ctx, ggml_tensor * a, int qh, int kh) {
@@ -233,7 +247,8 @@ ggml_tensor * ggml_get_rel_pos(ggml_context * ctx, ggml_tensor * a, int qh, int 
 ggml_tensor * ggml_add_rel_pos(ggml_context * ctx, ggml_tensor * a, ggml_tensor * pw, ggml_tensor * ph) {
     return add_rel_pos(ctx, "ggml_add_rel_pos", a, pw, ph, false);
 }
-ggml_tensor * ggml_add_rel_pos_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor * pw, ggml_tensor * ph) {
+ggml_tensor * ggml_add_rel_pos_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor * pw,
+                                       ggml_tensor * ph) {
     return add_rel_pos(ctx, "ggml_add_rel_pos_inplace", a, pw, ph, true);
 }
 
@@ -244,7 +259,8 @@ ggml_tensor * ggml_tri(ggml_context * ctx, ggml_tensor * a, ggml_tri_type type) 
         .require(a->ne[0] == a->ne[1], "a must be square (ne0 == ne1)")
         .require(type >= GGML_TRI_TYPE_UPPER_DIAG && type <= GGML_TRI_TYPE_LOWER, "unknown tri type");
     if (!check) return nullptr;
-    return with_params(like_a(ctx, "ggml_tri", GGML_OP_TRI, a, {a}), ggml_ext_tri_params{static_cast<int32_t>(type)});
+    return with_params(like_a(ctx, "ggml_tri", GGML_OP_TRI, a, {a}),
+                       ggml_ext_tri_params{static_cast<int32_t>(type)});
 }
 
 ggml_tensor * ggml_diag(ggml_context * ctx, ggml_tensor * a) {
@@ -253,7 +269,8 @@ ggml_tensor * ggml_diag(ggml_context * ctx, ggml_tensor * a) {
     return make_node(ctx, "ggml_diag", GGML_OP_DIAG, a->type, {a->ne[0], a->ne[0], a->ne[2], a->ne[3]}, {a});
 }
 
-ggml_tensor * ggml_solve_tri(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, bool left, bool lower, bool uni) {
+ggml_tensor * ggml_solve_tri(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, bool left, bool lower,
+                             bool uni) {
     Check check(ctx, "ggml_solve_tri", {{"a", a}, {"b", b}});
     if (!check) return nullptr;
     check.require(a->type == GGML_TYPE_F32 && b->type == GGML_TYPE_F32, "a and b must be f32")

@@ -9,7 +9,7 @@ using namespace ggx::core;
 namespace {
 
 ggml_tensor * soft_max(ggml_context * ctx, const char * name, ggml_tensor * a, ggml_tensor * mask,
-                              float scale, float max_bias, bool inplace) {
+                       float scale, float max_bias, bool inplace) {
     Check check(ctx, name, {{"a", a}, {"mask", mask, true}});
     if (!check) return nullptr;
     check.require(a->type == GGML_TYPE_F32, "a must be f32")
@@ -29,8 +29,8 @@ ggml_tensor * soft_max(ggml_context * ctx, const char * name, ggml_tensor * a, g
         ggml_ext_soft_max_params{scale, max_bias});
 }
 
-ggml_tensor * soft_max_back(ggml_context * ctx, const char * name, ggml_tensor * dy, ggml_tensor * y, float scale,
-                            float max_bias, bool inplace) {
+ggml_tensor * soft_max_back(ggml_context * ctx, const char * name, ggml_tensor * dy, ggml_tensor * y,
+                            float scale, float max_bias, bool inplace) {
     Check check(ctx, name, {{"a", dy}, {"b", y}});
     if (!check) return nullptr;
     check.require(dy->type == GGML_TYPE_F32 && y->type == GGML_TYPE_F32, "a and b must be f32")
@@ -53,7 +53,8 @@ ggml_tensor * diag_mask(ggml_context * ctx, const char * name, ggml_op op, ggml_
 }
 
 [[noreturn]] void sinks_misuse(const ggml_tensor * a, const ggml_tensor * sinks, const char * why) {
-    GGML_ABORT("ggml_soft_max_add_sinks: %s (a: %s, sinks: %s)", why, describe(a).c_str(), describe(sinks).c_str());
+    GGML_ABORT("ggml_soft_max_add_sinks: %s (a: %s, sinks: %s)", why, describe(a).c_str(),
+               describe(sinks).c_str());
 }
 
 }  // namespace
@@ -82,8 +83,10 @@ void ggml_soft_max_add_sinks(ggml_tensor * a, ggml_tensor * sinks) {
         return;
     }
     if (a->op != GGML_OP_SOFT_MAX) sinks_misuse(a, sinks, "a must be a soft_max node");
-    if (sinks->type != GGML_TYPE_F32 || !ggml_is_vector(sinks)) sinks_misuse(a, sinks, "sinks must be an f32 vector");
-    if (sinks->ne[0] != a->src[0]->ne[2]) sinks_misuse(a, sinks, "sinks must have one value per head (a.ne2)");
+    if (sinks->type != GGML_TYPE_F32 || !ggml_is_vector(sinks))
+        sinks_misuse(a, sinks, "sinks must be an f32 vector");
+    if (sinks->ne[0] != a->src[0]->ne[2])
+        sinks_misuse(a, sinks, "sinks must have one value per head (a.ne2)");
     a->src[2] = sinks;
 }
 
@@ -91,8 +94,8 @@ ggml_tensor * ggml_soft_max_ext_back(ggml_context * ctx, ggml_tensor * a, ggml_t
                                      float max_bias) {
     return soft_max_back(ctx, "ggml_soft_max_ext_back", a, b, scale, max_bias, false);
 }
-ggml_tensor * ggml_soft_max_ext_back_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, float scale,
-                                             float max_bias) {
+ggml_tensor * ggml_soft_max_ext_back_inplace(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b,
+                                             float scale, float max_bias) {
     return soft_max_back(ctx, "ggml_soft_max_ext_back_inplace", a, b, scale, max_bias, true);
 }
 
