@@ -30,21 +30,45 @@ struct ggml_ext_scale_params {
     float bias;
 };
 
+/* GGML_OP_ACC (b added to) and GGML_OP_SET (b written over) the view of a with b's shape, byte
+ * strides nb1..nb3 and byte offset; inplace: the result is a view of a. */
+struct ggml_ext_acc_params {
+    int32_t nb1, nb2, nb3;
+    int32_t offset;
+    int32_t inplace;
+};
+
 /* GGML_OP_CLAMP: min(max(a, min), max). */
 struct ggml_ext_clamp_params {
     float min;
     float max;
 };
 
-/* GGML_OP_UNARY: the element-wise function. */
+/* GGML_OP_UNARY: the element-wise function, and XIELU's coefficients (0 for the other sub-ops). */
 struct ggml_ext_unary_params {
-    int32_t op; /* enum ggml_unary_op */
+    int32_t op;    /* enum ggml_unary_op */
+    float alpha_n; /* XIELU: beta + softplus(alpha_n) of ggml_xielu's arguments */
+    float alpha_p; /* XIELU: softplus(alpha_p) */
+    float beta;
+    float eps;
+};
+
+/* GGML_OP_LEAKY_RELU: x for x > 0, negative_slope * x otherwise. */
+struct ggml_ext_leaky_relu_params {
+    float negative_slope;
+};
+
+/* GGML_OP_FILL: every element becomes c. */
+struct ggml_ext_fill_params {
+    float c;
 };
 
 /* GGML_OP_GLU: the gate's activation, and (one-tensor form) which half of a row is gated. */
 struct ggml_ext_glu_params {
     int32_t op;      /* enum ggml_glu_op */
     int32_t swapped; /* 1: the activation takes the second half of each row */
+    float alpha;     /* SWIGLU_OAI's alpha and limit (0 for the other sub-ops) */
+    float limit;
 };
 
 /* GGML_OP_CONCAT: the dimension the inputs are joined along. */
@@ -52,14 +76,56 @@ struct ggml_ext_concat_params {
     int32_t dim;
 };
 
-/* GGML_OP_PAD: zeros before ([d][0]) and after ([d][1]) each dimension d. */
+/* GGML_OP_PAD: zeros (or, circular, the values from the other end) before ([d][0]) and after ([d][1])
+ * each dimension d. */
 struct ggml_ext_pad_params {
     int32_t pads[GGML_MAX_DIMS][2];
+    int32_t circular; /* 1: ggml_pad_circular / ggml_pad_ext_circular */
+};
+
+/* GGML_OP_PAD_REFLECT_1D: reflected elements before (p0) and after (p1) each row. */
+struct ggml_ext_pad_reflect_1d_params {
+    int32_t p0, p1;
+};
+
+/* GGML_OP_ROLL: elements move by shifts[d] along dimension d, wrapping around. */
+struct ggml_ext_roll_params {
+    int32_t shifts[GGML_MAX_DIMS];
+};
+
+/* GGML_OP_ARANGE: start, start + step, ... below stop. */
+struct ggml_ext_arange_params {
+    float start, stop, step;
+};
+
+/* GGML_OP_WIN_PART: windows per row (npx) and column (npy) of w x w elements. */
+struct ggml_ext_win_part_params {
+    int32_t npx, npy, w;
+};
+
+/* GGML_OP_WIN_UNPART: the window size. */
+struct ggml_ext_win_unpart_params {
+    int32_t w;
+};
+
+/* GGML_OP_ADD_REL_POS: 1 when the result is a view of a. */
+struct ggml_ext_add_rel_pos_params {
+    int32_t inplace;
+};
+
+/* GGML_OP_TRI: the part kept (enum ggml_tri_type). */
+struct ggml_ext_tri_params {
+    int32_t type;
 };
 
 /* GGML_OP_UPSCALE: the resampling mode. */
 struct ggml_ext_upscale_params {
-    int32_t mode; /* enum ggml_scale_mode */
+    int32_t mode; /* enum ggml_scale_mode, or-ed with ggml_scale_flag values (ggml_interpolate) */
+};
+
+/* GGML_OP_ARGSORT: the row order (enum ggml_sort_order). */
+struct ggml_ext_argsort_params {
+    int32_t order;
 };
 
 /* GGML_OP_TIMESTEP_EMBEDDING: output width and the longest period. */
@@ -68,7 +134,7 @@ struct ggml_ext_timestep_embedding_params {
     int32_t max_period;
 };
 
-/* GGML_OP_NORM, GGML_OP_RMS_NORM, GGML_OP_L2_NORM. */
+/* GGML_OP_NORM, GGML_OP_RMS_NORM, GGML_OP_L2_NORM, GGML_OP_RMS_NORM_BACK. */
 struct ggml_ext_norm_params {
     float eps;
 };
@@ -79,10 +145,16 @@ struct ggml_ext_group_norm_params {
     float eps;
 };
 
-/* GGML_OP_SOFT_MAX: softmax(a * scale + slope * mask), slope from max_bias (ALiBi) or 1. */
+/* GGML_OP_SOFT_MAX: softmax(a * scale + slope * mask), slope from max_bias (ALiBi) or 1;
+ * GGML_OP_SOFT_MAX_BACK: its gradient. */
 struct ggml_ext_soft_max_params {
     float scale;
     float max_bias;
+};
+
+/* GGML_OP_DIAG_MASK_INF, GGML_OP_DIAG_MASK_ZERO: columns beyond row + n_past are masked. */
+struct ggml_ext_diag_mask_params {
+    int32_t n_past;
 };
 
 /* GGML_OP_ROPE, GGML_OP_ROPE_BACK: the rotation (ggml_rope_ext's and ggml_rope_multi's arguments). */
@@ -192,6 +264,24 @@ struct ggml_ext_pool_2d_params {
     int32_t k0, k1;
     int32_t s0, s1;
     float p0, p1;
+};
+
+/* GGML_OP_MAP_CUSTOM1..3: the callback, its thread count (GGML_N_TASKS_MAX: all) and user data, laid
+ * out as ggml lays them out. */
+struct ggml_ext_map_custom1_params {
+    ggml_custom1_op_t fun;
+    int32_t n_tasks;
+    void * userdata;
+};
+struct ggml_ext_map_custom2_params {
+    ggml_custom2_op_t fun;
+    int32_t n_tasks;
+    void * userdata;
+};
+struct ggml_ext_map_custom3_params {
+    ggml_custom3_op_t fun;
+    int32_t n_tasks;
+    void * userdata;
 };
 
 /* GGML_OP_PERMUTE, GGML_OP_TRANSPOSE (axes 1, 0, 2, 3): dimension i of the source becomes dimension

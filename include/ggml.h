@@ -790,10 +790,16 @@ struct ggml_tensor * ggml_transpose(struct ggml_context * ctx, struct ggml_tenso
 struct ggml_tensor * ggml_cpy(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 /* New contiguous tensor of type holding a converted (op CPY, src = {a, NULL}, own storage). */
 struct ggml_tensor * ggml_cast(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_type type);
-/* Contiguous copy of a with the same shape and type (op DUP). */
+/* Contiguous copy of a with the same shape and type (op DUP); _inplace: the result is a view of a. */
 struct ggml_tensor * ggml_dup(struct ggml_context * ctx, struct ggml_tensor * a);
-/* Contiguous copy of a (op CONT), optionally with a new shape of the same element count. */
+struct ggml_tensor * ggml_dup_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+/* Contiguous copy of a (op CONT), optionally with a new shape of the same element count (_1d.._3d:
+ * ggml_cont_4d with the omitted sizes 1). */
 struct ggml_tensor * ggml_cont(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_cont_1d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0);
+struct ggml_tensor * ggml_cont_2d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1);
+struct ggml_tensor * ggml_cont_3d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
+                                  int64_t ne2);
 struct ggml_tensor * ggml_cont_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
                                   int64_t ne2, int64_t ne3);
 
@@ -813,6 +819,36 @@ struct ggml_tensor * ggml_mul_inplace(struct ggml_context * ctx, struct ggml_ten
                                       struct ggml_tensor * b);
 struct ggml_tensor * ggml_div_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
                                       struct ggml_tensor * b);
+/* a + b for a one-element b (op ADD1; no kernel yet). */
+struct ggml_tensor * ggml_add1(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
+struct ggml_tensor * ggml_add1_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                       struct ggml_tensor * b);
+/* a + b with a result of type (op ADD); a may be quantized. */
+struct ggml_tensor * ggml_add_cast(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                   enum ggml_type type);
+/* result[i0, i1, i2] = a[i0, i1, i2] + b[i0, ids[i1, i2]]: a [ne0, n, t], b [ne0, n_b], ids I32 [n, t]
+ * (op ADD_ID; no kernel yet). */
+struct ggml_tensor * ggml_add_id(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                 struct ggml_tensor * ids);
+/* a with b added to (acc, F32) or written over (set, b of a's type) the view of a with b's shape, byte
+ * strides nb1..nb3 and byte offset, which must lie inside a (ops ACC, SET; no kernels yet). _1d/_2d
+ * take a's own strides for the ones they omit. */
+struct ggml_tensor * ggml_acc(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                              size_t nb1, size_t nb2, size_t nb3, size_t offset);
+struct ggml_tensor * ggml_acc_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                      size_t nb1, size_t nb2, size_t nb3, size_t offset);
+struct ggml_tensor * ggml_set(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                              size_t nb1, size_t nb2, size_t nb3, size_t offset);
+struct ggml_tensor * ggml_set_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                      size_t nb1, size_t nb2, size_t nb3, size_t offset);
+struct ggml_tensor * ggml_set_1d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                 size_t offset);
+struct ggml_tensor * ggml_set_1d_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                         struct ggml_tensor * b, size_t offset);
+struct ggml_tensor * ggml_set_2d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                 size_t nb1, size_t offset);
+struct ggml_tensor * ggml_set_2d_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                         struct ggml_tensor * b, size_t nb1, size_t offset);
 
 /* a * s, and a * s + bias. */
 struct ggml_tensor * ggml_scale(struct ggml_context * ctx, struct ggml_tensor * a, float s);
@@ -824,10 +860,29 @@ struct ggml_tensor * ggml_sqr(struct ggml_context * ctx, struct ggml_tensor * a)
 struct ggml_tensor * ggml_sqr_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_sqrt(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_sqrt_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+/* Natural logarithm, sine, cosine (ops LOG, SIN, COS; no kernels yet). */
+struct ggml_tensor * ggml_log(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_log_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_sin(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_sin_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_cos(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_cos_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+/* Every element set to c (op FILL; no kernel yet). */
+struct ggml_tensor * ggml_fill(struct ggml_context * ctx, struct ggml_tensor * a, float c);
+struct ggml_tensor * ggml_fill_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float c);
 /* min(max(a, min), max); requires min <= max. */
 struct ggml_tensor * ggml_clamp(struct ggml_context * ctx, struct ggml_tensor * a, float min, float max);
 struct ggml_tensor * ggml_clamp_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float min,
                                         float max);
+
+/* Optimizer steps updating a (flagged GGML_TENSOR_FLAG_PARAM) in place from its gradient: AdamW with
+ * moments m, v (a's shape) and adamw_params (7 F32: alpha, beta1, beta2, eps, wd, beta1h, beta2h); SGD
+ * with sgd_params (2 F32: alpha, wd). The result is a view of a (no kernels yet). */
+struct ggml_tensor * ggml_opt_step_adamw(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * grad,
+                                         struct ggml_tensor * m, struct ggml_tensor * v,
+                                         struct ggml_tensor * adamw_params);
+struct ggml_tensor * ggml_opt_step_sgd(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * grad,
+                                       struct ggml_tensor * sgd_params);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Reductions (a: F32/F16/BF16; result type a's). */
@@ -839,6 +894,22 @@ struct ggml_tensor * ggml_sum_rows(struct ggml_context * ctx, struct ggml_tensor
 struct ggml_tensor * ggml_mean(struct ggml_context * ctx, struct ggml_tensor * a);
 /* Index of the first maximum of each row of a matrix a (F32), I32 shape [ne1]. */
 struct ggml_tensor * ggml_argmax(struct ggml_context * ctx, struct ggml_tensor * a);
+/* Running sum along each row, a's shape (op CUMSUM; no kernel yet). */
+struct ggml_tensor * ggml_cumsum(struct ggml_context * ctx, struct ggml_tensor * a);
+/* Number of equal elements of a and b (same shape and type), I64 [1] (op COUNT_EQUAL; no kernel yet). */
+struct ggml_tensor * ggml_count_equal(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
+/* Indices sorting each row, I32 of a's shape (op ARGSORT; no kernel yet); _top_k: the first k of a
+ * descending argsort (a view [k, ne1, ne2, ne3]); top_k: the indices of the k largest of each row in no
+ * particular order, I32 [k, ne1, ne2, ne3] (op TOP_K; no kernel yet). 1 <= k <= ne0. */
+struct ggml_tensor * ggml_argsort(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_sort_order order);
+struct ggml_tensor * ggml_argsort_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k);
+struct ggml_tensor * ggml_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k);
+/* Cross-entropy of logits a against labels b (same shape), [1] (no kernel yet). _back, as ggml builds it:
+ * a the loss gradient (one element), b the logits, c the labels; result b's shape (no kernel yet). */
+struct ggml_tensor * ggml_cross_entropy_loss(struct ggml_context * ctx, struct ggml_tensor * a,
+                                             struct ggml_tensor * b);
+struct ggml_tensor * ggml_cross_entropy_loss_back(struct ggml_context * ctx, struct ggml_tensor * a,
+                                                  struct ggml_tensor * b, struct ggml_tensor * c);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Shape ops */
@@ -846,6 +917,11 @@ struct ggml_tensor * ggml_argmax(struct ggml_context * ctx, struct ggml_tensor *
 /* Tile a to b's shape (ggml_can_repeat(a, b)); result has b's shape, a's type. */
 struct ggml_tensor * ggml_repeat(struct ggml_context * ctx, struct ggml_tensor * a,
                                  const struct ggml_tensor * b);
+/* Tile a to the shape ne0..ne3 (each a multiple of a's; op REPEAT). */
+struct ggml_tensor * ggml_repeat_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
+                                    int64_t ne2, int64_t ne3);
+/* Sum the repetitions of b's shape in a into b's shape (op REPEAT_BACK; no kernel yet). */
+struct ggml_tensor * ggml_repeat_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 /* Concatenate along dim (0..3); all other dimensions and the types must match. */
 struct ggml_tensor * ggml_concat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                  int dim);
@@ -855,9 +931,23 @@ struct ggml_tensor * ggml_pad_ext(struct ggml_context * ctx, struct ggml_tensor 
 /* Zero padding after each dimension. */
 struct ggml_tensor * ggml_pad(struct ggml_context * ctx, struct ggml_tensor * a, int p0, int p1, int p2,
                               int p3);
+/* Circular padding (values from the other end, paddings <= ne; op PAD; no kernel yet). */
+struct ggml_tensor * ggml_pad_circular(struct ggml_context * ctx, struct ggml_tensor * a, int p0, int p1, int p2,
+                                       int p3);
+struct ggml_tensor * ggml_pad_ext_circular(struct ggml_context * ctx, struct ggml_tensor * a, int lp0, int rp0,
+                                           int lp1, int rp1, int lp2, int rp2, int lp3, int rp3);
+/* Reflection padding of each row: [a b c d] with 1, 1 -> [b a b c d c]; p0, p1 < ne0 (no kernel yet). */
+struct ggml_tensor * ggml_pad_reflect_1d(struct ggml_context * ctx, struct ggml_tensor * a, int p0, int p1);
+/* Move elements by shift_i along dimension i, wrapping around; |shift_i| < ne_i (no kernel yet). */
+struct ggml_tensor * ggml_roll(struct ggml_context * ctx, struct ggml_tensor * a, int shift0, int shift1,
+                               int shift2, int shift3);
 /* Resize dims 0..3 to ne0..ne3 (F32); nearest: src index = floor(dst index * src_ne / dst_ne). */
 struct ggml_tensor * ggml_upscale_ext(struct ggml_context * ctx, struct ggml_tensor * a, int ne0, int ne1,
                                       int ne2, int ne3, enum ggml_scale_mode mode);
+/* Resample to ne0..ne3 (op UPSCALE); mode is a ggml_scale_mode or-ed with ggml_scale_flag values. Only
+ * NEAREST without flags has kernels. */
+struct ggml_tensor * ggml_interpolate(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
+                                      int64_t ne2, int64_t ne3, uint32_t mode);
 /* Multiply ne0 and ne1 by scale_factor (>= 1). */
 struct ggml_tensor * ggml_upscale(struct ggml_context * ctx, struct ggml_tensor * a, int scale_factor,
                                   enum ggml_scale_mode mode);
@@ -876,8 +966,14 @@ struct ggml_tensor * ggml_rms_norm_inplace(struct ggml_context * ctx, struct ggm
  * over all its elements. */
 struct ggml_tensor * ggml_group_norm(struct ggml_context * ctx, struct ggml_tensor * a, int n_groups,
                                      float eps);
+struct ggml_tensor * ggml_group_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, int n_groups,
+                                             float eps);
 /* x / max(||x||_2, eps). */
 struct ggml_tensor * ggml_l2_norm(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
+struct ggml_tensor * ggml_l2_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
+/* Gradient of ggml_rms_norm: a = x, b = dy, same shape (op RMS_NORM_BACK; no kernel yet). */
+struct ggml_tensor * ggml_rms_norm_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                       float eps);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Matrix products and attention */
@@ -906,6 +1002,24 @@ struct ggml_tensor * ggml_soft_max(struct ggml_context * ctx, struct ggml_tensor
 struct ggml_tensor * ggml_soft_max_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_soft_max_ext(struct ggml_context * ctx, struct ggml_tensor * a,
                                        struct ggml_tensor * mask, float scale, float max_bias);
+struct ggml_tensor * ggml_soft_max_ext_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                               struct ggml_tensor * mask, float scale, float max_bias);
+/* Attach sinks (F32 [a's source ne2], one logit per head joining each row's normalisation) to a
+ * SOFT_MAX node as its src[2]; NULL detaches them. Misuse aborts with a message (there is no context to
+ * report into). No device computes a softmax with sinks yet. */
+void ggml_soft_max_add_sinks(struct ggml_tensor * a, struct ggml_tensor * sinks);
+/* Gradient of ggml_soft_max_ext: a = dy, b = the softmax output, same shape (op SOFT_MAX_BACK; no
+ * kernel yet). */
+struct ggml_tensor * ggml_soft_max_ext_back(struct ggml_context * ctx, struct ggml_tensor * a,
+                                            struct ggml_tensor * b, float scale, float max_bias);
+struct ggml_tensor * ggml_soft_max_ext_back_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                                    struct ggml_tensor * b, float scale, float max_bias);
+/* Elements above the diagonal shifted by n_past (column > row + n_past, per matrix) set to -inf / 0
+ * (ops DIAG_MASK_INF, DIAG_MASK_ZERO; no kernels yet). */
+struct ggml_tensor * ggml_diag_mask_inf(struct ggml_context * ctx, struct ggml_tensor * a, int n_past);
+struct ggml_tensor * ggml_diag_mask_inf_inplace(struct ggml_context * ctx, struct ggml_tensor * a, int n_past);
+struct ggml_tensor * ggml_diag_mask_zero(struct ggml_context * ctx, struct ggml_tensor * a, int n_past);
+struct ggml_tensor * ggml_diag_mask_zero_inplace(struct ggml_context * ctx, struct ggml_tensor * a, int n_past);
 
 /* Rotary position embedding of a [head_dim, n_head, n_tokens, B] (F32/F16) at positions b (I32
  * [n_tokens]); the first n_dims channels (even, <= head_dim) rotate, the rest are copied. mode is
@@ -1028,6 +1142,10 @@ struct ggml_tensor * ggml_dsv4_hc_post(struct ggml_context * ctx, struct ggml_te
 /* Rows of a [ne0, R, A2, A3] picked by b (I32 [n, A2, A3]): result [ne0, n, A2, A3], F32 (I32 when
  * a is I32). a: F32/F16/BF16/Q8_0/Q4_0/I32. */
 struct ggml_tensor * ggml_get_rows(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
+/* Gradient of ggml_get_rows: rows of a (F32 [ne0, n]) summed into the rows b (I32 [n]) of an F32 result of
+ * c's shape (c a matrix, only its shape is used) (op GET_ROWS_BACK; no kernel yet). */
+struct ggml_tensor * ggml_get_rows_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                        struct ggml_tensor * c);
 /* Write rows of b (F32 [ne0, n, B2, B3]) into a ([ne0, R, B2, B3], F32/F16/BF16/Q8_0/Q4_0) at rows c
  * (I32 [n, C2, C3], broadcast: B2 % C2 == 0, B3 % C3 == 0). The result is a view of a. */
 struct ggml_tensor * ggml_set_rows(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
@@ -1046,6 +1164,52 @@ struct ggml_tensor * ggml_gelu(struct ggml_context * ctx, struct ggml_tensor * a
 struct ggml_tensor * ggml_gelu_quick(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_sigmoid(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_tanh(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_relu_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_silu_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_gelu_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_gelu_quick_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_sigmoid_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_tanh_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+/* Unary sub-ops without kernels yet: |x|, sign, -x, step (x > 0), elu, gelu (erf form), hardswish
+ * x * relu6(x + 3) / 6, hardsigmoid relu6(x + 3) / 6, e^x, e^x - 1, softplus ln(1 + e^x), floor,
+ * ceil, round (half away from zero), trunc. */
+struct ggml_tensor * ggml_abs(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_abs_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_sgn(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_sgn_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_neg(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_neg_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_step(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_step_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_elu(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_elu_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_gelu_erf(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_gelu_erf_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_hardswish(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_hardsigmoid(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_exp(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_exp_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_expm1(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_expm1_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_softplus(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_softplus_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_floor(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_floor_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_ceil(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_ceil_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_round(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_round_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_trunc(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_trunc_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
+/* xIELU: x > 0: ap x^2 + beta x, else (expm1(min(x, eps)) - x) an + beta x with ap = softplus(alpha_p),
+ * an = beta + softplus(alpha_n) (UNARY XIELU; no kernel yet). */
+struct ggml_tensor * ggml_xielu(struct ggml_context * ctx, struct ggml_tensor * a, float alpha_n, float alpha_p,
+                                float beta, float eps);
+/* x > 0 ? x : negative_slope * x (op LEAKY_RELU; no kernel yet); inplace: the result is a view of a. */
+struct ggml_tensor * ggml_leaky_relu(struct ggml_context * ctx, struct ggml_tensor * a, float negative_slope,
+                                     bool inplace);
+/* Gradient of silu: a = x, b = dy, same shape and type (op SILU_BACK; no kernel yet). */
+struct ggml_tensor * ggml_silu_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 
 /* Gated linear units. Merged: a [2n, ...] -> [n, ...], x = first half, g = second half (swapped:
  * the halves exchange roles); result act(x) * g. Split: act(a) * b with a, b of the same shape. */
@@ -1061,6 +1225,21 @@ struct ggml_tensor * ggml_geglu(struct ggml_context * ctx, struct ggml_tensor * 
 struct ggml_tensor * ggml_geglu_swapped(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_geglu_split(struct ggml_context * ctx, struct ggml_tensor * a,
                                       struct ggml_tensor * b);
+/* GLU sub-ops without kernels yet: relu (REGLU), erf gelu (GEGLU_ERF), quick gelu (GEGLU_QUICK). */
+struct ggml_tensor * ggml_reglu(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_reglu_swapped(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_reglu_split(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
+struct ggml_tensor * ggml_geglu_erf(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_geglu_erf_swapped(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_geglu_erf_split(struct ggml_context * ctx, struct ggml_tensor * a,
+                                          struct ggml_tensor * b);
+struct ggml_tensor * ggml_geglu_quick(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_geglu_quick_swapped(struct ggml_context * ctx, struct ggml_tensor * a);
+struct ggml_tensor * ggml_geglu_quick_split(struct ggml_context * ctx, struct ggml_tensor * a,
+                                            struct ggml_tensor * b);
+/* gpt-oss SwiGLU with alpha and clamping limit; b NULL: merged like ggml_glu (SWIGLU_OAI; no kernel yet). */
+struct ggml_tensor * ggml_swiglu_oai(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                     float alpha, float limit);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Convolution */
@@ -1143,6 +1322,28 @@ struct ggml_tensor * ggml_pool_2d_back(struct ggml_context * ctx, struct ggml_te
  * f_j = exp(-ln(max_period) * j / half), row = [cos(t f_0..), sin(t f_0..)] (+ one 0 if dim odd). */
 struct ggml_tensor * ggml_timestep_embedding(struct ggml_context * ctx, struct ggml_tensor * timesteps,
                                              int dim, int max_period);
+/* F32 [ceil((stop - start) / step)]: start, start + step, ...; stop > start, step > 0 (no kernel yet). */
+struct ggml_tensor * ggml_arange(struct ggml_context * ctx, float start, float stop, float step);
+/* Windows of w x w over dims 1, 2 of a [C, W, H, 1] (F32), zero-padded: [C, w, w, npx * npy]; unpart
+ * reverses it to [C, w0, h0, 1] (ops WIN_PART, WIN_UNPART; no kernels yet). */
+struct ggml_tensor * ggml_win_part(struct ggml_context * ctx, struct ggml_tensor * a, int w);
+struct ggml_tensor * ggml_win_unpart(struct ggml_context * ctx, struct ggml_tensor * a, int w0, int h0, int w);
+/* Relative position table of a [C, 2 kh - 1] for qh == kh: F16 [C, kh, qh] (no kernel yet). */
+struct ggml_tensor * ggml_get_rel_pos(struct ggml_context * ctx, struct ggml_tensor * a, int qh, int kh);
+/* a [W*W, H*W, B] plus the decomposed relative positions pw, ph [W, H, W, B] (F32, contiguous; no kernel
+ * yet). */
+struct ggml_tensor * ggml_add_rel_pos(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * pw,
+                                      struct ggml_tensor * ph);
+struct ggml_tensor * ggml_add_rel_pos_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                              struct ggml_tensor * pw, struct ggml_tensor * ph);
+/* The triangle type of each square matrix of a (F32), zeros elsewhere (no kernel yet). */
+struct ggml_tensor * ggml_tri(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_tri_type type);
+/* Diagonal matrices [ne0, ne0, ne2, ne3] from the rows of a (ne1 == 1; no kernel yet). */
+struct ggml_tensor * ggml_diag(struct ggml_context * ctx, struct ggml_tensor * a);
+/* x with a x = b for lower-triangular a [n, n, B2, B3] and b [k, n, B2, B3] (F32, contiguous): F32 of b's
+ * shape. Only left = true, lower = true, uni = false is defined (no kernel yet). */
+struct ggml_tensor * ggml_solve_tri(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                    bool left, bool lower, bool uni);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Application CPU callbacks */
@@ -1158,6 +1359,36 @@ typedef void (*ggml_custom_op_t)(struct ggml_tensor * dst, int ith, int nth, voi
 struct ggml_tensor * ggml_custom_4d(struct ggml_context * ctx, enum ggml_type type, int64_t ne0, int64_t ne1,
                                     int64_t ne2, int64_t ne3, struct ggml_tensor ** args, int n_args,
                                     ggml_custom_op_t fun, int n_tasks, void * userdata);
+/* A CUSTOM node computed by fun over a's storage: the result is a view of a, src = {a, args...} (at
+ * most GGML_MAX_SRC - 1 args). */
+struct ggml_tensor * ggml_custom_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor ** args,
+                                         int n_args, ggml_custom_op_t fun, int n_tasks, void * userdata);
+
+/* Nodes of a's type and shape computed on the CPU by fun(dst, a[, b[, c]], ith, nth, userdata) (ops
+ * MAP_CUSTOM1..3; op_params hold fun, n_tasks and userdata: ggml_ext_map_custom<n>_params); _inplace:
+ * the result is a view of a. */
+typedef void (*ggml_custom1_op_t)(struct ggml_tensor * dst, const struct ggml_tensor * a, int ith, int nth,
+                                  void * userdata);
+typedef void (*ggml_custom2_op_t)(struct ggml_tensor * dst, const struct ggml_tensor * a,
+                                  const struct ggml_tensor * b, int ith, int nth, void * userdata);
+typedef void (*ggml_custom3_op_t)(struct ggml_tensor * dst, const struct ggml_tensor * a,
+                                  const struct ggml_tensor * b, const struct ggml_tensor * c, int ith, int nth,
+                                  void * userdata);
+struct ggml_tensor * ggml_map_custom1(struct ggml_context * ctx, struct ggml_tensor * a, ggml_custom1_op_t fun,
+                                      int n_tasks, void * userdata);
+struct ggml_tensor * ggml_map_custom1_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                              ggml_custom1_op_t fun, int n_tasks, void * userdata);
+struct ggml_tensor * ggml_map_custom2(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                      ggml_custom2_op_t fun, int n_tasks, void * userdata);
+struct ggml_tensor * ggml_map_custom2_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                              struct ggml_tensor * b, ggml_custom2_op_t fun, int n_tasks,
+                                              void * userdata);
+struct ggml_tensor * ggml_map_custom3(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                      struct ggml_tensor * c, ggml_custom3_op_t fun, int n_tasks, void * userdata);
+struct ggml_tensor * ggml_map_custom3_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                              struct ggml_tensor * b, struct ggml_tensor * c, ggml_custom3_op_t fun,
+                                              int n_tasks, void * userdata);
+
 /* The callback, thread count and user data of a CPU-callback node (false for other nodes). */
 bool ggml_get_custom_callback(const struct ggml_tensor * tensor, ggml_custom_op_t * fun, int * n_tasks,
                               void ** userdata);

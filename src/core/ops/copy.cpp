@@ -1,4 +1,4 @@
-// Constructors of the copy family: CPY, DUP, CONT (ggml_cpy, ggml_cast, ggml_dup, ggml_cont*).
+// Constructors of the copy family: CPY, DUP, CONT (ggml_cpy, ggml_cast, ggml_dup*, ggml_cont*).
 #include "core/ops/common.h"
 
 using namespace ggx::core;
@@ -47,6 +47,12 @@ ggml_tensor * ggml_dup(ggml_context * ctx, ggml_tensor * a) {
     return copy_into(ctx, "ggml_dup", a, nullptr, a->type, GGML_OP_DUP, shape_of(a));
 }
 
+ggml_tensor * ggml_dup_inplace(ggml_context * ctx, ggml_tensor * a) {
+    Check check(ctx, "ggml_dup_inplace", {{"a", a}});
+    if (!check) return nullptr;
+    return make_node(ctx, "ggml_dup_inplace", GGML_OP_DUP, a->type, shape_of(a), {a}, a);
+}
+
 ggml_tensor * ggml_cont(ggml_context * ctx, ggml_tensor * a) {
     if (!a) return nullptr;
     return copy_into(ctx, "ggml_cont", a, nullptr, a->type, GGML_OP_CONT, shape_of(a));
@@ -56,6 +62,15 @@ ggml_tensor * ggml_cont_4d(ggml_context * ctx, ggml_tensor * a, int64_t ne0, int
                            int64_t ne3) {
     if (!a) return nullptr;
     return copy_into(ctx, "ggml_cont_4d", a, nullptr, a->type, GGML_OP_CONT, {ne0, ne1, ne2, ne3});
+}
+ggml_tensor * ggml_cont_1d(ggml_context * ctx, ggml_tensor * a, int64_t ne0) {
+    return ggml_cont_4d(ctx, a, ne0, 1, 1, 1);
+}
+ggml_tensor * ggml_cont_2d(ggml_context * ctx, ggml_tensor * a, int64_t ne0, int64_t ne1) {
+    return ggml_cont_4d(ctx, a, ne0, ne1, 1, 1);
+}
+ggml_tensor * ggml_cont_3d(ggml_context * ctx, ggml_tensor * a, int64_t ne0, int64_t ne1, int64_t ne2) {
+    return ggml_cont_4d(ctx, a, ne0, ne1, ne2, 1);
 }
 
 }  // extern "C"

@@ -1,4 +1,4 @@
-// Constructors of the indexing family: GET_ROWS, SET_ROWS.
+// Constructors of the indexing family: GET_ROWS, GET_ROWS_BACK, SET_ROWS.
 #include "core/ops/common.h"
 
 using namespace ggx::core;
@@ -19,6 +19,18 @@ ggml_tensor * ggml_get_rows(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b
     const ggml_type type = a->type == GGML_TYPE_I32 ? GGML_TYPE_I32 : GGML_TYPE_F32;
     return make_node(ctx, "ggml_get_rows", GGML_OP_GET_ROWS, type, {a->ne[0], b->ne[0], b->ne[1], b->ne[2]},
                      {a, b});
+}
+
+ggml_tensor * ggml_get_rows_back(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_tensor * c) {
+    Check check(ctx, "ggml_get_rows_back", {{"a", a}, {"b", b}, {"c", c}});
+    if (!check) return nullptr;
+    check.require(a->type == GGML_TYPE_F32 && ggml_is_matrix(a), "a must be an f32 matrix")
+        .require(b->type == GGML_TYPE_I32 && ggml_is_vector(b) && b->ne[0] == a->ne[1],
+                 "b must be an i32 vector of a.ne1 indices")
+        .require(ggml_is_matrix(c) && c->ne[0] == a->ne[0], "c must be a matrix with a's ne0");
+    if (!check) return nullptr;
+    return make_node(ctx, "ggml_get_rows_back", GGML_OP_GET_ROWS_BACK, GGML_TYPE_F32,
+                     {c->ne[0], c->ne[1], 1, 1}, {a, b});
 }
 
 ggml_tensor * ggml_set_rows(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_tensor * c) {

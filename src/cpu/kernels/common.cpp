@@ -1,7 +1,10 @@
-// Shared kernel helpers and the kernels of ops without computation and of CPU callback nodes.
+// Shared kernel helpers and the kernels of ops without computation and of CPU callback nodes (CUSTOM,
+// MAP_CUSTOM1..3).
 #include "cpu/kernels/common.h"
 
 #include <vector>
+
+#include "core/op_params.h"
 
 namespace ggx::cpu {
 
@@ -39,6 +42,11 @@ bool supports_custom(const ggml_tensor * node) {
     return ggml_get_custom_kind(node) == GGML_CUSTOM_KIND_CPU_CALLBACK;
 }
 
+// Threads a callback of n_tasks asks for, capped by the pool (GGML_N_TASKS_MAX: all).
+int callback_threads(const ComputeParams & params, int n_tasks) {
+    return n_tasks == GGML_N_TASKS_MAX ? params.nth() : std::min(n_tasks, params.nth());
+}
+
 // The application's callback computes the node; it is given this thread's index and the number of
 // threads it asked for (capped by the pool).
 void compute_custom(const ComputeParams & params, ggml_tensor * node) {
@@ -46,8 +54,39 @@ void compute_custom(const ComputeParams & params, ggml_tensor * node) {
     int n_tasks = 0;
     void * userdata = nullptr;
     ggml_get_custom_callback(node, &fun, &n_tasks, &userdata);
-    const int nth = n_tasks == GGML_N_TASKS_MAX ? params.nth() : std::min(n_tasks, params.nth());
+    const int nth = callback_threads(params, n_tasks);
     if (params.ith() < nth) fun(node, params.ith(), nth, userdata);
+}
+
+// A MAP_CUSTOM node carries its callback (a node without one, as op alone, computes nothing).
+bool supports_map_custom(const ggml_tensor * node) {
+    switch (node->op) {
+        case GGML_OP_MAP_CUSTOM1:
+            return core::params<ggml_ext_map_custom1_params>(node).fun != nullptr;
+        case GGML_OP_MAP_CUSTOM2:
+            return core::params<ggml_ext_map_custom2_params>(node).fun != nullptr;
+        default:
+            return core::params<ggml_ext_map_custom3_params>(node).fun != nullptr;
+    }
+}
+
+// MAP_CUSTOM1..3: the application's callback computes dst from its sources.
+void compute_map_custom(const ComputeParams & params, ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *b = node->src[1], *c = node->src[2];
+    const int ith = params.ith();
+    if (node->op == GGML_OP_MAP_CUSTOM1) {
+        const auto p = core::params<ggml_ext_map_custom1_params>(node);
+        const int nth = callback_threads(params, p.n_tasks);
+        if (ith < nth) p.fun(node, a, ith, nth, p.userdata);
+    } else if (node->op == GGML_OP_MAP_CUSTOM2) {
+        const auto p = core::params<ggml_ext_map_custom2_params>(node);
+        const int nth = callback_threads(params, p.n_tasks);
+        if (ith < nth) p.fun(node, a, b, ith, nth, p.userdata);
+    } else {
+        const auto p = core::params<ggml_ext_map_custom3_params>(node);
+        const int nth = callback_threads(params, p.n_tasks);
+        if (ith < nth) p.fun(node, a, b, c, ith, nth, p.userdata);
+    }
 }
 
 }  // namespace
@@ -57,6 +96,7 @@ namespace kernels {
 const Kernel none = cpu_kernel<supports_any, nullptr, compute_nothing>("cpu.none");
 const Kernel unsupported = cpu_kernel<supports_nothing, nullptr, compute_nothing>("cpu.unsupported");
 const Kernel custom = cpu_kernel<supports_custom, nullptr, compute_custom>("cpu.custom");
+const Kernel map_custom = cpu_kernel<supports_map_custom, nullptr, compute_map_custom>("cpu.map_custom");
 
 }  // namespace kernels
 

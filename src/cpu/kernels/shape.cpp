@@ -97,6 +97,7 @@ bool supports_pad(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     if (!same_type(node, a) || !is_float(a->type)) return false;
     const auto pad = core::params<ggml_ext_pad_params>(node);
+    if (pad.circular) return false;  // no kernel wraps around yet
     for (int k = 0; k < GGML_MAX_DIMS; ++k) {
         const int32_t lp = pad.pads[k][0], rp = pad.pads[k][1];
         if (lp < 0 || rp < 0 || node->ne[k] != a->ne[k] + lp + rp) return false;

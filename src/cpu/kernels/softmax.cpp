@@ -171,8 +171,9 @@ void softmax_row(float * y, int64_t n) {
 bool supports(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * mask = node->src[1];
+    // src[2] holds sinks (ggml_soft_max_add_sinks), which this kernel does not compute.
     if (a == nullptr || a->type != GGML_TYPE_F32 || node->type != GGML_TYPE_F32 ||
-        !ggml_are_same_shape(a, node))
+        !ggml_are_same_shape(a, node) || node->src[2] != nullptr)
         return false;
     if (mask == nullptr) return true;
     return (mask->type == GGML_TYPE_F32 || mask->type == GGML_TYPE_F16) && mask->ne[0] == a->ne[0] &&

@@ -12,7 +12,8 @@ namespace {
 bool supports_soft_max(const Device & device, const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * mask = node->src[1];
-    if (!same_f32_shape(device, node)) return false;
+    // src[2] holds sinks (ggml_soft_max_add_sinks), which this kernel does not compute.
+    if (!same_f32_shape(device, node) || node->src[2] != nullptr) return false;
     return !mask ||
            ((mask->type == GGML_TYPE_F32 || mask->type == GGML_TYPE_F16) && float_tensor(device, mask) &&
             mask->ne[0] == a->ne[0] && mask->ne[1] >= a->ne[1] && mask->ne[2] > 0 && mask->ne[3] > 0 &&

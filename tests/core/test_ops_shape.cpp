@@ -1,0 +1,141 @@
+// Constructors of the shape family added for ggml's API: REPEAT_4D (computed on the CPU), REPEAT_BACK,
+// circular PAD (refused by the CPU), PAD_REFLECT_1D, ROLL, INTERPOLATE (nearest computed on the CPU),
+// ARANGE, WIN_PART/UNPART, GET_REL_POS, ADD_REL_POS, TRI, DIAG, SOLVE_TRI.
+#include "core/ops_test_support.h"
+
+namespace {
+
+using ggx::test::compute_on_cpu;
+using ggx::test::cpu_backend;
+using ggx::test::ramp;
+
+class OpsShape : public ggx::test::OpsTest {};
+
+TEST_F(OpsShape, Repeat4dTilesA) {
+    ggml_tensor * a = f32(2, 1);
+    ggml_tensor * r = ggml_repeat_4d(ctx(), a, 4, 2, 1, 1);
+    expect_node(r, GGML_OP_REPEAT, GGML_TYPE_F32, {4, 2, 1, 1}, {a});
+    EXPECT_EQ(compute_on_cpu(ctx(), r, {{a, {1, 2}}}), (std::vector<float>{1, 2, 1, 2, 1, 2, 1, 2}));
+    expect_error(ggml_repeat_4d(ctx(), a, 3, 1, 1, 1), "ggml_repeat_4d", "cannot be tiled");
+}
+
+TEST_F(OpsShape, RepeatBack) {
+    ggml_tensor *a = f32(4, 6), *b = f32(2, 3);
+    expect_node(ggml_repeat_back(ctx(), a, b), GGML_OP_REPEAT_BACK, GGML_TYPE_F32, {2, 3, 1, 1}, {a});
+    expect_error(ggml_repeat_back(ctx(), a, f32(3)), "ggml_repeat_back", "cannot be tiled");
+}
+
+TEST_F(OpsShape, CircularPadIsRecordedAndRefused) {
+    ggml_tensor * a = f32(4, 3);
+    ggml_tensor * r = ggml_pad_ext_circular(ctx(), a, 1, 2, 0, 3, 0, 0, 0, 0);
+    expect_node(r, GGML_OP_PAD, GGML_TYPE_F32, {7, 6, 1, 1}, {a});
+    const auto p = params_of<ggml_ext_pad_params>(r);
+    EXPECT_EQ(p.pads[0][0], 1);
+    EXPECT_EQ(p.pads[0][1], 2);
+    EXPECT_EQ(p.pads[1][1], 3);
+    EXPECT_EQ(p.circular, 1);
+    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), r));
+    ggml_tensor * c = ggml_pad_circular(ctx(), a, 1, 1, 0, 0);
+    expect_node(c, GGML_OP_PAD, GGML_TYPE_F32, {5, 4, 1, 1}, {a});
+    EXPECT_EQ(params_of<ggml_ext_pad_params>(c).pads[0][0], 0);
+    EXPECT_EQ(params_of<ggml_ext_pad_params>(ggml_pad(ctx(), a, 1, 0, 0, 0)).circular, 0);
+    EXPECT_TRUE(ggml_backend_supports_op(cpu_backend(), ggml_pad(ctx(), a, 1, 0, 0, 0)));
+    expect_error(ggml_pad_circular(ctx(), a, 5, 0, 0, 0), "ggml_pad_circular", "paddings must be in 0..ne");
+}
+
+TEST_F(OpsShape, PadReflectAndRoll) {
+    ggml_tensor * a = f32(5, 2);
+    ggml_tensor * r = ggml_pad_reflect_1d(ctx(), a, 2, 1);
+    expect_node(r, GGML_OP_PAD_REFLECT_1D, GGML_TYPE_F32, {8, 2, 1, 1}, {a});
+    EXPECT_EQ(params_of<ggml_ext_pad_reflect_1d_params>(r).p0, 2);
+    EXPECT_EQ(params_of<ggml_ext_pad_reflect_1d_params>(r).p1, 1);
+    expect_error(ggml_pad_reflect_1d(ctx(), a, 5, 0), "ggml_pad_reflect_1d", "p0 and p1 must be in 0..ne0-1");
+
+    ggml_tensor * roll = ggml_roll(ctx(), a, -4, 1, 0, 0);
+    expect_node(roll, GGML_OP_ROLL, GGML_TYPE_F32, {5, 2, 1, 1}, {a});
+    EXPECT_EQ(params_of<ggml_ext_roll_params>(roll).shifts[0], -4);
+    EXPECT_EQ(params_of<ggml_ext_roll_params>(roll).shifts[1], 1);
+    expect_error(ggml_roll(ctx(), a, 5, 0, 0, 0), "ggml_roll", "|shift_i| must be < ne_i");
+}
+
+TEST_F(OpsShape, InterpolateRecordsModeAndFlags) {
+    ggml_tensor * a = f32(2, 2);
+    const uint32_t bilinear = uint32_t{GGML_SCALE_MODE_BILINEAR} | uint32_t{GGML_SCALE_FLAG_ALIGN_CORNERS};
+    ggml_tensor * r = ggml_interpolate(ctx(), a, 3, 5, 1, 1, bilinear);
+    expect_node(r, GGML_OP_UPSCALE, GGML_TYPE_F32, {3, 5, 1, 1}, {a});
+    EXPECT_EQ(static_cast<uint32_t>(params_of<ggml_ext_upscale_params>(r).mode), bilinear);
+    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), r));
+    expect_error(ggml_interpolate(ctx(), a, 3, 5, 1, 1, 7), "ggml_interpolate", "unknown mode or flag");
+    expect_error(ggml_interpolate(ctx(), a, 0, 5, 1, 1, 0), "ggml_interpolate", "target sizes must be >= 1");
+
+    ggml_tensor * nearest = ggml_interpolate(ctx(), a, 4, 2, 1, 1, GGML_SCALE_MODE_NEAREST);
+    EXPECT_EQ(compute_on_cpu(ctx(), nearest, {{a, {1, 2, 3, 4}}}),
+              (std::vector<float>{1, 1, 2, 2, 3, 3, 4, 4}));
+}
+
+TEST_F(OpsShape, Arange) {
+    ggml_tensor * r = ggml_arange(ctx(), 1.0f, 4.0f, 0.5f);
+    expect_node(r, GGML_OP_ARANGE, GGML_TYPE_F32, {6, 1, 1, 1}, {});
+    const auto p = params_of<ggml_ext_arange_params>(r);
+    EXPECT_EQ(p.start, 1.0f);
+    EXPECT_EQ(p.stop, 4.0f);
+    EXPECT_EQ(p.step, 0.5f);
+    expect_error(ggml_arange(ctx(), 2.0f, 1.0f, 1.0f), "ggml_arange", "stop must be > start");
+    expect_error(ggml_arange(ctx(), 0.0f, 1.0f, 0.0f), "ggml_arange", "step must be > 0");
+}
+
+TEST_F(OpsShape, Windows) {
+    ggml_tensor * a = f32(8, 10, 7);
+    ggml_tensor * part = ggml_win_part(ctx(), a, 4);
+    expect_node(part, GGML_OP_WIN_PART, GGML_TYPE_F32, {8, 4, 4, 6}, {a});
+    const auto p = params_of<ggml_ext_win_part_params>(part);
+    EXPECT_EQ(p.npx, 3);
+    EXPECT_EQ(p.npy, 2);
+    EXPECT_EQ(p.w, 4);
+    ggml_tensor * unpart = ggml_win_unpart(ctx(), part, 10, 7, 4);
+    expect_node(unpart, GGML_OP_WIN_UNPART, GGML_TYPE_F32, {8, 10, 7, 1}, {part});
+    EXPECT_EQ(params_of<ggml_ext_win_unpart_params>(unpart).w, 4);
+    expect_error(ggml_win_part(ctx(), f32(8, 10, 7, 2), 4), "ggml_win_part", "a must be 3-d");
+    expect_error(ggml_win_unpart(ctx(), part, 20, 7, 4), "ggml_win_unpart", "windows of a w0 x h0 image");
+}
+
+TEST_F(OpsShape, RelativePositions) {
+    ggml_tensor * table = tensor(GGML_TYPE_F16, 16, 7);
+    expect_node(ggml_get_rel_pos(ctx(), table, 4, 4), GGML_OP_GET_REL_POS, GGML_TYPE_F16, {16, 4, 4, 1},
+                {table});
+    expect_error(ggml_get_rel_pos(ctx(), table, 4, 3), "ggml_get_rel_pos", "qh and kh must be equal");
+
+    ggml_tensor *a = f32(9, 6, 2), *pw = f32(3, 2, 3, 2), *ph = f32(3, 2, 3, 2);
+    ggml_tensor * r = ggml_add_rel_pos(ctx(), a, pw, ph);
+    expect_node(r, GGML_OP_ADD_REL_POS, GGML_TYPE_F32, {9, 6, 2, 1}, {a, pw, ph});
+    EXPECT_EQ(params_of<ggml_ext_add_rel_pos_params>(r).inplace, 0);
+    ggml_tensor * in = ggml_add_rel_pos_inplace(ctx(), a, pw, ph);
+    expect_view_of(in, a);
+    EXPECT_EQ(params_of<ggml_ext_add_rel_pos_params>(in).inplace, 1);
+    expect_error(ggml_add_rel_pos(ctx(), a, pw, f32(3, 2, 3)), "ggml_add_rel_pos",
+                 "pw and ph must have the same shape");
+    expect_error(ggml_add_rel_pos(ctx(), f32(8, 6, 2), pw, ph), "ggml_add_rel_pos",
+                 "pw must be [W, H, W, a.ne2]");
+}
+
+TEST_F(OpsShape, TriDiagSolveTri) {
+    ggml_tensor * m = f32(4, 4, 3);
+    ggml_tensor * tri = ggml_tri(ctx(), m, GGML_TRI_TYPE_LOWER);
+    expect_node(tri, GGML_OP_TRI, GGML_TYPE_F32, {4, 4, 3, 1}, {m});
+    EXPECT_EQ(params_of<ggml_ext_tri_params>(tri).type, GGML_TRI_TYPE_LOWER);
+    expect_error(ggml_tri(ctx(), f32(4, 3), GGML_TRI_TYPE_UPPER), "ggml_tri", "a must be square");
+
+    ggml_tensor * rows = f32(5, 1, 2);
+    expect_node(ggml_diag(ctx(), rows), GGML_OP_DIAG, GGML_TYPE_F32, {5, 5, 2, 1}, {rows});
+    expect_error(ggml_diag(ctx(), f32(5, 2)), "ggml_diag", "ne1 == 1");
+
+    ggml_tensor * b = f32(2, 4, 3);
+    ggml_tensor * x = ggml_solve_tri(ctx(), m, b, true, true, false);
+    expect_node(x, GGML_OP_SOLVE_TRI, GGML_TYPE_F32, {2, 4, 3, 1}, {m, b});
+    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), x));
+    expect_error(ggml_solve_tri(ctx(), m, b, true, false, false), "ggml_solve_tri", "only left, lower");
+    expect_error(ggml_solve_tri(ctx(), m, f32(2, 3, 3), true, true, false), "ggml_solve_tri",
+                 "b must be [k, a.ne1");
+}
+
+}  // namespace
