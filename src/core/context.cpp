@@ -1,26 +1,23 @@
 // Contexts: the metadata arena, tensor iteration and the per-context error state.
 #include "core/internal.h"
 
+#include "core/log.h"
+
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <new>
 
 namespace ggx::core {
 
 void report_error(ggml_context * ctx, std::string message) {
     if (ctx->error_callback) ctx->error_callback(message.c_str(), ctx->error_user_data);
-    if (ctx->abort_on_error) {
-        std::fprintf(stderr, "ggx: %s\n", message.c_str());
-        std::abort();
-    }
+    if (ctx->abort_on_error) fatal(message);
     if (!ctx->has_error) {
         ctx->error = std::move(message);
         ctx->has_error = true;
     }
 }
 
-void * arena_alloc(ggml_context * ctx, size_t bytes, const char * what) {
+void * arena_alloc(ggml_context * ctx, size_t bytes, ggml_object_type type, const char * what) {
     const auto base = reinterpret_cast<uintptr_t>(ctx->mem);
     const size_t offset = align_up(base + ctx->used, GGML_MEM_ALIGN) - base;
     if (offset > ctx->mem_size || bytes > ctx->mem_size - offset) {
@@ -30,6 +27,7 @@ void * arena_alloc(ggml_context * ctx, size_t bytes, const char * what) {
         return nullptr;
     }
     ctx->used = offset + bytes;
+    ctx->objects.push_back({type, offset, bytes});
     return ctx->mem + offset;
 }
 
@@ -94,6 +92,31 @@ ggml_tensor * ggml_get_tensor(ggml_context * ctx, const char * name) {
         if (std::strcmp(t->name, name) == 0) return t;
     }
     return nullptr;
+}
+
+void ggml_reset(ggml_context * ctx) {
+    ctx->used = 0;
+    ctx->first_tensor = ctx->last_tensor = nullptr;
+    ctx->objects.clear();
+}
+
+void * ggml_get_mem_buffer(const ggml_context * ctx) { return ctx->mem; }
+
+void * ggml_new_buffer(ggml_context * ctx, size_t nbytes) {
+    return arena_alloc(ctx, nbytes, GGML_OBJECT_TYPE_WORK_BUFFER, "ggml_new_buffer");
+}
+
+void ggml_print_object(const ggml_object * obj) {
+    static constexpr const char * kTypeNames[] = {"tensor", "graph", "work buffer"};
+    log(GGML_LOG_LEVEL_INFO, " - ggml_object: type = %s, offs = %zu, size = %zu\n", kTypeNames[obj->type],
+        obj->offs, obj->size);
+}
+
+void ggml_print_objects(const ggml_context * ctx) {
+    log(GGML_LOG_LEVEL_INFO, "ggml_print_objects: %zu objects, %zu of %zu bytes used\n", ctx->objects.size(),
+        ctx->used, ctx->mem_size);
+    for (const ggml_object & object : ctx->objects)
+        ggml_print_object(&object);
 }
 
 size_t ggml_get_max_tensor_size(const ggml_context * ctx) {

@@ -26,7 +26,10 @@ std::string describe_node(int index, const ggml_tensor * node) {
            core::describe(node) + ")";
 }
 
-bool needs_compute(const ggml_tensor * node) { return !core::is_layout_op(node->op) && !ggml_is_empty(node); }
+// Nodes without the compute flag belong to branches ggml_build_forward_select left unselected.
+bool needs_compute(const ggml_tensor * node) {
+    return !core::is_layout_op(node->op) && !ggml_is_empty(node) && (node->flags & GGML_TENSOR_FLAG_COMPUTE);
+}
 
 }  // namespace ggx::backend
 
