@@ -47,7 +47,8 @@ ggml_backend_dev_t ggml_backend_cpu_add_virtual_device(const char * name, const 
 /* A pool of n_threads threads (the caller of a computation is thread 0), started paused when
  * params->paused. cpumask, strict_cpu, prio and poll are kept in the pool's parameters but not
  * applied: ggx neither pins nor reprioritises threads, and idle workers always spin briefly, then
- * sleep. NULL for a thread count outside [1, GGML_MAX_N_THREADS]. */
+ * sleep. NULL for a thread count outside [1, GGML_MAX_N_THREADS], or (error in
+ * ggml_backend_get_last_error) when a thread cannot be started. */
 struct ggml_threadpool * ggml_threadpool_new(struct ggml_threadpool_params * params);
 void ggml_threadpool_free(struct ggml_threadpool * threadpool);
 int ggml_threadpool_get_n_threads(struct ggml_threadpool * threadpool);

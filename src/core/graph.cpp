@@ -72,12 +72,9 @@ bool append_node(ggml_cgraph * graph, ggml_tensor * tensor, bool compute) {
                               " nodes); use ggml_new_graph_custom with a larger size");
         return false;
     }
-    if (compute) {
-        tensor->flags |= GGML_TENSOR_FLAG_COMPUTE;
-    } else {
-        tensor->flags &= ~GGML_TENSOR_FLAG_COMPUTE;
-        graph->has_uncomputed = true;
-    }
+    // As in ggml the flag is only ever set: a tensor another graph computes stays computed.
+    if (compute) tensor->flags |= GGML_TENSOR_FLAG_COMPUTE;
+    if (!(tensor->flags & GGML_TENSOR_FLAG_COMPUTE)) graph->has_uncomputed = true;
     graph->nodes[graph->n_nodes++] = tensor;
     count_uses(graph, tensor);
     return true;

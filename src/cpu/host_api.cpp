@@ -2,6 +2,8 @@
 #include <ggml-cpu.h>
 
 #include <memory>
+#include <string>
+#include <system_error>
 
 #include "cpu/backend.h"
 
@@ -21,9 +23,14 @@ extern "C" {
 
 ggml_threadpool * ggml_threadpool_new(ggml_threadpool_params * params) {
     if (params->n_threads < 1 || params->n_threads > GGML_MAX_N_THREADS) return nullptr;
-    auto threadpool = std::make_unique<ggml_threadpool>(*params);
-    if (params->paused) threadpool->pool.pause();
-    return threadpool.release();
+    try {
+        auto threadpool = std::make_unique<ggml_threadpool>(*params);
+        if (params->paused) threadpool->pool.pause();
+        return threadpool.release();
+    } catch (const std::system_error & e) {  // a worker could not be started
+        ggx::backend::set_last_error(std::string("ggml_threadpool_new: ") + e.what());
+        return nullptr;
+    }
 }
 
 void ggml_threadpool_free(ggml_threadpool * threadpool) { delete threadpool; }

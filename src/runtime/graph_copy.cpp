@@ -3,7 +3,7 @@
 #include <ggml-alloc.h>
 #include <ggml-graph.h>
 
-#include <memory>
+#include <iterator>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -12,22 +12,25 @@
 
 namespace {
 
-// Every tensor graph reaches: nodes, leafs, their sources and storage owners.
-std::vector<ggml_tensor *> reachable_tensors(ggml_cgraph * graph) {
-    std::vector<ggml_tensor *> stack(ggml_graph_leafs(graph), ggml_graph_leafs(graph) + ggml_graph_n_leafs(graph));
-    stack.insert(stack.end(), ggml_graph_nodes(graph), ggml_graph_nodes(graph) + ggml_graph_n_nodes(graph));
-    std::vector<ggml_tensor *> order;
+// The graph's leafs, then its nodes in order: sources before their consumers.
+std::vector<ggml_tensor *> graph_tensors(ggml_cgraph * graph) {
+    std::vector<ggml_tensor *> tensors(ggml_graph_leafs(graph), ggml_graph_leafs(graph) + ggml_graph_n_leafs(graph));
+    tensors.insert(tensors.end(), ggml_graph_nodes(graph), ggml_graph_nodes(graph) + ggml_graph_n_nodes(graph));
+    return tensors;
+}
+
+// How many tensors the graph reaches: its own, their sources and storage owners.
+size_t count_reachable(const std::vector<ggml_tensor *> & roots) {
+    std::vector<const ggml_tensor *> stack(roots.begin(), roots.end());
     std::unordered_set<const ggml_tensor *> seen;
     while (!stack.empty()) {
-        ggml_tensor * t = stack.back();
+        const ggml_tensor * t = stack.back();
         stack.pop_back();
         if (!t || !seen.insert(t).second) continue;
-        order.push_back(t);
         stack.push_back(t->view_src);
-        for (ggml_tensor * src : t->src)
-            stack.push_back(src);
+        stack.insert(stack.end(), std::begin(t->src), std::end(t->src));
     }
-    return order;
+    return seen.size();
 }
 
 // Copies of a graph's tensors: storage owners in one context, views in another, edges remapped.
@@ -85,14 +88,16 @@ ggml_context * new_metadata_context(size_t bytes) { return ggml_init({bytes, nul
 extern "C" {
 
 struct ggml_backend_graph_copy ggml_backend_graph_copy(ggml_backend_t backend, ggml_cgraph * graph) {
-    const std::vector<ggml_tensor *> tensors = reachable_tensors(graph);
-    const size_t metadata = (tensors.size() + 1) * ggml_tensor_overhead();
+    const std::vector<ggml_tensor *> tensors = graph_tensors(graph);
+    const size_t metadata = (count_reachable(tensors) + 1) * ggml_tensor_overhead();
     struct ggml_backend_graph_copy copy {};
     copy.ctx_allocated =
         new_metadata_context(metadata + ggml_graph_overhead_custom(static_cast<size_t>(ggml_graph_size(graph))));
     copy.ctx_unallocated = new_metadata_context(metadata);
     bool ok = copy.ctx_allocated && copy.ctx_unallocated;
     TensorCopier copier(copy.ctx_allocated, copy.ctx_unallocated);
+    // In graph order each copy's sources are copied already: copy_of recurses only into tensors
+    // outside the graph.
     for (size_t i = 0; ok && i < tensors.size(); ++i)
         ok = copier.copy_of(tensors[i]) != nullptr;
     if (ok) copy.graph = ggml_new_graph_custom(copy.ctx_allocated, static_cast<size_t>(ggml_graph_size(graph)), false);
