@@ -750,13 +750,11 @@ enum ggml_sched_priority {
     GGML_SCHED_PRIO_HIGH,
     GGML_SCHED_PRIO_REALTIME,
 };
-/* ggx uses n_threads and paused; cpumask, prio, poll and strict_cpu are kept with the pool but not
- * applied (see ggml_threadpool_new in ggml-cpu.h). */
 struct ggml_threadpool_params {
-    bool cpumask[GGML_MAX_N_THREADS]; /* cores the threads may run on (all false: any) */
+    bool cpumask[GGML_MAX_N_THREADS]; /* cores the threads may run on (all false: no affinity) */
     int n_threads;
     enum ggml_sched_priority prio;
-    uint32_t poll;   /* 0..100: how eagerly idle threads poll for work */
+    uint32_t poll;   /* 0..100: how long idle threads spin before sleeping */
     bool strict_cpu; /* one core of cpumask per thread instead of the whole mask */
     bool paused;     /* start paused */
 };
