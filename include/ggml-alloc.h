@@ -16,6 +16,21 @@ ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_conte
                                                                ggml_backend_buffer_type_t buft);
 /* Same, with the backend's default buffer type. */
 ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors(struct ggml_context * ctx, ggml_backend_t backend);
+/* Bytes ggml_backend_alloc_ctx_tensors_from_buft(ctx, buft) would allocate now (0: nothing to place). */
+size_t ggml_backend_alloc_ctx_tensors_from_buft_size(struct ggml_context * ctx, ggml_backend_buffer_type_t buft);
+
+/* Linear allocator: places tensors one after the other in an existing buffer, each at the next
+ * offset aligned to the buffer's alignment; nothing is ever freed. */
+struct ggml_tallocr {
+    ggml_backend_buffer_t buffer;
+    void * base;
+    size_t alignment;
+    size_t offset; /* bytes of the buffer used so far */
+};
+struct ggml_tallocr ggml_tallocr_new(ggml_backend_buffer_t buffer);
+/* Places tensor (ggml_backend_buffer_get_alloc_size bytes) at the next offset. ALLOC_FAILED (message in
+ * ggml_backend_get_last_error, tensor unchanged) when it does not fit. */
+enum ggml_status ggml_tallocr_alloc(struct ggml_tallocr * talloc, struct ggml_tensor * tensor);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Graph allocator                                                                                 */
@@ -50,6 +65,9 @@ bool ggml_gallocr_reserve_n(ggml_gallocr_t galloc, struct ggml_cgraph * graph, c
  * anything and without touching graph's tensors. */
 void ggml_gallocr_measure_n(ggml_gallocr_t galloc, struct ggml_cgraph * graph, const int * node_buffer_ids,
                             const int * leaf_buffer_ids, size_t * sizes);
+/* ggml's name for ggml_gallocr_measure_n: the sizes reserve_n would give, nothing allocated. */
+void ggml_gallocr_reserve_n_size(ggml_gallocr_t galloc, struct ggml_cgraph * graph, const int * node_buffer_ids,
+                                 const int * leaf_buffer_ids, size_t * sizes);
 /* Place graph's tensors (all in buffer 0, or with the ids of the last reserve_n), growing the
  * buffers first when they are too small. False (error in ggml_backend_get_last_error, no tensor
  * changed) when a buffer cannot be allocated. */

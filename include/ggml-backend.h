@@ -316,6 +316,98 @@ struct ggml_backend_meta_split_state {
 /* Signature of the "ggml_backend_set_n_threads" service. */
 typedef void (*ggml_backend_set_n_threads_t)(ggml_backend_t backend, int n_threads);
 
+/* ---------------------------------------------------------------------------------------------- */
+/* ggml's utility API: host buffers, 2-d transfers, plans, graph copies and comparison            */
+
+/* The host buffer type ("CPU", 64-byte aligned memory; is_host). */
+ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type(void);
+/* A buffer of the CPU buffer type over caller memory [ptr, ptr + size) (not freed with the buffer;
+ * ptr should be 64-byte aligned for the kernels' vector loads). */
+ggml_backend_buffer_t ggml_backend_cpu_buffer_from_ptr(void * ptr, size_t size);
+/* A buffer of device over host memory [ptr, ptr + size), for devices whose caps have
+ * buffer_from_host_ptr (or that access host memory directly, like the CPU); NULL with an error
+ * otherwise. max_tensor_size bounds the tensors placed in it. */
+ggml_backend_buffer_t ggml_backend_dev_buffer_from_host_ptr(ggml_backend_dev_t device, void * ptr, size_t size,
+                                                           size_t max_tensor_size);
+/* Forget per-tensor state the buffer's backend attached to tensors it initialised (ggx keeps none,
+ * so this does nothing: tensors and data stay). */
+void ggml_backend_buffer_reset(ggml_backend_buffer_t buffer);
+
+/* The backend's kind: one 16-byte identifier per device type (CPU, Vulkan, virtual). */
+ggml_guid_t ggml_backend_guid(ggml_backend_t backend);
+
+/* n_copies transfers of size bytes: copy i moves data + i * stride_data to/from the tensor's bytes
+ * at offset + i * stride_tensor. Every range must lie inside the tensor (FAILED otherwise, nothing
+ * copied). */
+enum ggml_status ggml_backend_tensor_set_2d(struct ggml_tensor * tensor, const void * data, size_t offset, size_t size,
+                                            size_t n_copies, size_t stride_tensor, size_t stride_data);
+enum ggml_status ggml_backend_tensor_get_2d(const struct ggml_tensor * tensor, void * data, size_t offset, size_t size,
+                                            size_t n_copies, size_t stride_tensor, size_t stride_data);
+enum ggml_status ggml_backend_tensor_set_2d_async(ggml_backend_t backend, struct ggml_tensor * tensor,
+                                                  const void * data, size_t offset, size_t size, size_t n_copies,
+                                                  size_t stride_tensor, size_t stride_data);
+enum ggml_status ggml_backend_tensor_get_2d_async(ggml_backend_t backend, const struct ggml_tensor * tensor,
+                                                  void * data, size_t offset, size_t size, size_t n_copies,
+                                                  size_t stride_tensor, size_t stride_data);
+
+/* A reusable plan of all of cgraph on backend (kernels selected and prepared once, with its own
+ * workspace): compute runs it again on the graph's current data. NULL (error set) when a node is not
+ * supported. A plan whose registrations or backend settings changed since create fails to compute
+ * (create a new one). */
+typedef void * ggml_backend_graph_plan_t;
+ggml_backend_graph_plan_t ggml_backend_graph_plan_create(ggml_backend_t backend, struct ggml_cgraph * cgraph);
+void ggml_backend_graph_plan_free(ggml_backend_t backend, ggml_backend_graph_plan_t plan);
+enum ggml_status ggml_backend_graph_plan_compute(ggml_backend_t backend, ggml_backend_graph_plan_t plan);
+
+/* A copy of graph whose tensors live in one new buffer of backend: ctx_allocated holds the tensors
+ * with storage (data copied from the originals), ctx_unallocated the views. On failure every field
+ * is NULL (error set). */
+struct ggml_backend_graph_copy {
+    ggml_backend_buffer_t buffer;
+    struct ggml_context * ctx_allocated;
+    struct ggml_context * ctx_unallocated;
+    struct ggml_cgraph * graph;
+};
+#if defined(__cplusplus) && defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow" /* ggml names the function like the struct it returns */
+#endif
+struct ggml_backend_graph_copy ggml_backend_graph_copy(ggml_backend_t backend, struct ggml_cgraph * graph);
+#if defined(__cplusplus) && defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+void ggml_backend_graph_copy_free(struct ggml_backend_graph_copy copy);
+
+/* Computes graph on backend1 and a copy of it on backend2 node by node, and calls
+ * callback(i, node of backend1, node of backend2, user_data) after each node (tensors readable
+ * with ggml_backend_tensor_get); false from the callback stops. With test_nodes, only those nodes
+ * are compared (the graph is computed up to each). False when the copy or a computation fails. */
+typedef bool (*ggml_backend_eval_callback)(int node_index, struct ggml_tensor * t1, struct ggml_tensor * t2,
+                                           void * user_data);
+bool ggml_backend_compare_graph_backend(ggml_backend_t backend1, ggml_backend_t backend2, struct ggml_cgraph * graph,
+                                        ggml_backend_eval_callback callback, void * user_data,
+                                        struct ggml_tensor const * const * test_nodes, size_t num_test_nodes);
+
+/* The buffer type of backend's compute buffer in sched (NULL for a backend not in sched). */
+ggml_backend_buffer_type_t ggml_backend_sched_get_buffer_type(ggml_backend_sched_t sched, ggml_backend_t backend);
+/* What ggml_backend_sched_reserve(measure_graph) would make each backend's compute buffer
+ * (sizes[i] for backend i), without allocating anything. */
+void ggml_backend_sched_reserve_size(ggml_backend_sched_t sched, struct ggml_cgraph * measure_graph, size_t * sizes);
+/* Place graph's nodes and form its splits (ggml_backend_sched_get_n_splits / _get_tensor_backend
+ * answer for it) without allocating anything. */
+void ggml_backend_sched_split_graph(ggml_backend_sched_t sched, struct ggml_cgraph * graph);
+
+/* Meta devices group devices for tensor parallelism: the split state of each weight says how it is
+ * divided among them. ggx has no tensor splitting: a meta device of one device is that device
+ * (every tensor whole on it); more devices answer NULL with an error (types: above). */
+/* "0" .. "3", "MIRRORED", "PARTIAL", "NONE", "UNKNOWN"; NULL for other values. */
+const char * ggml_backend_meta_split_axis_name(enum ggml_backend_meta_split_axis split_axis);
+typedef struct ggml_backend_meta_split_state (*ggml_backend_meta_get_split_state_t)(const struct ggml_tensor * tensor,
+                                                                                   void * userdata);
+ggml_backend_dev_t ggml_backend_meta_device(ggml_backend_dev_t * devs, size_t n_devs,
+                                            ggml_backend_meta_get_split_state_t get_split_state,
+                                            void * get_split_state_ud);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1394,6 +1394,136 @@ bool ggml_get_custom_callback(const struct ggml_tensor * tensor, ggml_custom_op_
                               void ** userdata);
 
 /* ---------------------------------------------------------------------------------------------- */
+/* ggml's utility API: context and tensor helpers, graph inspection, time, logging, types          */
+
+/* Forget every tensor, graph and buffer of ctx (its arena is reused from the start); the error
+ * state and settings stay. */
+void ggml_reset(struct ggml_context * ctx);
+/* The context's arena. */
+void * ggml_get_mem_buffer(const struct ggml_context * ctx);
+/* nbytes of uninitialised arena memory (GGML_MEM_ALIGN aligned), living as long as the context's
+ * tensors; NULL with an error when the arena is full. */
+void * ggml_new_buffer(struct ggml_context * ctx, size_t nbytes);
+
+/* Trainable parameter / loss flags. ggx has no automatic differentiation: they are recorded for
+ * the application (and ggml_graph_reset), nothing else reads them. */
+void ggml_set_param(struct ggml_tensor * tensor);
+void ggml_set_loss(struct ggml_tensor * tensor);
+
+/* ggml_nbytes rounded up to GGML_MEM_ALIGN. */
+size_t ggml_nbytes_pad(const struct ggml_tensor * tensor);
+/* Coordinates of flat element index i (in ne order) of tensor. */
+void ggml_unravel_index(const struct ggml_tensor * tensor, int64_t i, int64_t * i0, int64_t * i1, int64_t * i2,
+                        int64_t * i3);
+/* True when the tensor shares another tensor's storage (view_src set). */
+bool ggml_is_view(const struct ggml_tensor * tensor);
+/* Dims 0 .. n-1 are dense (elements, then rows, ...); higher dims may have any stride. */
+bool ggml_is_contiguous_to_1(const struct ggml_tensor * tensor);
+bool ggml_is_contiguous_to_2(const struct ggml_tensor * tensor);
+bool ggml_is_contiguous_to_3(const struct ggml_tensor * tensor);
+/* A tensor stored as C x W x H x N and permuted to W x H x C x N (channels innermost in memory). */
+bool ggml_is_contiguous_channels(const struct ggml_tensor * tensor);
+/* Sets every element to zero (host data only; tensors without data are left alone). */
+struct ggml_tensor * ggml_set_zero(struct ggml_tensor * tensor);
+
+/* ggml_type_size / ggml_blck_size (bytes per element, fractional for block types). */
+double ggml_type_sizef(enum ggml_type type);
+
+/* The weight type of a file type: F32, F16, BF16, Q8_0 or Q4_0; GGML_TYPE_COUNT for file types of
+ * formats ggx does not have. */
+enum ggml_type ggml_ftype_to_ggml_type(enum ggml_ftype ftype);
+
+/* Whether nbytes of row data of type are well formed: nbytes a multiple of the type size, float
+ * values (and block scales) finite. Logs what is wrong. */
+bool ggml_validate_row_data(enum ggml_type type, const void * data, size_t nbytes);
+
+typedef void (*ggml_to_float_t)(const void * x, float * y, int64_t k);
+typedef void (*ggml_from_float_t)(const float * x, void * y, int64_t k);
+/* Per-type facts and row conversions (to_float: ggml_dequantize_row; from_float_ref:
+ * ggml_quantize_row). */
+struct ggml_type_traits {
+    const char * type_name;
+    int64_t blck_size;
+    int64_t blck_size_interleave;
+    size_t type_size;
+    bool is_quantized;
+    ggml_to_float_t to_float;
+    ggml_from_float_t from_float_ref;
+};
+/* The traits of type; NULL for a value that is no type of ggx. */
+const struct ggml_type_traits * ggml_get_type_traits(enum ggml_type type);
+
+/* Quantization of whole rows for the types ggx has. There are no tables to build: init and free do
+ * nothing and are safe to call any number of times. No type needs an importance matrix. */
+void ggml_quantize_init(enum ggml_type type);
+void ggml_quantize_free(void);
+bool ggml_quantize_requires_imatrix(enum ggml_type type);
+/* Converts nrows rows of n_per_row values, starting at element start (a multiple of n_per_row)
+ * of src, into dst at the same row; returns the bytes written. imatrix is accepted and not used
+ * (ggx's formats round without weights). 0 with a logged error for a type ggx cannot write or a
+ * start that is not a row start. */
+size_t ggml_quantize_chunk(enum ggml_type type, const float * src, void * dst, int64_t start, int64_t nrows,
+                           int64_t n_per_row, const float * imatrix);
+
+/* 16-byte identifiers (of backends). */
+bool ggml_guid_matches(ggml_guid_t guid_a, ggml_guid_t guid_b);
+
+/* The ggml version whose API ggx implements ("0.21.0") and ggx's source revision. */
+const char * ggml_version(void);
+const char * ggml_commit(void);
+
+/* Monotonic time since ggml_time_init (or the first call): milliseconds, microseconds; the CPU's
+ * time-stamp counter and its ticks per millisecond. */
+void ggml_time_init(void);
+int64_t ggml_time_ms(void);
+int64_t ggml_time_us(void);
+int64_t ggml_cycles(void);
+int64_t ggml_cycles_per_ms(void);
+
+/* fopen of a UTF-8 path. */
+FILE * ggml_fopen(const char * fname, const char * mode);
+
+/* "GGML status: success", ... for each status. */
+const char * ggml_status_to_string(enum ggml_status status);
+
+typedef void (*ggml_log_callback)(enum ggml_log_level level, const char * text, void * user_data);
+/* Where ggx's diagnostics go (process-wide; not synchronised with concurrent logging). NULL
+ * restores the default, which writes to stderr. */
+void ggml_log_set(ggml_log_callback log_callback, void * user_data);
+void ggml_log_get(ggml_log_callback * log_callback, void ** user_data);
+
+/* Called with the message before ggx aborts the process on a fatal error (instead of logging it);
+ * returns the previous callback. NULL restores logging. */
+typedef void (*ggml_abort_callback_t)(const char * error_message);
+ggml_abort_callback_t ggml_set_abort_callback(ggml_abort_callback_t callback);
+
+struct ggml_object;
+/* Log one object / every object of ctx in allocation order (type, offset, size). */
+void ggml_print_object(const struct ggml_object * obj);
+void ggml_print_objects(const struct ggml_context * ctx);
+
+/* Does nothing with its arguments (for macros that mark variables as used). */
+void ggml_unused_vars_impl(int n, ...);
+
+/* Thread pools (created by ggml_threadpool_new, ggml-cpu.h). */
+#define GGML_MAX_N_THREADS 512
+struct ggml_threadpool_params {
+    bool cpumask[GGML_MAX_N_THREADS]; /* cores the threads may run on (all false: no affinity) */
+    int n_threads;
+    enum ggml_sched_priority prio;
+    uint32_t poll;   /* 0..100: how long idle threads spin before sleeping */
+    bool strict_cpu; /* one core of cpumask per thread instead of the whole mask */
+    bool paused;     /* start paused */
+};
+struct ggml_threadpool;
+typedef struct ggml_threadpool * ggml_threadpool_t;
+/* Defaults for n_threads threads: no affinity, normal priority, poll 50, not strict, running. */
+struct ggml_threadpool_params ggml_threadpool_params_default(int n_threads);
+void ggml_threadpool_params_init(struct ggml_threadpool_params * p, int n_threads);
+/* Whether two parameter sets describe the same pool (threads, priority, poll, placement, mask). */
+bool ggml_threadpool_params_match(const struct ggml_threadpool_params * p0, const struct ggml_threadpool_params * p1);
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Graphs */
 
 /* Arena bytes of a graph of GGML_DEFAULT_GRAPH_SIZE / size nodes. grads is ggml's request for
@@ -1428,6 +1558,33 @@ struct ggml_tensor ** ggml_graph_nodes(const struct ggml_cgraph * cgraph);
 bool ggml_graph_add_node(struct ggml_cgraph * cgraph, struct ggml_tensor * tensor);
 /* The node or leaf named name, or NULL. */
 struct ggml_tensor * ggml_graph_get_tensor(const struct ggml_cgraph * cgraph, const char * name);
+
+/* Add tensor and its dependencies like ggml_build_forward_expand, but without marking the new nodes
+ * for computation: it fixes their position in the graph; they compute only when a later expand
+ * reaches them. */
+void ggml_build_forward_order(struct ggml_cgraph * cgraph, struct ggml_tensor * tensor);
+/* Add every one of tensors[0 .. n_tensors) to the graph (so the graph's shape is the same whichever
+ * is chosen), computing only tensors[idx] and what it needs; returns tensors[idx]. Nodes only an
+ * unselected branch needs are skipped by every backend. */
+struct ggml_tensor * ggml_build_forward_select(struct ggml_cgraph * cgraph, struct ggml_tensor ** tensors,
+                                              int n_tensors, int idx);
+/* A copy of cgraph in ctx (nodes, leafs, use counts; capacity cgraph's). force_grads must be false
+ * (no gradients); NULL with an error otherwise or when ctx is full. */
+struct ggml_cgraph * ggml_graph_dup(struct ggml_context * ctx, struct ggml_cgraph * cgraph, bool force_grads);
+/* ggx has no automatic differentiation: graphs hold no gradients, so get_grad / get_grad_acc return
+ * NULL, reset does nothing, and build_backward_expand records an error in ctx and adds nothing. */
+struct ggml_tensor * ggml_graph_get_grad(const struct ggml_cgraph * cgraph, const struct ggml_tensor * node);
+struct ggml_tensor * ggml_graph_get_grad_acc(const struct ggml_cgraph * cgraph, const struct ggml_tensor * node);
+void ggml_graph_reset(struct ggml_cgraph * cgraph);
+void ggml_build_backward_expand(struct ggml_context * ctx, struct ggml_cgraph * cgraph,
+                                struct ggml_tensor ** grad_accs);
+/* Log the graph: every node (index, op, type, shape, flags, name) and leaf. */
+void ggml_graph_print(const struct ggml_cgraph * cgraph);
+/* Write graph gb as a Graphviz dot file: nodes (op, type, shape, name; inputs, outputs and
+ * parameters coloured) and leafs, with an edge from each source. gf, the forward graph of a
+ * backward graph in ggml, may be NULL and is not used (ggx has no gradients). Logs an error when
+ * the file cannot be written. */
+void ggml_graph_dump_dot(const struct ggml_cgraph * gb, const struct ggml_cgraph * gf, const char * filename);
 
 #ifdef __cplusplus
 }

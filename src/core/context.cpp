@@ -2,11 +2,12 @@
 // error mode.
 #include <ggml-ext.h>
 
+#include "core/log.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
 #include <new>
 
 #include "core/internal.h"
@@ -25,17 +26,14 @@ bool aborts_on_error(const ggml_context * ctx) {
 
 void report_error(ggml_context * ctx, std::string message) {
     if (ctx->error_callback) ctx->error_callback(message.c_str(), ctx->error_user_data);
-    if (aborts_on_error(ctx)) {
-        std::fprintf(stderr, "ggx: %s\n", message.c_str());
-        std::abort();
-    }
+    if (aborts_on_error(ctx)) fatal(message);
     if (!ctx->has_error) {
         ctx->error = std::move(message);
         ctx->has_error = true;
     }
 }
 
-void * arena_alloc(ggml_context * ctx, size_t bytes, const char * what) {
+void * arena_alloc(ggml_context * ctx, size_t bytes, ggml_object_type type, const char * what) {
     const auto base = reinterpret_cast<uintptr_t>(ctx->mem);
     const size_t offset = align_up(base + ctx->used, kArenaAlign) - base;
     if (offset > ctx->mem_size || bytes > ctx->mem_size - offset) {
@@ -45,6 +43,7 @@ void * arena_alloc(ggml_context * ctx, size_t bytes, const char * what) {
         return nullptr;
     }
     ctx->used = offset + bytes;
+    ctx->objects.push_back({type, offset, bytes});
     return ctx->mem + offset;
 }
 
@@ -120,6 +119,31 @@ ggml_tensor * ggml_get_tensor(ggml_context * ctx, const char * name) {
     return nullptr;
 }
 
+void ggml_reset(ggml_context * ctx) {
+    ctx->used = 0;
+    ctx->first_tensor = ctx->last_tensor = nullptr;
+    ctx->objects.clear();
+}
+
+void * ggml_get_mem_buffer(const ggml_context * ctx) { return ctx->mem; }
+
+void * ggml_new_buffer(ggml_context * ctx, size_t nbytes) {
+    return arena_alloc(ctx, nbytes, GGML_OBJECT_TYPE_WORK_BUFFER, "ggml_new_buffer");
+}
+
+void ggml_print_object(const ggml_object * obj) {
+    static constexpr const char * kTypeNames[] = {"tensor", "graph", "work buffer"};
+    log(GGML_LOG_LEVEL_INFO, " - ggml_object: type = %s, offs = %zu, size = %zu\n", kTypeNames[obj->type],
+        obj->offs, obj->size);
+}
+
+void ggml_print_objects(const ggml_context * ctx) {
+    log(GGML_LOG_LEVEL_INFO, "ggml_print_objects: %zu objects, %zu of %zu bytes used\n", ctx->objects.size(),
+        ctx->used, ctx->mem_size);
+    for (const ggml_object & object : ctx->objects)
+        ggml_print_object(&object);
+}
+
 size_t ggml_get_max_tensor_size(const ggml_context * ctx) {
     size_t max_size = 0;
     for (ggml_tensor * t = ctx->first_tensor; t; t = ggml_get_next_tensor(ctx, t)) {
@@ -130,14 +154,16 @@ size_t ggml_get_max_tensor_size(const ggml_context * ctx) {
 
 void ggml_abort(const char * file, int line, const char * fmt, ...) {
     std::fflush(stdout);  // what the program printed so far comes before the message
-    std::fprintf(stderr, "%s:%d: ", file, line);
     va_list args;
     va_start(args, fmt);
-    std::vfprintf(stderr, fmt, args);
+    va_list measure;
+    va_copy(measure, args);
+    const int length = std::vsnprintf(nullptr, 0, fmt, measure);
+    va_end(measure);
+    std::string text(length > 0 ? static_cast<size_t>(length) : 0, '\0');
+    if (length > 0) std::vsnprintf(text.data(), text.size() + 1, fmt, args);
     va_end(args);
-    std::fputc('\n', stderr);
-    std::fflush(stderr);
-    std::abort();
+    fatal(std::string(file) + ":" + std::to_string(line) + ": " + text);
 }
 
 }  // extern "C"

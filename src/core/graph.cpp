@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/internal.h"
@@ -23,6 +24,7 @@ struct ggml_cgraph {
     int32_t * use_counts;  // parallel to hash_keys
     bool valid;
     bool is_view;
+    bool has_uncomputed;  // ggml_build_forward_order or _select added nodes not (yet) computed
 };
 
 namespace {
@@ -64,13 +66,15 @@ void invalidate(ggml_cgraph * graph, const std::string & why) {
     report_error(graph->ctx, why);
 }
 
-bool append_node(ggml_cgraph * graph, ggml_tensor * tensor) {
+bool append_node(ggml_cgraph * graph, ggml_tensor * tensor, bool compute) {
     if (graph->n_nodes >= graph->size) {
         invalidate(graph, "ggml_build_forward_expand: graph is full (" + std::to_string(graph->size) +
                               " nodes); use ggml_new_graph_custom with a larger size");
         return false;
     }
-    tensor->flags |= GGML_TENSOR_FLAG_COMPUTE;
+    // As in ggml the flag is only ever set: a tensor another graph computes stays computed.
+    if (compute) tensor->flags |= GGML_TENSOR_FLAG_COMPUTE;
+    if (!(tensor->flags & GGML_TENSOR_FLAG_COMPUTE)) graph->has_uncomputed = true;
     graph->nodes[graph->n_nodes++] = tensor;
     count_uses(graph, tensor);
     return true;
@@ -86,9 +90,25 @@ bool append_leaf(ggml_cgraph * graph, ggml_tensor * tensor) {
     return true;
 }
 
+// Flags root and every node it depends on for computation (nodes an earlier
+// ggml_build_forward_order added without the flag included).
+void mark_computed(ggml_tensor * root) {
+    std::vector<ggml_tensor *> stack{root};
+    std::unordered_set<const ggml_tensor *> seen{root};
+    while (!stack.empty()) {
+        ggml_tensor * tensor = stack.back();
+        stack.pop_back();
+        if (tensor->op != GGML_OP_NONE) tensor->flags |= GGML_TENSOR_FLAG_COMPUTE;
+        for (ggml_tensor * src : tensor->src) {
+            if (src && seen.insert(src).second) stack.push_back(src);
+        }
+    }
+}
+
 // Depth-first walk with an explicit stack, so deep chains cannot overflow the call stack: every
-// source is added before its consumer, each tensor once.
-void expand(ggml_cgraph * graph, ggml_tensor * root) {
+// source is added before its consumer, each tensor once. New nodes are flagged for computation
+// when compute is set.
+void add_missing(ggml_cgraph * graph, ggml_tensor * root, bool compute) {
     struct Frame {
         ggml_tensor * tensor;
         int next_src;
@@ -109,9 +129,14 @@ void expand(ggml_cgraph * graph, ggml_tensor * root) {
         ggml_tensor * tensor = frame.tensor;
         stack.pop_back();
         const bool added =
-            tensor->op == GGML_OP_NONE ? append_leaf(graph, tensor) : append_node(graph, tensor);
+            tensor->op == GGML_OP_NONE ? append_leaf(graph, tensor) : append_node(graph, tensor, compute);
         if (!added) return;
     }
+}
+
+void expand(ggml_cgraph * graph, ggml_tensor * root, bool compute) {
+    add_missing(graph, root, compute);
+    if (compute && graph->has_uncomputed) mark_computed(root);
 }
 
 size_t graph_bytes(size_t size) {
@@ -170,7 +195,7 @@ ggml_cgraph * ggml_new_graph_custom(ggml_context * ctx, size_t size, bool grads)
     check.require(!grads, "gradients are not supported")
         .require(size >= 1 && size <= INT32_MAX / 4, "bad size");
     if (!check) return nullptr;
-    auto * block = static_cast<unsigned char *>(arena_alloc(ctx, graph_bytes(size), "ggml_new_graph"));
+    auto * block = static_cast<unsigned char *>(arena_alloc(ctx, graph_bytes(size), GGML_OBJECT_TYPE_GRAPH, "ggml_new_graph"));
     if (!block) return nullptr;
     const size_t capacity = hash_capacity_for(size);
     unsigned char * cursor = block;
@@ -202,7 +227,28 @@ void ggml_build_forward_expand(ggml_cgraph * cgraph, ggml_tensor * tensor) {
         invalidate(cgraph, "ggml_build_forward_expand: tensor is NULL (an earlier constructor failed)");
         return;
     }
-    if (cgraph->valid) expand(cgraph, tensor);
+    if (cgraph->valid) expand(cgraph, tensor, true);
+}
+
+void ggml_build_forward_order(ggml_cgraph * cgraph, ggml_tensor * tensor) {
+    if (!is_mutable(cgraph, "ggml_build_forward_order")) return;
+    if (!tensor) {
+        invalidate(cgraph, "ggml_build_forward_order: tensor is NULL (an earlier constructor failed)");
+        return;
+    }
+    if (cgraph->valid) expand(cgraph, tensor, false);
+}
+
+ggml_tensor * ggml_build_forward_select(ggml_cgraph * cgraph, ggml_tensor ** tensors, int n_tensors, int idx) {
+    if (idx < 0 || idx >= n_tensors) {
+        invalidate(cgraph, "ggml_build_forward_select: index " + std::to_string(idx) + " outside [0, " +
+                               std::to_string(n_tensors) + ")");
+        return nullptr;
+    }
+    for (int i = 0; i < n_tensors; ++i)
+        ggml_build_forward_order(cgraph, tensors[i]);
+    ggml_build_forward_expand(cgraph, tensors[idx]);
+    return tensors[idx];
 }
 
 bool ggml_graph_is_valid(const ggml_cgraph * cgraph) { return cgraph->valid; }
@@ -213,7 +259,7 @@ ggml_cgraph * ggml_graph_view(ggml_context * ctx, ggml_cgraph * cgraph, int i0, 
                        "range must lie within the graph's nodes")) {
         return nullptr;
     }
-    auto * view = static_cast<ggml_cgraph *>(arena_alloc(ctx, sizeof(ggml_cgraph), "ggml_graph_view"));
+    auto * view = static_cast<ggml_cgraph *>(arena_alloc(ctx, sizeof(ggml_cgraph), GGML_OBJECT_TYPE_GRAPH, "ggml_graph_view"));
     if (!view) return nullptr;
     *view = *cgraph;
     view->ctx = ctx;
@@ -237,7 +283,22 @@ bool ggml_graph_cpy(const ggml_cgraph * src, ggml_cgraph * dst) {
     const std::vector<ggml_tensor *> leafs(src->leafs, src->leafs + src->n_leafs);
     assign(dst, nodes, leafs, [src](const ggml_tensor * t) { return ggml_graph_get_use_count(src, t); });
     dst->valid = src->valid;
+    dst->has_uncomputed = src->has_uncomputed;
     return true;
+}
+
+ggml_cgraph * ggml_graph_dup(ggml_context * ctx, ggml_cgraph * cgraph, bool force_grads) {
+    ggml_cgraph * copy = ggml_new_graph_custom(ctx, static_cast<size_t>(cgraph->size), force_grads);
+    if (copy && !ggml_graph_cpy(cgraph, copy)) return nullptr;
+    return copy;
+}
+
+ggml_tensor * ggml_graph_get_grad(const ggml_cgraph *, const ggml_tensor *) { return nullptr; }
+ggml_tensor * ggml_graph_get_grad_acc(const ggml_cgraph *, const ggml_tensor *) { return nullptr; }
+void ggml_graph_reset(ggml_cgraph *) {}
+
+void ggml_build_backward_expand(ggml_context * ctx, ggml_cgraph *, ggml_tensor **) {
+    report_error(ctx, "ggml_build_backward_expand: ggx has no automatic differentiation");
 }
 
 void ggml_graph_clear(ggml_cgraph * cgraph) {
@@ -245,6 +306,7 @@ void ggml_graph_clear(ggml_cgraph * cgraph) {
     cgraph->n_nodes = 0;
     cgraph->n_leafs = 0;
     cgraph->valid = true;
+    cgraph->has_uncomputed = false;
     clear_hash(cgraph);
 }
 
@@ -263,7 +325,7 @@ bool ggml_graph_add_node(ggml_cgraph * cgraph, ggml_tensor * tensor) {
         .require(cgraph->n_nodes < cgraph->size, "graph is full");
     if (!check) return false;
     hash_insert(cgraph, tensor);
-    return append_node(cgraph, tensor);
+    return append_node(cgraph, tensor, true);
 }
 
 ggml_tensor * ggml_graph_get_tensor(const ggml_cgraph * cgraph, const char * name) {
@@ -345,6 +407,12 @@ bool ggml_graph_copy_mapped(ggml_cgraph * dst, const ggml_cgraph * src, ggml_gra
     assign(dst, nodes, leafs, [&](const ggml_tensor * image) {
         return ggml_graph_get_use_count(src, originals[index_of_image.at(image)]);
     });
+    // A copy computes exactly when its original does.
+    for (int i = 0; i < src->n_nodes; ++i) {
+        nodes[i]->flags = (nodes[i]->flags & ~GGML_TENSOR_FLAG_COMPUTE) |
+                          (src->nodes[i]->flags & GGML_TENSOR_FLAG_COMPUTE);
+    }
+    dst->has_uncomputed = src->has_uncomputed;
     return true;
 }
 

@@ -8,6 +8,14 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <vector>
+
+// One arena allocation, as ggml_print_objects lists it.
+struct ggml_object {
+    ggml_object_type type;
+    size_t offs;
+    size_t size;
+};
 
 struct ggml_context {
     unsigned char * mem = nullptr;
@@ -23,6 +31,7 @@ struct ggml_context {
     void * error_user_data = nullptr;
     // ggml_set_abort_on_error's override of the process's error mode, when it was called.
     std::optional<bool> abort_on_error;
+    std::vector<ggml_object> objects;  // in allocation order
 };
 
 namespace ggx::core {
@@ -38,8 +47,9 @@ constexpr size_t align_up(size_t n, size_t alignment) { return (n + alignment - 
 void report_error(ggml_context * ctx, std::string message);
 // "f32 [4, 3, 1, 1]" (with strides appended when the tensor is not contiguous).
 std::string describe(const ggml_tensor * tensor);
-// Aligned bytes from the arena, or nullptr with an error naming what when it is full.
-void * arena_alloc(ggml_context * ctx, size_t bytes, const char * what);
+// Aligned bytes from the arena for an object of type, or nullptr with an error naming what when it is
+// full.
+void * arena_alloc(ggml_context * ctx, size_t bytes, ggml_object_type type, const char * what);
 
 // A tensor (metadata in the arena). With view_src, it shares view_src's owner storage at view_offs;
 // otherwise it owns contiguous storage, allocated in the arena unless the context is no-alloc.

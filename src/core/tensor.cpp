@@ -127,7 +127,7 @@ ggml_tensor * new_tensor(ggml_context * ctx, const char * op_name, ggml_type typ
     // One arena block: the object, then (in small-data mode) the data, both aligned.
     const size_t object_bytes = align_up(sizeof(TensorObject), kArenaAlign);
     auto * block =
-        static_cast<unsigned char *>(arena_alloc(ctx, object_bytes + (own_data ? data_bytes : 0), op_name));
+        static_cast<unsigned char *>(arena_alloc(ctx, object_bytes + (own_data ? data_bytes : 0), GGML_OBJECT_TYPE_TENSOR, op_name));
     if (!block) return nullptr;
 
     auto * object = new (block) TensorObject{};
@@ -264,6 +264,24 @@ ggml_tensor * ggml_format_name(ggml_tensor * tensor, const char * fmt, ...) {
 
 void ggml_set_input(ggml_tensor * tensor) { tensor->flags |= GGML_TENSOR_FLAG_INPUT; }
 void ggml_set_output(ggml_tensor * tensor) { tensor->flags |= GGML_TENSOR_FLAG_OUTPUT; }
+void ggml_set_param(ggml_tensor * tensor) { tensor->flags |= GGML_TENSOR_FLAG_PARAM; }
+void ggml_set_loss(ggml_tensor * tensor) { tensor->flags |= GGML_TENSOR_FLAG_LOSS; }
+
+ggml_tensor * ggml_set_zero(ggml_tensor * tensor) {
+    if (tensor->data) std::memset(tensor->data, 0, ggml_nbytes(tensor));
+    return tensor;
+}
+
+size_t ggml_nbytes_pad(const ggml_tensor * tensor) { return align_up(ggml_nbytes(tensor), GGML_MEM_ALIGN); }
+
+void ggml_unravel_index(const ggml_tensor * tensor, int64_t i, int64_t * i0, int64_t * i1, int64_t * i2,
+                        int64_t * i3) {
+    int64_t * const out[GGML_MAX_DIMS] = {i0, i1, i2, i3};
+    for (int d = 0; d < GGML_MAX_DIMS; ++d) {
+        if (out[d]) *out[d] = i % tensor->ne[d];
+        i /= tensor->ne[d];
+    }
+}
 void * ggml_get_data(const ggml_tensor * tensor) { return tensor->data; }
 float * ggml_get_data_f32(const ggml_tensor * tensor) { return static_cast<float *>(tensor->data); }
 
@@ -299,19 +317,22 @@ bool ggml_is_vector(const ggml_tensor * t) { return t->ne[1] == 1 && t->ne[2] ==
 bool ggml_is_matrix(const ggml_tensor * t) { return t->ne[2] == 1 && t->ne[3] == 1; }
 bool ggml_is_3d(const ggml_tensor * t) { return t->ne[3] == 1; }
 
-// Rows dense; the strides of dims 1..n are free; each higher dim packs right after the one below.
-static bool is_contiguous_n(const ggml_tensor * t, int n) {
+// Rows dense, and each dim i in [1, end) above n_free packs right after the one below it (dims
+// 1..n_free have free strides); dims with ne == 1 have no stride to check.
+static bool is_contiguous_range(const ggml_tensor * t, int n_free, int end) {
     const int64_t block = ggml_blck_size(t->type);
     size_t next = ggml_type_size(t->type);
     if (t->ne[0] != block && t->nb[0] != next) return false;
     next *= t->ne[0] / block;
-    for (int i = 1; i < GGML_MAX_DIMS; ++i) {
+    for (int i = 1; i < end; ++i) {
         if (t->ne[i] == 1) continue;
-        if (i > n && t->nb[i] != next) return false;
+        if (i > n_free && t->nb[i] != next) return false;
         next = t->nb[i] * t->ne[i];
     }
     return true;
 }
+
+static bool is_contiguous_n(const ggml_tensor * t, int n) { return is_contiguous_range(t, n, GGML_MAX_DIMS); }
 
 bool ggml_is_contiguous(const ggml_tensor * t) { return is_contiguous_n(t, 0); }
 bool ggml_is_contiguous_0(const ggml_tensor * t) { return is_contiguous_n(t, 0); }
@@ -320,6 +341,16 @@ bool ggml_is_contiguous_2(const ggml_tensor * t) { return is_contiguous_n(t, 2);
 bool ggml_is_contiguous_rows(const ggml_tensor * t) {
     return t->ne[0] == 1 || t->nb[0] == ggml_type_size(t->type);
 }
+
+bool ggml_is_contiguous_to_1(const ggml_tensor * t) { return is_contiguous_range(t, 0, 1); }
+bool ggml_is_contiguous_to_2(const ggml_tensor * t) { return is_contiguous_range(t, 0, 2); }
+bool ggml_is_contiguous_to_3(const ggml_tensor * t) { return is_contiguous_range(t, 0, 3); }
+
+bool ggml_is_contiguous_channels(const ggml_tensor * t) {
+    return t->nb[0] > t->nb[2] && t->nb[1] > t->nb[0] && t->nb[2] == ggml_type_size(t->type);
+}
+
+bool ggml_is_view(const ggml_tensor * t) { return t->view_src != nullptr; }
 
 bool ggml_is_contiguously_allocated(const ggml_tensor * t) {
     return ggml_nbytes(t) == static_cast<size_t>(ggml_nelements(t)) * ggml_type_size(t->type) /

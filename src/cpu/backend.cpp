@@ -2,6 +2,7 @@
 #include "cpu/backend.h"
 
 #include <ggml-ext.h>
+#include <hwy/targets.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -59,10 +60,13 @@ public:
     const char * description() const override { return description_.c_str(); }
     void memory(size_t * free, size_t * total) const override { host_memory(free, total); }
     enum ggml_backend_dev_type type() const override { return GGML_BACKEND_DEVICE_TYPE_CPU; }
-    ggml_backend_dev_caps caps() const override { return {false, false, false, false}; }
+    ggml_backend_dev_caps caps() const override { return {false, false, true, false}; }
     ggml_backend_reg_t reg() const override { return reg_; }
     ggml_backend_t init_backend(const char *) override { return new CpuBackend(this); }
     ggml_backend_buffer_type_t buffer_type() override { return &buffer_type_; }
+    ggml_backend_buffer_t buffer_from_host_ptr(void * ptr, size_t size, size_t) override {
+        return backend::HostBuffer::wrap(&buffer_type_, ptr, size);
+    }
     // Metadata only: where the sources live is checked when a plan is validated.
     const Kernel * native_kernel(const ggml_tensor * op) const override {
         if (op->op < 0 || op->op >= GGML_OP_COUNT) return nullptr;
@@ -114,6 +118,24 @@ CpuReg & cpu_reg() {
 
 CpuBackend * as_cpu(ggml_backend_t backend) { return dynamic_cast<CpuBackend *>(backend); }
 
+// While alive and enabled, Highway dispatches every kernel to the baseline target the library was
+// compiled for: the portable paths, without the instruction-set specific ones. Highway's target
+// choice is process-wide, so this holds for every computation running meanwhile.
+class BaselineTargetOnly {
+public:
+    explicit BaselineTargetOnly(bool enabled) : enabled_(enabled) {
+        if (enabled_) hwy::SetSupportedTargetsForTest(HWY_STATIC_TARGET);
+    }
+    ~BaselineTargetOnly() {
+        if (enabled_) hwy::SetSupportedTargetsForTest(0);
+    }
+    BaselineTargetOnly(const BaselineTargetOnly &) = delete;
+    BaselineTargetOnly & operator=(const BaselineTargetOnly &) = delete;
+
+private:
+    bool enabled_;
+};
+
 void set_n_threads_service(ggml_backend_t backend, int n_threads) {
     ggml_backend_cpu_set_n_threads(backend, n_threads);
 }
@@ -134,14 +156,34 @@ ggml_backend_dev_t append_device(std::unique_ptr<ggml_backend_device> device) {
     return cpu_reg().append(std::move(device));
 }
 
-CpuBackend::CpuBackend(ggml_backend_dev_t device) : device_(device), pool_(default_thread_count()) {}
+CpuBackend::CpuBackend(ggml_backend_dev_t device) : device_(device), own_pool_(default_thread_count()) {}
 
 const char * CpuBackend::name() const { return device_->name(); }
 
+ggml_guid_t CpuBackend::guid() const {
+    static ggml_guid cpu = {0x67, 0x67, 0x78, 0x2d, 0x63, 0x70, 0x75, 0x2d,
+                            0x62, 0x61, 0x63, 0x6b, 0x65, 0x6e, 0x64, 0x00};  // "ggx-cpu-backend"
+    return &cpu;
+}
+
 void CpuBackend::set_n_threads(int n) {
-    const int before = pool_.n_threads();
-    pool_.set_n_threads(n == 0 ? default_thread_count() : n);
-    if (pool_.n_threads() != before) ++threads_epoch_;
+    const int before = n_threads();
+    own_pool_.set_n_threads(n == 0 ? default_thread_count() : n);
+    if (n_threads() != before) ++threads_epoch_;
+}
+
+void CpuBackend::attach_pool(ThreadPool * pool) {
+    const int before = n_threads();
+    pool_ = pool ? pool : &own_pool_;
+    if (n_threads() != before) ++threads_epoch_;
+}
+
+// The abort callback is the backend's, and an attached pool may serve several backends: hand it
+// to the pool for each run.
+bool CpuBackend::run_on_pool(TaskRef task) {
+    pool_->set_abort_callback(abort_callback_, abort_data_);
+    pool_->run(task);
+    return pool_->aborted();
 }
 
 int prepared_threads(ggml_backend_t backend) {
@@ -162,7 +204,8 @@ ggml_status CpuBackend::compute_native(std::span<const NativeNode> nodes, const 
     std::atomic<bool> failed{false};
     std::atomic<size_t> failed_node{0};
     std::string error;
-    pool_.run([&](const ThreadContext & thread) {
+    const BaselineTargetOnly reference_kernels(use_ref_);
+    const bool aborted = run_on_pool([&](const ThreadContext & thread) {
         const ComputeParams params(thread, scratch, scratch_size, failed, error);
         for (size_t i = 0; i < nodes.size(); ++i) {
             const NativeNode & n = nodes[i];
@@ -185,7 +228,7 @@ ggml_status CpuBackend::compute_native(std::span<const NativeNode> nodes, const 
         return backend::fail(GGML_STATUS_FAILED, std::string(name()) + ": " +
                                                      backend::describe_node(n.index, n.node) + ": " + error);
     }
-    return pool_.aborted() ? GGML_STATUS_ABORTED : GGML_STATUS_SUCCESS;
+    return aborted ? GGML_STATUS_ABORTED : GGML_STATUS_SUCCESS;
 }
 
 }  // namespace ggx::cpu
@@ -203,6 +246,10 @@ bool ggml_backend_is_cpu(ggml_backend_t backend) {
 }
 ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type(void) {
     return cpu_reg().cpu_device()->buffer_type();
+}
+
+ggml_backend_buffer_t ggml_backend_cpu_buffer_from_ptr(void * ptr, size_t size) {
+    return cpu_reg().cpu_device()->buffer_from_host_ptr(ptr, size, size);
 }
 
 void ggml_backend_cpu_set_n_threads(ggml_backend_t backend, int n_threads) {

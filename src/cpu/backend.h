@@ -35,6 +35,7 @@ public:
     explicit CpuBackend(ggml_backend_dev_t device);
 
     const char * name() const override;
+    ggml_guid_t guid() const override;
     ggml_backend_dev_t device() const override { return device_; }
     ggml_status compute_native(std::span<const NativeNode> nodes, const Workspace & workspace) final;
     // Whether the kernels may read and write memory of buft, or context memory of no buffer when buft
@@ -44,20 +45,30 @@ public:
     // Changes with the thread count, which the kernels' workspace requests depend on.
     uint64_t config_epoch() const override { return threads_epoch_; }
 
+    // Sets the size of the backend's own pool (an attached pool keeps its size).
     void set_n_threads(int n);
-    int n_threads() const { return pool_.n_threads(); }
-    void set_abort_callback(ggml_abort_callback cb, void * data) { pool_.set_abort_callback(cb, data); }
+    int n_threads() const { return pool_->n_threads(); }
+    void set_abort_callback(ggml_abort_callback cb, void * data) {
+        abort_callback_ = cb;
+        abort_data_ = data;
+    }
+    // Computes on pool (owned by the caller, who keeps it alive while attached) instead of the
+    // backend's own; nullptr returns to the own pool.
+    void attach_pool(ThreadPool * pool);
+    // Later computations run the portable kernels only (see compute_native).
+    void set_use_ref(bool use_ref) { use_ref_ = use_ref; }
     // Runs task on the pool that computes graphs (the caller is thread 0; same contract as
     // ThreadPool::run, so never from inside a task) and returns whether the run was aborted.
-    bool run_on_pool(TaskRef task) {
-        pool_.run(task);
-        return pool_.aborted();
-    }
+    bool run_on_pool(TaskRef task);
 
 private:
     ggml_backend_dev_t device_;
-    ThreadPool pool_;
+    ThreadPool own_pool_;
+    ThreadPool * pool_ = &own_pool_;
+    ggml_abort_callback abort_callback_ = nullptr;
+    void * abort_data_ = nullptr;
     uint64_t threads_epoch_ = 0;
+    bool use_ref_ = false;
 };
 
 }  // namespace ggx::cpu

@@ -1,9 +1,9 @@
 #include "cpu/threadpool.h"
 
+#include "core/log.h"
+
 #include <algorithm>
 #include <cassert>
-#include <cstdio>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -160,11 +160,8 @@ class ThreadPool::Exclusive {
 public:
     Exclusive(std::atomic<bool> & busy, const char * what) : busy_(busy) {
         if (busy_.exchange(true, std::memory_order_acquire)) {
-            std::fprintf(stderr,
-                         "ggx::cpu::ThreadPool: %s while another call is in progress "
-                         "(run() is not reentrant)\n",
-                         what);
-            std::abort();
+            core::fatal(std::string("ggx::cpu::ThreadPool: ") + what +
+                        " while another call is in progress (run() is not reentrant)");
         }
     }
     ~Exclusive() { busy_.store(false, std::memory_order_release); }
@@ -194,11 +191,32 @@ void ThreadPool::set_n_threads(int n) {
     check_thread_count(n);
     Exclusive exclusive(busy_, "set_n_threads");
     state_->spin = spin_for(n);
-    if (n < n_threads_) {
+    if (paused_) {
+        paused_threads_ = n;
+    } else if (n < n_threads_) {
         stop_workers(n);
     } else {
         start_workers(n);
     }
+}
+
+void ThreadPool::pause() {
+    Exclusive exclusive(busy_, "pause");
+    if (paused_) return;
+    paused_threads_ = n_threads_;
+    stop_workers(1);
+    paused_ = true;
+}
+
+void ThreadPool::resume() {
+    Exclusive exclusive(busy_, "resume");
+    resume_workers();
+}
+
+void ThreadPool::resume_workers() {
+    if (!paused_) return;
+    start_workers(paused_threads_);
+    paused_ = false;
 }
 
 void ThreadPool::set_abort_callback(AbortCallback callback, void * data) {
@@ -209,6 +227,7 @@ void ThreadPool::set_abort_callback(AbortCallback callback, void * data) {
 
 void ThreadPool::run(TaskRef task) {
     Exclusive exclusive(busy_, "run");
+    resume_workers();
     PoolState & s = *state_;
     s.abort.store(false, std::memory_order_relaxed);  // published to the workers with the command
     if (n_threads_ == 1) {

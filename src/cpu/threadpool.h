@@ -109,10 +109,16 @@ public:
     ThreadPool(const ThreadPool &) = delete;
     ThreadPool & operator=(const ThreadPool &) = delete;
 
-    int n_threads() const { return n_threads_; }
+    // Threads a run uses (also while paused).
+    int n_threads() const { return paused_ ? paused_threads_ : n_threads_; }
     // Starts or stops workers so that runs use n threads; same errors as the constructor (on a failed
-    // start the pool keeps the workers it has).
+    // start the pool keeps the workers it has). While paused, only records n for resume().
     void set_n_threads(int n);
+    // pause() stops every worker (no thread of the pool exists but the callers'); resume() starts them
+    // again. A run on a paused pool resumes it first. Same threading rules as run().
+    void pause();
+    void resume();
+    bool paused() const { return paused_; }
     // The callback poll_abort() asks during runs; nullptr (the default) never aborts.
     void set_abort_callback(AbortCallback callback, void * data);
 
@@ -131,12 +137,15 @@ private:
     static void worker_main(detail::PoolState * s, int ith, uint32_t seen, int spin);
     void start_workers(int n);
     void stop_workers(int first);
+    void resume_workers();
     void publish(const TaskRef * task, int stop_from);
     void wait_for_workers();
 
     std::unique_ptr<detail::PoolState> state_;
     std::vector<std::thread> workers_;  // workers_[i] runs as thread i + 1
     int n_threads_ = 1;
+    bool paused_ = false;
+    int paused_threads_ = 1;  // the thread count resume() restores
     std::atomic<bool> busy_{false};
 };
 

@@ -97,6 +97,8 @@ struct ggml_backend_event {
 struct ggml_backend {
     virtual ~ggml_backend() = default;
     virtual const char * name() const = 0;
+    // Identifies the backend's implementation (one per backend class; see ggml_backend_guid).
+    virtual ggml_guid_t guid() const;
     virtual ggml_backend_dev_t device() const = 0;
     // Asynchronous transfers default to synchronous ones.
     virtual void set_tensor_async(ggml_tensor * tensor, const void * data, size_t offset, size_t bytes);
@@ -135,6 +137,9 @@ struct ggml_backend_device {
     virtual ggml_backend_t init_backend(const char * params) = 0;
     virtual ggml_backend_buffer_type_t buffer_type() = 0;
     virtual ggml_backend_buffer_type_t host_buffer_type() { return nullptr; }
+    // A buffer over host memory [ptr, ptr + size), for devices that can use it; nullptr (error set)
+    // by default.
+    virtual ggml_backend_buffer_t buffer_from_host_ptr(void * ptr, size_t size, size_t max_tensor_size);
     // The device's own kernel for op (its table's entry, when that entry supports op), or nullptr.
     virtual const ggx::Kernel * native_kernel(const ggml_tensor * op) const = 0;
     bool supports_op(const ggml_tensor * op) const { return native_kernel(op) != nullptr; }

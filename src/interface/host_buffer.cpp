@@ -16,7 +16,14 @@ ggml_backend_buffer_t HostBuffer::allocate(ggml_backend_buffer_type_t type, size
     return new HostBuffer(type, size, memory, alignment);
 }
 
-HostBuffer::~HostBuffer() { ::operator delete (memory_, std::align_val_t{alignment_}); }
+ggml_backend_buffer_t HostBuffer::wrap(ggml_backend_buffer_type_t type, void * memory, size_t size,
+                                       std::shared_ptr<void> keep_alive) {
+    return new HostBuffer(type, size, memory, 0, std::move(keep_alive));
+}
+
+HostBuffer::~HostBuffer() {
+    if (alignment_ != 0) ::operator delete (memory_, std::align_val_t{alignment_});
+}
 
 void HostBuffer::set_tensor(ggml_tensor * tensor, const void * data, size_t offset, size_t bytes) {
     std::memcpy(static_cast<char *>(tensor->data) + offset, data, bytes);

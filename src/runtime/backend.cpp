@@ -2,6 +2,7 @@
 #include "interface/backend-impl.h"
 
 #include <cstring>
+#include <memory>
 
 #include "core/internal.h"
 #include "ext/registry.h"
@@ -31,6 +32,27 @@ ggml_status check_range(const char * what, const ggml_tensor * tensor, size_t of
     }
     return GGML_STATUS_SUCCESS;
 }
+
+// Checks the ranges of an n_copies-row transfer (copy i at offset + i * stride_tensor) before any
+// byte moves, then calls copy(tensor offset, data offset) for each row.
+template <class Copy>
+ggml_status transfer_2d(const char * what, const ggml_tensor * tensor, size_t offset, size_t size, size_t n_copies,
+                        size_t stride_tensor, size_t stride_data, Copy copy) {
+    for (size_t i = 0; i < n_copies; ++i) {
+        if (const ggml_status status = check_range(what, tensor, offset + i * stride_tensor, size)) return status;
+    }
+    if (size == 0) return GGML_STATUS_SUCCESS;
+    for (size_t i = 0; i < n_copies; ++i)
+        copy(offset + i * stride_tensor, i * stride_data);
+    return GGML_STATUS_SUCCESS;
+}
+
+// A plan of a whole graph with its own workspace, for ggml_backend_graph_plan_*.
+struct GraphPlan {
+    ExecutionPlan plan;
+    int n_nodes = 0;
+    std::unique_ptr<ggml_backend_buffer> workspace;
+};
 }  // namespace
 }  // namespace ggx::backend
 
@@ -159,9 +181,46 @@ ggml_status ggml_backend_tensor_copy(const ggml_tensor * src, ggml_tensor * dst)
     return GGML_STATUS_SUCCESS;
 }
 
+void ggml_backend_buffer_reset(ggml_backend_buffer_t) {}
+
+ggml_status ggml_backend_tensor_set_2d(ggml_tensor * tensor, const void * data, size_t offset, size_t size,
+                                       size_t n_copies, size_t stride_tensor, size_t stride_data) {
+    return transfer_2d("ggml_backend_tensor_set_2d", tensor, offset, size, n_copies, stride_tensor, stride_data,
+                       [&](size_t at, size_t from) {
+                           tensor->buffer->set_tensor(tensor, static_cast<const char *>(data) + from, at, size);
+                       });
+}
+
+ggml_status ggml_backend_tensor_get_2d(const ggml_tensor * tensor, void * data, size_t offset, size_t size,
+                                       size_t n_copies, size_t stride_tensor, size_t stride_data) {
+    return transfer_2d("ggml_backend_tensor_get_2d", tensor, offset, size, n_copies, stride_tensor, stride_data,
+                       [&](size_t at, size_t to) {
+                           tensor->buffer->get_tensor(tensor, static_cast<char *>(data) + to, at, size);
+                       });
+}
+
+ggml_status ggml_backend_tensor_set_2d_async(ggml_backend_t backend, ggml_tensor * tensor, const void * data,
+                                             size_t offset, size_t size, size_t n_copies, size_t stride_tensor,
+                                             size_t stride_data) {
+    return transfer_2d("ggml_backend_tensor_set_2d_async", tensor, offset, size, n_copies, stride_tensor,
+                       stride_data, [&](size_t at, size_t from) {
+                           backend->set_tensor_async(tensor, static_cast<const char *>(data) + from, at, size);
+                       });
+}
+
+ggml_status ggml_backend_tensor_get_2d_async(ggml_backend_t backend, const ggml_tensor * tensor, void * data,
+                                             size_t offset, size_t size, size_t n_copies, size_t stride_tensor,
+                                             size_t stride_data) {
+    return transfer_2d("ggml_backend_tensor_get_2d_async", tensor, offset, size, n_copies, stride_tensor,
+                       stride_data, [&](size_t at, size_t to) {
+                           backend->get_tensor_async(tensor, static_cast<char *>(data) + to, at, size);
+                       });
+}
+
 // Backends
 
 const char * ggml_backend_name(ggml_backend_t backend) { return backend->name(); }
+ggml_guid_t ggml_backend_guid(ggml_backend_t backend) { return backend->guid(); }
 
 void ggml_backend_free(ggml_backend_t backend) {
     if (!backend) return;
@@ -240,6 +299,31 @@ ggml_status ggml_backend_graph_compute_range(ggml_backend_t backend, ggml_cgraph
     return status;
 }
 
+ggml_backend_graph_plan_t ggml_backend_graph_plan_create(ggml_backend_t backend, ggml_cgraph * cgraph) {
+    auto plan = std::make_unique<GraphPlan>();
+    plan->n_nodes = ggml_graph_n_nodes(cgraph);
+    if (!plan->plan.build(backend, cgraph, 0, plan->n_nodes)) return nullptr;
+    if (const size_t bytes = plan->plan.workspace_bytes()) {
+        plan->workspace.reset(ggml_backend_buft_alloc_buffer(ggml_backend_get_default_buffer_type(backend), bytes));
+        if (!plan->workspace) return nullptr;
+    }
+    return plan.release();
+}
+
+void ggml_backend_graph_plan_free(ggml_backend_t, ggml_backend_graph_plan_t plan) {
+    delete static_cast<GraphPlan *>(plan);
+}
+
+ggml_status ggml_backend_graph_plan_compute(ggml_backend_t backend, ggml_backend_graph_plan_t handle) {
+    auto * plan = static_cast<GraphPlan *>(handle);
+    const ggx::Workspace workspace = plan->workspace
+                                    ? ggx::Workspace{plan->workspace.get(), plan->workspace->base(), plan->workspace->size}
+                                    : ggx::Workspace{};
+    const ggml_status status = plan->plan.run(0, plan->n_nodes, workspace);
+    backend->synchronize();
+    return status;
+}
+
 bool ggml_backend_supports_op(ggml_backend_t backend, const ggml_tensor * op) {
     return ggx::ext::supports(backend->device(), op);
 }
@@ -286,6 +370,33 @@ ggml_backend_buffer_type_t ggml_backend_dev_buffer_type(ggml_backend_dev_t devic
 ggml_backend_buffer_type_t ggml_backend_dev_host_buffer_type(ggml_backend_dev_t device) {
     return device->host_buffer_type();
 }
+ggml_backend_buffer_t ggml_backend_dev_buffer_from_host_ptr(ggml_backend_dev_t device, void * ptr, size_t size,
+                                                            size_t max_tensor_size) {
+    return device->buffer_from_host_ptr(ptr, size, max_tensor_size);
+}
+const char * ggml_backend_meta_split_axis_name(enum ggml_backend_meta_split_axis split_axis) {
+    switch (split_axis) {
+        case GGML_BACKEND_SPLIT_AXIS_0: return "0";
+        case GGML_BACKEND_SPLIT_AXIS_1: return "1";
+        case GGML_BACKEND_SPLIT_AXIS_2: return "2";
+        case GGML_BACKEND_SPLIT_AXIS_3: return "3";
+        case GGML_BACKEND_SPLIT_AXIS_MIRRORED: return "MIRRORED";
+        case GGML_BACKEND_SPLIT_AXIS_PARTIAL: return "PARTIAL";
+        case GGML_BACKEND_SPLIT_AXIS_NONE: return "NONE";
+        case GGML_BACKEND_SPLIT_AXIS_UNKNOWN: return "UNKNOWN";
+    }
+    return nullptr;
+}
+
+// Over one device every split state leaves each tensor whole on it: the meta device is the device.
+ggml_backend_dev_t ggml_backend_meta_device(ggml_backend_dev_t * devs, size_t n_devs,
+                                            ggml_backend_meta_get_split_state_t, void *) {
+    if (n_devs == 1 && devs[0]) return devs[0];
+    set_last_error("ggml_backend_meta_device: ggx cannot split tensors across " + std::to_string(n_devs) +
+                   " devices (a meta device needs exactly one)");
+    return nullptr;
+}
+
 bool ggml_backend_dev_supports_op(ggml_backend_dev_t device, const ggml_tensor * op) {
     return ggx::ext::supports(device, op);
 }

@@ -539,6 +539,11 @@ void ggml_gallocr_measure_n(ggml_gallocr_t galloc, ggml_cgraph * graph, const in
     std::copy(plan.buffer_sizes.begin(), plan.buffer_sizes.end(), sizes);
 }
 
+void ggml_gallocr_reserve_n_size(ggml_gallocr_t galloc, ggml_cgraph * graph, const int * node_buffer_ids,
+                                 const int * leaf_buffer_ids, size_t * sizes) {
+    ggml_gallocr_measure_n(galloc, graph, node_buffer_ids, leaf_buffer_ids, sizes);
+}
+
 bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, ggml_cgraph * graph) {
     if (!check_graph(graph, "ggml_gallocr_alloc_graph")) return false;
     std::span<const int> node_ids, leaf_ids;

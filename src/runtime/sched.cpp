@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/internal.h"
+#include "core/log.h"
 #include "interface/backend-impl.h"
 #include "runtime/graph_alloc.h"
 #include "runtime/plan.h"
@@ -214,6 +215,7 @@ struct ggml_backend_sched {
     size_t workspace_size(int b) const {
         return workspaces[b] ? ggml_backend_buffer_get_size(workspaces[b].get()) : 0;
     }
+    bool plan_storage(ggx::backend::AllocationPlan & plan);
     bool allocate(bool measure_only);
     ggml_status copy_inputs(const Split & s);
     ggml_status run_split(Split & s);
@@ -496,16 +498,18 @@ std::vector<const ggml_tensor *> ggml_backend_sched::fused_away_intermediates() 
     return away;
 }
 
-// Plans the plan graph's storage (with the rewrites applied) and, unless only measuring, places it.
+// Plans the plan graph's storage (with the rewrites applied); touches no buffer and no tensor.
+bool ggml_backend_sched::plan_storage(ggx::backend::AllocationPlan & plan) {
+    ggx::backend::RewriteScope scope(rewrites, 0);
+    const std::vector<ggx::backend::KeepAlive> keep = fused_inputs_keep_alive();
+    const std::vector<const ggml_tensor *> unseen = fused_away_intermediates();
+    return galloc->plan(graph, node_ids, leaf_ids, plan, {keep, unseen}) || fail(ggml_backend_get_last_error());
+}
+
+// Plans the plan graph's storage and, unless only measuring, places it.
 bool ggml_backend_sched::allocate(bool measure_only) {
     ggx::backend::AllocationPlan plan;
-    {
-        ggx::backend::RewriteScope scope(rewrites, 0);
-        const std::vector<ggx::backend::KeepAlive> keep = fused_inputs_keep_alive();
-        const std::vector<const ggml_tensor *> unseen = fused_away_intermediates();
-        if (!galloc->plan(graph, node_ids, leaf_ids, plan, {keep, unseen}))
-            return fail(ggml_backend_get_last_error());
-    }
+    if (!plan_storage(plan)) return false;
     if (!reserve_workspaces()) return false;
     if (measure_only) {
         if (!galloc->reserve(plan.buffer_sizes, plan.buffer_used)) return fail(ggml_backend_get_last_error());
@@ -538,7 +542,7 @@ bool ggml_backend_sched::schedule(ggml_cgraph * g) {
                 ggx::ext::optimize(backends[b]->device(), g);
     }
     if (!place(g) || !split(g) || !build_plan_graph(g) || !build_execution_plans()) return false;
-    if (explain_to_stderr) std::fprintf(stderr, "ggx explain:\n%s", explanation.c_str());
+    if (explain_to_stderr) ggx::core::log(GGML_LOG_LEVEL_INFO, "ggx explain:\n%s", explanation.c_str());
     source = g;
     source_hash = ggx::backend::metadata_hash(g);
     return true;
@@ -697,6 +701,25 @@ bool ggml_backend_sched_reserve(ggml_backend_sched_t sched, ggml_cgraph * measur
     const bool ok = sched->schedule(measure_graph) && sched->allocate(true);
     sched->forget_plan();
     return ok;
+}
+
+void ggml_backend_sched_reserve_size(ggml_backend_sched_t sched, ggml_cgraph * measure_graph, size_t * sizes) {
+    ggml_backend_sched_synchronize(sched);
+    ggx::backend::AllocationPlan plan;
+    const bool planned = sched->schedule(measure_graph) && sched->plan_storage(plan);
+    for (size_t b = 0; b < sched->backends.size(); ++b)
+        sizes[b] = planned ? plan.buffer_sizes[b] + sched->workspace_needed[b] : 0;
+    sched->forget_plan();
+}
+
+void ggml_backend_sched_split_graph(ggml_backend_sched_t sched, ggml_cgraph * graph) {
+    ggml_backend_sched_synchronize(sched);
+    sched->schedule(graph);
+}
+
+ggml_backend_buffer_type_t ggml_backend_sched_get_buffer_type(ggml_backend_sched_t sched, ggml_backend_t backend) {
+    const int i = sched->backend_index(backend);
+    return i == ggx::backend::kNoBackend ? nullptr : sched->bufts[i];
 }
 
 int ggml_backend_sched_get_n_backends(ggml_backend_sched_t sched) {

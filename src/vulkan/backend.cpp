@@ -4,6 +4,12 @@
 
 namespace ggx::vulkan {
 
+ggml_guid_t Backend::guid() const {
+    static ggml_guid vulkan = {0x67, 0x67, 0x78, 0x2d, 0x76, 0x75, 0x6c, 0x6b,
+                               0x61, 0x6e, 0x2d, 0x62, 0x61, 0x63, 0x6b, 0x00};  // "ggx-vulkan-back"
+    return &vulkan;
+}
+
 namespace {
 
 // Multiply-adds of the matrix ops, for the submission threshold (other ops count as commands only).

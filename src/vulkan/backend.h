@@ -23,6 +23,7 @@ public:
     ~Backend() override;
 
     const char * name() const override { return owner_->name(); }
+    ggml_guid_t guid() const override;
     ggml_backend_dev_t device() const override { return owner_; }
     ggml_status compute_native(std::span<const NativeNode> nodes, const Workspace & workspace) override;
     bool can_access(ggml_backend_buffer_type_t buft) const override { return buft == &buffer_type_; }

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+
+#include "core/log.h"
+#include "interface/host_buffer.h"
 
 namespace ggx::vulkan {
 
@@ -36,6 +40,19 @@ size_t BufferType::alignment() const {
 }
 
 size_t BufferType::max_size() const { return static_cast<size_t>(device_.limits().max_allocation); }
+
+PinnedBufferType::PinnedBufferType(ggml_backend_dev_t owner, Device & device)
+    : owner_(owner), device_(device), name_(std::string(owner->name()) + "_Host") {}
+
+ggml_backend_buffer_t PinnedBufferType::alloc_buffer(size_t size) {
+    try {
+        auto memory = std::make_shared<Allocation>(device_, std::max<size_t>(size, 1), true);
+        return backend::HostBuffer::wrap(this, memory->map(), size, memory);
+    } catch (const Error & e) {
+        backend::set_last_error(name_ + ": cannot allocate " + std::to_string(size) + " bytes: " + e.what());
+        return nullptr;
+    }
+}
 
 Buffer::Buffer(BufferType * type, size_t bytes)
     : ggml_backend_buffer(type, bytes), device_(type->vulkan()), memory_(device_, bytes, false) {
@@ -84,8 +101,7 @@ void or_abort(const char * what, F f) {
     try {
         f();
     } catch (const Error & e) {
-        std::fprintf(stderr, "ggx vulkan: %s failed: %s\n", what, e.what());
-        std::abort();
+        core::fatal(std::string("ggx vulkan: ") + what + " failed: " + e.what());
     }
 }
 

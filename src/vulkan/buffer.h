@@ -26,6 +26,23 @@ private:
     std::string name_;
 };
 
+// Host-visible, coherent memory of a device (pinned: the driver keeps it resident for transfers),
+// whose buffers the host reads and writes directly; the CPU device computes on it too.
+class PinnedBufferType final : public ggml_backend_buffer_type {
+public:
+    PinnedBufferType(ggml_backend_dev_t owner, Device & device);
+    const char * name() const override { return name_.c_str(); }
+    ggml_backend_buffer_t alloc_buffer(size_t size) override;
+    size_t alignment() const override { return 64; }
+    bool is_host() const override { return true; }
+    ggml_backend_dev_t device() const override { return owner_; }
+
+private:
+    ggml_backend_dev_t owner_;
+    Device & device_;
+    std::string name_;
+};
+
 class Buffer final : public ggml_backend_buffer {
 public:
     // Throws Error when the memory cannot be allocated.

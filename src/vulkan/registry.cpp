@@ -11,6 +11,7 @@
 
 #include "core/internal.h"
 #include "interface/module.h"
+#include "core/log.h"
 #include "vulkan/backend.h"
 #include "vulkan/ext_service.h"
 #include "vulkan/kernels.h"
@@ -28,14 +29,15 @@ public:
         : reg_(reg),
           device_(std::move(device)),
           name_("Vulkan" + std::to_string(index)),
-          buffer_type_(this, *device_) {}
+          buffer_type_(this, *device_),
+          pinned_type_(this, *device_) {}
 
     const char * name() const override { return name_.c_str(); }
     const char * description() const override { return device_->name().c_str(); }
     void memory(size_t * free, size_t * total) const override { device_->memory(free, total); }
     // Every Vulkan device is a separate memory space for the scheduler, CPU drivers (lavapipe) too.
     enum ggml_backend_dev_type type() const override { return GGML_BACKEND_DEVICE_TYPE_GPU; }
-    ggml_backend_dev_caps caps() const override { return {false, false, false, false}; }
+    ggml_backend_dev_caps caps() const override { return {false, true, false, false}; }
     ggml_backend_reg_t reg() const override { return reg_; }
     ggml_backend_t init_backend(const char *) override {
         try {
@@ -46,6 +48,7 @@ public:
         }
     }
     ggml_backend_buffer_type_t buffer_type() override { return &buffer_type_; }
+    ggml_backend_buffer_type_t host_buffer_type() override { return &pinned_type_; }
     const Kernel * native_kernel(const ggml_tensor * op) const override {
         if (op->op < 0 || op->op >= GGML_OP_COUNT) return nullptr;
         const Kernel & kernel = kernel_table()[op->op];
@@ -62,6 +65,7 @@ private:
     std::unique_ptr<Device> device_;
     std::string name_;
     BufferType buffer_type_;
+    PinnedBufferType pinned_type_;
 };
 
 // The variable naming the physical devices to open: ggml's GGML_VK_VISIBLE_DEVICES, else ggx's
@@ -90,7 +94,8 @@ std::vector<uint32_t> selected_devices(uint32_t count) {
         if (end != item.c_str() && *end == '\0' && index < count) {
             indices.push_back(static_cast<uint32_t>(index));
         } else {
-            std::fprintf(stderr, "ggx vulkan: %s: ignoring '%s' (%u devices)\n", variable, item.c_str(), count);
+            core::log(GGML_LOG_LEVEL_WARN, "ggx vulkan: %s: ignoring '%s' (%u devices)\n", variable, item.c_str(),
+                      count);
         }
     }
     return indices;
@@ -119,8 +124,8 @@ public:
             } catch (const Error & e) {
                 VkPhysicalDeviceProperties properties;
                 vkGetPhysicalDeviceProperties(physical[index], &properties);
-                std::fprintf(stderr, "ggx vulkan: skipping device %u (%s): %s\n", index,
-                             properties.deviceName, e.what());
+                core::log(GGML_LOG_LEVEL_WARN, "ggx vulkan: skipping device %u (%s): %s\n", index,
+                          properties.deviceName, e.what());
             }
         }
     }
@@ -179,6 +184,26 @@ bool ggml_backend_is_vk(ggml_backend_t backend) {
 ggml_backend_buffer_type_t ggml_backend_vk_buffer_type(size_t device_index) {
     ggml_backend_dev_t device = vulkan_reg().device(device_index);
     return device ? device->buffer_type() : nullptr;
+}
+
+void ggml_backend_vk_get_device_description(int device, char * description, size_t description_size) {
+    ggml_backend_dev_t dev = device >= 0 ? vulkan_reg().device(static_cast<size_t>(device)) : nullptr;
+    std::snprintf(description, description_size, "%s", dev ? dev->description() : "");
+}
+
+void ggml_backend_vk_get_device_memory(int device, size_t * free, size_t * total) {
+    ggml_backend_dev_t dev = device >= 0 ? vulkan_reg().device(static_cast<size_t>(device)) : nullptr;
+    if (dev) {
+        dev->memory(free, total);
+    } else {
+        *free = *total = 0;
+    }
+}
+
+// Pinned memory of the first device, as in ggml (one host buffer type for the whole registry).
+ggml_backend_buffer_type_t ggml_backend_vk_host_buffer_type(void) {
+    ggml_backend_dev_t device = vulkan_reg().device(0);
+    return device ? device->host_buffer_type() : nullptr;
 }
 
 }  // extern "C"

@@ -1,0 +1,43 @@
+/* ggx — C++ ownership of ggml objects: std::unique_ptr aliases whose deleters call the matching
+ * free function (ggml_free, ggml_gallocr_free, ggml_backend_free, ...). C++ only. gguf_context_ptr
+ * comes with gguf.h. */
+#ifndef GGML_CPP_H
+#define GGML_CPP_H
+
+#ifndef __cplusplus
+#error "ggml-cpp.h is a C++ header"
+#endif
+
+#include <memory>
+
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml.h"
+
+struct ggml_context_deleter {
+    void operator()(ggml_context * ctx) const { ggml_free(ctx); }
+};
+struct ggml_gallocr_deleter {
+    void operator()(ggml_gallocr_t galloc) const { ggml_gallocr_free(galloc); }
+};
+struct ggml_backend_deleter {
+    void operator()(ggml_backend_t backend) const { ggml_backend_free(backend); }
+};
+struct ggml_backend_buffer_deleter {
+    void operator()(ggml_backend_buffer_t buffer) const { ggml_backend_buffer_free(buffer); }
+};
+struct ggml_backend_event_deleter {
+    void operator()(ggml_backend_event_t event) const { ggml_backend_event_free(event); }
+};
+struct ggml_backend_sched_deleter {
+    void operator()(ggml_backend_sched_t sched) const { ggml_backend_sched_free(sched); }
+};
+
+typedef std::unique_ptr<ggml_context, ggml_context_deleter> ggml_context_ptr;
+typedef std::unique_ptr<ggml_gallocr, ggml_gallocr_deleter> ggml_gallocr_ptr;
+typedef std::unique_ptr<ggml_backend, ggml_backend_deleter> ggml_backend_ptr;
+typedef std::unique_ptr<ggml_backend_buffer, ggml_backend_buffer_deleter> ggml_backend_buffer_ptr;
+typedef std::unique_ptr<ggml_backend_event, ggml_backend_event_deleter> ggml_backend_event_ptr;
+typedef std::unique_ptr<ggml_backend_sched, ggml_backend_sched_deleter> ggml_backend_sched_ptr;
+
+#endif /* GGML_CPP_H */
