@@ -334,6 +334,8 @@ void ggml_fp16_to_fp32_row(const ggml_fp16_t * x, float * y, int64_t n);
 void ggml_fp32_to_fp16_row(const float * x, ggml_fp16_t * y, int64_t n);
 void ggml_bf16_to_fp32_row(const ggml_bf16_t * x, float * y, int64_t n);
 void ggml_fp32_to_bf16_row(const float * x, ggml_bf16_t * y, int64_t n);
+/* The scalar reference of ggml_fp32_to_bf16_row: the same values, one ggml_fp32_to_bf16 at a time. */
+void ggml_fp32_to_bf16_row_ref(const float * x, ggml_bf16_t * y, int64_t n);
 
 /* Convert n F32 values (n a multiple of the block size) into a row of type at y; returns bytes
  * written, or 0 (writing nothing) for a type ggx has no conversion for: the types outside F32, F16,

@@ -608,6 +608,11 @@ void ggml_fp32_to_bf16_row(const float * x, ggml_bf16_t * y, int64_t n) {
         HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::Fp32ToBf16Row)(x, reinterpret_cast<uint16_t *>(y), n);
 }
 
+void ggml_fp32_to_bf16_row_ref(const float * x, ggml_bf16_t * y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i)
+        y[i] = ggml_fp32_to_bf16(x[i]);
+}
+
 size_t ggml_quantize_row(enum ggml_type type, const float * x, void * y, int64_t n) {
     if (n <= 0) return 0;
     switch (type) {

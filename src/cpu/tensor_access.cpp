@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "core/types.h"
 
 namespace {
 
@@ -24,9 +25,13 @@ Int saturate(double v) {
     return static_cast<Int>(v);
 }
 
-// The tensor must have host data and i must lie inside it; a violation aborts with a message, as a
+// The tensor must be of a type ggx converts, have host data and i must lie inside it; a violation aborts with a message, as a
 // misused accessor would crash otherwise.
 void check_access(const char * what, const ggml_tensor * t, const Index & i) {
+    if (!ggx::core::has_conversion(t->type)) {
+        ggx::core::fatal(std::string(what) + ": tensor '" + t->name + "' is " + ggml_type_name(t->type) +
+                         ", a type ggx has no element conversion for");
+    }
     if (!t->data || (t->buffer && !ggml_backend_buffer_is_host(t->buffer))) {
         ggx::core::fatal(std::string(what) + ": tensor '" + t->name + "' has no data in host memory");
     }

@@ -454,6 +454,10 @@ TEST(Rows, EqualScalarConversions) {
     f32_row_to_bf16(floats.data(), halves.data(), n);
     for (size_t i = 0; i < floats.size(); ++i)
         ASSERT_EQ(halves[i], f32_to_bf16(floats[i])) << i;
+    std::vector<ggml_bf16_t> reference(floats.size());
+    ggml_fp32_to_bf16_row_ref(floats.data(), reference.data(), n);
+    for (size_t i = 0; i < floats.size(); ++i)
+        ASSERT_EQ(reference[i].bits, halves[i]) << i;
 }
 
 TEST(Rows, ZeroLengthWritesNothing) {

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/types.h"
+
 namespace {
 
 struct ThreadpoolFree {
@@ -275,10 +277,20 @@ TEST(CpuFeatures, NumaFollowsTheSystemsNodes) {
     EXPECT_EQ(ggml_is_numa(), nodes > 1);
 }
 
+// ggml's types that ggx has no conversion for yet (Q4_1, the K-quants, ...) are refused with a
+// message rather than read as garbage.
+TEST(CpuElementAccessDeathTest, TypesWithoutConversionAbort) {
+    ggml_context_ptr ctx = make_ctx();
+    ggml_tensor * a = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_Q4_1, 32);
+    EXPECT_DEATH(ggml_get_f32_1d(a, 0), "q4_1, a type ggx has no element conversion for");
+    EXPECT_DEATH(ggml_set_i32_1d(a, 0, 1), "q4_1, a type ggx has no element conversion for");
+}
+
 TEST(CpuElementAccess, EveryTypeReadsAndWritesThroughAnyLayout) {
     ggml_context_ptr ctx = make_ctx();
     for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
         const auto type = static_cast<ggml_type>(t);
+        if (!ggx::core::has_conversion(type)) continue;  // refused: TypesWithoutConversionAbort
         // Values the block formats hold exactly when alone in their block (Q8_0's scale is amax / 127).
         const int big = type == GGML_TYPE_Q8_0 ? 127 : 7, small = type == GGML_TYPE_Q8_0 ? -127 : -2;
         ggml_tensor * a = ggml_new_tensor_2d(ctx.get(), type, 32, 3);

@@ -263,8 +263,14 @@ extern "C" ggml_tensor * ggml_quantize_i8_convrot(ggml_context * ctx, ggml_tenso
 
 extern "C" ggml_tensor * ggml_mul_mat_i8_tensorwise(ggml_context * ctx, ggml_tensor * weight,
                                                     ggml_tensor * input, ggml_tensor * weight_scale,
-                                                    ggml_tensor * bias, int convrot_group_size,
-                                                    ggml_tensor * input_scale) {
+                                                    ggml_tensor * bias, int convrot_group_size) {
+    return ggml_mul_mat_i8_tensorwise_ex(ctx, weight, input, weight_scale, bias, convrot_group_size, nullptr);
+}
+
+extern "C" ggml_tensor * ggml_mul_mat_i8_tensorwise_ex(ggml_context * ctx, ggml_tensor * weight,
+                                                       ggml_tensor * input, ggml_tensor * weight_scale,
+                                                       ggml_tensor * bias, int convrot_group_size,
+                                                       ggml_tensor * input_scale) {
     using namespace sd::int8;
     if (!weight || !input) return nullptr;
     LinearAttrs attrs{};

@@ -54,11 +54,16 @@ struct ggml_tensor * ggml_quantize_i8_convrot(struct ggml_context * ctx, struct 
  * weight: I8 [K, N]; input: F32 [K, M, ...] (quantized in the op), the output of
  * ggml_quantize_i8_convrot, or I8 [K, M, ...] with input_scale (F32, one per row); weight_scale: F32
  * [N] or NULL (1); bias: F32 [N] or NULL; convrot_group_size: 0 or a power of 4 dividing K (F32
- * input only). Result: F32 [N, M, ...]. input_scale is last so existing calls keep their order. */
+ * input only). Result: F32 [N, M, ...].
+ * The six-argument form is the one existing callers (stable-diffusion.cpp) use; input_scale is an
+ * optional seventh argument: in C through ggml_mul_mat_i8_tensorwise_ex, in C++ also as an overload. */
 struct ggml_tensor * ggml_mul_mat_i8_tensorwise(struct ggml_context * ctx, struct ggml_tensor * weight,
                                                 struct ggml_tensor * input, struct ggml_tensor * weight_scale,
-                                                struct ggml_tensor * bias, int convrot_group_size,
-                                                struct ggml_tensor * input_scale);
+                                                struct ggml_tensor * bias, int convrot_group_size);
+struct ggml_tensor * ggml_mul_mat_i8_tensorwise_ex(struct ggml_context * ctx, struct ggml_tensor * weight,
+                                                   struct ggml_tensor * input, struct ggml_tensor * weight_scale,
+                                                   struct ggml_tensor * bias, int convrot_group_size,
+                                                   struct ggml_tensor * input_scale);
 
 /* sd.cpp's Linear wiring (section 3.5): casts input to contiguous F32, quantizes with ConvRot once
  * per (input, G) when scale == 1 (the packed tensor is reused by every call sharing that input in
@@ -71,6 +76,14 @@ struct ggml_tensor * ggml_ext_linear_i8_tensorwise(struct ggml_context * ctx, st
                                                    float scale);
 
 #ifdef __cplusplus
+}
+
+/* C++: input_scale as the optional last argument of ggml_mul_mat_i8_tensorwise. */
+inline struct ggml_tensor * ggml_mul_mat_i8_tensorwise(struct ggml_context * ctx, struct ggml_tensor * weight,
+                                                       struct ggml_tensor * input,
+                                                       struct ggml_tensor * weight_scale, struct ggml_tensor * bias,
+                                                       int convrot_group_size, struct ggml_tensor * input_scale) {
+    return ggml_mul_mat_i8_tensorwise_ex(ctx, weight, input, weight_scale, bias, convrot_group_size, input_scale);
 }
 #endif
 

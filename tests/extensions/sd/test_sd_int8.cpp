@@ -355,6 +355,27 @@ TEST_F(Int8Test, ScaleShapesAccepted) {
               nullptr);
 }
 
+// stable-diffusion.cpp's six-argument call builds the node the seven-argument form builds without
+// input_scale (same operator, inputs and attributes).
+TEST_F(Int8Test, SixArgumentFormIsTheFormWithoutInputScale) {
+    Ctx ctx(ggml_init({1u << 20, nullptr, true}));
+    ggml_tensor * w = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_I8, 32, 6);
+    ggml_tensor * x = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, 32, 5);
+    ggml_tensor * scale = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 6);
+    ggml_tensor * six = ggml_mul_mat_i8_tensorwise(ctx.get(), w, x, scale, nullptr, 4);
+    ggml_tensor * seven = ggml_mul_mat_i8_tensorwise(ctx.get(), w, x, scale, nullptr, 4, nullptr);
+    ggml_tensor * ex = ggml_mul_mat_i8_tensorwise_ex(ctx.get(), w, x, scale, nullptr, 4, nullptr);
+    ASSERT_NE(six, nullptr) << ggml_get_error(ctx.get());
+    for (const ggml_tensor * other : {seven, ex}) {
+        ASSERT_NE(other, nullptr);
+        EXPECT_EQ(ggml_ext_node_op(other), ggml_ext_node_op(six));
+        EXPECT_TRUE(ggml_are_same_shape(other, six));
+        EXPECT_EQ(std::memcmp(other->op_params, six->op_params, sizeof six->op_params), 0);
+        for (int i = 0; i < GGML_MAX_SRC; ++i)
+            EXPECT_EQ(other->src[i], six->src[i]) << i;
+    }
+}
+
 // ---- constructor errors -------------------------------------------------------------------------
 
 void expect_error(ggml_context * ctx, ggml_tensor * t, const char * fragment) {

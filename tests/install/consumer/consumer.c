@@ -1,11 +1,32 @@
 /* A C program on the installed headers and libraries: builds a graph, computes it on the CPU
- * device found through the registry, checks the result. Links ggml::ggml (also through ggx::ggx and
- * through pkg-config's ggml.pc). */
+ * device found through the registry, checks the result, and calls a function of every public header
+ * with ggml's signature. Links ggml::ggml (also through ggx::ggx and through pkg-config's ggml.pc). */
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
+#include <ggml-cpu.h>
 #include <ggml-graph.h>
 #include <ggml.h>
 #include <stdio.h>
+#ifdef CONSUMER_HAS_VULKAN
+#include <ggml-vulkan.h>
+#endif
+
+/* One call per header, as ggml's programs make them; 1 when each answers sensibly. */
+static int headers_answer(void) {
+    struct ggml_init_params params = {ggml_graph_overhead_custom(64, false) + ggml_tensor_overhead(), NULL, true};
+    struct ggml_context * ctx = ggml_init(params);
+    int ok = ctx != NULL && ggml_new_graph_custom(ctx, 64, false) != NULL;
+    ggml_free(ctx);
+    ggml_time_init();
+    ok = ok && ggml_time_us() >= 0 && ggml_cpu_has_avx2() >= 0;
+    ggml_gallocr_t galloc = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+    ok = ok && galloc != NULL;
+    ggml_gallocr_free(galloc);
+#ifdef CONSUMER_HAS_VULKAN
+    ok = ok && ggml_backend_vk_get_device_count() >= 0;
+#endif
+    return ok;
+}
 
 int main(void) {
     ggml_backend_load_all();
@@ -24,7 +45,8 @@ int main(void) {
         if (ggml_backend_graph_compute(cpu, graph) == GGML_STATUS_SUCCESS)
             ggml_backend_tensor_get(sum, result, 0, sizeof result);
     }
-    int ok = ggml_graph_is_valid(graph) && ggml_graph_n_nodes(graph) == 1 && result[3] == 8.0f;
+    int ok = ggml_graph_is_valid(graph) && ggml_graph_n_nodes(graph) == 1 && result[3] == 8.0f &&
+             headers_answer();
     printf("consumer (C): %s\n", ok ? "ok" : "FAILED");
     ggml_backend_buffer_free(buffer);
     ggml_backend_free(cpu);

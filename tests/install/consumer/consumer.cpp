@@ -1,7 +1,9 @@
 // A C++ program on the installed headers and libraries: the sd extension pack (ggx::ggx-sd) on
-// ggml::ggml, an sd operator computed on the CPU.
+// ggml::ggml, an sd operator computed on the CPU, the INT8 linear built as stable-diffusion.cpp
+// builds it (six arguments), and ggml-cpp.h's owning pointers.
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
+#include <ggml-cpp.h>
 #include <ggml.h>
 #include <sd-ggml-ext.h>
 
@@ -29,7 +31,15 @@ int main() {
     std::vector<float> result(4);
     const bool computed = ggml_backend_graph_compute(cpu, graph) == GGML_STATUS_SUCCESS;
     if (computed) ggml_backend_tensor_get(rotated, result.data(), 0, result.size() * sizeof(float));
-    const bool ok = computed && result == input;
+    // sd.cpp's call: weight I8 [K=8, N=3], F32 input [8, 2], per-channel scale, no bias, no rotation.
+    ggml_context_ptr owned(ggml_init({1 << 16, nullptr, true}));
+    ggml_tensor * weight = ggml_new_tensor_2d(owned.get(), GGML_TYPE_I8, 8, 3);
+    ggml_tensor * x = ggml_new_tensor_2d(owned.get(), GGML_TYPE_F32, 8, 2);
+    ggml_tensor * scale = ggml_new_tensor_1d(owned.get(), GGML_TYPE_F32, 3);
+    ggml_tensor * linear = ggml_mul_mat_i8_tensorwise(owned.get(), weight, x, scale, nullptr, 0);
+    const bool linear_ok = linear && linear->ne[0] == 3 && linear->ne[1] == 2 &&
+                           ggml_backend_dev_supports_op(ggml_backend_get_device(cpu), linear);
+    const bool ok = computed && result == input && linear_ok;
     std::printf("consumer (C++): %s\n", ok ? "ok" : "FAILED");
     ggml_backend_buffer_free(buffer);
     ggml_backend_free(cpu);
