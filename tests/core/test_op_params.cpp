@@ -6,29 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <memory>
 
 #include "core/op_params.h"
+#include "core/ops_test_support.h"
 
 namespace {
 
-struct CtxFree {
-    void operator()(ggml_context * c) const { ggml_free(c); }
-};
-
-class OpParams : public ::testing::Test {
+class OpParams : public ggx::test::OpsTest {
 protected:
-    void SetUp() override {
-        ggml_init_params p{};
-        p.mem_size = 16 << 20;
-        p.no_alloc = true;
-        ctx_.reset(ggml_init(p));
-    }
-    ggml_context * ctx() const { return ctx_.get(); }
-    ggml_tensor * f32(int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1, int64_t ne3 = 1) const {
-        return ggml_new_tensor_4d(ctx(), GGML_TYPE_F32, ne0, ne1, ne2, ne3);
-    }
-
     // The parameters of node read through the public accessor; also checks that they are the
     // leading bytes of op_params (the slot layout programs written for ggml read).
     template <class P>
@@ -39,9 +24,6 @@ protected:
         EXPECT_TRUE(node && std::memcmp(&p, node->op_params, sizeof p) == 0);
         return p;
     }
-
-private:
-    std::unique_ptr<ggml_context, CtxFree> ctx_;
 };
 
 TEST_F(OpParams, ElementwiseOpsRecordTheirArguments) {
