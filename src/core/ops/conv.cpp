@@ -19,6 +19,16 @@ int64_t pool_output_size(int64_t in, int64_t kernel, int stride, float pad) {
 
 bool valid_steps(int s, int p, int d) { return s >= 1 && p >= 0 && d >= 1; }
 
+// Output extents along dims 0..2 of kernel a over input b with strides s, paddings p and dilations
+// d; each >= 1 unless the kernel does not fit the padded input.
+std::array<int64_t, 3> output_size_3d(const ggml_tensor * a, const ggml_tensor * b, std::array<int, 3> s,
+                                      std::array<int, 3> p, std::array<int, 3> d) {
+    std::array<int64_t, 3> extents{};
+    for (int i = 0; i < 3; ++i)
+        extents[i] = conv_output_size(b->ne[i], a->ne[i], s[i], p[i], d[i]);
+    return extents;
+}
+
 bool is_f32_or_f16(const ggml_tensor * t) { return t->type == GGML_TYPE_F32 || t->type == GGML_TYPE_F16; }
 
 ggml_tensor * contiguous(ggml_context * ctx, ggml_tensor * t) {
@@ -133,9 +143,7 @@ ggml_tensor * ggml_im2col_3d(ggml_context * ctx, ggml_tensor * a, ggml_tensor * 
         .require(IC >= 1 && IC <= INT32_MAX && a->ne[3] % IC == 0 && b->ne[3] % IC == 0,
                  "IC must divide a.ne3 (OC * IC) and b.ne3 (N * IC)");
     if (!check) return nullptr;
-    const int64_t ow = conv_output_size(b->ne[0], a->ne[0], s0, p0, d0);
-    const int64_t oh = conv_output_size(b->ne[1], a->ne[1], s1, p1, d1);
-    const int64_t od = conv_output_size(b->ne[2], a->ne[2], s2, p2, d2);
+    const auto [ow, oh, od] = output_size_3d(a, b, {s0, s1, s2}, {p0, p1, p2}, {d0, d1, d2});
     if (!check.require(ow >= 1 && oh >= 1 && od >= 1, "the kernel does not fit the padded input"))
         return nullptr;
     return with_params(
@@ -269,9 +277,7 @@ ggml_tensor * ggml_conv_3d_direct(ggml_context * ctx, ggml_tensor * a, ggml_tens
         .require(valid_steps(s0, p0, d0) && valid_steps(s1, p1, d1) && valid_steps(s2, p2, d2),
                  "strides and dilations must be >= 1, paddings >= 0");
     if (!check) return nullptr;
-    const int64_t ow = conv_output_size(b->ne[0], a->ne[0], s0, p0, d0);
-    const int64_t oh = conv_output_size(b->ne[1], a->ne[1], s1, p1, d1);
-    const int64_t od = conv_output_size(b->ne[2], a->ne[2], s2, p2, d2);
+    const auto [ow, oh, od] = output_size_3d(a, b, {s0, s1, s2}, {p0, p1, p2}, {d0, d1, d2});
     if (!check.require(ow >= 1 && oh >= 1 && od >= 1, "the kernel does not fit the padded input"))
         return nullptr;
     return with_params(
