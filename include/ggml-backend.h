@@ -75,16 +75,16 @@ enum ggml_status ggml_backend_buffer_init_tensor(ggml_backend_buffer_t buffer, s
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Tensor data. The byte range [offset, offset + size) must lie within ggml_nbytes(tensor) and the
- * tensor must be placed in a buffer; otherwise nothing is copied and an error is returned. */
+ * tensor must be placed in a buffer; otherwise nothing is copied and the call is a misuse: it aborts
+ * in the aborting error mode (as ggml does) and leaves the message in ggml_backend_get_last_error in
+ * the returning one. ggml-ext.h's ggml_ext_backend_tensor_* forms return the status instead, in both
+ * modes (docs/errors.md). */
 
-enum ggml_status ggml_backend_tensor_set(struct ggml_tensor * tensor, const void * data, size_t offset,
-                                         size_t size);
-enum ggml_status ggml_backend_tensor_get(const struct ggml_tensor * tensor, void * data, size_t offset,
-                                         size_t size);
-enum ggml_status ggml_backend_tensor_memset(struct ggml_tensor * tensor, uint8_t value, size_t offset,
-                                            size_t size);
+void ggml_backend_tensor_set(struct ggml_tensor * tensor, const void * data, size_t offset, size_t size);
+void ggml_backend_tensor_get(const struct ggml_tensor * tensor, void * data, size_t offset, size_t size);
+void ggml_backend_tensor_memset(struct ggml_tensor * tensor, uint8_t value, size_t offset, size_t size);
 /* Copy all bytes of src into dst (same type and shape, both contiguous), across devices if needed. */
-enum ggml_status ggml_backend_tensor_copy(const struct ggml_tensor * src, struct ggml_tensor * dst);
+void ggml_backend_tensor_copy(const struct ggml_tensor * src, struct ggml_tensor * dst);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Backends (an execution stream on a device)                                                      */
@@ -101,12 +101,12 @@ size_t ggml_backend_get_max_size(ggml_backend_t backend);
 
 /* Asynchronous tensor data access ordered with the backend's work; complete after synchronize.
  * Backends without asynchronous transfers perform them immediately. */
-enum ggml_status ggml_backend_tensor_set_async(ggml_backend_t backend, struct ggml_tensor * tensor,
-                                               const void * data, size_t offset, size_t size);
-enum ggml_status ggml_backend_tensor_get_async(ggml_backend_t backend, const struct ggml_tensor * tensor,
-                                               void * data, size_t offset, size_t size);
-enum ggml_status ggml_backend_tensor_copy_async(ggml_backend_t backend_src, ggml_backend_t backend_dst,
-                                                const struct ggml_tensor * src, struct ggml_tensor * dst);
+void ggml_backend_tensor_set_async(ggml_backend_t backend, struct ggml_tensor * tensor, const void * data,
+                                   size_t offset, size_t size);
+void ggml_backend_tensor_get_async(ggml_backend_t backend, const struct ggml_tensor * tensor, void * data,
+                                   size_t offset, size_t size);
+void ggml_backend_tensor_copy_async(ggml_backend_t backend_src, ggml_backend_t backend_dst,
+                                    const struct ggml_tensor * src, struct ggml_tensor * dst);
 /* Wait until all queued work of the backend has finished. */
 void ggml_backend_synchronize(ggml_backend_t backend);
 
@@ -327,8 +327,8 @@ ggml_backend_buffer_t ggml_backend_cpu_buffer_from_ptr(void * ptr, size_t size);
 /* A buffer of device over host memory [ptr, ptr + size), for devices whose caps have
  * buffer_from_host_ptr (or that access host memory directly, like the CPU); NULL with an error
  * otherwise. max_tensor_size bounds the tensors placed in it. */
-ggml_backend_buffer_t ggml_backend_dev_buffer_from_host_ptr(ggml_backend_dev_t device, void * ptr, size_t size,
-                                                           size_t max_tensor_size);
+ggml_backend_buffer_t ggml_backend_dev_buffer_from_host_ptr(ggml_backend_dev_t device, void * ptr,
+                                                            size_t size, size_t max_tensor_size);
 /* Forget per-tensor state the buffer's backend attached to tensors it initialised (ggx keeps none,
  * so this does nothing: tensors and data stay). */
 void ggml_backend_buffer_reset(ggml_backend_buffer_t buffer);
@@ -337,18 +337,18 @@ void ggml_backend_buffer_reset(ggml_backend_buffer_t buffer);
 ggml_guid_t ggml_backend_guid(ggml_backend_t backend);
 
 /* n_copies transfers of size bytes: copy i moves data + i * stride_data to/from the tensor's bytes
- * at offset + i * stride_tensor. Every range must lie inside the tensor (FAILED otherwise, nothing
- * copied). */
-enum ggml_status ggml_backend_tensor_set_2d(struct ggml_tensor * tensor, const void * data, size_t offset, size_t size,
-                                            size_t n_copies, size_t stride_tensor, size_t stride_data);
-enum ggml_status ggml_backend_tensor_get_2d(const struct ggml_tensor * tensor, void * data, size_t offset, size_t size,
-                                            size_t n_copies, size_t stride_tensor, size_t stride_data);
-enum ggml_status ggml_backend_tensor_set_2d_async(ggml_backend_t backend, struct ggml_tensor * tensor,
-                                                  const void * data, size_t offset, size_t size, size_t n_copies,
-                                                  size_t stride_tensor, size_t stride_data);
-enum ggml_status ggml_backend_tensor_get_2d_async(ggml_backend_t backend, const struct ggml_tensor * tensor,
-                                                  void * data, size_t offset, size_t size, size_t n_copies,
-                                                  size_t stride_tensor, size_t stride_data);
+ * at offset + i * stride_tensor. Every range must lie inside the tensor (otherwise nothing is copied
+ * and the call is a misuse, as for ggml_backend_tensor_set). */
+void ggml_backend_tensor_set_2d(struct ggml_tensor * tensor, const void * data, size_t offset, size_t size,
+                                size_t n_copies, size_t stride_tensor, size_t stride_data);
+void ggml_backend_tensor_get_2d(const struct ggml_tensor * tensor, void * data, size_t offset, size_t size,
+                                size_t n_copies, size_t stride_tensor, size_t stride_data);
+void ggml_backend_tensor_set_2d_async(ggml_backend_t backend, struct ggml_tensor * tensor, const void * data,
+                                      size_t offset, size_t size, size_t n_copies, size_t stride_tensor,
+                                      size_t stride_data);
+void ggml_backend_tensor_get_2d_async(ggml_backend_t backend, const struct ggml_tensor * tensor, void * data,
+                                      size_t offset, size_t size, size_t n_copies, size_t stride_tensor,
+                                      size_t stride_data);
 
 /* A reusable plan of all of cgraph on backend (kernels selected and prepared once, with its own
  * workspace): compute runs it again on the graph's current data. NULL (error set) when a node is not
@@ -384,15 +384,18 @@ void ggml_backend_graph_copy_free(struct ggml_backend_graph_copy copy);
  * are compared (the graph is computed up to each). False when the copy or a computation fails. */
 typedef bool (*ggml_backend_eval_callback)(int node_index, struct ggml_tensor * t1, struct ggml_tensor * t2,
                                            void * user_data);
-bool ggml_backend_compare_graph_backend(ggml_backend_t backend1, ggml_backend_t backend2, struct ggml_cgraph * graph,
-                                        ggml_backend_eval_callback callback, void * user_data,
-                                        struct ggml_tensor const * const * test_nodes, size_t num_test_nodes);
+bool ggml_backend_compare_graph_backend(ggml_backend_t backend1, ggml_backend_t backend2,
+                                        struct ggml_cgraph * graph, ggml_backend_eval_callback callback,
+                                        void * user_data, struct ggml_tensor const * const * test_nodes,
+                                        size_t num_test_nodes);
 
 /* The buffer type of backend's compute buffer in sched (NULL for a backend not in sched). */
-ggml_backend_buffer_type_t ggml_backend_sched_get_buffer_type(ggml_backend_sched_t sched, ggml_backend_t backend);
+ggml_backend_buffer_type_t ggml_backend_sched_get_buffer_type(ggml_backend_sched_t sched,
+                                                              ggml_backend_t backend);
 /* What ggml_backend_sched_reserve(measure_graph) would make each backend's compute buffer
  * (sizes[i] for backend i), without allocating anything. */
-void ggml_backend_sched_reserve_size(ggml_backend_sched_t sched, struct ggml_cgraph * measure_graph, size_t * sizes);
+void ggml_backend_sched_reserve_size(ggml_backend_sched_t sched, struct ggml_cgraph * measure_graph,
+                                     size_t * sizes);
 /* Place graph's nodes and form its splits (ggml_backend_sched_get_n_splits / _get_tensor_backend
  * answer for it) without allocating anything. */
 void ggml_backend_sched_split_graph(ggml_backend_sched_t sched, struct ggml_cgraph * graph);
@@ -402,8 +405,8 @@ void ggml_backend_sched_split_graph(ggml_backend_sched_t sched, struct ggml_cgra
  * (every tensor whole on it); more devices answer NULL with an error (types: above). */
 /* "0" .. "3", "MIRRORED", "PARTIAL", "NONE", "UNKNOWN"; NULL for other values. */
 const char * ggml_backend_meta_split_axis_name(enum ggml_backend_meta_split_axis split_axis);
-typedef struct ggml_backend_meta_split_state (*ggml_backend_meta_get_split_state_t)(const struct ggml_tensor * tensor,
-                                                                                   void * userdata);
+typedef struct ggml_backend_meta_split_state (*ggml_backend_meta_get_split_state_t)(
+    const struct ggml_tensor * tensor, void * userdata);
 ggml_backend_dev_t ggml_backend_meta_device(ggml_backend_dev_t * devs, size_t n_devs,
                                             ggml_backend_meta_get_split_state_t get_split_state,
                                             void * get_split_state_ud);

@@ -47,6 +47,40 @@ void ggml_ext_set_error_mode(enum ggml_ext_error_mode mode);
 enum ggml_ext_error_mode ggml_ext_get_error_mode(void);
 
 /* ---------------------------------------------------------------------------------------------- */
+/* Checked tensor transfers                                                                        */
+
+/* ggml-backend.h's tensor transfers, returning their status in both error modes: FAILED (message in
+ * ggml_backend_get_last_error, nothing copied) for a tensor that is not placed in a buffer or a range
+ * outside it, and for ggml_ext_backend_tensor_copy tensors of different types or shapes or not
+ * contiguous. For callers whose ranges come from untrusted input; ggml's void forms treat the same
+ * cases as a misuse. */
+enum ggml_status ggml_ext_backend_tensor_set(struct ggml_tensor * tensor, const void * data, size_t offset,
+                                             size_t size);
+enum ggml_status ggml_ext_backend_tensor_get(const struct ggml_tensor * tensor, void * data, size_t offset,
+                                             size_t size);
+enum ggml_status ggml_ext_backend_tensor_memset(struct ggml_tensor * tensor, uint8_t value, size_t offset,
+                                                size_t size);
+enum ggml_status ggml_ext_backend_tensor_copy(const struct ggml_tensor * src, struct ggml_tensor * dst);
+enum ggml_status ggml_ext_backend_tensor_set_async(ggml_backend_t backend, struct ggml_tensor * tensor,
+                                                   const void * data, size_t offset, size_t size);
+enum ggml_status ggml_ext_backend_tensor_get_async(ggml_backend_t backend, const struct ggml_tensor * tensor,
+                                                   void * data, size_t offset, size_t size);
+enum ggml_status ggml_ext_backend_tensor_copy_async(ggml_backend_t backend_src, ggml_backend_t backend_dst,
+                                                    const struct ggml_tensor * src, struct ggml_tensor * dst);
+enum ggml_status ggml_ext_backend_tensor_set_2d(struct ggml_tensor * tensor, const void * data, size_t offset,
+                                                size_t size, size_t n_copies, size_t stride_tensor,
+                                                size_t stride_data);
+enum ggml_status ggml_ext_backend_tensor_get_2d(const struct ggml_tensor * tensor, void * data, size_t offset,
+                                                size_t size, size_t n_copies, size_t stride_tensor,
+                                                size_t stride_data);
+enum ggml_status ggml_ext_backend_tensor_set_2d_async(ggml_backend_t backend, struct ggml_tensor * tensor,
+                                                      const void * data, size_t offset, size_t size,
+                                                      size_t n_copies, size_t stride_tensor, size_t stride_data);
+enum ggml_status ggml_ext_backend_tensor_get_2d_async(ggml_backend_t backend, const struct ggml_tensor * tensor,
+                                                      void * data, size_t offset, size_t size, size_t n_copies,
+                                                      size_t stride_tensor, size_t stride_data);
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Operators                                                                                       */
 
 #define GGML_EXT_OP_DESC_VERSION 1

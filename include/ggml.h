@@ -636,7 +636,8 @@ struct ggml_init_params {
 /* ---------------------------------------------------------------------------------------------- */
 /* Contexts                                                                                        */
 
-/* Create a context over an arena. Returns NULL if mem_size is 0 or the arena cannot be allocated.
+/* Create a context over an arena. Returns NULL if the arena cannot be allocated. A mem_size of 0
+ * gives an arena of GGML_MEM_ALIGN bytes (mem_buffer ignored), as in ggml: too small for any object.
  * The context owns an arena it allocated; a caller-provided mem_buffer stays the caller's. */
 struct ggml_context * ggml_init(struct ggml_init_params params);
 /* Destroy a context; every tensor and graph created in it becomes invalid. NULL is ignored. */
@@ -1545,8 +1546,9 @@ bool ggml_graph_is_valid(const struct ggml_cgraph * cgraph);
 /* A graph over nodes [i0, i1) of cgraph, allocated in ctx. It shares cgraph's nodes and recorded
  * use counts (so consumers outside the view still count); it has no leafs. NULL on a bad range. */
 struct ggml_cgraph * ggml_graph_view(struct ggml_context * ctx, struct ggml_cgraph * cgraph, int i0, int i1);
-/* Copy nodes, leafs and use counts of src into dst (capacity must suffice; false otherwise). */
-bool ggml_graph_cpy(const struct ggml_cgraph * src, struct ggml_cgraph * dst);
+/* Copy nodes, leafs and use counts of src into dst. A dst too small for src is a misuse (dst
+ * unchanged in the returning mode). */
+void ggml_graph_cpy(const struct ggml_cgraph * src, struct ggml_cgraph * dst);
 /* Remove every node and leaf. */
 void ggml_graph_clear(struct ggml_cgraph * cgraph);
 
@@ -1556,8 +1558,9 @@ int ggml_graph_n_nodes(const struct ggml_cgraph * cgraph);
 /* Node i; negative i counts from the end (-1 is the last node). NULL when out of range. */
 struct ggml_tensor * ggml_graph_node(const struct ggml_cgraph * cgraph, int i);
 struct ggml_tensor ** ggml_graph_nodes(const struct ggml_cgraph * cgraph);
-/* Append a node whose sources are already in the graph (no dependency walk). False when full. */
-bool ggml_graph_add_node(struct ggml_cgraph * cgraph, struct ggml_tensor * tensor);
+/* Append a node whose sources are already in the graph (no dependency walk). A full graph or a
+ * tensor already in it is a misuse (the graph unchanged in the returning mode). */
+void ggml_graph_add_node(struct ggml_cgraph * cgraph, struct ggml_tensor * tensor);
 /* The node or leaf named name, or NULL. */
 struct ggml_tensor * ggml_graph_get_tensor(const struct ggml_cgraph * cgraph, const char * name);
 

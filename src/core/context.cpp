@@ -54,7 +54,7 @@ using namespace ggx::core;
 extern "C" {
 
 ggml_context * ggml_init(ggml_init_params params) {
-    if (params.mem_size == 0) return nullptr;
+    if (params.mem_size == 0) params = {GGML_MEM_ALIGN, nullptr, params.no_alloc};
     auto * ctx = new (std::nothrow) ggml_context;
     if (!ctx) return nullptr;
     ctx->mem_size = params.mem_size;

@@ -183,7 +183,38 @@ bool is_mutable(const ggml_cgraph * graph, const char * op_name) {
 
 }  // namespace
 
-bool ggx::core::graph_is_view(const ggml_cgraph * graph) { return graph->is_view; }
+namespace ggx::core {
+
+bool graph_is_view(const ggml_cgraph * graph) { return graph->is_view; }
+
+bool graph_copy(const ggml_cgraph * src, ggml_cgraph * dst) {
+    if (!is_mutable(dst, "ggml_graph_cpy")) return false;
+    if (src->n_nodes > dst->size || src->n_leafs > dst->size) {
+        report_error(dst->ctx, "ggml_graph_cpy: destination holds " + std::to_string(dst->size) +
+                                   " nodes, source has " + std::to_string(src->n_nodes) + " nodes and " +
+                                   std::to_string(src->n_leafs) + " leafs");
+        return false;
+    }
+    const std::vector<ggml_tensor *> nodes(src->nodes, src->nodes + src->n_nodes);
+    const std::vector<ggml_tensor *> leafs(src->leafs, src->leafs + src->n_leafs);
+    assign(dst, nodes, leafs, [src](const ggml_tensor * t) { return ggml_graph_get_use_count(src, t); });
+    dst->valid = src->valid;
+    dst->has_uncomputed = src->has_uncomputed;
+    return true;
+}
+
+bool graph_add_node(ggml_cgraph * cgraph, ggml_tensor * tensor) {
+    if (!is_mutable(cgraph, "ggml_graph_add_node")) return false;
+    Check check(cgraph->ctx, "ggml_graph_add_node", {{"tensor", tensor}});
+    if (!check) return false;
+    check.require(!hash_contains(cgraph, tensor), "tensor is already in the graph")
+        .require(cgraph->n_nodes < cgraph->size, "graph is full");
+    if (!check) return false;
+    hash_insert(cgraph, tensor);
+    return append_node(cgraph, tensor, true);
+}
+
+}  // namespace ggx::core
 
 extern "C" {
 
@@ -271,25 +302,12 @@ ggml_cgraph * ggml_graph_view(ggml_context * ctx, ggml_cgraph * cgraph, int i0, 
     return view;
 }
 
-bool ggml_graph_cpy(const ggml_cgraph * src, ggml_cgraph * dst) {
-    if (!is_mutable(dst, "ggml_graph_cpy")) return false;
-    if (src->n_nodes > dst->size || src->n_leafs > dst->size) {
-        report_error(dst->ctx, "ggml_graph_cpy: destination holds " + std::to_string(dst->size) +
-                                   " nodes, source has " + std::to_string(src->n_nodes) + " nodes and " +
-                                   std::to_string(src->n_leafs) + " leafs");
-        return false;
-    }
-    const std::vector<ggml_tensor *> nodes(src->nodes, src->nodes + src->n_nodes);
-    const std::vector<ggml_tensor *> leafs(src->leafs, src->leafs + src->n_leafs);
-    assign(dst, nodes, leafs, [src](const ggml_tensor * t) { return ggml_graph_get_use_count(src, t); });
-    dst->valid = src->valid;
-    dst->has_uncomputed = src->has_uncomputed;
-    return true;
-}
+
+void ggml_graph_cpy(const ggml_cgraph * src, ggml_cgraph * dst) { ggx::core::graph_copy(src, dst); }
 
 ggml_cgraph * ggml_graph_dup(ggml_context * ctx, ggml_cgraph * cgraph, bool force_grads) {
     ggml_cgraph * copy = ggml_new_graph_custom(ctx, static_cast<size_t>(cgraph->size), force_grads);
-    if (copy && !ggml_graph_cpy(cgraph, copy)) return nullptr;
+    if (copy && !ggx::core::graph_copy(cgraph, copy)) return nullptr;
     return copy;
 }
 
@@ -317,16 +335,8 @@ ggml_tensor * ggml_graph_node(const ggml_cgraph * cgraph, int i) {
 }
 ggml_tensor ** ggml_graph_nodes(const ggml_cgraph * cgraph) { return cgraph->nodes; }
 
-bool ggml_graph_add_node(ggml_cgraph * cgraph, ggml_tensor * tensor) {
-    if (!is_mutable(cgraph, "ggml_graph_add_node")) return false;
-    Check check(cgraph->ctx, "ggml_graph_add_node", {{"tensor", tensor}});
-    if (!check) return false;
-    check.require(!hash_contains(cgraph, tensor), "tensor is already in the graph")
-        .require(cgraph->n_nodes < cgraph->size, "graph is full");
-    if (!check) return false;
-    hash_insert(cgraph, tensor);
-    return append_node(cgraph, tensor, true);
-}
+
+void ggml_graph_add_node(ggml_cgraph * cgraph, ggml_tensor * tensor) { ggx::core::graph_add_node(cgraph, tensor); }
 
 ggml_tensor * ggml_graph_get_tensor(const ggml_cgraph * cgraph, const char * name) {
     for (int i = 0; i < cgraph->n_leafs; ++i) {

@@ -61,6 +61,9 @@ ggml_context * context_of(const ggml_tensor * tensor);
 void set_contiguous_strides(ggml_tensor * tensor);
 // True for a graph view (ggml_graph_view): it shares the node array of the graph it views.
 bool graph_is_view(const ggml_cgraph * graph);
+// ggml_graph_cpy and ggml_graph_add_node, telling whether they did it (false: the misuse was reported).
+bool graph_copy(const ggml_cgraph * src, ggml_cgraph * dst);
+bool graph_add_node(ggml_cgraph * cgraph, ggml_tensor * tensor);
 
 // Ops that only describe storage (NONE, VIEW, RESHAPE, PERMUTE, TRANSPOSE): nothing to compute.
 constexpr bool is_layout_op(ggml_op op) {

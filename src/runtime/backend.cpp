@@ -1,10 +1,13 @@
 // The public backend API: argument validation around the backend interface classes.
 #include "interface/backend-impl.h"
 
+#include <ggml-ext.h>
+
 #include <cstring>
 #include <memory>
 
 #include "core/internal.h"
+#include "core/log.h"
 #include "ext/registry.h"
 #include "runtime/plan.h"
 
@@ -45,6 +48,13 @@ ggml_status transfer_2d(const char * what, const ggml_tensor * tensor, size_t of
     for (size_t i = 0; i < n_copies; ++i)
         copy(offset + i * stride_tensor, i * stride_data);
     return GGML_STATUS_SUCCESS;
+}
+
+// ggml's void transfer forms: a refused transfer is a misuse (docs/errors.md), which aborts in the
+// aborting mode as ggml's asserts do; in the returning mode the message stays in the last error.
+void misuse_unless_done(ggml_status status) {
+    if (status != GGML_STATUS_SUCCESS && ggml_ext_get_error_mode() == GGML_EXT_ERROR_ABORT)
+        ggx::core::fatal(ggml_backend_get_last_error());
 }
 
 // A plan of a whole graph with its own workspace, for ggml_backend_graph_plan_*.
@@ -138,28 +148,28 @@ ggml_status ggml_backend_view_init(ggml_tensor * tensor) {
 
 // Tensor data
 
-ggml_status ggml_backend_tensor_set(ggml_tensor * tensor, const void * data, size_t offset, size_t size) {
+ggml_status ggml_ext_backend_tensor_set(ggml_tensor * tensor, const void * data, size_t offset, size_t size) {
     if (const ggml_status status = check_range("ggml_backend_tensor_set", tensor, offset, size))
         return status;
     if (size) tensor->buffer->set_tensor(tensor, data, offset, size);
     return GGML_STATUS_SUCCESS;
 }
 
-ggml_status ggml_backend_tensor_get(const ggml_tensor * tensor, void * data, size_t offset, size_t size) {
+ggml_status ggml_ext_backend_tensor_get(const ggml_tensor * tensor, void * data, size_t offset, size_t size) {
     if (const ggml_status status = check_range("ggml_backend_tensor_get", tensor, offset, size))
         return status;
     if (size) tensor->buffer->get_tensor(tensor, data, offset, size);
     return GGML_STATUS_SUCCESS;
 }
 
-ggml_status ggml_backend_tensor_memset(ggml_tensor * tensor, uint8_t value, size_t offset, size_t size) {
+ggml_status ggml_ext_backend_tensor_memset(ggml_tensor * tensor, uint8_t value, size_t offset, size_t size) {
     if (const ggml_status status = check_range("ggml_backend_tensor_memset", tensor, offset, size))
         return status;
     if (size) tensor->buffer->memset_tensor(tensor, value, offset, size);
     return GGML_STATUS_SUCCESS;
 }
 
-ggml_status ggml_backend_tensor_copy(const ggml_tensor * src, ggml_tensor * dst) {
+ggml_status ggml_ext_backend_tensor_copy(const ggml_tensor * src, ggml_tensor * dst) {
     if (const ggml_status status = check_range("ggml_backend_tensor_copy", src, 0, 0)) return status;
     if (const ggml_status status = check_range("ggml_backend_tensor_copy", dst, 0, 0)) return status;
     if (src->type != dst->type || !ggml_are_same_shape(src, dst) || !ggml_is_contiguous(src) ||
@@ -183,7 +193,7 @@ ggml_status ggml_backend_tensor_copy(const ggml_tensor * src, ggml_tensor * dst)
 
 void ggml_backend_buffer_reset(ggml_backend_buffer_t) {}
 
-ggml_status ggml_backend_tensor_set_2d(ggml_tensor * tensor, const void * data, size_t offset, size_t size,
+ggml_status ggml_ext_backend_tensor_set_2d(ggml_tensor * tensor, const void * data, size_t offset, size_t size,
                                        size_t n_copies, size_t stride_tensor, size_t stride_data) {
     return transfer_2d("ggml_backend_tensor_set_2d", tensor, offset, size, n_copies, stride_tensor, stride_data,
                        [&](size_t at, size_t from) {
@@ -191,7 +201,7 @@ ggml_status ggml_backend_tensor_set_2d(ggml_tensor * tensor, const void * data, 
                        });
 }
 
-ggml_status ggml_backend_tensor_get_2d(const ggml_tensor * tensor, void * data, size_t offset, size_t size,
+ggml_status ggml_ext_backend_tensor_get_2d(const ggml_tensor * tensor, void * data, size_t offset, size_t size,
                                        size_t n_copies, size_t stride_tensor, size_t stride_data) {
     return transfer_2d("ggml_backend_tensor_get_2d", tensor, offset, size, n_copies, stride_tensor, stride_data,
                        [&](size_t at, size_t to) {
@@ -199,7 +209,7 @@ ggml_status ggml_backend_tensor_get_2d(const ggml_tensor * tensor, void * data, 
                        });
 }
 
-ggml_status ggml_backend_tensor_set_2d_async(ggml_backend_t backend, ggml_tensor * tensor, const void * data,
+ggml_status ggml_ext_backend_tensor_set_2d_async(ggml_backend_t backend, ggml_tensor * tensor, const void * data,
                                              size_t offset, size_t size, size_t n_copies, size_t stride_tensor,
                                              size_t stride_data) {
     return transfer_2d("ggml_backend_tensor_set_2d_async", tensor, offset, size, n_copies, stride_tensor,
@@ -208,7 +218,7 @@ ggml_status ggml_backend_tensor_set_2d_async(ggml_backend_t backend, ggml_tensor
                        });
 }
 
-ggml_status ggml_backend_tensor_get_2d_async(ggml_backend_t backend, const ggml_tensor * tensor, void * data,
+ggml_status ggml_ext_backend_tensor_get_2d_async(ggml_backend_t backend, const ggml_tensor * tensor, void * data,
                                              size_t offset, size_t size, size_t n_copies, size_t stride_tensor,
                                              size_t stride_data) {
     return transfer_2d("ggml_backend_tensor_get_2d_async", tensor, offset, size, n_copies, stride_tensor,
@@ -242,7 +252,7 @@ size_t ggml_backend_get_max_size(ggml_backend_t backend) {
     return ggml_backend_get_default_buffer_type(backend)->max_size();
 }
 
-ggml_status ggml_backend_tensor_set_async(ggml_backend_t backend, ggml_tensor * tensor, const void * data,
+ggml_status ggml_ext_backend_tensor_set_async(ggml_backend_t backend, ggml_tensor * tensor, const void * data,
                                           size_t offset, size_t size) {
     if (const ggml_status status = check_range("ggml_backend_tensor_set_async", tensor, offset, size))
         return status;
@@ -250,7 +260,7 @@ ggml_status ggml_backend_tensor_set_async(ggml_backend_t backend, ggml_tensor * 
     return GGML_STATUS_SUCCESS;
 }
 
-ggml_status ggml_backend_tensor_get_async(ggml_backend_t backend, const ggml_tensor * tensor, void * data,
+ggml_status ggml_ext_backend_tensor_get_async(ggml_backend_t backend, const ggml_tensor * tensor, void * data,
                                           size_t offset, size_t size) {
     if (const ggml_status status = check_range("ggml_backend_tensor_get_async", tensor, offset, size))
         return status;
@@ -258,12 +268,57 @@ ggml_status ggml_backend_tensor_get_async(ggml_backend_t backend, const ggml_ten
     return GGML_STATUS_SUCCESS;
 }
 
-ggml_status ggml_backend_tensor_copy_async(ggml_backend_t backend_src, ggml_backend_t backend_dst,
+ggml_status ggml_ext_backend_tensor_copy_async(ggml_backend_t backend_src, ggml_backend_t backend_dst,
                                            const ggml_tensor * src, ggml_tensor * dst) {
     if (backend_dst->copy_tensor_async(backend_src, src, dst)) return GGML_STATUS_SUCCESS;
     ggml_backend_synchronize(backend_src);
     ggml_backend_synchronize(backend_dst);
-    return ggml_backend_tensor_copy(src, dst);
+    return ggml_ext_backend_tensor_copy(src, dst);
+}
+
+void ggml_backend_tensor_set(ggml_tensor * tensor, const void * data, size_t offset, size_t size) {
+    misuse_unless_done(ggml_ext_backend_tensor_set(tensor, data, offset, size));
+}
+void ggml_backend_tensor_get(const ggml_tensor * tensor, void * data, size_t offset, size_t size) {
+    misuse_unless_done(ggml_ext_backend_tensor_get(tensor, data, offset, size));
+}
+void ggml_backend_tensor_memset(ggml_tensor * tensor, uint8_t value, size_t offset, size_t size) {
+    misuse_unless_done(ggml_ext_backend_tensor_memset(tensor, value, offset, size));
+}
+void ggml_backend_tensor_copy(const ggml_tensor * src, ggml_tensor * dst) {
+    misuse_unless_done(ggml_ext_backend_tensor_copy(src, dst));
+}
+void ggml_backend_tensor_set_async(ggml_backend_t backend, ggml_tensor * tensor, const void * data, size_t offset,
+                                   size_t size) {
+    misuse_unless_done(ggml_ext_backend_tensor_set_async(backend, tensor, data, offset, size));
+}
+void ggml_backend_tensor_get_async(ggml_backend_t backend, const ggml_tensor * tensor, void * data, size_t offset,
+                                   size_t size) {
+    misuse_unless_done(ggml_ext_backend_tensor_get_async(backend, tensor, data, offset, size));
+}
+void ggml_backend_tensor_copy_async(ggml_backend_t backend_src, ggml_backend_t backend_dst, const ggml_tensor * src,
+                                    ggml_tensor * dst) {
+    misuse_unless_done(ggml_ext_backend_tensor_copy_async(backend_src, backend_dst, src, dst));
+}
+void ggml_backend_tensor_set_2d(ggml_tensor * tensor, const void * data, size_t offset, size_t size, size_t n_copies,
+                                size_t stride_tensor, size_t stride_data) {
+    misuse_unless_done(
+        ggml_ext_backend_tensor_set_2d(tensor, data, offset, size, n_copies, stride_tensor, stride_data));
+}
+void ggml_backend_tensor_get_2d(const ggml_tensor * tensor, void * data, size_t offset, size_t size, size_t n_copies,
+                                size_t stride_tensor, size_t stride_data) {
+    misuse_unless_done(
+        ggml_ext_backend_tensor_get_2d(tensor, data, offset, size, n_copies, stride_tensor, stride_data));
+}
+void ggml_backend_tensor_set_2d_async(ggml_backend_t backend, ggml_tensor * tensor, const void * data, size_t offset,
+                                      size_t size, size_t n_copies, size_t stride_tensor, size_t stride_data) {
+    misuse_unless_done(ggml_ext_backend_tensor_set_2d_async(backend, tensor, data, offset, size, n_copies,
+                                                            stride_tensor, stride_data));
+}
+void ggml_backend_tensor_get_2d_async(ggml_backend_t backend, const ggml_tensor * tensor, void * data, size_t offset,
+                                      size_t size, size_t n_copies, size_t stride_tensor, size_t stride_data) {
+    misuse_unless_done(ggml_ext_backend_tensor_get_2d_async(backend, tensor, data, offset, size, n_copies,
+                                                            stride_tensor, stride_data));
 }
 
 void ggml_backend_synchronize(ggml_backend_t backend) { backend->synchronize(); }

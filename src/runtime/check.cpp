@@ -291,10 +291,10 @@ public:
     }
 
     bool upload() {
-        return ggml_backend_tensor_set(whole_, image_.data(), 0, image_.size()) == GGML_STATUS_SUCCESS;
+        return ggml_ext_backend_tensor_set(whole_, image_.data(), 0, image_.size()) == GGML_STATUS_SUCCESS;
     }
     bool download() {
-        return ggml_backend_tensor_get(whole_, image_.data(), 0, image_.size()) == GGML_STATUS_SUCCESS;
+        return ggml_ext_backend_tensor_get(whole_, image_.data(), 0, image_.size()) == GGML_STATUS_SUCCESS;
     }
 
     // "" when every guard byte still holds its pattern, else which region's guard was overwritten.

@@ -1,6 +1,7 @@
 // ggml_backend_graph_copy (a graph's tensors copied into one buffer of another backend) and
 // ggml_backend_compare_graph_backend, which computes a graph and its copy node by node.
 #include <ggml-alloc.h>
+#include <ggml-ext.h>
 #include <ggml-graph.h>
 
 #include <iterator>
@@ -73,8 +74,8 @@ bool initialise_copies(const TensorCopier & copier) {
             if (ggml_backend_view_init(copy) != GGML_STATUS_SUCCESS) return false;
         } else if (original->data && ggml_nbytes(original) > 0) {
             const ggml_status status = original->buffer
-                                           ? ggml_backend_tensor_copy(original, copy)
-                                           : ggml_backend_tensor_set(copy, original->data, 0, ggml_nbytes(original));
+                                           ? ggml_ext_backend_tensor_copy(original, copy)
+                                           : ggml_ext_backend_tensor_set(copy, original->data, 0, ggml_nbytes(original));
             if (status != GGML_STATUS_SUCCESS) return false;
         }
     }

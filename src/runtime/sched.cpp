@@ -406,7 +406,7 @@ bool ggml_backend_sched::build_plan_graph(ggml_cgraph * g) {
     ggx::backend::RewriteScope scope(rewrites, 0);
     const auto add_node = [&](ggml_tensor * node, int backend) {
         node_ids.push_back(backend);
-        return ggml_graph_add_node(graph, node);
+        return ggx::core::graph_add_node(graph, node);
     };
     for (Split & s : splits) {
         const int first = s.begin;
@@ -575,13 +575,13 @@ ggml_status ggml_backend_sched::copy_inputs(const Split & s) {
         int from = placement_of(in.source);
         if (from == kNoBackend && in.source->buffer) from = backend_of_buffer(in.source->buffer);
         if (from == kNoBackend) {
-            if (const ggml_status status = ggml_backend_tensor_copy(in.source, in.copies[cur_copy]))
+            if (const ggml_status status = ggml_ext_backend_tensor_copy(in.source, in.copies[cur_copy]))
                 return status;
             continue;
         }
         ggml_backend_synchronize(backends[from]);  // the source is complete
         if (const ggml_status status =
-                ggml_backend_tensor_copy_async(backends[from], backend, in.source, in.copies[cur_copy]))
+                ggml_ext_backend_tensor_copy_async(backends[from], backend, in.source, in.copies[cur_copy]))
             return status;
     }
     return GGML_STATUS_SUCCESS;

@@ -68,12 +68,15 @@ TEST(ContextInit, NoAllocFlagReported) {
     EXPECT_TRUE(ggml_get_no_alloc(ctx.get()));
 }
 
-TEST(ContextInit, ZeroSizeReturnsNull) {
-    ggml_init_params p{};
-    p.mem_size = 0;
-    p.mem_buffer = nullptr;
-    p.no_alloc = false;
-    EXPECT_EQ(ggml_init(p), nullptr);
+// As in ggml: a size of 0 gives a context with a GGML_MEM_ALIGN-byte arena, too small for any object.
+TEST(ContextInit, ZeroSizeGivesAnEmptyArena) {
+    Ctx ctx(ggml_init({0, nullptr, true}));
+    ASSERT_NE(ctx, nullptr);
+    EXPECT_EQ(ggml_get_mem_size(ctx.get()), size_t{GGML_MEM_ALIGN});
+    EXPECT_EQ(ggml_used_mem(ctx.get()), 0u);
+    EXPECT_EQ(ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 1), nullptr);
+    ASSERT_NE(ggml_get_error(ctx.get()), nullptr);
+    EXPECT_NE(std::strstr(ggml_get_error(ctx.get()), "arena full"), nullptr) << ggml_get_error(ctx.get());
 }
 
 TEST(ContextInit, FreeNullIsIgnored) { ggml_free(nullptr); }

@@ -2,11 +2,13 @@
 // aborts with its message by default and returns NULL with ggml_get_error in the returning mode;
 // ggml_set_abort_on_error overrides the mode per context. This suite has GoogleTest's own main, so
 // the process starts in the default mode.
+#include <ggml-alloc.h>
 #include <ggml-ext.h>
 #include <ggml-graph.h>
 #include <ggml.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdio>
 
 #include "support/test_util.h"
@@ -28,6 +30,18 @@ constexpr const char * kBadAddPattern =
     "ggx: ggml_add: b cannot be broadcast over a .* \\(a: f32 \\[4, 3, 1, 1\\], b: f32 \\[3, 1, 1, 1\\]\\)";
 constexpr const char * kBadAddReason = "ggml_add: b cannot be broadcast over a";
 constexpr const char * kBadAddShapes = "(a: f32 [4, 3, 1, 1], b: f32 [3, 1, 1, 1])";
+
+// A placed F32 tensor of 4 elements (16 bytes) in a CPU buffer owned by the returned handle.
+struct PlacedTensor {
+    ggml_tensor * tensor = nullptr;
+    Buffer buffer;
+};
+PlacedTensor placed_tensor(ggml_context * ctx) {
+    PlacedTensor p;
+    p.tensor = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4);
+    p.buffer.reset(ggml_backend_alloc_ctx_tensors(ctx, cpu_backend()));
+    return p;
+}
 
 // An extension operator whose inference rejects every input.
 ggml_ext_op_t rejecting_op() {
@@ -93,6 +107,35 @@ TEST_F(ErrorModeDeathTest, GraphMisuseAborts) {
     EXPECT_DEATH(ggml_graph_add_leaf(one_node, y), "ggx: ggml_graph_add_leaf: a leaf must have no op");
 }
 
+TEST_F(ErrorModeDeathTest, GraphCopyIntoTooSmallAGraphAborts) {
+    ggml_tensor * x = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 4);
+    ggml_cgraph * two_nodes = ggml_new_graph_custom(ctx.get(), 2, false);
+    ggml_build_forward_expand(two_nodes, ggml_scale(ctx.get(), ggml_scale(ctx.get(), x, 2.0f), 2.0f));
+    ggml_cgraph * one_node = ggml_new_graph_custom(ctx.get(), 1, false);
+    EXPECT_DEATH(ggml_graph_cpy(two_nodes, one_node), "ggx: ggml_graph_cpy: destination holds 1 nodes");
+}
+
+// ggml's void tensor transfers treat a refused transfer as a misuse, as ggml's asserts do.
+TEST_F(ErrorModeDeathTest, TensorTransferOutOfRangeAborts) {
+    const PlacedTensor p = placed_tensor(ctx.get());
+    ASSERT_NE(p.buffer, nullptr);
+    std::array<char, 32> bytes{};
+    EXPECT_DEATH(ggml_backend_tensor_set(p.tensor, bytes.data(), 8, 16),
+                 "ggx: ggml_backend_tensor_set: out of bounds");
+    EXPECT_DEATH(ggml_backend_tensor_get_2d(p.tensor, bytes.data(), 0, 8, 3, 8, 8),
+                 "ggx: ggml_backend_tensor_get_2d: out of bounds");
+}
+
+// The checked forms return the status in the aborting mode too.
+TEST_F(ErrorModeDeathTest, CheckedTensorTransfersReturnTheirStatus) {
+    const PlacedTensor p = placed_tensor(ctx.get());
+    ASSERT_NE(p.buffer, nullptr);
+    std::array<char, 32> bytes{};
+    EXPECT_EQ(ggml_ext_backend_tensor_set(p.tensor, bytes.data(), 8, 16), GGML_STATUS_FAILED);
+    EXPECT_TRUE(contains(ggml_backend_get_last_error(), "ggml_backend_tensor_set: out of bounds"));
+    EXPECT_EQ(ggml_ext_backend_tensor_set(p.tensor, bytes.data(), 0, 16), GGML_STATUS_SUCCESS);
+}
+
 TEST_F(ErrorModeDeathTest, ExtensionConstructorAborts) {
     ggml_tensor * x = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 4);
     ASSERT_NE(rejecting_op(), nullptr) << ggml_backend_get_last_error();
@@ -135,6 +178,18 @@ TEST(ErrorModeReturn, GraphMisuseInvalidatesTheGraph) {
     EXPECT_FALSE(ggml_graph_is_valid(graph));
     ASSERT_NE(ggml_get_error(ctx.get()), nullptr);
     EXPECT_TRUE(contains(ggml_get_error(ctx.get()), "ggml_build_forward_expand: tensor is NULL"));
+}
+
+TEST(ErrorModeReturn, RefusedTensorTransferLeavesTheMessageAndTheData) {
+    ScopedErrorMode returning(GGML_EXT_ERROR_RETURN);
+    Context ctx = new_context();
+    const PlacedTensor p = placed_tensor(ctx.get());
+    ASSERT_NE(p.buffer, nullptr);
+    write_f32(p.tensor, {1, 2, 3, 4});
+    const std::array<float, 4> other = {9, 9, 9, 9};
+    ggml_backend_tensor_set(p.tensor, other.data(), 4, sizeof other);
+    EXPECT_TRUE(contains(ggml_backend_get_last_error(), "ggml_backend_tensor_set: out of bounds"));
+    EXPECT_EQ(read_f32(p.tensor), (std::vector<float>{1, 2, 3, 4}));
 }
 
 TEST(ErrorModeReturn, ModeIsReadAtEachError) {

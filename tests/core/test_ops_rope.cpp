@@ -218,7 +218,7 @@ void run_rope_case(const RopeCase & c) {
     Buffer buffer(ggml_backend_alloc_ctx_tensors(ctx.get(), cpu_backend()));
     const std::vector<float> input = ramp(D * H * T, -1.3f, 0.07f);
     write_f32(x, input);
-    ASSERT_EQ(ggml_backend_tensor_set(pos, positions.data(), 0, ggml_nbytes(pos)), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_set(pos, positions.data(), 0, ggml_nbytes(pos)), GGML_STATUS_SUCCESS);
     ASSERT_EQ(ggml_backend_graph_compute(cpu_backend(), graph), GGML_STATUS_SUCCESS);
     const std::vector<float> got = read_f32(c.inplace ? x : r);
     const std::vector<float> want =

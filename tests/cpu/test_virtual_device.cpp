@@ -204,22 +204,22 @@ TEST(VirtualDevice, TensorDataGoesThroughItsBuffers) {
     EXPECT_EQ(on_device->buffer, buffer.get());
 
     const float values[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-    ASSERT_EQ(ggml_backend_tensor_set(on_device, values, 0, sizeof values), GGML_STATUS_SUCCESS);
-    ASSERT_EQ(ggml_backend_tensor_memset(on_device, 0, 4, 4), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_set(on_device, values, 0, sizeof values), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_memset(on_device, 0, 4, 4), GGML_STATUS_SUCCESS);
     float out[8] = {};
-    ASSERT_EQ(ggml_backend_tensor_get(on_device, out, 0, sizeof out), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_get(on_device, out, 0, sizeof out), GGML_STATUS_SUCCESS);
     EXPECT_EQ(std::vector<float>(out, out + 8), (std::vector<float>{1, 0, 3, 4, 5, 6, 7, 8}));
 
     // Device to device, device to host and host to device.
-    ASSERT_EQ(ggml_backend_tensor_copy(on_device, also_on_device), GGML_STATUS_SUCCESS);
-    ASSERT_EQ(ggml_backend_tensor_copy(also_on_device, on_host), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_copy(on_device, also_on_device), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_copy(also_on_device, on_host), GGML_STATUS_SUCCESS);
     EXPECT_EQ(std::memcmp(on_host->data, out, sizeof out), 0);
     const float twos[8] = {2, 2, 2, 2, 2, 2, 2, 2};
     std::memcpy(on_host->data, twos, sizeof twos);
-    ASSERT_EQ(ggml_backend_tensor_copy(on_host, on_device), GGML_STATUS_SUCCESS);
-    ASSERT_EQ(ggml_backend_tensor_get(on_device, out, 0, sizeof out), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_copy(on_host, on_device), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_get(on_device, out, 0, sizeof out), GGML_STATUS_SUCCESS);
     EXPECT_EQ(std::memcmp(out, twos, sizeof twos), 0);
-    EXPECT_EQ(ggml_backend_tensor_get(on_device, out, 4, sizeof out), GGML_STATUS_FAILED);
+    EXPECT_EQ(ggml_ext_backend_tensor_get(on_device, out, 4, sizeof out), GGML_STATUS_FAILED);
 }
 
 // x @ w + bias, times a gate, then softmax (every op in kMatmulOps but VIEW), in a context of its own.
@@ -242,13 +242,13 @@ struct MatmulGraph {
             std::vector<float> values(static_cast<size_t>(ggml_nelements(t)));
             for (float & v : values)
                 v = static_cast<float>(rng.uniform(-1.0, 1.0));
-            ASSERT_EQ(ggml_backend_tensor_set(t, values.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
+            ASSERT_EQ(ggml_ext_backend_tensor_set(t, values.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
         }
     }
 
     std::vector<float> result() const {
         std::vector<float> values(static_cast<size_t>(ggml_nelements(out)));
-        EXPECT_EQ(ggml_backend_tensor_get(out, values.data(), 0, ggml_nbytes(out)), GGML_STATUS_SUCCESS);
+        EXPECT_EQ(ggml_ext_backend_tensor_get(out, values.data(), 0, ggml_nbytes(out)), GGML_STATUS_SUCCESS);
         return values;
     }
 };

@@ -597,7 +597,7 @@ TEST(ExtKernels, PrepareAndExecuteErrorsPropagateWithoutNativeRetry) {
     Sched sched = rig.sched();
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph));
     write_f32(g.x, ramp(8, -1.0f, 0.125f));
-    ASSERT_EQ(ggml_backend_tensor_memset(g.y, 0, 0, ggml_nbytes(g.y)), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_memset(g.y, 0, 0, ggml_nbytes(g.y)), GGML_STATUS_SUCCESS);
     EXPECT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_FAILED);
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "told to fail in execute"));
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "add.failing"));

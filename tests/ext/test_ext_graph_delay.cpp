@@ -553,7 +553,7 @@ std::vector<std::vector<unsigned char>> compute(RandomGraph & g, uint32_t seed, 
     for (ggml_tensor * t = ggml_get_first_tensor(g.ctx.get()); t; t = ggml_get_next_tensor(g.ctx.get(), t)) {
         if (t->view_src) continue;
         bytes.emplace_back(ggml_nbytes(t));
-        EXPECT_EQ(ggml_backend_tensor_get(t, bytes.back().data(), 0, bytes.back().size()),
+        EXPECT_EQ(ggml_ext_backend_tensor_get(t, bytes.back().data(), 0, bytes.back().size()),
                   GGML_STATUS_SUCCESS);
     }
     return bytes;

@@ -130,14 +130,14 @@ TEST(TensorData, SetGetMemsetAndCopyWithinBounds) {
 
     std::vector<float> values(8);
     std::iota(values.begin(), values.end(), 1.0f);
-    ASSERT_EQ(ggml_backend_tensor_set(a, values.data(), 0, 32), GGML_STATUS_SUCCESS);
-    ASSERT_EQ(ggml_backend_tensor_memset(a, 0, 4, 4), GGML_STATUS_SUCCESS);
-    ASSERT_EQ(ggml_backend_tensor_copy(a, b), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_set(a, values.data(), 0, 32), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_memset(a, 0, 4, 4), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_copy(a, b), GGML_STATUS_SUCCESS);
     std::vector<float> out(8, -1.0f);
-    ASSERT_EQ(ggml_backend_tensor_get(b, out.data(), 0, 32), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_get(b, out.data(), 0, 32), GGML_STATUS_SUCCESS);
     EXPECT_EQ(out, (std::vector<float>{1, 0, 3, 4, 5, 6, 7, 8}));
     float partial[2];
-    ASSERT_EQ(ggml_backend_tensor_get(b, partial, 24, 8), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_get(b, partial, 24, 8), GGML_STATUS_SUCCESS);
     EXPECT_EQ(partial[0], 7.0f);
     EXPECT_EQ(partial[1], 8.0f);
 }
@@ -149,17 +149,17 @@ TEST(TensorData, OutOfBoundsAndUnallocatedAccessFail) {
     ggml_tensor * a = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 8);
     ggml_set_name(a, "a");
     float scratch[16] = {};
-    EXPECT_EQ(ggml_backend_tensor_set(a, scratch, 0, 4), GGML_STATUS_FAILED);
+    EXPECT_EQ(ggml_ext_backend_tensor_set(a, scratch, 0, 4), GGML_STATUS_FAILED);
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "'a' is not allocated"));
     Buffer buffer(ggml_backend_alloc_ctx_tensors_from_buft(ctx.get(), ggml_backend_cpu_buffer_type()));
     ASSERT_NE(buffer, nullptr);
-    EXPECT_EQ(ggml_backend_tensor_set(a, scratch, 4, 32), GGML_STATUS_FAILED);
+    EXPECT_EQ(ggml_ext_backend_tensor_set(a, scratch, 4, 32), GGML_STATUS_FAILED);
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "out of bounds"));
-    EXPECT_EQ(ggml_backend_tensor_get(a, scratch, 33, 0), GGML_STATUS_FAILED);
-    EXPECT_EQ(ggml_backend_tensor_memset(a, 0, 0, 33), GGML_STATUS_FAILED);
+    EXPECT_EQ(ggml_ext_backend_tensor_get(a, scratch, 33, 0), GGML_STATUS_FAILED);
+    EXPECT_EQ(ggml_ext_backend_tensor_memset(a, 0, 0, 33), GGML_STATUS_FAILED);
     ggml_tensor * other = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F16, 8);
     Buffer other_buffer(ggml_backend_alloc_ctx_tensors_from_buft(ctx.get(), ggml_backend_cpu_buffer_type()));
-    EXPECT_EQ(ggml_backend_tensor_copy(a, other), GGML_STATUS_FAILED);
+    EXPECT_EQ(ggml_ext_backend_tensor_copy(a, other), GGML_STATUS_FAILED);
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "same type and shape"));
 }
 
@@ -292,11 +292,11 @@ TEST(GraphCompute, AsyncTransfersCompleteAfterSynchronize) {
     Buffer buffer(ggml_backend_alloc_ctx_tensors(ctx.get(), backend.get()));
     const float in[4] = {1, 2, 3, 4};
     float out[4] = {};
-    ASSERT_EQ(ggml_backend_tensor_set_async(backend.get(), a, in, 0, sizeof in), GGML_STATUS_SUCCESS);
-    ASSERT_EQ(ggml_backend_tensor_get_async(backend.get(), a, out, 0, sizeof out), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_set_async(backend.get(), a, in, 0, sizeof in), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_get_async(backend.get(), a, out, 0, sizeof out), GGML_STATUS_SUCCESS);
     ggml_backend_synchronize(backend.get());
     EXPECT_EQ(std::memcmp(in, out, sizeof in), 0);
-    EXPECT_EQ(ggml_backend_tensor_set_async(backend.get(), a, in, 8, sizeof in), GGML_STATUS_FAILED);
+    EXPECT_EQ(ggml_ext_backend_tensor_set_async(backend.get(), a, in, 8, sizeof in), GGML_STATUS_FAILED);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // copies and cross-backend comparison, scheduler queries (buffer type, reserve sizes, splitting),
 // backend GUIDs, buffers over caller memory, meta devices, the linear allocator and sizing helpers.
 #include <ggml-alloc.h>
+#include <ggml-ext.h>
 #include <ggml-cpp.h>
 #include <ggml-cpu.h>
 #include <gtest/gtest.h>
@@ -35,7 +36,7 @@ std::vector<float> iota_values(size_t n, float start = 1.0f) {
 
 std::vector<float> read_all(const ggml_tensor * t) {
     std::vector<float> out(static_cast<size_t>(ggml_nelements(t)));
-    EXPECT_EQ(ggml_backend_tensor_get(t, out.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
+    EXPECT_EQ(ggml_ext_backend_tensor_get(t, out.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
     return out;
 }
 
@@ -60,7 +61,7 @@ struct SmallModel {
         set(b, iota_values(6));
     }
     static void set(ggml_tensor * t, const std::vector<float> & values) {
-        ASSERT_EQ(ggml_backend_tensor_set(t, values.data(), 0, values.size() * sizeof(float)), GGML_STATUS_SUCCESS);
+        ASSERT_EQ(ggml_ext_backend_tensor_set(t, values.data(), 0, values.size() * sizeof(float)), GGML_STATUS_SUCCESS);
     }
 };
 
@@ -72,24 +73,24 @@ TEST(BackendTransfers2d, RowsGoToAndComeFromTheirStrides) {
     ggml_backend_tensor_memset(t, 0, 0, ggml_nbytes(t));
     // Columns 1 and 2 of every row from a packed 3 x 2 source whose rows are 3 floats apart.
     const float source[] = {1, 2, -1, 3, 4, -1, 5, 6, -1};
-    ASSERT_EQ(ggml_backend_tensor_set_2d(t, source, sizeof(float), 2 * sizeof(float), 3, t->nb[1], 3 * sizeof(float)),
+    ASSERT_EQ(ggml_ext_backend_tensor_set_2d(t, source, sizeof(float), 2 * sizeof(float), 3, t->nb[1], 3 * sizeof(float)),
               GGML_STATUS_SUCCESS);
     EXPECT_EQ(read_all(t), std::vector<float>({0, 1, 2, 0, 0, 3, 4, 0, 0, 5, 6, 0}));
     float back[6] = {};
-    ASSERT_EQ(ggml_backend_tensor_get_2d(t, back, sizeof(float), 2 * sizeof(float), 3, t->nb[1], 2 * sizeof(float)),
+    ASSERT_EQ(ggml_ext_backend_tensor_get_2d(t, back, sizeof(float), 2 * sizeof(float), 3, t->nb[1], 2 * sizeof(float)),
               GGML_STATUS_SUCCESS);
     EXPECT_EQ(std::vector<float>(back, back + 6), std::vector<float>({1, 2, 3, 4, 5, 6}));
 
-    ASSERT_EQ(ggml_backend_tensor_set_2d_async(backend.get(), t, source, 0, sizeof(float), 3, t->nb[1], sizeof(float)),
+    ASSERT_EQ(ggml_ext_backend_tensor_set_2d_async(backend.get(), t, source, 0, sizeof(float), 3, t->nb[1], sizeof(float)),
               GGML_STATUS_SUCCESS);
-    ASSERT_EQ(ggml_backend_tensor_get_2d_async(backend.get(), t, back, 0, sizeof(float), 3, t->nb[1], sizeof(float)),
+    ASSERT_EQ(ggml_ext_backend_tensor_get_2d_async(backend.get(), t, back, 0, sizeof(float), 3, t->nb[1], sizeof(float)),
               GGML_STATUS_SUCCESS);
     ggml_backend_synchronize(backend.get());
     EXPECT_EQ(std::vector<float>(back, back + 3), std::vector<float>({1, 2, -1}));
 
     // The last row would end past the tensor: refused before anything is written.
     ggml_backend_tensor_memset(t, 0, 0, ggml_nbytes(t));
-    EXPECT_EQ(ggml_backend_tensor_set_2d(t, source, 3 * sizeof(float), 2 * sizeof(float), 3, t->nb[1], 0),
+    EXPECT_EQ(ggml_ext_backend_tensor_set_2d(t, source, 3 * sizeof(float), 2 * sizeof(float), 3, t->nb[1], 0),
               GGML_STATUS_FAILED);
     EXPECT_NE(std::string(ggml_backend_get_last_error()).find("out of bounds"), std::string::npos);
     EXPECT_EQ(read_all(t), std::vector<float>(12, 0.0f));

@@ -399,7 +399,7 @@ void fill_leafs(ggml_cgraph * graph, const std::unordered_map<const ggml_tensor 
                 x = static_cast<float>(rng.uniform(-2.0, 2.0));
             ggml_quantize_row(t->type, v.data(), bytes.data(), n);
         }
-        ASSERT_EQ(ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size()), GGML_STATUS_SUCCESS);
+        ASSERT_EQ(ggml_ext_backend_tensor_set(t, bytes.data(), 0, bytes.size()), GGML_STATUS_SUCCESS);
     }
 }
 

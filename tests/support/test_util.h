@@ -79,14 +79,14 @@ inline ggml_backend_t cpu_backend() {
 // The values of an allocated F32 tensor, read through the backend API.
 inline std::vector<float> read_f32(const ggml_tensor * t) {
     std::vector<float> v(static_cast<size_t>(ggml_nelements(t)));
-    EXPECT_EQ(ggml_backend_tensor_get(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
+    EXPECT_EQ(ggml_ext_backend_tensor_get(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
     return v;
 }
 
 // Sets all values of an allocated F32 tensor through the backend API.
 inline void write_f32(ggml_tensor * t, const std::vector<float> & v) {
     ASSERT_EQ(v.size(), static_cast<size_t>(ggml_nelements(t)));
-    ASSERT_EQ(ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t)), GGML_STATUS_SUCCESS);
 }
 
 // start, start + step, start + 2 step, ... (n values).

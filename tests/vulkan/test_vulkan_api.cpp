@@ -67,7 +67,7 @@ TEST_F(VulkanTest, PinnedHostBuffersServeTheHostTheCpuAndTransfers) {
 
     ggml_tensor * on_device = input(64);
     alloc();
-    ASSERT_EQ(ggml_backend_tensor_copy(x, on_device), GGML_STATUS_SUCCESS);
+    ASSERT_EQ(ggml_ext_backend_tensor_copy(x, on_device), GGML_STATUS_SUCCESS);
     std::vector<float> back(64);
     ggml_backend_tensor_get(on_device, back.data(), 0, 64 * sizeof(float));
     EXPECT_EQ(std::memcmp(back.data(), values, 64 * sizeof(float)), 0);

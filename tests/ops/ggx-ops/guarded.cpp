@@ -1,6 +1,8 @@
 // Guarded placement of a case's tensors.
 #include "guarded.h"
 
+#include <ggml-ext.h>
+
 #include <algorithm>
 
 namespace ggx::ops {
@@ -70,11 +72,11 @@ bool GuardedBuffer::place(ggml_context * ctx, ggml_backend_buffer_type_t buft) {
 }
 
 bool GuardedBuffer::upload() {
-    return ggml_backend_tensor_set(whole_, image_.data(), 0, image_.size()) == GGML_STATUS_SUCCESS;
+    return ggml_ext_backend_tensor_set(whole_, image_.data(), 0, image_.size()) == GGML_STATUS_SUCCESS;
 }
 
 bool GuardedBuffer::download() {
-    return ggml_backend_tensor_get(whole_, image_.data(), 0, image_.size()) == GGML_STATUS_SUCCESS;
+    return ggml_ext_backend_tensor_get(whole_, image_.data(), 0, image_.size()) == GGML_STATUS_SUCCESS;
 }
 
 size_t GuardedBuffer::offset_of(const ggml_tensor * owner) const {

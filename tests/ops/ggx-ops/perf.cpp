@@ -1,6 +1,7 @@
 // `ggx-ops perf`: large-shape cases timed on every device, as GFLOP/s or GB/s and as a fraction of
 // the machine's roofline (../shared/tools/roofline).
 #include <ggml-alloc.h>
+#include <ggml-ext.h>
 
 #include <algorithm>
 #include <chrono>
@@ -65,7 +66,7 @@ bool fill_leaves(ggml_context * ctx, const Graph & g, Rng & rng) {
             std::copy(values.begin(), values.end(), row.begin());
             ggml_quantize_row(t->type, row.data(), host.data() + r * row_bytes, t->ne[0]);
         }
-        if (ggml_backend_tensor_set(t, host.data(), 0, host.size()) != GGML_STATUS_SUCCESS) return false;
+        if (ggml_ext_backend_tensor_set(t, host.data(), 0, host.size()) != GGML_STATUS_SUCCESS) return false;
     }
     return true;
 }
