@@ -191,7 +191,8 @@ const char * ggml_backend_reg_name(ggml_backend_reg_t reg);
 size_t ggml_backend_reg_dev_count(ggml_backend_reg_t reg);
 ggml_backend_dev_t ggml_backend_reg_dev_get(ggml_backend_reg_t reg, size_t index);
 /* A named, versioned service or function of the backend (e.g. "ggml_backend_set_n_threads"), or
- * NULL when the backend does not provide it. */
+ * NULL when the backend does not provide it (or reg is NULL, as ggml_backend_reg_by_name returns for a
+ * backend not loaded). */
 void * ggml_backend_reg_get_proc_address(ggml_backend_reg_t reg, const char * name);
 
 size_t ggml_backend_reg_count(void);

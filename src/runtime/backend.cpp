@@ -470,7 +470,7 @@ ggml_backend_dev_t ggml_backend_reg_dev_get(ggml_backend_reg_t reg, size_t index
     return index < reg->device_count() ? reg->device(index) : nullptr;
 }
 void * ggml_backend_reg_get_proc_address(ggml_backend_reg_t reg, const char * name) {
-    return name ? reg->proc_address(name) : nullptr;
+    return reg && name ? reg->proc_address(name) : nullptr;
 }
 
 }  // extern "C"

@@ -1,6 +1,6 @@
 # Dynamic backend loading end to end: configures and builds the project in WORK_DIR with
 # GGX_BACKEND_DL=ON (shared libraries, the backends as modules), installs it, then builds and runs
-# tests/registry/dl_consumer against the installed package. Run as:
+# tests/registry/dl_consumer (and the install test's sd pack consumer) against the installed package. Run as:
 #   cmake -DSOURCE_DIR=<root> -DWORK_DIR=<dir> -DVULKAN=ON|OFF [-DLAUNCHER=ccache] -P run_dl.cmake
 file(REMOVE_RECURSE ${WORK_DIR})
 function(run)
@@ -21,3 +21,4 @@ run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/registry/dl_consumer -B ${WORK_DIR}/
     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/consumer)
 run(${WORK_DIR}/consumer/dl_consumer)
+run(${WORK_DIR}/consumer/sd_consumer)

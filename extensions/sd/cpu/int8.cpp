@@ -779,7 +779,7 @@ ggml_status linear_execute(const ggml_ext_execute_params * params) {
 bool ensure_service() {
     if (g_parallel) return true;
     const auto * p = static_cast<const ggml_ext_cpu_parallel_v1 *>(
-        ggml_backend_reg_get_proc_address(ggml_backend_cpu_reg(), GGML_EXT_CPU_PARALLEL_V1));
+        ggml_backend_reg_get_proc_address(ggml_backend_reg_by_name("CPU"), GGML_EXT_CPU_PARALLEL_V1));
     if (!p || p->struct_size < sizeof(ggml_ext_cpu_parallel_v1) ||
         p->version < GGML_EXT_CPU_PARALLEL_V1_VERSION) {
         ggml_ext_set_error("sd int8: the CPU registry offers no ggml_ext_cpu_parallel_v1 service");

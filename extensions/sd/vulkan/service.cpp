@@ -13,7 +13,7 @@ namespace sd::vulkan {
 const ggml_ext_vulkan_v1 * service() {
     static const ggml_ext_vulkan_v1 * table = [] {
         const auto * t = static_cast<const ggml_ext_vulkan_v1 *>(
-            ggml_backend_reg_get_proc_address(ggml_backend_vk_reg(), GGML_EXT_VULKAN_V1));
+            ggml_backend_reg_get_proc_address(ggml_backend_reg_by_name("Vulkan"), GGML_EXT_VULKAN_V1));
         return t && t->struct_size >= sizeof(ggml_ext_vulkan_v1) && t->version >= GGML_EXT_VULKAN_V1_VERSION
                    ? t
                    : nullptr;
@@ -120,7 +120,8 @@ void make_chains_consecutive(ggml_cgraph * graph, const std::function<std::vecto
 
 std::vector<ggml_backend_dev_t> devices() {
     std::vector<ggml_backend_dev_t> list;
-    ggml_backend_reg_t reg = ggml_backend_vk_reg();
+    ggml_backend_reg_t reg = ggml_backend_reg_by_name("Vulkan");
+    if (!reg) return list;
     for (size_t i = 0; i < ggml_backend_reg_dev_count(reg); ++i)
         list.push_back(ggml_backend_reg_dev_get(reg, i));
     return list;
