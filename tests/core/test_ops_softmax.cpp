@@ -40,7 +40,8 @@ TEST_F(OpsSoftmax, SinksBecomeSrc2AndJoinEachRowsSum) {
     ASSERT_TRUE(ggml_backend_supports_op(cpu_backend(), r));
     // Head 0's sink ln 3 adds 3 to the sum 1 + 1 + 1; head 1's -inf sink adds nothing.
     const std::vector<float> y = compute_on_cpu(
-        ctx(), r, {{a, {0, 0, 0, 0, 0, 0}}, {sinks, {std::log(3.0f), -std::numeric_limits<float>::infinity()}}});
+        ctx(), r,
+        {{a, {0, 0, 0, 0, 0, 0}}, {sinks, {std::log(3.0f), -std::numeric_limits<float>::infinity()}}});
     const std::vector<float> expected = {1.0f / 6, 1.0f / 6, 1.0f / 6, 1.0f / 3, 1.0f / 3, 1.0f / 3};
     ASSERT_EQ(y.size(), expected.size());
     for (size_t i = 0; i < y.size(); ++i)

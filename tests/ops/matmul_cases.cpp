@@ -42,6 +42,11 @@ const LayoutPair kBlockLayouts[] = {{Layout::Contiguous, Layout::Contiguous},
                                     {Layout::Contiguous, Layout::Permuted},
                                     {Layout::Strided, Layout::Strided}};
 
+std::span<const LayoutPair> layouts_of(ggml_type ta) {
+    return ggml_is_quantized(ta) ? std::span<const LayoutPair>(kBlockLayouts)
+                                 : std::span<const LayoutPair>(kFloatLayouts);
+}
+
 void add_case(CaseList & list, ggml_type ta, ggml_type tb, Dims d, Batch batch, LayoutPair layout) {
     const Shape a_ne = {d.k, d.m, batch.a2, batch.a3}, b_ne = {d.k, d.n, batch.b2, batch.b3};
     const Gen gen = d.m * d.n * batch.b2 * batch.b3 < 16 ? kPositive : kOperands;
@@ -58,8 +63,7 @@ void add_case(CaseList & list, ggml_type ta, ggml_type tb, Dims d, Batch batch, 
 void add_type_pair(CaseList & list, ggml_type ta, ggml_type tb) {
     const bool block = ggml_is_quantized(ta);
     const auto dims = block ? std::span<const Dims>(kBlockDims) : std::span<const Dims>(kFloatDims);
-    const auto layouts =
-        block ? std::span<const LayoutPair>(kBlockLayouts) : std::span<const LayoutPair>(kFloatLayouts);
+    const auto layouts = layouts_of(ta);
     for (const Dims & d : dims) {
         for (size_t b = 0; b < std::size(kBatches); ++b) {
             const bool all_layouts = b == 0 || b == 2;
@@ -88,7 +92,6 @@ void add_perf_cases(CaseList & list) {
     }
 }
 
-
 // MUL_MAT with GGML_PREC_F32 (quantized weights: no int8 rounding of the activations).
 void add_prec_cases(CaseList & list) {
     for (ggml_type ta : kWeightTypes) {
@@ -109,16 +112,17 @@ void add_prec_cases(CaseList & list) {
 struct Routed {
     int64_t k, m, n_as, n_used, n_b, t;
 };
-const Routed kRoutedFloat[] = {{1, 1, 1, 1, 1, 1},     {16, 8, 4, 2, 1, 3},     {33, 7, 3, 2, 2, 5},
-                               {65, 33, 8, 4, 4, 17},  {128, 20, 6, 6, 1, 40},  {7, 0, 2, 1, 1, 2},
-                               {16, 4, 2, 2, 1, 0},    {0, 5, 2, 2, 2, 3}};
-const Routed kRoutedBlock[] = {{32, 8, 4, 2, 1, 3}, {64, 16, 8, 4, 2, 9}, {96, 33, 4, 4, 4, 20},
-                               {256, 40, 3, 2, 1, 64}};
+const Routed kRoutedFloat[] = {{1, 1, 1, 1, 1, 1},    {16, 8, 4, 2, 1, 3},    {33, 7, 3, 2, 2, 5},
+                               {65, 33, 8, 4, 4, 17}, {128, 20, 6, 6, 1, 40}, {7, 0, 2, 1, 1, 2},
+                               {16, 4, 2, 2, 1, 0},   {0, 5, 2, 2, 2, 3}};
+const Routed kRoutedBlock[] = {
+    {32, 8, 4, 2, 1, 3}, {64, 16, 8, 4, 2, 9}, {96, 33, 4, 4, 4, 20}, {256, 40, 3, 2, 1, 64}};
 
 std::string routed_name(const Routed & r) {
     return format("K=%lld M=%lld experts=%lld used=%lld n_b=%lld T=%lld", static_cast<long long>(r.k),
-                  static_cast<long long>(r.m), static_cast<long long>(r.n_as), static_cast<long long>(r.n_used),
-                  static_cast<long long>(r.n_b), static_cast<long long>(r.t));
+                  static_cast<long long>(r.m), static_cast<long long>(r.n_as),
+                  static_cast<long long>(r.n_used), static_cast<long long>(r.n_b),
+                  static_cast<long long>(r.t));
 }
 
 ggml_tensor * routed_product(Graph & g, ggml_type ta, ggml_type tb, const Routed & r, LayoutPair layout,
@@ -132,17 +136,19 @@ ggml_tensor * routed_product(Graph & g, ggml_type ta, ggml_type tb, const Routed
 void add_mul_mat_id_cases(CaseList & list) {
     for (ggml_type ta : kWeightTypes) {
         const bool block = ggml_is_quantized(ta);
-        const auto dims = block ? std::span<const Routed>(kRoutedBlock) : std::span<const Routed>(kRoutedFloat);
-        const auto layouts =
-            block ? std::span<const LayoutPair>(kBlockLayouts) : std::span<const LayoutPair>(kFloatLayouts);
+        const auto dims =
+            block ? std::span<const Routed>(kRoutedBlock) : std::span<const Routed>(kRoutedFloat);
+        const auto layouts = layouts_of(ta);
         for (ggml_type tb : kFloatTypes) {
             for (const Routed & r : dims) {
                 // Distinct experts per token (as routers pick them) and repeats (allowed).
-                for (const Gen & ids : {Gen::distinct(r.n_as), Gen::integer(0, static_cast<double>(r.n_as))}) {
+                for (const Gen & ids :
+                     {Gen::distinct(r.n_as), Gen::integer(0, static_cast<double>(r.n_as))}) {
                     const bool distinct = ids.kind == Gen::Kind::Distinct;
                     for (const LayoutPair & layout : distinct ? layouts : layouts.first(1)) {
                         list.add(GGML_OP_MUL_MAT_ID,
-                                 str(ta) + "x" + str(tb) + " " + routed_name(r) + (distinct ? " distinct" : " repeats") +
+                                 str(ta) + "x" + str(tb) + " " + routed_name(r) +
+                                     (distinct ? " distinct" : " repeats") +
                                      " as:" + layout_name(layout.first) + " b:" + layout_name(layout.second),
                                  [=](Graph & g) { return routed_product(g, ta, tb, r, layout, ids); });
                     }
@@ -166,14 +172,14 @@ void add_out_prod_cases(CaseList & list) {
     for (ggml_type ta : kWeightTypes) {
         const bool block = ggml_is_quantized(ta);
         const auto dims = block ? std::span<const Dims>(kOuterBlock) : std::span<const Dims>(kOuterFloat);
-        const auto layouts =
-            block ? std::span<const LayoutPair>(kBlockLayouts) : std::span<const LayoutPair>(kFloatLayouts);
+        const auto layouts = layouts_of(ta);
         for (ggml_type tb : kFloatTypes) {
             for (const Dims & d : dims) {  // k: M, m: N (the summed dimension), n: P
                 for (size_t bi = 0; bi < std::size(kBatches); ++bi) {
                     const Batch batch = kBatches[bi];
                     for (const LayoutPair & layout : bi == 0 ? layouts : layouts.first(1)) {
-                        const Shape a_ne = {d.k, d.m, batch.a2, batch.a3}, b_ne = {d.n, d.m, batch.b2, batch.b3};
+                        const Shape a_ne = {d.k, d.m, batch.a2, batch.a3},
+                                    b_ne = {d.n, d.m, batch.b2, batch.b3};
                         list.add(GGML_OP_OUT_PROD,
                                  str(ta) + "x" + str(tb) + " a=" + str(a_ne) + " b=" + str(b_ne) +
                                      " a:" + layout_name(layout.first) + " b:" + layout_name(layout.second),

@@ -64,11 +64,12 @@ void add_rms_norm_back_cases(CaseList & list) {
             for (Layout dy_layout : {Layout::Contiguous, Layout::Strided}) {
                 for (float eps : {1e-5f, 0.1f}) {
                     list.add(GGML_OP_RMS_NORM_BACK,
-                             "f32 " + str(ne) + " x:" + layout_name(layout) + " dy:" + layout_name(dy_layout) +
-                                 " eps " + str(eps),
+                             "f32 " + str(ne) + " x:" + layout_name(layout) +
+                                 " dy:" + layout_name(dy_layout) + " eps " + str(eps),
                              [=](Graph & g) {
                                  ggml_tensor * dy = g.input(GGML_TYPE_F32, ne, dy_layout);
-                                 return ggml_rms_norm_back(g.ctx(), dy, g.input(GGML_TYPE_F32, ne, layout), eps);
+                                 return ggml_rms_norm_back(g.ctx(), dy, g.input(GGML_TYPE_F32, ne, layout),
+                                                           eps);
                              });
                 }
             }

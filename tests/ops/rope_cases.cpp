@@ -25,24 +25,6 @@ const Scaling kScalings[] = {{"plain", 0, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f},
                              {"linear", 0, 0.5f, 0.0f, 0.7f, 32.0f, 1.0f},
                              {"yarn", 4096, 0.25f, 1.0f, 1.0f, 32.0f, 1.0f}};
 
-void add_case(CaseList & list, ggml_type type, int mode, const RopeShape & s, bool factors, const Scaling & k,
-              Layout layout) {
-    list.add(GGML_OP_ROPE,
-             std::string(mode == GGML_ROPE_TYPE_NEOX ? "neox " : "normal ") + str(type) + " " + str(s.ne) +
-                 " n_dims " + std::to_string(s.n_dims) + (factors ? " factors " : " ") + k.name + " " +
-                 layout_name(layout),
-             [=](Graph & g) {
-                 ggml_tensor * a = g.input(type, s.ne, layout);
-                 ggml_tensor * pos =
-                     g.input(GGML_TYPE_I32, {s.ne[2], 1, 1, 1}, Layout::Contiguous, Gen::integer(0, 1024));
-                 ggml_tensor * ff = factors ? g.input(GGML_TYPE_F32, {s.n_dims / 2, 1, 1, 1},
-                                                      Layout::Contiguous, Gen::uniform(0.5, 4.0))
-                                            : nullptr;
-                 return ggml_rope_ext(g.ctx(), a, pos, ff, s.n_dims, mode, k.n_ctx_orig, 10000.0f,
-                                      k.freq_scale, k.ext_factor, k.attn_factor, k.beta_fast, k.beta_slow);
-             });
-}
-
 // Multi-axis modes: a split of the rotation pairs between the position axes t, h, w, e.
 struct Multi {
     int mode;
@@ -93,10 +75,11 @@ ggml_tensor * build_rope(Graph & g, const RopeCase & c) {
     const bool multi = c.sections != nullptr;
     const int pairs = c.mode == GGML_ROPE_TYPE_VISION ? c.shape.n_dims : c.shape.n_dims / 2;
     ggml_tensor * a = g.input(c.type, c.shape.ne, c.layout);
-    ggml_tensor * pos =
-        g.input(GGML_TYPE_I32, {(multi ? 4 : 1) * c.shape.ne[2], 1, 1, 1}, Layout::Contiguous, Gen::integer(0, 1024));
+    ggml_tensor * pos = g.input(GGML_TYPE_I32, {(multi ? 4 : 1) * c.shape.ne[2], 1, 1, 1}, Layout::Contiguous,
+                                Gen::integer(0, 1024));
     ggml_tensor * ff =
-        c.factors ? g.input(GGML_TYPE_F32, {pairs, 1, 1, 1}, Layout::Contiguous, Gen::uniform(0.5, 4.0)) : nullptr;
+        c.factors ? g.input(GGML_TYPE_F32, {pairs, 1, 1, 1}, Layout::Contiguous, Gen::uniform(0.5, 4.0))
+                  : nullptr;
     const Scaling & k = c.scaling;
     int sections[GGML_MROPE_SECTIONS] = {};
     if (multi) std::copy(c.sections, c.sections + GGML_MROPE_SECTIONS, sections);
@@ -108,56 +91,58 @@ ggml_tensor * build_rope(Graph & g, const RopeCase & c) {
         r = ggml_rope_ext(g.ctx(), a, pos, ff, c.shape.n_dims, c.mode, k.n_ctx_orig, 10000.0f, k.freq_scale,
                           k.ext_factor, k.attn_factor, k.beta_fast, k.beta_slow);
     else if (multi)
-        r = ggml_rope_multi_back(g.ctx(), a, pos, ff, c.shape.n_dims, sections, c.mode, k.n_ctx_orig, 10000.0f,
-                                 k.freq_scale, k.ext_factor, k.attn_factor, k.beta_fast, k.beta_slow);
+        r = ggml_rope_multi_back(g.ctx(), a, pos, ff, c.shape.n_dims, sections, c.mode, k.n_ctx_orig,
+                                 10000.0f, k.freq_scale, k.ext_factor, k.attn_factor, k.beta_fast,
+                                 k.beta_slow);
     else
-        r = ggml_rope_ext_back(g.ctx(), a, pos, ff, c.shape.n_dims, c.mode, k.n_ctx_orig, 10000.0f, k.freq_scale,
-                               k.ext_factor, k.attn_factor, k.beta_fast, k.beta_slow);
+        r = ggml_rope_ext_back(g.ctx(), a, pos, ff, c.shape.n_dims, c.mode, k.n_ctx_orig, 10000.0f,
+                               k.freq_scale, k.ext_factor, k.attn_factor, k.beta_fast, k.beta_slow);
     return c.offset != 0 ? ggml_rope_set_offset(r, c.offset) : r;
 }
 
 void add_rope_case(CaseList & list, const RopeCase & c) {
-    std::string name = std::string(mode_name(c.mode)) + " " + str(c.type) + " " + str(c.shape.ne) + " n_dims " +
-                       std::to_string(c.shape.n_dims);
+    std::string name = std::string(mode_name(c.mode)) + " " + str(c.type) + " " + str(c.shape.ne) +
+                       " n_dims " + std::to_string(c.shape.n_dims);
     if (c.sections)
         name += format(" sections %d,%d,%d,%d", c.sections[0], c.sections[1], c.sections[2], c.sections[3]);
     if (c.offset) name += " offset " + std::to_string(c.offset);
     name += std::string(c.factors ? " factors " : " ") + c.scaling.name + " " + layout_name(c.layout);
-    list.add(c.op, (c.op == GGML_OP_ROPE_BACK ? "back " : "") + name, [=](Graph & g) { return build_rope(g, c); });
+    list.add(c.op, (c.op == GGML_OP_ROPE_BACK ? "back " : "") + name,
+             [=](Graph & g) { return build_rope(g, c); });
 }
 
-// ROPE_BACK in the single-axis modes, rotation offsets, and both ops in the multi-axis modes.
-void add_more_cases(CaseList & list) {
-    for (ggml_type type : {GGML_TYPE_F32, GGML_TYPE_F16}) {
-        for (int mode : {GGML_ROPE_TYPE_NORMAL, GGML_ROPE_TYPE_NEOX}) {
-            for (const RopeShape & s : kShapes) {
-                for (bool factors : {false, true}) {
-                    for (const Scaling & k : kScalings)
-                        add_rope_case(list, {GGML_OP_ROPE_BACK, type, mode, s, nullptr, factors, k, Layout::Contiguous, 0});
-                }
-                add_rope_case(list, {GGML_OP_ROPE_BACK, type, mode, s, nullptr, false, kScalings[0], Layout::Strided, 0});
+// Both ops in every mode: every scaling with and without frequency factors, every layout, offsets.
+void add_mode_cases(CaseList & list, ggml_op op, ggml_type type) {
+    for (int mode : {GGML_ROPE_TYPE_NORMAL, GGML_ROPE_TYPE_NEOX}) {
+        for (const RopeShape & s : kShapes) {
+            for (bool factors : {false, true}) {
+                for (const Scaling & k : kScalings)
+                    add_rope_case(list, {op, type, mode, s, nullptr, factors, k, Layout::Contiguous, 0});
             }
-            // Offsets: rotate the last (or middle) n_dims channels of a row.
-            for (ggml_op op : {GGML_OP_ROPE, GGML_OP_ROPE_BACK}) {
-                for (int offset : {8, 16}) {
-                    for (Layout layout : {Layout::Contiguous, Layout::Permuted})
-                        add_rope_case(list, {op, type, mode, {{80, 2, 3, 1}, 64}, nullptr, true, kScalings[2], layout, offset});
-                }
-                add_rope_case(list, {op, type, mode, {{64, 1, 5, 2}, 32}, nullptr, false, kScalings[1], Layout::Contiguous, 32});
-            }
+            for (Layout layout : {Layout::Transposed, Layout::Permuted, Layout::Strided})
+                add_rope_case(list, {op, type, mode, s, nullptr, false, kScalings[0], layout, 0});
         }
-        for (const Multi & m : kMulti) {
-            for (ggml_op op : {GGML_OP_ROPE, GGML_OP_ROPE_BACK}) {
-                for (bool factors : {false, true}) {
-                    for (const Scaling & k : kScalings)
-                        add_rope_case(list, {op, type, m.mode, m.shape, m.sections, factors, k, Layout::Contiguous, 0});
-                }
-                for (Layout layout : {Layout::Transposed, Layout::Permuted, Layout::Strided})
-                    add_rope_case(list, {op, type, m.mode, m.shape, m.sections, false, kScalings[0], layout, 0});
-                if (m.mode != GGML_ROPE_TYPE_VISION && m.shape.n_dims < m.shape.ne[0])
-                    add_rope_case(list, {op, type, m.mode, m.shape, m.sections, false, kScalings[2], Layout::Contiguous, 16});
-            }
+        // Offsets: rotate the middle or the last n_dims channels of a row.
+        for (int offset : {8, 16}) {
+            for (Layout layout : {Layout::Contiguous, Layout::Permuted})
+                add_rope_case(
+                    list, {op, type, mode, {{80, 2, 3, 1}, 64}, nullptr, true, kScalings[2], layout, offset});
         }
+        add_rope_case(
+            list,
+            {op, type, mode, {{64, 1, 5, 2}, 32}, nullptr, false, kScalings[1], Layout::Contiguous, 32});
+    }
+    for (const Multi & m : kMulti) {
+        for (bool factors : {false, true}) {
+            for (const Scaling & k : kScalings)
+                add_rope_case(list,
+                              {op, type, m.mode, m.shape, m.sections, factors, k, Layout::Contiguous, 0});
+        }
+        for (Layout layout : {Layout::Transposed, Layout::Permuted, Layout::Strided})
+            add_rope_case(list, {op, type, m.mode, m.shape, m.sections, false, kScalings[0], layout, 0});
+        if (m.mode != GGML_ROPE_TYPE_VISION && m.shape.n_dims < m.shape.ne[0])
+            add_rope_case(
+                list, {op, type, m.mode, m.shape, m.sections, false, kScalings[2], Layout::Contiguous, 16});
     }
 }
 
@@ -177,20 +162,10 @@ void add_perf_cases(CaseList & list) {
 }  // namespace
 
 void add_rope_cases(CaseList & list) {
-    for (ggml_type type : {GGML_TYPE_F32, GGML_TYPE_F16}) {
-        for (int mode : {GGML_ROPE_TYPE_NORMAL, GGML_ROPE_TYPE_NEOX}) {
-            for (const RopeShape & s : kShapes) {
-                for (bool factors : {false, true}) {
-                    for (const Scaling & k : kScalings)
-                        add_case(list, type, mode, s, factors, k, Layout::Contiguous);
-                }
-                for (Layout layout : {Layout::Transposed, Layout::Permuted, Layout::Strided}) {
-                    add_case(list, type, mode, s, false, kScalings[0], layout);
-                }
-            }
-        }
+    for (ggml_op op : {GGML_OP_ROPE, GGML_OP_ROPE_BACK}) {
+        for (ggml_type type : {GGML_TYPE_F32, GGML_TYPE_F16})
+            add_mode_cases(list, op, type);
     }
-    add_more_cases(list);
     add_perf_cases(list);
 }
 

@@ -74,12 +74,12 @@ void add_sinks_cases(CaseList & list, const Shape & ne) {
                              (masked ? str(mask_type) : std::string("none")) + " max_bias " + str(max_bias),
                          [=](Graph & g) {
                              ggml_tensor * a = g.input(GGML_TYPE_F32, ne, layout, kScores);
-                             ggml_tensor * m = masked ? g.input(mask_type, mask_shape(ne, true), Layout::Contiguous,
-                                                                Gen::mask())
+                             ggml_tensor * m = masked ? g.input(mask_type, mask_shape(ne, true),
+                                                                Layout::Contiguous, Gen::mask())
                                                       : nullptr;
                              ggml_tensor * r = ggml_soft_max_ext(g.ctx(), a, m, 0.5f, max_bias);
-                             ggml_soft_max_add_sinks(r, g.input(GGML_TYPE_F32, {ne[2], 1, 1, 1}, Layout::Contiguous,
-                                                                kScores));
+                             ggml_soft_max_add_sinks(
+                                 r, g.input(GGML_TYPE_F32, {ne[2], 1, 1, 1}, Layout::Contiguous, kScores));
                              return r;
                          });
             }
@@ -93,11 +93,12 @@ void add_back_cases(CaseList & list, const Shape & ne) {
         for (float scale : {1.0f, 0.125f}) {
             for (float max_bias : {0.0f, 8.0f}) {
                 list.add(GGML_OP_SOFT_MAX_BACK,
-                         "f32 " + str(ne) + " " + layout_name(layout) + " scale " + str(scale) + " max_bias " +
-                             str(max_bias),
+                         "f32 " + str(ne) + " " + layout_name(layout) + " scale " + str(scale) +
+                             " max_bias " + str(max_bias),
                          [=](Graph & g) {
                              ggml_tensor * dy = g.input(GGML_TYPE_F32, ne, layout);
-                             ggml_tensor * y = g.input(GGML_TYPE_F32, ne, Layout::Contiguous, Gen::uniform(0.0, 1.0));
+                             ggml_tensor * y =
+                                 g.input(GGML_TYPE_F32, ne, Layout::Contiguous, Gen::uniform(0.0, 1.0));
                              return ggml_soft_max_ext_back(g.ctx(), dy, y, scale, max_bias);
                          });
             }
@@ -121,10 +122,11 @@ void add_diag_mask_cases(CaseList & list, const Shape & ne) {
         for (ggml_type type : kFloatTypes) {
             for (Layout layout : kAllLayouts) {
                 for (int n_past : {0, 2, 100}) {
-                    list.add(op,
-                             str(type) + " " + str(ne) + " " + layout_name(layout) + " n_past " +
-                                 std::to_string(n_past) + suffix,
-                             [=, f = fn](Graph & g) { return f(g.ctx(), g.input(type, ne, layout), n_past); });
+                    list.add(
+                        op,
+                        str(type) + " " + str(ne) + " " + layout_name(layout) + " n_past " +
+                            std::to_string(n_past) + suffix,
+                        [=, f = fn](Graph & g) { return f(g.ctx(), g.input(type, ne, layout), n_past); });
                 }
             }
         }

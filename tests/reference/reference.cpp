@@ -578,25 +578,31 @@ Output k_rms_norm_back(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
+// r[i0, i1, i2, i3] = sum_k x(k, i0, i2 / r2, i3 / r3) * y(k, i1, i2, i3), a (read by x) broadcast
+// over b (read by y) in dims 2 and 3: MUL_MAT reads rows of both, OUT_PROD columns.
+template <class X, class Y>
+Output broadcast_product(const ggml_tensor * d, const Src & a, const Src & b, int64_t K, X && x, Y && y) {
+    require(a.t->ne[2] > 0 && a.t->ne[3] > 0 && b.t->ne[2] % a.t->ne[2] == 0 && b.t->ne[3] % a.t->ne[3] == 0,
+            d, "a cannot be broadcast over b");
+    require(d->ne[2] == b.t->ne[2] && d->ne[3] == b.t->ne[3], d, "result dims 2, 3 are not b's");
+    const int64_t r2 = b.t->ne[2] / a.t->ne[2], r3 = b.t->ne[3] / a.t->ne[3];
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        double s = 0.0;
+        for (int64_t k = 0; k < K; ++k)
+            s += x(k, i0, i2 / r2, i3 / r3) * y(k, i1, i2, i3);
+        r[at(d->ne, i0, i1, i2, i3)] = s;
+    });
+    return {r, {}};
+}
+
 // MUL_MAT: r[m, n, i2, i3] = sum_k a[k, m, i2 / (B2/A2), i3 / (B3/A3)] * b[k, n, i2, i3].
 Output k_mul_mat(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0), b = src(d, in, 1);
     const int64_t K = a.t->ne[0];
     require(b.t->ne[0] == K, d, "inner dimensions differ");
-    require(
-        d->ne[0] == a.t->ne[1] && d->ne[1] == b.t->ne[1] && d->ne[2] == b.t->ne[2] && d->ne[3] == b.t->ne[3],
-        d, "result shape is not [a.ne1, b.ne1, b.ne2, b.ne3]");
-    require(a.t->ne[2] > 0 && a.t->ne[3] > 0 && b.t->ne[2] % a.t->ne[2] == 0 && b.t->ne[3] % a.t->ne[3] == 0,
-            d, "a cannot be broadcast over b");
-    const int64_t r2 = b.t->ne[2] / a.t->ne[2], r3 = b.t->ne[3] / a.t->ne[3];
-    std::vector<double> r = zeros(d);
-    for_each_index(d->ne, [&](int64_t m, int64_t n, int64_t i2, int64_t i3) {
-        double s = 0.0;
-        for (int64_t k = 0; k < K; ++k)
-            s += a(k, m, i2 / r2, i3 / r3) * b(k, n, i2, i3);
-        r[at(d->ne, m, n, i2, i3)] = s;
-    });
-    return {r, {}};
+    require(d->ne[0] == a.t->ne[1] && d->ne[1] == b.t->ne[1], d, "result shape is not [a.ne1, b.ne1, ...]");
+    return broadcast_product(d, a, b, K, a, b);
 }
 
 // MUL_MAT_ID: r[m, e, t] = sum_k as[k, m, ids[e, t]] * b[k, e mod n_b, t].
@@ -610,7 +616,8 @@ Output k_mul_mat_id(const ggml_tensor * d, const Inputs & in) {
     std::vector<double> r = zeros(d);
     for_each_index(d->ne, [&](int64_t m, int64_t e, int64_t t, int64_t) {
         const double id = ids(e, t);
-        require(id >= 0 && id < static_cast<double>(n_as), d, "expert id " + std::to_string(id) + " out of range");
+        require(id >= 0 && id < static_cast<double>(n_as), d,
+                "expert id " + std::to_string(id) + " out of range");
         double s = 0.0;
         for (int64_t k = 0; k < K; ++k)
             s += as(k, m, static_cast<int64_t>(id)) * b(k, e % n_b, t);
@@ -622,22 +629,12 @@ Output k_mul_mat_id(const ggml_tensor * d, const Inputs & in) {
 // OUT_PROD: r[m, p, i2, i3] = sum_n a[m, n, i2 / (B2/A2), i3 / (B3/A3)] * b[p, n, i2, i3].
 Output k_out_prod(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0), b = src(d, in, 1);
-    const int64_t N = a.t->ne[1];
-    require(b.t->ne[1] == N, d, "a.ne1 and b.ne1 differ");
-    require(
-        d->ne[0] == a.t->ne[0] && d->ne[1] == b.t->ne[0] && d->ne[2] == b.t->ne[2] && d->ne[3] == b.t->ne[3],
-        d, "result shape is not [a.ne0, b.ne0, b.ne2, b.ne3]");
-    require(a.t->ne[2] > 0 && a.t->ne[3] > 0 && b.t->ne[2] % a.t->ne[2] == 0 && b.t->ne[3] % a.t->ne[3] == 0,
-            d, "a cannot be broadcast over b");
-    const int64_t r2 = b.t->ne[2] / a.t->ne[2], r3 = b.t->ne[3] / a.t->ne[3];
-    std::vector<double> r = zeros(d);
-    for_each_index(d->ne, [&](int64_t m, int64_t p, int64_t i2, int64_t i3) {
-        double s = 0.0;
-        for (int64_t n = 0; n < N; ++n)
-            s += a(m, n, i2 / r2, i3 / r3) * b(p, n, i2, i3);
-        r[at(d->ne, m, p, i2, i3)] = s;
-    });
-    return {r, {}};
+    require(b.t->ne[1] == a.t->ne[1], d, "a.ne1 and b.ne1 differ");
+    require(d->ne[0] == a.t->ne[0] && d->ne[1] == b.t->ne[0], d, "result shape is not [a.ne0, b.ne0, ...]");
+    const auto column = [](const Src & t) {
+        return [&t](int64_t n, int64_t i, int64_t i2, int64_t i3) { return t(i, n, i2, i3); };
+    };
+    return broadcast_product(d, a, b, a.t->ne[1], column(a), column(b));
 }
 
 // ALiBi slope of head h of H heads (1 when max_bias <= 0).
@@ -737,9 +734,10 @@ std::pair<int, int64_t> rope_axis(int mode, const int32_t * sections, int64_t i)
     const int64_t sector = i % total;
     if (mode == GGML_ROPE_TYPE_IMROPE) {
         const int64_t lane = sector % 3;
-        const int axis = lane == 0 && sector < 3 * s0 ? 0 : lane == 1 && sector < 3 * s1 ? 1
-                         : lane == 2 && sector < 3 * s2                                ? 2
-                                                                                       : 3;
+        const int axis = lane == 0 && sector < 3 * s0   ? 0
+                         : lane == 1 && sector < 3 * s1 ? 1
+                         : lane == 2 && sector < 3 * s2 ? 2
+                                                        : 3;
         return {axis, i};
     }
     const int64_t starts[4] = {0, s0, s0 + s1, s0 + s1 + s2};
@@ -760,7 +758,8 @@ Output k_rope(const ggml_tensor * d, const Inputs & in) {
     const double n_ctx_orig = rope.n_ctx_orig;
     const double base = rope.freq_base, freq_scale = rope.freq_scale, ext_factor = rope.ext_factor;
     const double attn_factor = rope.attn_factor, beta_fast = rope.beta_fast, beta_slow = rope.beta_slow;
-    const bool multi = mode == GGML_ROPE_TYPE_MROPE || mode == GGML_ROPE_TYPE_IMROPE || mode == GGML_ROPE_TYPE_VISION;
+    const bool multi =
+        mode == GGML_ROPE_TYPE_MROPE || mode == GGML_ROPE_TYPE_IMROPE || mode == GGML_ROPE_TYPE_VISION;
     require(mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX || multi, d,
             "unknown rope mode " + std::to_string(mode));
     // VISION rotates pairs (i, i + n_dims) over the whole row; the others n_dims elements.
@@ -770,8 +769,9 @@ Output k_rope(const ggml_tensor * d, const Inputs & in) {
     require(pos.t->ne[0] >= (multi ? 4 : 1) * a.t->ne[2], d, "fewer positions than tokens");
     if (multi) {
         const int32_t * sec = rope.sections;
-        require(sec[0] >= 0 && sec[1] >= 0 && sec[2] >= 0 && sec[3] >= 0 && sec[0] + sec[1] + sec[2] + sec[3] > 0,
-                d, "sections must be >= 0 and not all 0");
+        require(
+            sec[0] >= 0 && sec[1] >= 0 && sec[2] >= 0 && sec[3] >= 0 && sec[0] + sec[1] + sec[2] + sec[3] > 0,
+            d, "sections must be >= 0 and not all 0");
     }
     if (ff_t != nullptr) require(count(ff_t) >= pairs, d, "too few frequency factors");
     const double sign = d->op == GGML_OP_ROPE_BACK ? -1.0 : 1.0;  // the gradient turns back
@@ -794,7 +794,8 @@ Output k_rope(const ggml_tensor * d, const Inputs & in) {
         for (int64_t t = 0; t < T; ++t) {
             for (int64_t h = 0; h < a.t->ne[1]; ++h)
                 for (int64_t i = 0; i < pairs; ++i) {
-                    const auto [axis, expo] = multi ? rope_axis(mode, rope.sections, i) : std::pair<int, int64_t>{0, i};
+                    const auto [axis, expo] =
+                        multi ? rope_axis(mode, rope.sections, i) : std::pair<int, int64_t>{0, i};
                     const double p = pos(t + axis * T);
                     const double ff = ff_t != nullptr ? in[2][static_cast<size_t>(i)] : 1.0;
                     const double theta_extrap = p * std::pow(theta_scale, static_cast<double>(expo)) / ff;

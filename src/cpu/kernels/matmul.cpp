@@ -1216,7 +1216,8 @@ HWY_NOINLINE void mul_mat_id(const Exec & ex, ggml_tensor * dst) {
         const int64_t n = start[e + 1] - start[e];
         if (n == 0) continue;
         const ggml_tensor a = rt.expert(as, e);
-        ggml_tensor bm = dense_f32(bg + start[e] * rt.K, rt.K, n), cm = dense_f32(cg + start[e] * rt.M, rt.M, n);
+        ggml_tensor bm = dense_f32(bg + start[e] * rt.K, rt.K, n),
+                    cm = dense_f32(cg + start[e] * rt.M, rt.M, n);
         product(inner, batches_of(&a, &bm, &cm));
         ex.sync();  // the next product reuses the workspace
     }

@@ -1,6 +1,6 @@
 // CPU kernels of the normalisation family: NORM, RMS_NORM, L2_NORM and RMS_NORM_BACK (per row) and
-// GROUP_NORM (per group of channels of one sample). All are F32 in and out; inputs may be strided views and the
-// in-place variants write over their input exactly.
+// GROUP_NORM (per group of channels of one sample). All are F32 in and out; inputs may be strided views and
+// the in-place variants write over their input exactly.
 //
 // Accuracy: sums are accumulated in double (F32 lanes promoted to F64 in SIMD), the variance is
 // computed around the mean in a second pass (no cancellation), and the mean is subtracted as a
@@ -72,7 +72,8 @@ double Dot(const float * x, const float * y, int64_t n) {
     auto acc = hn::Zero(dd);
     int64_t i = 0;
     for (; i + lanes <= n; i += lanes)
-        acc = hn::MulAdd(hn::PromoteTo(dd, hn::LoadU(df, x + i)), hn::PromoteTo(dd, hn::LoadU(df, y + i)), acc);
+        acc =
+            hn::MulAdd(hn::PromoteTo(dd, hn::LoadU(df, x + i)), hn::PromoteTo(dd, hn::LoadU(df, y + i)), acc);
     double total = hn::GetLane(hn::SumOfLanes(dd, acc));
     for (; i < n; ++i)
         total += static_cast<double>(x[i]) * y[i];
@@ -247,16 +248,20 @@ void compute_group_norm(const ComputeParams & params, ggml_tensor * node) {
 // three scratch rows per thread (dy, x, dx) for rows that are not dense.
 bool supports_rms_norm_back(const ggml_tensor * node) {
     const ggml_tensor * x = node->src[1];
-    return supports_row_norm(node) && x != nullptr && x->type == GGML_TYPE_F32 && ggml_are_same_shape(x, node);
+    return supports_row_norm(node) && x != nullptr && x->type == GGML_TYPE_F32 &&
+           ggml_are_same_shape(x, node);
 }
 
-size_t workspace_rms_norm_back(const ggml_tensor * node, int n_threads) { return 3 * row_bytes(node) * n_threads; }
+size_t workspace_rms_norm_back(const ggml_tensor * node, int n_threads) {
+    return 3 * row_bytes(node) * n_threads;
+}
 
 void compute_rms_norm_back(const ComputeParams & params, ggml_tensor * node) {
     const double eps = core::params<ggml_ext_norm_params>(node).eps;
     const int64_t n = node->ne[0];
     if (n == 0) return;
-    float * buf = reinterpret_cast<float *>(static_cast<char *>(params.workspace) + 3 * row_bytes(node) * params.ith());
+    float * buf =
+        reinterpret_cast<float *>(static_cast<char *>(params.workspace) + 3 * row_bytes(node) * params.ith());
     const size_t stride = row_bytes(node) / sizeof(float);
     const auto [begin, end] = chunk_range(ggml_nrows(node), params.ith(), params.nth());
     for (int64_t r = begin; r < end && !params.should_stop(); ++r) {

@@ -29,8 +29,8 @@ constexpr double kTwoPiLo = 2.4492935982947064e-16;  // 2 pi - kTwoPiHi
 constexpr double kInvTwoPi = 0.15915494309189535;
 
 // cos_out[i] = mscale * cos(pos[i] * coef[i]), sin_out[i] = sin_scale * sin(pos[i] * coef[i]) for i < n.
-void SinCos(const double * pos, const double * coef, int64_t n, double mscale, double sin_scale, float * cos_out,
-            float * sin_out) {
+void SinCos(const double * pos, const double * coef, int64_t n, double mscale, double sin_scale,
+            float * cos_out, float * sin_out) {
     const hn::ScalableTag<double> dd;
     const hn::Rebind<float, decltype(dd)> df;
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
@@ -227,7 +227,8 @@ void fill_tables(const RopeParams & rope, const Scratch & s, const int32_t * p) 
     for (int64_t i = 0; i < rope.pairs; ++i)
         s.pos[i] = p[s.axis[i]];
     const double mscale = rope.mscale();
-    HWY_DYNAMIC_DISPATCH(rope_simd::SinCos)(s.pos, s.coef, rope.pairs, mscale, rope.sin_sign * mscale, s.cos, s.sin);
+    HWY_DYNAMIC_DISPATCH(rope_simd::SinCos)
+    (s.pos, s.coef, rope.pairs, mscale, rope.sin_sign * mscale, s.cos, s.sin);
     if (rope.mode != GGML_ROPE_TYPE_NORMAL) return;
     for (int64_t i = rope.pairs - 1; i >= 0; --i) {
         s.cos[2 * i] = s.cos[2 * i + 1] = s.cos[i];
@@ -255,7 +256,8 @@ bool dense_f32(const ggml_tensor * t) { return t->type == GGML_TYPE_F32 && t->nb
 bool mode_ok(const ggml_ext_rope_params & rope) {
     if (rope.mode == GGML_ROPE_TYPE_NORMAL || rope.mode == GGML_ROPE_TYPE_NEOX) return true;
     const int32_t * sec = rope.sections;
-    return is_multi(rope.mode) && std::all_of(sec, sec + GGML_MROPE_SECTIONS, [](int32_t v) { return v >= 0; }) &&
+    return is_multi(rope.mode) &&
+           std::all_of(sec, sec + GGML_MROPE_SECTIONS, [](int32_t v) { return v >= 0; }) &&
            int64_t{sec[0]} + sec[1] + sec[2] + sec[3] > 0;
 }
 
@@ -269,8 +271,8 @@ bool supports(const ggml_tensor * node) {
     const int64_t axes = is_multi(p.mode) ? 4 : 1;
     return (a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16) && node->type == a->type &&
            ggml_are_same_shape(a, node) && pos->type == GGML_TYPE_I32 && ggml_is_vector(pos) &&
-           pos->ne[0] >= axes * a->ne[2] && mode_ok(p) && p.n_dims > 0 && p.n_dims % 2 == 0 && p.n_offs >= 0 &&
-           p.n_offs % 2 == 0 && p.n_offs + 2 * rope.pairs <= a->ne[0] &&
+           pos->ne[0] >= axes * a->ne[2] && mode_ok(p) && p.n_dims > 0 && p.n_dims % 2 == 0 &&
+           p.n_offs >= 0 && p.n_offs % 2 == 0 && p.n_offs + 2 * rope.pairs <= a->ne[0] &&
            (ff == nullptr || (ff->type == GGML_TYPE_F32 && ggml_is_vector(ff) && ff->ne[0] >= rope.pairs));
 }
 

@@ -107,7 +107,8 @@ void BackRow(const float * y, const float * dy, float * dx, int64_t n, float sca
     auto acc = hn::Zero(dd);
     int64_t i = 0;
     for (; i + half <= n; i += half)
-        acc = hn::MulAdd(hn::PromoteTo(dd, hn::LoadU(dh, y + i)), hn::PromoteTo(dd, hn::LoadU(dh, dy + i)), acc);
+        acc = hn::MulAdd(hn::PromoteTo(dd, hn::LoadU(dh, y + i)), hn::PromoteTo(dd, hn::LoadU(dh, dy + i)),
+                         acc);
     double dot = hn::GetLane(hn::SumOfLanes(dd, acc));
     for (; i < n; ++i)
         dot += static_cast<double>(y[i]) * dy[i];
@@ -205,9 +206,11 @@ bool supports(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * mask = node->src[1];
     const ggml_tensor * sinks = node->src[2];
-    if (a == nullptr || a->type != GGML_TYPE_F32 || node->type != GGML_TYPE_F32 || !ggml_are_same_shape(a, node))
+    if (a == nullptr || a->type != GGML_TYPE_F32 || node->type != GGML_TYPE_F32 ||
+        !ggml_are_same_shape(a, node))
         return false;
-    if (sinks != nullptr && (sinks->type != GGML_TYPE_F32 || !ggml_is_vector(sinks) || sinks->ne[0] != a->ne[2]))
+    if (sinks != nullptr &&
+        (sinks->type != GGML_TYPE_F32 || !ggml_is_vector(sinks) || sinks->ne[0] != a->ne[2]))
         return false;
     if (mask == nullptr) return true;
     return (mask->type == GGML_TYPE_F32 || mask->type == GGML_TYPE_F16) && mask->ne[0] == a->ne[0] &&
@@ -290,7 +293,8 @@ void compute_diag_mask(const ComputeParams & params, ggml_tensor * node) {
     const float masked = node->op == GGML_OP_DIAG_MASK_INF ? -kInf : 0.0f;
     const int64_t n = node->ne[0];
     if (n == 0) return;
-    float * buf = reinterpret_cast<float *>(static_cast<char *>(params.workspace) + row_bytes(node) * params.ith());
+    float * buf =
+        reinterpret_cast<float *>(static_cast<char *>(params.workspace) + row_bytes(node) * params.ith());
     const auto [begin, end] = chunk_range(ggml_nrows(node), params.ith(), params.nth());
     for (int64_t r = begin; r < end && !params.should_stop(); ++r) {
         const int64_t i1 = r % node->ne[1], i2 = r / node->ne[1] % node->ne[2],
@@ -307,7 +311,8 @@ void compute_diag_mask(const ComputeParams & params, ggml_tensor * node) {
 namespace kernels {
 const Kernel soft_max = cpu_kernel<supports, workspace, compute>("cpu.soft_max");
 const Kernel soft_max_back = cpu_kernel<supports_back, workspace, compute_back>("cpu.soft_max_back");
-const Kernel diag_mask = cpu_kernel<supports_diag_mask, workspace_diag_mask, compute_diag_mask>("cpu.diag_mask");
+const Kernel diag_mask =
+    cpu_kernel<supports_diag_mask, workspace_diag_mask, compute_diag_mask>("cpu.diag_mask");
 }  // namespace kernels
 
 }  // namespace ggx::cpu
