@@ -194,6 +194,23 @@ void add_out_prod_cases(CaseList & list) {
     }
 }
 
+// Perf: OUT_PROD as a weight gradient, dW [1024, 1024] = sum over 512 tokens of x dy^T, next to the
+// MUL_MAT of the same size with the summed dimension innermost.
+void add_out_prod_perf_cases(CaseList & list) {
+    const int64_t m = 1024, p = 1024, n = 512;
+    const double flops = 2.0 * static_cast<double>(m * p * n);
+    for (ggml_type ta : {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0}) {
+        list.add_perf(GGML_OP_OUT_PROD, "perf " + str(ta) + " M=1024 P=1024 N=512", flops, [=](Graph & g) {
+            return ggml_out_prod(g.ctx(), g.input(ta, {m, n, 1, 1}), g.input(GGML_TYPE_F32, {p, n, 1, 1}));
+        });
+        list.add_perf(
+            GGML_OP_MUL_MAT, "perf out-prod-dense " + str(ta) + " M=1024 P=1024 N=512", flops,
+            [=](Graph & g) {
+                return ggml_mul_mat(g.ctx(), g.input(ta, {n, m, 1, 1}), g.input(GGML_TYPE_F32, {n, p, 1, 1}));
+            });
+    }
+}
+
 // Perf: a MoE layer's expert products (64 experts of [2048 -> 1408], 8 used per token) for one
 // token and for a batch of 128, each next to the dense products of the same size: the used
 // experts' matrix-vector products (one batch each), and the products of every expert with the
@@ -230,6 +247,7 @@ void add_matmul_cases(CaseList & list) {
     add_out_prod_cases(list);
     add_perf_cases(list);
     add_moe_perf_cases(list);
+    add_out_prod_perf_cases(list);
 }
 
 }  // namespace ggx::ops

@@ -206,6 +206,20 @@ HWY_NOINLINE void convert_row(ggml_type type, const char * src, size_t nb0, int6
 // beyond `rows` are zero. tmp holds rows * kc floats of conversion scratch.
 HWY_NOINLINE void pack_panel(const Operand & op, int64_t r0, int64_t rows, int64_t R, int64_t k0, int64_t kc,
                              float * HWY_RESTRICT out, float * HWY_RESTRICT tmp) {
+    if (op.blck == 1 && op.nb1 == ggml_type_size(op.type) && rows > 1) {
+        // Rows adjacent in memory (a transposed view, OUT_PROD's operands): each k is a dense run.
+        const size_t es = op.nb1;
+        for (int64_t k = 0; k < kc; ++k) {
+            const char * p = op.at(r0, k0 + k);
+            float * o = out + k * R;
+            if (op.type == GGML_TYPE_F32)
+                std::memcpy(o, p, static_cast<size_t>(rows) * sizeof(float));
+            else
+                convert_row(op.type, p, es, rows, o);
+            std::fill(o + rows, o + R, 0.0f);
+        }
+        return;
+    }
     const float * src[kMaxPanel];
     const bool direct = op.type == GGML_TYPE_F32 && op.nb0 == sizeof(float);
     for (int64_t r = 0; r < rows; ++r) {
