@@ -108,15 +108,19 @@ void add_prec_cases(CaseList & list) {
     }
 }
 
-// MUL_MAT_ID: as [K, M, n_as], b [K, n_b, T], ids [n_used, T].
+// MUL_MAT_ID: as [K, M, n_as], b [K, n_b, T], ids [n_used, T]; the last shapes route more rows to
+// an expert than one product takes.
 struct Routed {
     int64_t k, m, n_as, n_used, n_b, t;
 };
 const Routed kRoutedFloat[] = {{1, 1, 1, 1, 1, 1},    {16, 8, 4, 2, 1, 3},    {33, 7, 3, 2, 2, 5},
                                {65, 33, 8, 4, 4, 17}, {128, 20, 6, 6, 1, 40}, {7, 0, 2, 1, 1, 2},
-                               {16, 4, 2, 2, 1, 0},   {0, 5, 2, 2, 2, 3}};
-const Routed kRoutedBlock[] = {
-    {32, 8, 4, 2, 1, 3}, {64, 16, 8, 4, 2, 9}, {96, 33, 4, 4, 4, 20}, {256, 40, 3, 2, 1, 64}};
+                               {16, 4, 2, 2, 1, 0},   {0, 5, 2, 2, 2, 3},     {16, 5, 2, 2, 1, 700}};
+const Routed kRoutedBlock[] = {{32, 8, 4, 2, 1, 3},
+                               {64, 16, 8, 4, 2, 9},
+                               {96, 33, 4, 4, 4, 20},
+                               {256, 40, 3, 2, 1, 64},
+                               {32, 5, 2, 2, 2, 600}};
 
 std::string routed_name(const Routed & r) {
     return format("K=%lld M=%lld experts=%lld used=%lld n_b=%lld T=%lld", static_cast<long long>(r.k),

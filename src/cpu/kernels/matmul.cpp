@@ -1,5 +1,6 @@
-// Matrix product kernel (GGML_OP_MUL_MAT): dst[m, n, i2, i3] = sum_k a[k, m, i2 / r2, i3 / r3] *
-// b[k, n, i2, i3], accumulated in F32.
+// Matrix product kernels. MUL_MAT: dst[m, n, i2, i3] = sum_k a[k, m, i2 / r2, i3 / r3] *
+// b[k, n, i2, i3], accumulated in F32. MUL_MAT_ID (routed rows grouped per expert) and OUT_PROD
+// (transposed views of its operands) are built on the same product, near the end of the file.
 //
 // Four paths, all compiled for every Highway target and chosen at run time:
 //
@@ -20,7 +21,8 @@
 //  * Quantized matrix-vector (N == 1, Q8_0/Q4_0 a). b is quantized per 32-block to int8 with an F32
 //    scale (d = amax / 127, q = round(x / d)); each block product is an exact int32 dot product
 //    (AVX2 maddubs/madd inside the AVX2/AVX-512 targets, portable loops elsewhere) scaled by
-//    d_a * d_b. This adds the activation rounding error (at most d / 2 per element of b).
+//    d_a * d_b. This adds the activation rounding error (at most d / 2 per element of b), so a
+//    MUL_MAT with GGML_PREC_F32 takes the small-N path (dequantized a, F32 b) instead.
 
 // clang-format off
 #undef HWY_TARGET_INCLUDE
@@ -1127,15 +1129,17 @@ HWY_INLINE Exec after(const Exec & ex, size_t used) {
 
 // ---------------------------------------------------------------------------------------------
 // MUL_MAT_ID: dst[:, e, t] = as[ids[e, t]] * b[:, e mod n_b, t]. The rows of b routed to each expert
-// are gathered (as F32, grouped by expert) into one matrix, each expert's group is one product with
-// the paths above (so a group of one row is a matrix-vector product), and the results are
+// are gathered (as F32) into one matrix, at most kRoutedRows at a time, multiplied by the expert's
+// weights with the paths above (so a group of one row is a matrix-vector product), and the results
 // scattered to dst.
 
+inline constexpr int64_t kRoutedRows = 512;  // rows per product: bounds the gathered b and its result
+
 struct Routing {
-    int64_t n_as, n_used, n_tokens, rows, K, M;
+    int64_t n_as, n_used, n_tokens, rows, chunk, K, M;
     // In the workspace: the first row of each expert's group (n_as + 1 entries), the slot
-    // (e + n_used * t) of each gathered row, a flag for an id out of range, the gathered rows of b
-    // and their products.
+    // (e + n_used * t) of each row in expert order, a flag for an id out of range, one chunk of
+    // gathered rows of b and their products.
     size_t start_off, slot_off, flag_off, b_off, c_off, inner_off;
 
     explicit Routing(const ggml_tensor * node) {
@@ -1143,14 +1147,15 @@ struct Routing {
         n_used = node->src[2]->ne[0];
         n_tokens = node->src[2]->ne[1];
         rows = n_used * n_tokens;
+        chunk = std::min(rows, kRoutedRows);
         K = node->src[0]->ne[0];
         M = node->src[0]->ne[1];
         start_off = 0;
         slot_off = start_off + align64(sizeof(int64_t) * static_cast<size_t>(n_as + 1));
         flag_off = slot_off + align64(sizeof(int32_t) * static_cast<size_t>(rows));
         b_off = flag_off + 64;
-        c_off = b_off + align64(sizeof(float) * static_cast<size_t>(rows * K));
-        inner_off = c_off + align64(sizeof(float) * static_cast<size_t>(rows * M));
+        c_off = b_off + align64(sizeof(float) * static_cast<size_t>(chunk * K));
+        inner_off = c_off + align64(sizeof(float) * static_cast<size_t>(chunk * M));
     }
     template <class T>
     T * at(char * ws, size_t off) const {
@@ -1169,7 +1174,7 @@ struct Routing {
 HWY_INLINE size_t routed_product_bound(const ggml_tensor * node, const Routing & rt, int nth) {
     const ggml_tensor a = rt.expert(node->src[0], 0);
     size_t bound = 0;
-    for (int64_t n : {int64_t{1}, std::min(rt.rows, kSmallN), rt.rows}) {
+    for (int64_t n : {int64_t{1}, std::min(rt.chunk, kSmallN), rt.chunk}) {
         ggml_tensor b = dense_f32(nullptr, rt.K, n), c = dense_f32(nullptr, rt.M, n);
         bound = std::max(bound, product_workspace(batches_of(&a, &b, &c), nth));
     }
@@ -1218,27 +1223,27 @@ HWY_NOINLINE void mul_mat_id(const Exec & ex, ggml_tensor * dst) {
         if (ex.ith == 0) ex.fail("mul_mat_id: an expert id is outside [0, as.ne2)");
         return;
     }
-    const int64_t n_b = b->ne[1];
-    const auto [g0, g1] = chunk_range(rt.rows, ex.ith, ex.nth);
-    for (int64_t r = g0; r < g1; ++r) {
-        const int64_t s = slot[r];
-        convert_row(b->type, row_at(b, (s % rt.n_used) % n_b, s / rt.n_used), b->nb[0], rt.K, bg + r * rt.K);
-    }
-    ex.sync();
     const Exec inner = after(ex, rt.inner_off);
     for (int64_t e = 0; e < rt.n_as; ++e) {
-        const int64_t n = start[e + 1] - start[e];
-        if (n == 0) continue;
         const ggml_tensor a = rt.expert(as, e);
-        ggml_tensor bm = dense_f32(bg + start[e] * rt.K, rt.K, n),
-                    cm = dense_f32(cg + start[e] * rt.M, rt.M, n);
-        product(inner, batches_of(&a, &bm, &cm));
-        ex.sync();  // the next product reuses the workspace
-    }
-    for (int64_t r = g0; r < g1; ++r) {
-        const int64_t s = slot[r];
-        std::memcpy(row_at(dst, s % rt.n_used, s / rt.n_used), cg + r * rt.M,
-                    static_cast<size_t>(rt.M) * sizeof(float));
+        for (int64_t r0 = start[e]; r0 < start[e + 1]; r0 += rt.chunk) {
+            const int64_t n = std::min(rt.chunk, start[e + 1] - r0);
+            const auto [g0, g1] = chunk_range(n, ex.ith, ex.nth);
+            for (int64_t r = g0; r < g1; ++r) {
+                const int64_t s = slot[r0 + r];
+                convert_row(b->type, row_at(b, (s % rt.n_used) % b->ne[1], s / rt.n_used), b->nb[0], rt.K,
+                            bg + r * rt.K);
+            }
+            ex.sync();  // also: every thread has scattered the previous product
+            ggml_tensor bm = dense_f32(bg, rt.K, n), cm = dense_f32(cg, rt.M, n);
+            product(inner, batches_of(&a, &bm, &cm));
+            ex.sync();
+            for (int64_t r = g0; r < g1; ++r) {
+                const int64_t s = slot[r0 + r];
+                std::memcpy(row_at(dst, s % rt.n_used, s / rt.n_used), cg + r * rt.M,
+                            static_cast<size_t>(rt.M) * sizeof(float));
+            }
+        }
     }
 }
 
