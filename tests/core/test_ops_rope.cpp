@@ -235,7 +235,7 @@ TEST(RopeCompute, ShortFormsRotateLikeTheFormulaOnCpu) {
         run_rope_case(c);
 }
 
-TEST(RopeCompute, OffsetsAndMultiModesAreUnsupportedNotWrong) {
+TEST(RopeCompute, OffsetsAndMultiModesAreComputedEmptySectionsRefused) {
     using namespace ggx::test;
     ggml_init_params ip{};
     ip.mem_size = 1 << 20;
@@ -245,14 +245,33 @@ TEST(RopeCompute, OffsetsAndMultiModesAreUnsupportedNotWrong) {
         ggml_rope_set_offset(ggml_rope(ctx.get(), ggml_new_tensor_3d(ctx.get(), GGML_TYPE_F32, 8, 2, 3),
                                        ggml_new_tensor_1d(ctx.get(), GGML_TYPE_I32, 3), 4, 0),
                              2);
-    ggml_tensor * multi =
-        ggml_rope_multi(ctx.get(), ggml_new_tensor_3d(ctx.get(), GGML_TYPE_F32, 8, 2, 3),
-                        ggml_new_tensor_1d(ctx.get(), GGML_TYPE_I32, 12), nullptr, 8, kSections,
-                        GGML_ROPE_TYPE_MROPE, 0, 1e4f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+    const auto multi = [&](int * sections) {
+        return ggml_rope_multi(ctx.get(), ggml_new_tensor_3d(ctx.get(), GGML_TYPE_F32, 8, 2, 3),
+                               ggml_new_tensor_1d(ctx.get(), GGML_TYPE_I32, 12), nullptr, 8, sections,
+                               GGML_ROPE_TYPE_MROPE, 0, 1e4f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+    };
+    int empty[GGML_MROPE_SECTIONS] = {0, 0, 0, 0};
+    ggml_tensor * split = multi(kSections);
+    ggml_tensor * unsplit = multi(empty);  // no pair has an axis
     ASSERT_NE(offset, nullptr);
-    ASSERT_NE(multi, nullptr);
-    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), offset));
-    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), multi));
+    ASSERT_NE(split, nullptr);
+    ASSERT_NE(unsplit, nullptr);
+    EXPECT_TRUE(ggml_backend_supports_op(cpu_backend(), offset));
+    EXPECT_TRUE(ggml_backend_supports_op(cpu_backend(), split));
+    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), unsplit));
+    // VISION rotates n_dims pairs, so it needs n_dims frequency factors (the constructor asks n_dims / 2).
+    const auto vision = [&](int64_t n_factors) {
+        return ggml_rope_multi(ctx.get(), ggml_new_tensor_3d(ctx.get(), GGML_TYPE_F32, 16, 2, 3),
+                               ggml_new_tensor_1d(ctx.get(), GGML_TYPE_I32, 12),
+                               ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, n_factors), 8, kSections,
+                               GGML_ROPE_TYPE_VISION, 0, 1e4f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+    };
+    ggml_tensor * enough = vision(8);
+    ggml_tensor * short_factors = vision(4);
+    ASSERT_NE(enough, nullptr);
+    ASSERT_NE(short_factors, nullptr);
+    EXPECT_TRUE(ggml_backend_supports_op(cpu_backend(), enough));
+    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), short_factors));
 }
 
 }  // namespace

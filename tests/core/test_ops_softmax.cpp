@@ -2,6 +2,7 @@
 // CPU), ggml_soft_max_add_sinks (a softmax with sinks is refused by the CPU; misuse aborts),
 // ggml_soft_max_ext_back and ggml_diag_mask_inf/zero with their in-place forms.
 #include <cmath>
+#include <limits>
 
 #include "core/ops_test_support.h"
 
@@ -30,14 +31,21 @@ TEST_F(OpsSoftmax, SoftMaxExtInplace) {
         EXPECT_NEAR(y[i], expected[i], 1e-6f) << i;
 }
 
-TEST_F(OpsSoftmax, SinksBecomeSrc2AndAreRefusedByTheCpu) {
-    ggml_tensor * a = f32(5, 3, 4);
+TEST_F(OpsSoftmax, SinksBecomeSrc2AndJoinEachRowsSum) {
+    ggml_tensor * a = f32(3, 1, 2);
     ggml_tensor * r = ggml_soft_max_ext(ctx(), a, nullptr, 1.0f, 0.0f);
-    ASSERT_TRUE(ggml_backend_supports_op(cpu_backend(), r));
-    ggml_tensor * sinks = f32(4);
+    ggml_tensor * sinks = f32(2);
     ggml_soft_max_add_sinks(r, sinks);
     EXPECT_EQ(r->src[2], sinks);
-    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), r));
+    ASSERT_TRUE(ggml_backend_supports_op(cpu_backend(), r));
+    // Head 0's sink ln 3 adds 3 to the sum 1 + 1 + 1; head 1's -inf sink adds nothing.
+    const std::vector<float> y = compute_on_cpu(
+        ctx(), r,
+        {{a, {0, 0, 0, 0, 0, 0}}, {sinks, {std::log(3.0f), -std::numeric_limits<float>::infinity()}}});
+    const std::vector<float> expected = {1.0f / 6, 1.0f / 6, 1.0f / 6, 1.0f / 3, 1.0f / 3, 1.0f / 3};
+    ASSERT_EQ(y.size(), expected.size());
+    for (size_t i = 0; i < y.size(); ++i)
+        EXPECT_NEAR(y[i], expected[i], 1e-6f) << i;
     ggml_soft_max_add_sinks(r, nullptr);
     EXPECT_EQ(r->src[2], nullptr);
 }
@@ -60,7 +68,7 @@ TEST_F(OpsSoftmax, SoftMaxExtBack) {
     EXPECT_EQ(p.scale, 0.25f);
     EXPECT_EQ(p.max_bias, 1.0f);
     expect_view_of(ggml_soft_max_ext_back_inplace(ctx(), dy, y, 1.0f, 0.0f), dy);
-    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), r));
+    EXPECT_TRUE(ggml_backend_supports_op(cpu_backend(), r));
     expect_error(ggml_soft_max_ext_back(ctx(), dy, f32(6), 1.0f, 0.0f), "ggml_soft_max_ext_back",
                  "the same shape");
 }
@@ -75,7 +83,7 @@ TEST_F(OpsSoftmax, DiagMasks) {
     expect_node(zero, GGML_OP_DIAG_MASK_ZERO, GGML_TYPE_F32, {4, 4, 2, 1}, {a});
     expect_view_of(ggml_diag_mask_inf_inplace(ctx(), a, 2), a);
     expect_view_of(ggml_diag_mask_zero_inplace(ctx(), a, 2), a);
-    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), zero));
+    EXPECT_TRUE(ggml_backend_supports_op(cpu_backend(), zero));
     expect_error(ggml_diag_mask_inf(ctx(), a, -1), "ggml_diag_mask_inf", "n_past must be >= 0");
     expect_error(ggml_diag_mask_zero(ctx(), tensor(GGML_TYPE_I32, 4, 4), 0), "ggml_diag_mask_zero",
                  "a must be f32, f16 or bf16");

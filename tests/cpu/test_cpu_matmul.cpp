@@ -1,4 +1,5 @@
-// CPU kernels of MUL_MAT and FLASH_ATTN_EXT against the double-precision oracle: every accepted dtype
+// CPU kernels of MUL_MAT (with GGML_PREC_F32), MUL_MAT_ID, OUT_PROD and FLASH_ATTN_EXT against the
+// double-precision oracle: every accepted dtype
 // combination, broadcasting over dims 2/3, transposed / permuted / strided operands, odd sizes that
 // leave partial register tiles and cache blocks, N == 1 (matrix-vector paths) and N > 1 (GEMM), the
 // independent-batch mode, GQA, masks with broadcast, softcap, ALiBi, fully masked rows and key blocks,
@@ -369,6 +370,105 @@ TEST(CpuMulMat, Aborts) {
         ggml_backend_cpu_set_abort_callback(cpu_backend(), nullptr, nullptr);
         EXPECT_GE(calls.load(), 1);
     }
+}
+
+// GGML_PREC_F32: a quantized a with N == 1 keeps b in F32 (no int8 activations), so the product is
+// as exact as the float paths.
+TEST(CpuMulMat, PrecF32KeepsActivationsExact) {
+    for (ggml_type ta : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0})
+        for (int64_t K : {32, 288}) {
+            const std::string what = std::string(ggml_type_name(ta)) + " K=" + std::to_string(K);
+            expect_matches(
+                [&](ggml_context * ctx, Rng & rng) {
+                    ggml_tensor * r = ggml_mul_mat(ctx, input(ctx, rng, ta, {K, 45, 1, 1}),
+                                                   input(ctx, rng, GGML_TYPE_F32, {K, 1, 1, 1}));
+                    ggml_mul_mat_set_prec(r, GGML_PREC_F32);
+                    return r;
+                },
+                kExactBound, what);
+        }
+}
+
+// ---- MUL_MAT_ID ---------------------------------------------------------------------------------
+
+// ids [n_used, T]: token t's slots name distinct experts, drawn at random.
+ggml_tensor * expert_ids(ggml_context * ctx, Rng & rng, int64_t n_as, int64_t n_used, int64_t T) {
+    ggml_tensor * ids = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, n_used, T);
+    std::vector<int32_t> order(static_cast<size_t>(n_as));
+    for (int64_t t = 0; t < T; ++t) {
+        for (int64_t e = 0; e < n_as; ++e)
+            order[static_cast<size_t>(e)] = static_cast<int32_t>(e);
+        std::shuffle(order.begin(), order.end(), rng.gen);
+        std::copy_n(order.begin(), n_used, static_cast<int32_t *>(ids->data) + t * n_used);
+    }
+    return ids;
+}
+
+// Groups of one row (matrix-vector), of 2..8 rows (small N), more (GEMM) and more than one product
+// takes (> 512 rows on an expert); one b row shared by every slot and one per slot.
+TEST(CpuMulMatId, MatchesOracle) {
+    struct Routed {
+        int64_t K, M, n_as, n_used, n_b, T;
+    };
+    const Routed shapes[] = {{64, 37, 8, 2, 1, 1},
+                             {64, 37, 4, 2, 2, 5},
+                             {96, 70, 4, 3, 1, 40},
+                             {32, 19, 2, 2, 2, 600},
+                             {288, 33, 16, 4, 4, 13}};
+    for (ggml_type ta : kATypes)
+        for (const Routed & r : shapes) {
+            const std::string what = std::string(ggml_type_name(ta)) + " K=" + std::to_string(r.K) +
+                                     " M=" + std::to_string(r.M) + " experts=" + std::to_string(r.n_as) +
+                                     " used=" + std::to_string(r.n_used) + " T=" + std::to_string(r.T);
+            // Experts that receive a single row take the int8-activation path for quantized weights.
+            expect_matches(
+                [&](ggml_context * ctx, Rng & rng) {
+                    ggml_tensor * as = input(ctx, rng, ta, {r.K, r.M, r.n_as, 1});
+                    ggml_tensor * b = input(ctx, rng, GGML_TYPE_F32, {r.K, r.n_b, r.T, 1});
+                    return ggml_mul_mat_id(ctx, as, b, expert_ids(ctx, rng, r.n_as, r.n_used, r.T));
+                },
+                ggml_is_quantized(ta) ? kQuantVecBound : kExactBound, what);
+        }
+}
+
+// An expert id outside [0, n_as) fails the computation instead of reading past the weights.
+TEST(CpuMulMatId, RejectsExpertIdsOutOfRange) {
+    for (int32_t bad : {-1, 4}) {
+        std::unique_ptr<ggml_context, ContextDeleter> ctx(ggml_init({1u << 20, nullptr, false}));
+        Rng rng(kSeed);
+        ggml_tensor * as = input(ctx.get(), rng, GGML_TYPE_F32, {16, 8, 4, 1});
+        ggml_tensor * b = input(ctx.get(), rng, GGML_TYPE_F32, {16, 1, 3, 1});
+        ggml_tensor * ids = expert_ids(ctx.get(), rng, 4, 2, 3);
+        static_cast<int32_t *>(ids->data)[3] = bad;
+        ggml_cgraph * graph = ggml_new_graph(ctx.get());
+        ggml_build_forward_expand(graph, ggml_mul_mat_id(ctx.get(), as, b, ids));
+        ggml_backend_cpu_set_n_threads(cpu_backend(), 2);
+        EXPECT_EQ(ggml_backend_graph_compute(cpu_backend(), graph), GGML_STATUS_FAILED) << "id " << bad;
+    }
+}
+
+// ---- OUT_PROD -----------------------------------------------------------------------------------
+
+// Contiguous a (rows of r are a's columns: strided packing) and transposed a (adjacent rows).
+TEST(CpuOutProd, MatchesOracle) {
+    const Dims dims[] = {{1, 1, 1}, {64, 33, 17}, {96, 70, 3}, {32, 600, 40}};  // M, N (summed), P
+    for (ggml_type ta : kATypes)
+        for (const Dims & d : dims)
+            for (bool transposed : {false, true}) {
+                if (transposed && ggml_is_quantized(ta)) continue;  // quantized rows stay dense
+                const int64_t M = fit_k(ta, d.K);
+                const std::string what = std::string(ggml_type_name(ta)) + " M=" + std::to_string(M) +
+                                         " N=" + std::to_string(d.M) + " P=" + std::to_string(d.N) +
+                                         (transposed ? " a transposed" : "");
+                expect_matches(
+                    [&](ggml_context * ctx, Rng & rng) {
+                        const Shape a_ne = {M, d.M, 1, 1};
+                        ggml_tensor * a =
+                            transposed ? transposed_input(ctx, rng, ta, a_ne) : input(ctx, rng, ta, a_ne);
+                        return ggml_out_prod(ctx, a, input(ctx, rng, GGML_TYPE_F32, {d.N, d.M, 1, 1}));
+                    },
+                    kExactBound, what);
+            }
 }
 
 // ---- FLASH_ATTN_EXT -----------------------------------------------------------------------------

@@ -429,6 +429,41 @@ TEST(SimdTargets, NormsAndSoftMaxOnEveryTarget) {
     hwy::SetSupportedTargetsForTest(0);  // back to the best target
 }
 
+// The gradients (RMS_NORM_BACK, SOFT_MAX_BACK) and softmax sinks on every SIMD target.
+TEST(SimdTargets, GradientsAndSinksOnEveryTarget) {
+    for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        SCOPED_TRACE(hwy::TargetName(target));
+        hwy::SetSupportedTargetsForTest(target);
+        for (int64_t n : {1, 3, 9, 17, 31, 67}) {
+            SCOPED_TRACE(n);
+            expect_matches(
+                [&](ggml_context * ctx, Rng & rng) {
+                    ggml_tensor * dy = random_tensor(ctx, GGML_TYPE_F32, {n, 3, 2, 1}, rng);
+                    return ggml_rms_norm_back(ctx, dy, random_tensor(ctx, GGML_TYPE_F32, {n, 3, 2, 1}, rng),
+                                              1e-5f);
+                },
+                kNormBound);
+            expect_matches(
+                [&](ggml_context * ctx, Rng & rng) {
+                    ggml_tensor * dy = random_tensor(ctx, GGML_TYPE_F32, {n, 4, 3, 1}, rng);
+                    ggml_tensor * y = random_tensor(ctx, GGML_TYPE_F32, {n, 4, 3, 1}, rng, 0.0, 1.0);
+                    return ggml_soft_max_ext_back(ctx, dy, y, 0.5f, 0.0f);
+                },
+                kSoftMaxBound);
+            expect_matches(
+                [&](ggml_context * ctx, Rng & rng) {
+                    ggml_tensor * a = random_tensor(ctx, GGML_TYPE_F32, {n, 4, 3, 1}, rng, -6.0, 6.0);
+                    ggml_tensor * r = ggml_soft_max_ext(ctx, a, nullptr, 0.5f, 0.0f);
+                    ggml_soft_max_add_sinks(r,
+                                            random_tensor(ctx, GGML_TYPE_F32, {3, 1, 1, 1}, rng, -3.0, 3.0));
+                    return r;
+                },
+                kSoftMaxBound);
+        }
+    }
+    hwy::SetSupportedTargetsForTest(0);  // back to the best target
+}
+
 // ---------------------------------------------------------------------------------------------
 // Rope
 
@@ -472,6 +507,46 @@ TEST_P(Rope, MatchesTheOracle) {
     const double bound = type == GGML_TYPE_F32 ? 1e-12 : 1e-6;
     expect_matches(rope_graph(c, type, false), bound);
     expect_matches(rope_graph(c, type, true), bound);
+}
+
+// ROPE_BACK, rotation offsets and the multi-axis modes (four positions per token) on every SIMD target.
+TEST(RopeForms, BackOffsetsAndMultiAxisModesOnEveryTarget) {
+    struct Form {
+        ggml_op op;
+        int mode, n_dims, offset;
+        int sections[GGML_MROPE_SECTIONS];
+    };
+    const Form forms[] = {{GGML_OP_ROPE_BACK, GGML_ROPE_TYPE_NORMAL, 16, 0, {}},
+                          {GGML_OP_ROPE_BACK, GGML_ROPE_TYPE_NEOX, 10, 6, {}},
+                          {GGML_OP_ROPE, GGML_ROPE_TYPE_NORMAL, 12, 8, {}},
+                          {GGML_OP_ROPE, GGML_ROPE_TYPE_MROPE, 16, 0, {3, 2, 2, 1}},
+                          {GGML_OP_ROPE_BACK, GGML_ROPE_TYPE_IMROPE, 20, 0, {4, 3, 3, 0}},
+                          {GGML_OP_ROPE, GGML_ROPE_TYPE_VISION, 10, 0, {3, 2, 0, 0}}};
+    for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        SCOPED_TRACE(hwy::TargetName(target));
+        hwy::SetSupportedTargetsForTest(target);
+        for (const Form & f : forms) {
+            SCOPED_TRACE(std::string(ggml_op_name(f.op)) + " mode " + std::to_string(f.mode));
+            expect_matches(
+                [&](ggml_context * ctx, Rng & rng) {
+                    const bool multi = f.sections[0] + f.sections[1] + f.sections[2] + f.sections[3] > 0;
+                    const int64_t tokens = 5, head_dim = f.mode == GGML_ROPE_TYPE_VISION ? 2 * f.n_dims : 22;
+                    ggml_tensor * a = random_tensor(ctx, GGML_TYPE_F32, {head_dim, 3, tokens, 2}, rng);
+                    ggml_tensor * pos = positions(ctx, multi ? 4 * tokens : tokens, rng);
+                    int sections[GGML_MROPE_SECTIONS];
+                    std::copy(f.sections, f.sections + GGML_MROPE_SECTIONS, sections);
+                    ggml_tensor * r = multi ? (f.op == GGML_OP_ROPE ? ggml_rope_multi : ggml_rope_multi_back)(
+                                                  ctx, a, pos, nullptr, f.n_dims, sections, f.mode, 4096,
+                                                  10000.0f, 0.5f, 1.0f, 1.0f, 32.0f, 1.0f)
+                                            : (f.op == GGML_OP_ROPE ? ggml_rope_ext : ggml_rope_ext_back)(
+                                                  ctx, a, pos, nullptr, f.n_dims, f.mode, 4096, 10000.0f,
+                                                  0.5f, 1.0f, 1.0f, 32.0f, 1.0f);
+                    return f.offset ? ggml_rope_set_offset(r, f.offset) : r;
+                },
+                1e-12);
+        }
+    }
+    hwy::SetSupportedTargetsForTest(0);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,6 +1,7 @@
-// ggx-ops case table: MUL_MAT for every weight dtype (F32, F16, BF16, Q8_0, Q4_0) times every
-// activation dtype, odd and empty sizes, broadcasting over dims 2 and 3, and transposed, permuted
-// and strided operands.
+// ggx-ops case table: MUL_MAT, MUL_MAT_ID and OUT_PROD for every weight dtype (F32, F16, BF16, Q8_0,
+// Q4_0) times every activation dtype, odd and empty sizes, broadcasting over dims 2 and 3 (MUL_MAT_ID:
+// over the expert slots), transposed, permuted and strided operands, MUL_MAT with GGML_PREC_F32; perf
+// cases for an FFN projection and for MoE expert products next to the equivalent dense products.
 #include <span>
 
 #include "ggx-ops/case.h"
@@ -41,6 +42,11 @@ const LayoutPair kBlockLayouts[] = {{Layout::Contiguous, Layout::Contiguous},
                                     {Layout::Contiguous, Layout::Permuted},
                                     {Layout::Strided, Layout::Strided}};
 
+std::span<const LayoutPair> layouts_of(ggml_type ta) {
+    return ggml_is_quantized(ta) ? std::span<const LayoutPair>(kBlockLayouts)
+                                 : std::span<const LayoutPair>(kFloatLayouts);
+}
+
 void add_case(CaseList & list, ggml_type ta, ggml_type tb, Dims d, Batch batch, LayoutPair layout) {
     const Shape a_ne = {d.k, d.m, batch.a2, batch.a3}, b_ne = {d.k, d.n, batch.b2, batch.b3};
     const Gen gen = d.m * d.n * batch.b2 * batch.b3 < 16 ? kPositive : kOperands;
@@ -57,8 +63,7 @@ void add_case(CaseList & list, ggml_type ta, ggml_type tb, Dims d, Batch batch, 
 void add_type_pair(CaseList & list, ggml_type ta, ggml_type tb) {
     const bool block = ggml_is_quantized(ta);
     const auto dims = block ? std::span<const Dims>(kBlockDims) : std::span<const Dims>(kFloatDims);
-    const auto layouts =
-        block ? std::span<const LayoutPair>(kBlockLayouts) : std::span<const LayoutPair>(kFloatLayouts);
+    const auto layouts = layouts_of(ta);
     for (const Dims & d : dims) {
         for (size_t b = 0; b < std::size(kBatches); ++b) {
             const bool all_layouts = b == 0 || b == 2;
@@ -87,6 +92,153 @@ void add_perf_cases(CaseList & list) {
     }
 }
 
+// MUL_MAT with GGML_PREC_F32 (quantized weights: no int8 rounding of the activations).
+void add_prec_cases(CaseList & list) {
+    for (ggml_type ta : kWeightTypes) {
+        for (const Dims & d : {Dims{64, 33, 1}, Dims{256, 7, 3}, Dims{96, 40, 20}}) {
+            const Shape a_ne = {d.k, d.m, 1, 1}, b_ne = {d.k, d.n, 1, 1};
+            const std::string name = "prec f32 " + str(ta) + " a=" + str(a_ne) + " b=" + str(b_ne);
+            list.add(GGML_OP_MUL_MAT, name, [=](Graph & g) {
+                ggml_tensor * r = ggml_mul_mat(g.ctx(), g.input(ta, a_ne, Layout::Contiguous, kOperands),
+                                               g.input(GGML_TYPE_F32, b_ne, Layout::Contiguous, kOperands));
+                ggml_mul_mat_set_prec(r, GGML_PREC_F32);
+                return r;
+            });
+        }
+    }
+}
+
+// MUL_MAT_ID: as [K, M, n_as], b [K, n_b, T], ids [n_used, T]; the last shapes route more rows to
+// an expert than one product takes.
+struct Routed {
+    int64_t k, m, n_as, n_used, n_b, t;
+};
+const Routed kRoutedFloat[] = {{1, 1, 1, 1, 1, 1},    {16, 8, 4, 2, 1, 3},    {33, 7, 3, 2, 2, 5},
+                               {65, 33, 8, 4, 4, 17}, {128, 20, 6, 6, 1, 40}, {7, 0, 2, 1, 1, 2},
+                               {16, 4, 2, 2, 1, 0},   {0, 5, 2, 2, 2, 3},     {16, 5, 2, 2, 1, 700}};
+const Routed kRoutedBlock[] = {{32, 8, 4, 2, 1, 3},
+                               {64, 16, 8, 4, 2, 9},
+                               {96, 33, 4, 4, 4, 20},
+                               {256, 40, 3, 2, 1, 64},
+                               {32, 5, 2, 2, 2, 600}};
+
+std::string routed_name(const Routed & r) {
+    return format("K=%lld M=%lld experts=%lld used=%lld n_b=%lld T=%lld", static_cast<long long>(r.k),
+                  static_cast<long long>(r.m), static_cast<long long>(r.n_as),
+                  static_cast<long long>(r.n_used), static_cast<long long>(r.n_b),
+                  static_cast<long long>(r.t));
+}
+
+ggml_tensor * routed_product(Graph & g, ggml_type ta, ggml_type tb, const Routed & r, LayoutPair layout,
+                             Gen ids_gen) {
+    ggml_tensor * as = g.input(ta, {r.k, r.m, r.n_as, 1}, layout.first, kOperands);
+    ggml_tensor * b = g.input(tb, {r.k, r.n_b, r.t, 1}, layout.second, kOperands);
+    ggml_tensor * ids = g.input(GGML_TYPE_I32, {r.n_used, r.t, 1, 1}, Layout::Contiguous, ids_gen);
+    return ggml_mul_mat_id(g.ctx(), as, b, ids);
+}
+
+void add_mul_mat_id_cases(CaseList & list) {
+    for (ggml_type ta : kWeightTypes) {
+        const bool block = ggml_is_quantized(ta);
+        const auto dims =
+            block ? std::span<const Routed>(kRoutedBlock) : std::span<const Routed>(kRoutedFloat);
+        const auto layouts = layouts_of(ta);
+        for (ggml_type tb : kFloatTypes) {
+            for (const Routed & r : dims) {
+                // Distinct experts per token (as routers pick them) and repeats (allowed).
+                for (const Gen & ids :
+                     {Gen::distinct(r.n_as), Gen::integer(0, static_cast<double>(r.n_as))}) {
+                    const bool distinct = ids.kind == Gen::Kind::Distinct;
+                    for (const LayoutPair & layout : distinct ? layouts : layouts.first(1)) {
+                        list.add(GGML_OP_MUL_MAT_ID,
+                                 str(ta) + "x" + str(tb) + " " + routed_name(r) +
+                                     (distinct ? " distinct" : " repeats") +
+                                     " as:" + layout_name(layout.first) + " b:" + layout_name(layout.second),
+                                 [=](Graph & g) { return routed_product(g, ta, tb, r, layout, ids); });
+                    }
+                }
+            }
+        }
+    }
+    // ids as a transposed view.
+    list.add(GGML_OP_MUL_MAT_ID, "f32xf32 ids:transposed", [](Graph & g) {
+        ggml_tensor * as = g.input(GGML_TYPE_F32, {24, 9, 5, 1}, Layout::Contiguous, kOperands);
+        ggml_tensor * b = g.input(GGML_TYPE_F32, {24, 3, 4, 1}, Layout::Contiguous, kOperands);
+        ggml_tensor * ids = g.input(GGML_TYPE_I32, {3, 4, 1, 1}, Layout::Transposed, Gen::integer(0, 5));
+        return ggml_mul_mat_id(g.ctx(), as, b, ids);
+    });
+}
+
+// OUT_PROD: a [M, N, A2, A3], b [P, N, B2, B3].
+void add_out_prod_cases(CaseList & list) {
+    const Dims kOuterFloat[] = {{1, 1, 1}, {7, 3, 5}, {16, 33, 8}, {65, 17, 40}, {5, 0, 3}, {0, 4, 3}};
+    const Dims kOuterBlock[] = {{32, 5, 3}, {64, 17, 9}, {96, 40, 33}};
+    for (ggml_type ta : kWeightTypes) {
+        const bool block = ggml_is_quantized(ta);
+        const auto dims = block ? std::span<const Dims>(kOuterBlock) : std::span<const Dims>(kOuterFloat);
+        const auto layouts = layouts_of(ta);
+        for (ggml_type tb : kFloatTypes) {
+            for (const Dims & d : dims) {  // k: M, m: N (the summed dimension), n: P
+                for (size_t bi = 0; bi < std::size(kBatches); ++bi) {
+                    const Batch batch = kBatches[bi];
+                    for (const LayoutPair & layout : bi == 0 ? layouts : layouts.first(1)) {
+                        const Shape a_ne = {d.k, d.m, batch.a2, batch.a3},
+                                    b_ne = {d.n, d.m, batch.b2, batch.b3};
+                        list.add(GGML_OP_OUT_PROD,
+                                 str(ta) + "x" + str(tb) + " a=" + str(a_ne) + " b=" + str(b_ne) +
+                                     " a:" + layout_name(layout.first) + " b:" + layout_name(layout.second),
+                                 [=](Graph & g) {
+                                     return ggml_out_prod(g.ctx(), g.input(ta, a_ne, layout.first, kOperands),
+                                                          g.input(tb, b_ne, layout.second, kOperands));
+                                 });
+                    }
+                }
+            }
+        }
+    }
+}
+
+// Perf: OUT_PROD as a weight gradient, dW [1024, 1024] = sum over 512 tokens of x dy^T, next to the
+// MUL_MAT of the same size with the summed dimension innermost.
+void add_out_prod_perf_cases(CaseList & list) {
+    const int64_t m = 1024, p = 1024, n = 512;
+    const double flops = 2.0 * static_cast<double>(m * p * n);
+    for (ggml_type ta : {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0}) {
+        list.add_perf(GGML_OP_OUT_PROD, "perf " + str(ta) + " M=1024 P=1024 N=512", flops, [=](Graph & g) {
+            return ggml_out_prod(g.ctx(), g.input(ta, {m, n, 1, 1}), g.input(GGML_TYPE_F32, {p, n, 1, 1}));
+        });
+        list.add_perf(
+            GGML_OP_MUL_MAT, "perf out-prod-dense " + str(ta) + " M=1024 P=1024 N=512", flops,
+            [=](Graph & g) {
+                return ggml_mul_mat(g.ctx(), g.input(ta, {n, m, 1, 1}), g.input(GGML_TYPE_F32, {n, p, 1, 1}));
+            });
+    }
+}
+
+// Perf: a MoE layer's expert products (64 experts of [2048 -> 1408], 8 used per token) for one
+// token and for a batch of 128, each next to the dense products of the same size: the used
+// experts' matrix-vector products (one batch each), and the products of every expert with the
+// rows a uniform router would give it (128 * 8 / 64 = 16).
+void add_moe_perf_cases(CaseList & list) {
+    const int64_t k = 2048, m = 1408, n_as = 64, n_used = 8;
+    for (ggml_type ta : kWeightTypes) {
+        for (int64_t t : {1, 128}) {
+            const double flops = 2.0 * static_cast<double>(k * m * n_used * t);
+            const std::string shape = format("%s K=2048 M=1408 experts=64 used=8 T=%lld", str(ta).c_str(),
+                                             static_cast<long long>(t));
+            list.add_perf(GGML_OP_MUL_MAT_ID, "perf moe " + shape, flops, [=](Graph & g) {
+                return routed_product(g, ta, GGML_TYPE_F32, {k, m, n_as, n_used, 1, t},
+                                      {Layout::Contiguous, Layout::Contiguous}, Gen::distinct(n_as));
+            });
+            const int64_t groups = t == 1 ? n_used : n_as, cols = n_used * t / groups;
+            list.add_perf(GGML_OP_MUL_MAT, "perf moe-dense " + shape, flops, [=](Graph & g) {
+                ggml_tensor * a = g.input(ta, {k, m, groups, 1});
+                return ggml_mul_mat(g.ctx(), a, g.input(GGML_TYPE_F32, {k, cols, groups, 1}));
+            });
+        }
+    }
+}
+
 }  // namespace
 
 void add_matmul_cases(CaseList & list) {
@@ -94,7 +246,12 @@ void add_matmul_cases(CaseList & list) {
         for (ggml_type tb : kFloatTypes)
             add_type_pair(list, ta, tb);
     }
+    add_prec_cases(list);
+    add_mul_mat_id_cases(list);
+    add_out_prod_cases(list);
     add_perf_cases(list);
+    add_moe_perf_cases(list);
+    add_out_prod_perf_cases(list);
 }
 
 }  // namespace ggx::ops

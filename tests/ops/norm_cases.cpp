@@ -1,5 +1,5 @@
-// ggx-ops case table: normalisation (NORM, RMS_NORM, L2_NORM, GROUP_NORM) over odd and zero-row
-// shapes, every input layout, two epsilons, in-place variants and uneven channel groups.
+// ggx-ops case table: normalisation (NORM, RMS_NORM, L2_NORM, GROUP_NORM, RMS_NORM_BACK) over odd and
+// zero-row shapes, every input layout, two epsilons, in-place variants and uneven channel groups.
 #include "ggx-ops/case.h"
 
 namespace ggx::ops {
@@ -57,6 +57,26 @@ void add_group_norm_cases(CaseList & list) {
     }
 }
 
+// RMS_NORM_BACK(dy, x): every layout of x, dy contiguous or strided.
+void add_rms_norm_back_cases(CaseList & list) {
+    for (const Shape & ne : kShapes) {
+        for (Layout layout : kAllLayouts) {
+            for (Layout dy_layout : {Layout::Contiguous, Layout::Strided}) {
+                for (float eps : {1e-5f, 0.1f}) {
+                    list.add(GGML_OP_RMS_NORM_BACK,
+                             "f32 " + str(ne) + " x:" + layout_name(layout) +
+                                 " dy:" + layout_name(dy_layout) + " eps " + str(eps),
+                             [=](Graph & g) {
+                                 ggml_tensor * dy = g.input(GGML_TYPE_F32, ne, dy_layout);
+                                 return ggml_rms_norm_back(g.ctx(), dy, g.input(GGML_TYPE_F32, ne, layout),
+                                                           eps);
+                             });
+                }
+            }
+        }
+    }
+}
+
 // Perf: F32 tensors of 64 MiB, well beyond the last-level cache.
 void add_perf_cases(CaseList & list) {
     list.add_perf(GGML_OP_RMS_NORM, "perf f32 [4096,4096]", 3.0 * 4096 * 4096, [](Graph & g) {
@@ -72,6 +92,7 @@ void add_perf_cases(CaseList & list) {
 void add_norm_cases(CaseList & list) {
     add_row_norm_cases(list);
     add_group_norm_cases(list);
+    add_rms_norm_back_cases(list);
     add_perf_cases(list);
 }
 

@@ -1,5 +1,8 @@
-// ggx-ops case table: SOFT_MAX plain, in-place and with masks (F32/F16, -inf entries, per-row and
-// per-head masks with padded rows), scales and ALiBi slopes, over odd and zero-size shapes.
+// ggx-ops case table: SOFT_MAX plain, in-place, with masks (F32/F16, -inf entries, per-row and
+// per-head masks with padded rows) and sinks, scales and ALiBi slopes; SOFT_MAX_BACK with scales
+// and max_bias; DIAG_MASK_INF/ZERO for every float type; over odd and zero-size shapes.
+#include <tuple>
+
 #include "ggx-ops/case.h"
 
 namespace ggx::ops {
@@ -60,6 +63,76 @@ void add_ext_cases(CaseList & list, const Shape & ne) {
     }
 }
 
+// Sinks (one logit per head), alone and with masks and ALiBi slopes.
+void add_sinks_cases(CaseList & list, const Shape & ne) {
+    for (Layout layout : {Layout::Contiguous, Layout::Permuted}) {
+        for (ggml_type mask_type : {GGML_TYPE_COUNT, GGML_TYPE_F16, GGML_TYPE_F32}) {
+            for (float max_bias : {0.0f, 8.0f}) {
+                const bool masked = mask_type != GGML_TYPE_COUNT;
+                list.add(GGML_OP_SOFT_MAX,
+                         "sinks f32 " + str(ne) + " " + layout_name(layout) + " mask " +
+                             (masked ? str(mask_type) : std::string("none")) + " max_bias " + str(max_bias),
+                         [=](Graph & g) {
+                             ggml_tensor * a = g.input(GGML_TYPE_F32, ne, layout, kScores);
+                             ggml_tensor * m = masked ? g.input(mask_type, mask_shape(ne, true),
+                                                                Layout::Contiguous, Gen::mask())
+                                                      : nullptr;
+                             ggml_tensor * r = ggml_soft_max_ext(g.ctx(), a, m, 0.5f, max_bias);
+                             ggml_soft_max_add_sinks(
+                                 r, g.input(GGML_TYPE_F32, {ne[2], 1, 1, 1}, Layout::Contiguous, kScores));
+                             return r;
+                         });
+            }
+        }
+    }
+}
+
+// SOFT_MAX_BACK(dy, y): y positive like a softmax result; max_bias changes nothing computed.
+void add_back_cases(CaseList & list, const Shape & ne) {
+    for (Layout layout : kAllLayouts) {
+        for (float scale : {1.0f, 0.125f}) {
+            for (float max_bias : {0.0f, 8.0f}) {
+                list.add(GGML_OP_SOFT_MAX_BACK,
+                         "f32 " + str(ne) + " " + layout_name(layout) + " scale " + str(scale) +
+                             " max_bias " + str(max_bias),
+                         [=](Graph & g) {
+                             ggml_tensor * dy = g.input(GGML_TYPE_F32, ne, layout);
+                             ggml_tensor * y =
+                                 g.input(GGML_TYPE_F32, ne, Layout::Contiguous, Gen::uniform(0.0, 1.0));
+                             return ggml_soft_max_ext_back(g.ctx(), dy, y, scale, max_bias);
+                         });
+            }
+        }
+    }
+    list.add(GGML_OP_SOFT_MAX_BACK, "f32 " + str(ne) + " inplace", [=](Graph & g) {
+        ggml_tensor * y = g.input(GGML_TYPE_F32, ne, Layout::Strided, Gen::uniform(0.0, 1.0));
+        return ggml_soft_max_ext_back_inplace(g.ctx(), g.input(GGML_TYPE_F32, ne), y, 0.5f, 0.0f);
+    });
+}
+
+using DiagMaskFn = ggml_tensor * (*)(ggml_context *, ggml_tensor *, int);
+
+void add_diag_mask_cases(CaseList & list, const Shape & ne) {
+    const std::tuple<ggml_op, const char *, DiagMaskFn> fns[] = {
+        {GGML_OP_DIAG_MASK_INF, "", ggml_diag_mask_inf},
+        {GGML_OP_DIAG_MASK_INF, " inplace", ggml_diag_mask_inf_inplace},
+        {GGML_OP_DIAG_MASK_ZERO, "", ggml_diag_mask_zero},
+        {GGML_OP_DIAG_MASK_ZERO, " inplace", ggml_diag_mask_zero_inplace}};
+    for (const auto & [op, suffix, fn] : fns) {
+        for (ggml_type type : kFloatTypes) {
+            for (Layout layout : kAllLayouts) {
+                for (int n_past : {0, 2, 100}) {
+                    list.add(
+                        op,
+                        str(type) + " " + str(ne) + " " + layout_name(layout) + " n_past " +
+                            std::to_string(n_past) + suffix,
+                        [=, f = fn](Graph & g) { return f(g.ctx(), g.input(type, ne, layout), n_past); });
+                }
+            }
+        }
+    }
+}
+
 void add_perf_cases(CaseList & list) {
     const Shape ne = {4096, 512, 8, 1};
     const double n = 4096.0 * 512 * 8;
@@ -79,6 +152,9 @@ void add_softmax_cases(CaseList & list) {
     for (const Shape & ne : kShapes) {
         add_plain_cases(list, ne);
         add_ext_cases(list, ne);
+        add_sinks_cases(list, ne);
+        add_back_cases(list, ne);
+        add_diag_mask_cases(list, ne);
     }
     add_perf_cases(list);
 }

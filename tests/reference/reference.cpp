@@ -22,6 +22,7 @@
 #include <numbers>
 #include <set>
 #include <string>
+#include <utility>
 
 namespace ggx::ref {
 namespace {
@@ -554,25 +555,86 @@ Output k_group_norm(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
+// RMS_NORM_BACK(dy, x): with r = 1/sqrt(mean(x^2) + eps), dx = r * (dy - x * r^2 * mean(x * dy)).
+Output k_rms_norm_back(const ggml_tensor * d, const Inputs & in) {
+    const Src dy = src(d, in, 0), x = src(d, in, 1);
+    require(same_shape(dy.t, d) && same_shape(x.t, d), d, "dy and x must have the result's shape");
+    const double eps = params_of<ggml_ext_norm_params>(d).eps;
+    const int64_t n = d->ne[0];
+    std::vector<double> r = zeros(d);
+    for (int64_t row = 0; row * n < static_cast<int64_t>(r.size()); ++row) {
+        const double * xv = in[1].data() + row * n;
+        const double * g = in[0].data() + row * n;
+        double sum2 = 0.0, dot = 0.0;
+        for (int64_t i = 0; i < n; ++i) {
+            sum2 += xv[i] * xv[i];
+            dot += xv[i] * g[i];
+        }
+        const double ms = sum2 / static_cast<double>(n) + eps;
+        const double inv = 1.0 / std::sqrt(ms);
+        for (int64_t i = 0; i < n; ++i)
+            r[static_cast<size_t>(row * n + i)] = inv * (g[i] - xv[i] * dot / (static_cast<double>(n) * ms));
+    }
+    return {r, {}};
+}
+
+// r[i0, i1, i2, i3] = sum_k x(k, i0, i2 / r2, i3 / r3) * y(k, i1, i2, i3), a (read by x) broadcast
+// over b (read by y) in dims 2 and 3: MUL_MAT reads rows of both, OUT_PROD columns.
+template <class X, class Y>
+Output broadcast_product(const ggml_tensor * d, const Src & a, const Src & b, int64_t K, X && x, Y && y) {
+    require(a.t->ne[2] > 0 && a.t->ne[3] > 0 && b.t->ne[2] % a.t->ne[2] == 0 && b.t->ne[3] % a.t->ne[3] == 0,
+            d, "a cannot be broadcast over b");
+    require(d->ne[2] == b.t->ne[2] && d->ne[3] == b.t->ne[3], d, "result dims 2, 3 are not b's");
+    const int64_t r2 = b.t->ne[2] / a.t->ne[2], r3 = b.t->ne[3] / a.t->ne[3];
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        double s = 0.0;
+        for (int64_t k = 0; k < K; ++k)
+            s += x(k, i0, i2 / r2, i3 / r3) * y(k, i1, i2, i3);
+        r[at(d->ne, i0, i1, i2, i3)] = s;
+    });
+    return {r, {}};
+}
+
 // MUL_MAT: r[m, n, i2, i3] = sum_k a[k, m, i2 / (B2/A2), i3 / (B3/A3)] * b[k, n, i2, i3].
 Output k_mul_mat(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0), b = src(d, in, 1);
     const int64_t K = a.t->ne[0];
     require(b.t->ne[0] == K, d, "inner dimensions differ");
-    require(
-        d->ne[0] == a.t->ne[1] && d->ne[1] == b.t->ne[1] && d->ne[2] == b.t->ne[2] && d->ne[3] == b.t->ne[3],
-        d, "result shape is not [a.ne1, b.ne1, b.ne2, b.ne3]");
-    require(a.t->ne[2] > 0 && a.t->ne[3] > 0 && b.t->ne[2] % a.t->ne[2] == 0 && b.t->ne[3] % a.t->ne[3] == 0,
-            d, "a cannot be broadcast over b");
-    const int64_t r2 = b.t->ne[2] / a.t->ne[2], r3 = b.t->ne[3] / a.t->ne[3];
+    require(d->ne[0] == a.t->ne[1] && d->ne[1] == b.t->ne[1], d, "result shape is not [a.ne1, b.ne1, ...]");
+    return broadcast_product(d, a, b, K, a, b);
+}
+
+// MUL_MAT_ID: r[m, e, t] = sum_k as[k, m, ids[e, t]] * b[k, e mod n_b, t].
+Output k_mul_mat_id(const ggml_tensor * d, const Inputs & in) {
+    const Src as = src(d, in, 0), b = src(d, in, 1), ids = src(d, in, 2);
+    const int64_t K = as.t->ne[0], n_as = as.t->ne[2], n_b = b.t->ne[1];
+    require(b.t->ne[0] == K && n_b > 0 && ids.t->ne[0] % n_b == 0 && ids.t->ne[1] == b.t->ne[2], d,
+            "as, b and ids do not fit");
+    require(d->ne[0] == as.t->ne[1] && d->ne[1] == ids.t->ne[0] && d->ne[2] == ids.t->ne[1], d,
+            "result shape is not [as.ne1, ids.ne0, ids.ne1]");
     std::vector<double> r = zeros(d);
-    for_each_index(d->ne, [&](int64_t m, int64_t n, int64_t i2, int64_t i3) {
+    for_each_index(d->ne, [&](int64_t m, int64_t e, int64_t t, int64_t) {
+        const double id = ids(e, t);
+        require(id >= 0 && id < static_cast<double>(n_as), d,
+                "expert id " + std::to_string(id) + " out of range");
         double s = 0.0;
         for (int64_t k = 0; k < K; ++k)
-            s += a(k, m, i2 / r2, i3 / r3) * b(k, n, i2, i3);
-        r[at(d->ne, m, n, i2, i3)] = s;
+            s += as(k, m, static_cast<int64_t>(id)) * b(k, e % n_b, t);
+        r[at(d->ne, m, e, t)] = s;
     });
     return {r, {}};
+}
+
+// OUT_PROD: r[m, p, i2, i3] = sum_n a[m, n, i2 / (B2/A2), i3 / (B3/A3)] * b[p, n, i2, i3].
+Output k_out_prod(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0), b = src(d, in, 1);
+    require(b.t->ne[1] == a.t->ne[1], d, "a.ne1 and b.ne1 differ");
+    require(d->ne[0] == a.t->ne[0] && d->ne[1] == b.t->ne[0], d, "result shape is not [a.ne0, b.ne0, ...]");
+    const auto column = [](const Src & t) {
+        return [&t](int64_t n, int64_t i, int64_t i2, int64_t i3) { return t(i, n, i2, i3); };
+    };
+    return broadcast_product(d, a, b, a.t->ne[1], column(a), column(b));
 }
 
 // ALiBi slope of head h of H heads (1 when max_bias <= 0).
@@ -587,7 +649,8 @@ double alibi_slope(double max_bias, int64_t h, int64_t H) {
                  : std::pow(m1, static_cast<double>(2 * (h - n) + 1));
 }
 
-// SOFT_MAX: softmax of each row of a * scale + slope * mask; a row that is all -inf gives zeros.
+// SOFT_MAX: softmax of each row of a * scale + slope * mask (sinks: an extra logit per head in the
+// sum); a row that is all -inf gives zeros.
 Output k_soft_max(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0);
     require(same_shape(a.t, d), d, "result shape differs from a");
@@ -597,6 +660,8 @@ Output k_soft_max(const ggml_tensor * d, const Inputs & in) {
                     mask->ne[3] > 0 && a.t->ne[2] % mask->ne[2] == 0 && a.t->ne[3] % mask->ne[3] == 0,
                 d, "mask " + shape_str(mask) + " does not fit a");
     }
+    const ggml_tensor * sinks = d->src[2];  // one extra logit per head (dim 2) in each row's sum
+    if (sinks != nullptr) require(count(sinks) == a.t->ne[2], d, "sinks need one value per head");
     const auto soft_max = params_of<ggml_ext_soft_max_params>(d);
     const double scale = soft_max.scale, max_bias = soft_max.max_bias;
     const int64_t n = a.t->ne[0];
@@ -613,8 +678,9 @@ Output k_soft_max(const ggml_tensor * d, const Inputs & in) {
                         x[i0] += slope * in[1][at(mask->ne, i0, i1, i2 % mask->ne[2], i3 % mask->ne[3])];
                     mx = std::max(mx, x[i0]);
                 }
+                if (sinks != nullptr) mx = std::max(mx, in[2][static_cast<size_t>(i2)]);
                 if (mx == -std::numeric_limits<double>::infinity()) continue;  // fully masked row: zeros
-                double sum = 0.0;
+                double sum = sinks != nullptr ? std::exp(in[2][static_cast<size_t>(i2)] - mx) : 0.0;
                 for (int64_t i0 = 0; i0 < n; ++i0)
                     sum += (x[i0] = std::exp(x[i0] - mx));
                 for (int64_t i0 = 0; i0 < n; ++i0)
@@ -624,23 +690,91 @@ Output k_soft_max(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
-// ROPE (with YaRN), see docs/ops.md.
+// SOFT_MAX_BACK(dy, y): dx = scale * y * (dy - sum(y * dy)) per row (max_bias scales only a mask,
+// which the forward op's gradient with respect to its input does not involve).
+Output k_soft_max_back(const ggml_tensor * d, const Inputs & in) {
+    const Src dy = src(d, in, 0), y = src(d, in, 1);
+    require(same_shape(dy.t, d) && same_shape(y.t, d), d, "dy and y must have the result's shape");
+    const double scale = params_of<ggml_ext_soft_max_params>(d).scale;
+    const int64_t n = d->ne[0];
+    std::vector<double> r = zeros(d);
+    for (int64_t row = 0; row * n < static_cast<int64_t>(r.size()); ++row) {
+        const double * g = in[0].data() + row * n;
+        const double * yv = in[1].data() + row * n;
+        double dot = 0.0;
+        for (int64_t i = 0; i < n; ++i)
+            dot += yv[i] * g[i];
+        for (int64_t i = 0; i < n; ++i)
+            r[static_cast<size_t>(row * n + i)] = scale * yv[i] * (g[i] - dot);
+    }
+    return {r, {}};
+}
+
+// DIAG_MASK_INF, DIAG_MASK_ZERO: element (i0, i1) with i0 > n_past + i1 becomes -inf / 0.
+Output k_diag_mask(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    require(same_shape(a.t, d), d, "result shape differs from a");
+    const int64_t n_past = params_of<ggml_ext_diag_mask_params>(d).n_past;
+    const double masked = d->op == GGML_OP_DIAG_MASK_INF ? -std::numeric_limits<double>::infinity() : 0.0;
+    std::vector<double> r = in[0];
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        if (i0 > n_past + i1) r[at(d->ne, i0, i1, i2, i3)] = masked;
+    });
+    return {r, {}};
+}
+
+// Which position axis (0 t, 1 h, 2 w, 3 e) drives rotation pair i of a multi-axis mode, and the
+// exponent of base^(-2/n_dims) in its frequency: MROPE and VISION give consecutive runs of
+// sections[0..3] pairs (repeating) to t, h, w, e; IMROPE interleaves t, h, w (pair i of a run goes
+// to axis i mod 3 while that axis' section lasts, then to e). VISION counts the exponent from
+// the start of the pair's section, the others from pair 0.
+std::pair<int, int64_t> rope_axis(int mode, const int32_t * sections, int64_t i) {
+    const int64_t s0 = sections[0], s1 = sections[1], s2 = sections[2];
+    const int64_t total = s0 + s1 + s2 + sections[3];
+    const int64_t sector = i % total;
+    if (mode == GGML_ROPE_TYPE_IMROPE) {
+        const int64_t lane = sector % 3;
+        const int axis = lane == 0 && sector < 3 * s0   ? 0
+                         : lane == 1 && sector < 3 * s1 ? 1
+                         : lane == 2 && sector < 3 * s2 ? 2
+                                                        : 3;
+        return {axis, i};
+    }
+    const int64_t starts[4] = {0, s0, s0 + s1, s0 + s1 + s2};
+    int axis = 3;
+    while (axis > 0 && sector < starts[axis])
+        --axis;
+    return {axis, mode == GGML_ROPE_TYPE_VISION ? sector - starts[axis] : i};
+}
+
+// ROPE and ROPE_BACK (with YaRN, rotation offset and multi-axis modes), see docs/ops.md.
 Output k_rope(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0), pos = src(d, in, 1);
     require(same_shape(a.t, d), d, "result shape differs from a");
     const ggml_tensor * ff_t = d->src[2];
     const auto rope = params_of<ggml_ext_rope_params>(d);
-    const int64_t n_dims = rope.n_dims;
+    const int64_t n_dims = rope.n_dims, offs = rope.n_offs;
     const int mode = rope.mode;
     const double n_ctx_orig = rope.n_ctx_orig;
     const double base = rope.freq_base, freq_scale = rope.freq_scale, ext_factor = rope.ext_factor;
     const double attn_factor = rope.attn_factor, beta_fast = rope.beta_fast, beta_slow = rope.beta_slow;
-    require(mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX, d,
+    const bool multi =
+        mode == GGML_ROPE_TYPE_MROPE || mode == GGML_ROPE_TYPE_IMROPE || mode == GGML_ROPE_TYPE_VISION;
+    require(mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX || multi, d,
             "unknown rope mode " + std::to_string(mode));
-    require(n_dims > 0 && n_dims % 2 == 0 && n_dims <= a.t->ne[0], d, "n_dims must be even and <= ne0");
-    require(rope.n_offs == 0, d, "rotation offsets (ggml_rope_set_offset) are not evaluated");
-    require(pos.t->ne[0] >= a.t->ne[2], d, "fewer positions than tokens");
-    if (ff_t != nullptr) require(count(ff_t) >= n_dims / 2, d, "too few frequency factors");
+    // VISION rotates pairs (i, i + n_dims) over the whole row; the others n_dims elements.
+    const int64_t pairs = mode == GGML_ROPE_TYPE_VISION ? n_dims : n_dims / 2;
+    require(n_dims > 0 && n_dims % 2 == 0 && offs >= 0 && offs + 2 * pairs <= a.t->ne[0], d,
+            "n_dims must be even and the rotated elements inside a row");
+    require(pos.t->ne[0] >= (multi ? 4 : 1) * a.t->ne[2], d, "fewer positions than tokens");
+    if (multi) {
+        const int32_t * sec = rope.sections;
+        require(
+            sec[0] >= 0 && sec[1] >= 0 && sec[2] >= 0 && sec[3] >= 0 && sec[0] + sec[1] + sec[2] + sec[3] > 0,
+            d, "sections must be >= 0 and not all 0");
+    }
+    if (ff_t != nullptr) require(count(ff_t) >= pairs, d, "too few frequency factors");
+    const double sign = d->op == GGML_OP_ROPE_BACK ? -1.0 : 1.0;  // the gradient turns back
 
     const double theta_scale = std::pow(base, -2.0 / static_cast<double>(n_dims));
     const auto corr_dim = [&](double n_rot) {
@@ -653,15 +787,18 @@ Output k_rope(const ggml_tensor * d, const Inputs & in) {
         const double y = (i - low) / std::max(0.001, high - low);
         return 1.0 - std::min(1.0, std::max(0.0, y));
     };
+    const int64_t T = a.t->ne[2];
 
-    std::vector<double> r = in[0];  // channels >= n_dims are copied
+    std::vector<double> r = in[0];  // channels outside the rotated ones are copied
     for (int64_t b = 0; b < a.t->ne[3]; ++b)
-        for (int64_t t = 0; t < a.t->ne[2]; ++t) {
-            const double p = pos(t);
+        for (int64_t t = 0; t < T; ++t) {
             for (int64_t h = 0; h < a.t->ne[1]; ++h)
-                for (int64_t i = 0; i < n_dims / 2; ++i) {
+                for (int64_t i = 0; i < pairs; ++i) {
+                    const auto [axis, expo] =
+                        multi ? rope_axis(mode, rope.sections, i) : std::pair<int, int64_t>{0, i};
+                    const double p = pos(t + axis * T);
                     const double ff = ff_t != nullptr ? in[2][static_cast<size_t>(i)] : 1.0;
-                    const double theta_extrap = p * std::pow(theta_scale, static_cast<double>(i)) / ff;
+                    const double theta_extrap = p * std::pow(theta_scale, static_cast<double>(expo)) / ff;
                     const double theta_interp = freq_scale * theta_extrap;
                     double theta = theta_interp, mscale = attn_factor;
                     if (ext_factor != 0.0) {
@@ -669,9 +806,9 @@ Output k_rope(const ggml_tensor * d, const Inputs & in) {
                         theta = theta_interp * (1.0 - mix) + theta_extrap * mix;
                         mscale = attn_factor * (1.0 + 0.1 * std::log(1.0 / freq_scale));
                     }
-                    const double c = std::cos(theta) * mscale, s = std::sin(theta) * mscale;
-                    const int64_t j0 = mode == GGML_ROPE_TYPE_NORMAL ? 2 * i : i;
-                    const int64_t j1 = mode == GGML_ROPE_TYPE_NORMAL ? 2 * i + 1 : i + n_dims / 2;
+                    const double c = std::cos(theta) * mscale, s = sign * std::sin(theta) * mscale;
+                    const int64_t j0 = offs + (mode == GGML_ROPE_TYPE_NORMAL ? 2 * i : i);
+                    const int64_t j1 = mode == GGML_ROPE_TYPE_NORMAL ? j0 + 1 : j0 + pairs;
                     const double x0 = a(j0, h, t, b), x1 = a(j1, h, t, b);
                     r[at(d->ne, j0, h, t, b)] = x0 * c - x1 * s;
                     r[at(d->ne, j1, h, t, b)] = x0 * s + x1 * c;
@@ -957,6 +1094,19 @@ Kernel kernel_for(ggml_op op) {
             return k_group_norm;
         case GGML_OP_MUL_MAT:
             return k_mul_mat;
+        case GGML_OP_MUL_MAT_ID:
+            return k_mul_mat_id;
+        case GGML_OP_OUT_PROD:
+            return k_out_prod;
+        case GGML_OP_RMS_NORM_BACK:
+            return k_rms_norm_back;
+        case GGML_OP_SOFT_MAX_BACK:
+            return k_soft_max_back;
+        case GGML_OP_DIAG_MASK_INF:
+        case GGML_OP_DIAG_MASK_ZERO:
+            return k_diag_mask;
+        case GGML_OP_ROPE_BACK:
+            return k_rope;
         case GGML_OP_SOFT_MAX:
             return k_soft_max;
         case GGML_OP_ROPE:

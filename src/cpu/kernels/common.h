@@ -100,9 +100,12 @@ extern const Kernel sum, sum_rows, mean, argmax;
 extern const Kernel copy;  // DUP, CPY, CONT
 extern const Kernel repeat, concat, pad, upscale, timestep_embedding;
 extern const Kernel norm, rms_norm, group_norm, l2_norm;
+extern const Kernel rms_norm_back;
 extern const Kernel soft_max, rope;
+extern const Kernel soft_max_back, diag_mask, rope_back;  // diag_mask: DIAG_MASK_INF and _ZERO
 extern const Kernel get_rows, set_rows, im2col;
 extern const Kernel mul_mat, flash_attn_ext;
+extern const Kernel mul_mat_id, out_prod;
 extern const Kernel custom;      // CPU callback nodes
 extern const Kernel map_custom;  // MAP_CUSTOM1..3
 }  // namespace kernels

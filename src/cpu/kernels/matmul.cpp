@@ -1,5 +1,6 @@
-// Matrix product kernel (GGML_OP_MUL_MAT): dst[m, n, i2, i3] = sum_k a[k, m, i2 / r2, i3 / r3] *
-// b[k, n, i2, i3], accumulated in F32.
+// Matrix product kernels. MUL_MAT: dst[m, n, i2, i3] = sum_k a[k, m, i2 / r2, i3 / r3] *
+// b[k, n, i2, i3], accumulated in F32. MUL_MAT_ID (routed rows grouped per expert) and OUT_PROD
+// (transposed views of its operands) are built on the same product, near the end of the file.
 //
 // Four paths, all compiled for every Highway target and chosen at run time:
 //
@@ -20,7 +21,8 @@
 //  * Quantized matrix-vector (N == 1, Q8_0/Q4_0 a). b is quantized per 32-block to int8 with an F32
 //    scale (d = amax / 127, q = round(x / d)); each block product is an exact int32 dot product
 //    (AVX2 maddubs/madd inside the AVX2/AVX-512 targets, portable loops elsewhere) scaled by
-//    d_a * d_b. This adds the activation rounding error (at most d / 2 per element of b).
+//    d_a * d_b. This adds the activation rounding error (at most d / 2 per element of b), so a
+//    MUL_MAT with GGML_PREC_F32 takes the small-N path (dequantized a, F32 b) instead.
 
 // clang-format off
 #undef HWY_TARGET_INCLUDE
@@ -37,7 +39,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
+#include "core/op_params.h"
 #include "cpu/kernels/common.h"
 #include "cpu/kernels/exec.h"
 
@@ -204,6 +208,20 @@ HWY_NOINLINE void convert_row(ggml_type type, const char * src, size_t nb0, int6
 // beyond `rows` are zero. tmp holds rows * kc floats of conversion scratch.
 HWY_NOINLINE void pack_panel(const Operand & op, int64_t r0, int64_t rows, int64_t R, int64_t k0, int64_t kc,
                              float * HWY_RESTRICT out, float * HWY_RESTRICT tmp) {
+    if (op.blck == 1 && op.nb1 == ggml_type_size(op.type) && rows > 1) {
+        // Rows adjacent in memory (a transposed view, OUT_PROD's operands): each k is a dense run.
+        const size_t es = op.nb1;
+        for (int64_t k = 0; k < kc; ++k) {
+            const char * p = op.at(r0, k0 + k);
+            float * o = out + k * R;
+            if (op.type == GGML_TYPE_F32)
+                std::memcpy(o, p, static_cast<size_t>(rows) * sizeof(float));
+            else
+                convert_row(op.type, p, es, rows, o);
+            std::fill(o + rows, o + R, 0.0f);
+        }
+        return;
+    }
     const float * src[kMaxPanel];
     const bool direct = op.type == GGML_TYPE_F32 && op.nb0 == sizeof(float);
     for (int64_t r = 0; r < rows; ++r) {
@@ -496,6 +514,7 @@ struct Batches {
     const ggml_tensor *a, *b;
     ggml_tensor * dst;
     int64_t nbatch, B2, r2, r3;
+    bool exact = false;  // GGML_PREC_F32: no int8 rounding of the activations (quantized a)
 
     Gemm gemm(int64_t bi) const {
         const int64_t i2 = bi % B2, i3 = bi / B2;
@@ -837,9 +856,12 @@ HWY_INLINE size_t gemv_per_thread(const ggml_tensor * a) {
     return align64(sizeof(float) * static_cast<size_t>(K));
 }
 
-HWY_INLINE bool use_gemv(const ggml_tensor * a, const ggml_tensor * b) {
-    return b->ne[1] == 1 && a->ne[0] > 0 &&
-           (ggml_is_quantized(a->type) || a->nb[0] == ggml_type_size(a->type));
+HWY_INLINE bool dense_rows(const ggml_tensor * a) {
+    return a->ne[0] > 0 && (ggml_is_quantized(a->type) || a->nb[0] == ggml_type_size(a->type));
+}
+
+HWY_INLINE bool use_gemv(const Batches & bt) {
+    return bt.b->ne[1] == 1 && dense_rows(bt.a) && !(bt.exact && ggml_is_quantized(bt.a->type));
 }
 
 HWY_NOINLINE void gemv(const Exec & ex, const Batches & bt) {
@@ -968,21 +990,20 @@ HWY_NOINLINE void small_n_rows(const Operand & a, int64_t m0, int64_t m1, int64_
     }
 }
 
-HWY_INLINE bool use_small_n(const ggml_tensor * a, const ggml_tensor * b) {
-    return b->ne[1] >= 2 && b->ne[1] <= kSmallN && a->ne[0] > 0 &&
-           (ggml_is_quantized(a->type) || a->nb[0] == ggml_type_size(a->type));
+// N == 1 comes here only for an exact (GGML_PREC_F32) product of a quantized a.
+HWY_INLINE bool use_small_n(const Batches & bt) {
+    return bt.b->ne[1] >= 1 && bt.b->ne[1] <= kSmallN && dense_rows(bt.a) && !use_gemv(bt);
 }
 
-HWY_INLINE size_t small_n_per_thread(const ggml_tensor * a, const ggml_tensor * b) {
-    return align64(sizeof(float) * static_cast<size_t>(a->ne[0] * b->ne[1])) +
-           align64(sizeof(float) * 4 * kSmallChunk);
+HWY_INLINE size_t small_n_per_thread(int64_t K, int64_t N) {
+    return align64(sizeof(float) * static_cast<size_t>(K * N)) + align64(sizeof(float) * 4 * kSmallChunk);
 }
 
 HWY_NOINLINE void small_n(const Exec & ex, const Batches & bt) {
     const ggml_tensor * a = bt.a;
     const int64_t M = a->ne[1], K = a->ne[0], N = bt.b->ne[1];
     const auto [r0, r1] = chunk_range(M * bt.nbatch, ex.ith, ex.nth);
-    char * mine = ex.workspace + static_cast<size_t>(ex.ith) * small_n_per_thread(a, bt.b);
+    char * mine = ex.workspace + static_cast<size_t>(ex.ith) * small_n_per_thread(K, N);
     float * x = reinterpret_cast<float *>(mine);
     float * buf = reinterpret_cast<float *>(mine + align64(sizeof(float) * static_cast<size_t>(K * N)));
     int64_t cur = -1;
@@ -998,6 +1019,9 @@ HWY_NOINLINE void small_n(const Exec & ex, const Batches & bt) {
                 convert_row(g.b.type, g.b.at(n, 0), g.b.nb0, K, x + n * K);
         }
         switch (N) {
+            case 1:
+                small_n_rows<1>(g.a, m0, m1, K, x, g.c, g.ldc, buf);
+                break;
             case 2:
                 small_n_rows<2>(g.a, m0, m1, K, x, g.c, g.ldc, buf);
                 break;
@@ -1025,52 +1049,44 @@ HWY_NOINLINE void small_n(const Exec & ex, const Batches & bt) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Entry points.
+// One product of a [K, M, A2, A3] and b [K, N, B2, B3] into dst [M, N, B2, B3] (F32, dense rows).
 
-HWY_INLINE Batches batches_of(const ggml_tensor * dst) {
+HWY_INLINE Batches batches_of(const ggml_tensor * a, const ggml_tensor * b, ggml_tensor * dst) {
     Batches bt;
-    bt.a = dst->src[0];
-    bt.b = dst->src[1];
-    bt.dst = const_cast<ggml_tensor *>(dst);
+    bt.a = a;
+    bt.b = b;
+    bt.dst = dst;
     bt.B2 = dst->ne[2];
     bt.nbatch = dst->ne[2] * dst->ne[3];
-    bt.r2 = dst->ne[2] / bt.a->ne[2];
-    bt.r3 = dst->ne[3] / bt.a->ne[3];
+    bt.r2 = dst->ne[2] / a->ne[2];
+    bt.r3 = dst->ne[3] / a->ne[3];
     return bt;
 }
 
-size_t Workspace(const ggml_tensor * node, int n_threads) {
-    const Batches bt = batches_of(node);
-    if (use_gemv(bt.a, bt.b)) return gemv_per_thread(bt.a) * static_cast<size_t>(n_threads) + 64;
-    if (use_small_n(bt.a, bt.b)) return small_n_per_thread(bt.a, bt.b) * static_cast<size_t>(n_threads) + 64;
-    return layout_for(bt.a, bt.b, bt.nbatch, n_threads).total(n_threads) + 64;
+HWY_INLINE size_t product_workspace(const Batches & bt, int nth) {
+    const size_t n = static_cast<size_t>(nth);
+    if (use_gemv(bt)) return gemv_per_thread(bt.a) * n + 64;
+    if (use_small_n(bt)) return small_n_per_thread(bt.a->ne[0], bt.b->ne[1]) * n + 64;
+    return layout_for(bt.a, bt.b, bt.nbatch, nth).total(nth) + 64;
 }
 
-void Compute(const Exec & ex, ggml_tensor * dst) {
-    const Batches bt = batches_of(dst);
+// Every thread calls this; the workspace holds product_workspace(bt, ex.nth) bytes.
+HWY_NOINLINE void product(const Exec & ex, const Batches & bt) {
     const int64_t M = bt.a->ne[1], N = bt.b->ne[1], K = bt.a->ne[0];
     if (M == 0 || N == 0 || bt.nbatch == 0) return;
     if (K == 0) {
-        const int64_t rows = N * bt.nbatch;
-        const auto [r0, r1] = chunk_range(rows, ex.ith, ex.nth);
+        const auto [r0, r1] = chunk_range(N * bt.nbatch, ex.ith, ex.nth);
         for (int64_t r = r0; r < r1; ++r) {
             const int64_t n = r % N, bi = r / N;
-            char * row = static_cast<char *>(dst->data) + n * dst->nb[1] + (bi % bt.B2) * dst->nb[2] +
-                         (bi / bt.B2) * dst->nb[3];
-            std::memset(row, 0, static_cast<size_t>(M) * sizeof(float));
+            std::memset(row_at(bt.dst, n, bi % bt.B2, bi / bt.B2), 0, static_cast<size_t>(M) * sizeof(float));
         }
         return;
     }
-    const size_t need = Workspace(dst, ex.nth);
-    if (ex.workspace_size < need || (need > 0 && ex.workspace == nullptr)) {
-        if (ex.ith == 0) ex.fail("mul_mat: workspace smaller than Kernel::workspace asked for");
-        return;
-    }
-    if (use_gemv(bt.a, bt.b)) {
+    if (use_gemv(bt)) {
         gemv(ex, bt);
         return;
     }
-    if (use_small_n(bt.a, bt.b)) {
+    if (use_small_n(bt)) {
         small_n(ex, bt);
         return;
     }
@@ -1079,6 +1095,229 @@ void Compute(const Exec & ex, ggml_tensor * dst) {
         gemm_solo(ex, bt, l);
     else
         gemm_shared(ex, bt, l);
+}
+
+// A tensor header describing other memory (a sub-matrix, a transposed view, a workspace buffer);
+// only type, ne, nb and data are read.
+HWY_INLINE ggml_tensor dense_f32(void * data, int64_t ne0, int64_t ne1, int64_t ne2 = 1, int64_t ne3 = 1) {
+    ggml_tensor t{};
+    t.type = GGML_TYPE_F32;
+    t.data = data;
+    const int64_t ne[4] = {ne0, ne1, ne2, ne3};
+    size_t nb = sizeof(float);
+    for (int d = 0; d < 4; ++d) {
+        t.ne[d] = ne[d];
+        t.nb[d] = nb;
+        nb *= static_cast<size_t>(ne[d]);
+    }
+    return t;
+}
+
+HWY_INLINE ggml_tensor transposed(const ggml_tensor & t) {
+    ggml_tensor v = t;
+    std::swap(v.ne[0], v.ne[1]);
+    std::swap(v.nb[0], v.nb[1]);
+    return v;
+}
+
+HWY_INLINE Exec after(const Exec & ex, size_t used) {
+    Exec inner = ex;
+    inner.workspace += used;
+    inner.workspace_size -= std::min(used, ex.workspace_size);
+    return inner;
+}
+
+// ---------------------------------------------------------------------------------------------
+// MUL_MAT_ID: dst[:, e, t] = as[ids[e, t]] * b[:, e mod n_b, t]. The rows of b routed to each expert
+// are gathered (as F32) into one matrix, at most kRoutedRows at a time, multiplied by the expert's
+// weights with the paths above (so a group of one row is a matrix-vector product), and the results
+// scattered to dst.
+
+inline constexpr int64_t kRoutedRows = 512;  // rows per product: bounds the gathered b and its result
+
+struct Routing {
+    int64_t n_as, n_used, n_tokens, rows, chunk, K, M;
+    // In the workspace: the first row of each expert's group (n_as + 1 entries), the slot
+    // (e + n_used * t) of each row in expert order, a flag for an id out of range, one chunk of
+    // gathered rows of b and their products.
+    size_t start_off, slot_off, flag_off, b_off, c_off, inner_off;
+
+    explicit Routing(const ggml_tensor * node) {
+        n_as = node->src[0]->ne[2];
+        n_used = node->src[2]->ne[0];
+        n_tokens = node->src[2]->ne[1];
+        rows = n_used * n_tokens;
+        chunk = std::min(rows, kRoutedRows);
+        K = node->src[0]->ne[0];
+        M = node->src[0]->ne[1];
+        start_off = 0;
+        slot_off = start_off + align64(sizeof(int64_t) * static_cast<size_t>(n_as + 1));
+        flag_off = slot_off + align64(sizeof(int32_t) * static_cast<size_t>(rows));
+        b_off = flag_off + 64;
+        c_off = b_off + align64(sizeof(float) * static_cast<size_t>(chunk * K));
+        inner_off = c_off + align64(sizeof(float) * static_cast<size_t>(chunk * M));
+    }
+    template <class T>
+    T * at(char * ws, size_t off) const {
+        return reinterpret_cast<T *>(ws + off);
+    }
+    // Expert e's weights as one matrix.
+    ggml_tensor expert(const ggml_tensor * as, int64_t e) const {
+        ggml_tensor v = *as;
+        v.ne[2] = 1;
+        v.data = static_cast<char *>(as->data) + e * as->nb[2];
+        return v;
+    }
+};
+
+// The largest product workspace any grouping of the rows can need.
+HWY_INLINE size_t routed_product_bound(const ggml_tensor * node, const Routing & rt, int nth) {
+    const ggml_tensor a = rt.expert(node->src[0], 0);
+    size_t bound = 0;
+    for (int64_t n : {int64_t{1}, std::min(rt.chunk, kSmallN), rt.chunk}) {
+        ggml_tensor b = dense_f32(nullptr, rt.K, n), c = dense_f32(nullptr, rt.M, n);
+        bound = std::max(bound, product_workspace(batches_of(&a, &b, &c), nth));
+    }
+    return bound;
+}
+
+HWY_INLINE size_t mul_mat_id_workspace(const ggml_tensor * node, int nth) {
+    const Routing rt(node);
+    return rt.inner_off + routed_product_bound(node, rt, nth);
+}
+
+// Thread 0: lists the rows grouped by expert (a counting sort of the slots by id); false for a bad id.
+HWY_INLINE bool route(const ggml_tensor * ids, const Routing & rt, int64_t * start, int32_t * slot) {
+    const auto id = [&](int64_t s) {
+        return *reinterpret_cast<const int32_t *>(element_at(ids, s % rt.n_used, s / rt.n_used));
+    };
+    std::fill(start, start + rt.n_as + 1, int64_t{0});
+    for (int64_t s = 0; s < rt.rows; ++s) {
+        const int32_t e = id(s);
+        if (e < 0 || e >= rt.n_as) return false;
+        ++start[e + 1];
+    }
+    for (int64_t e = 0; e < rt.n_as; ++e)
+        start[e + 1] += start[e];
+    for (int64_t s = 0; s < rt.rows; ++s)
+        slot[start[id(s)]++] = static_cast<int32_t>(s);  // start[e] ends at the next group's start
+    for (int64_t e = rt.n_as; e > 0; --e)
+        start[e] = start[e - 1];
+    start[0] = 0;
+    return true;
+}
+
+HWY_NOINLINE void mul_mat_id(const Exec & ex, ggml_tensor * dst) {
+    const ggml_tensor *as = dst->src[0], *b = dst->src[1], *ids = dst->src[2];
+    const Routing rt(dst);
+    if (rt.rows == 0 || rt.M == 0) return;
+    char * ws = ex.workspace;
+    int64_t * start = rt.at<int64_t>(ws, rt.start_off);
+    int32_t * slot = rt.at<int32_t>(ws, rt.slot_off);
+    int32_t * bad = rt.at<int32_t>(ws, rt.flag_off);
+    float * bg = rt.at<float>(ws, rt.b_off);
+    float * cg = rt.at<float>(ws, rt.c_off);
+    if (ex.ith == 0) *bad = route(ids, rt, start, slot) ? 0 : 1;
+    ex.sync();
+    if (*bad) {
+        if (ex.ith == 0) ex.fail("mul_mat_id: an expert id is outside [0, as.ne2)");
+        return;
+    }
+    const Exec inner = after(ex, rt.inner_off);
+    for (int64_t e = 0; e < rt.n_as; ++e) {
+        const ggml_tensor a = rt.expert(as, e);
+        for (int64_t r0 = start[e]; r0 < start[e + 1]; r0 += rt.chunk) {
+            const int64_t n = std::min(rt.chunk, start[e + 1] - r0);
+            const auto [g0, g1] = chunk_range(n, ex.ith, ex.nth);
+            for (int64_t r = g0; r < g1; ++r) {
+                const int64_t s = slot[r0 + r];
+                convert_row(b->type, row_at(b, (s % rt.n_used) % b->ne[1], s / rt.n_used), b->nb[0], rt.K,
+                            bg + r * rt.K);
+            }
+            ex.sync();  // also: every thread has scattered the previous product
+            ggml_tensor bm = dense_f32(bg, rt.K, n), cm = dense_f32(cg, rt.M, n);
+            product(inner, batches_of(&a, &bm, &cm));
+            ex.sync();
+            for (int64_t r = g0; r < g1; ++r) {
+                const int64_t s = slot[r0 + r];
+                std::memcpy(row_at(dst, s % rt.n_used, s / rt.n_used), cg + r * rt.M,
+                            static_cast<size_t>(rt.M) * sizeof(float));
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// OUT_PROD: dst[m, p] = sum_n a[m, n] * b[p, n], the product of transposed views of a and b; a
+// quantized a is first dequantized into the workspace (a transposed view has no dense blocks).
+
+HWY_INLINE size_t dequantized_bytes(const ggml_tensor * a) {
+    return ggml_is_quantized(a->type) ? align64(sizeof(float) * static_cast<size_t>(ggml_nelements(a))) : 0;
+}
+
+HWY_INLINE ggml_tensor out_prod_a(const ggml_tensor * a, char * workspace) {
+    if (!ggml_is_quantized(a->type)) return transposed(*a);
+    return transposed(dense_f32(workspace, a->ne[0], a->ne[1], a->ne[2], a->ne[3]));
+}
+
+HWY_INLINE size_t out_prod_workspace(const ggml_tensor * node, int nth) {
+    const ggml_tensor a = out_prod_a(node->src[0], nullptr), b = transposed(*node->src[1]);
+    return dequantized_bytes(node->src[0]) +
+           product_workspace(batches_of(&a, &b, const_cast<ggml_tensor *>(node)), nth);
+}
+
+HWY_NOINLINE void out_prod(const Exec & ex, ggml_tensor * dst) {
+    const ggml_tensor * a = dst->src[0];
+    if (ggml_is_quantized(a->type)) {
+        float * af = reinterpret_cast<float *>(ex.workspace);
+        const int64_t n1 = a->ne[1], n2 = a->ne[2];
+        const auto [r0, r1] = chunk_range(n1 * n2 * a->ne[3], ex.ith, ex.nth);
+        for (int64_t r = r0; r < r1; ++r)
+            convert_row(a->type, row_at(a, r % n1, r / n1 % n2, r / (n1 * n2)), a->nb[0], a->ne[0],
+                        af + r * a->ne[0]);
+        ex.sync();
+    }
+    const ggml_tensor at = out_prod_a(a, ex.workspace), bt = transposed(*dst->src[1]);
+    product(after(ex, dequantized_bytes(a)), batches_of(&at, &bt, dst));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry points.
+
+HWY_INLINE Batches mul_mat_batches(const ggml_tensor * node) {
+    Batches bt = batches_of(node->src[0], node->src[1], const_cast<ggml_tensor *>(node));
+    bt.exact = core::params<ggml_ext_mul_mat_params>(node).prec == GGML_PREC_F32;
+    return bt;
+}
+
+size_t Workspace(const ggml_tensor * node, int n_threads) {
+    switch (node->op) {
+        case GGML_OP_MUL_MAT_ID:
+            return mul_mat_id_workspace(node, n_threads);
+        case GGML_OP_OUT_PROD:
+            return out_prod_workspace(node, n_threads);
+        default:
+            return product_workspace(mul_mat_batches(node), n_threads);
+    }
+}
+
+void Compute(const Exec & ex, ggml_tensor * dst) {
+    const size_t need = Workspace(dst, ex.nth);
+    if (ex.workspace_size < need || (need > 0 && ex.workspace == nullptr)) {
+        if (ex.ith == 0) ex.fail("mul_mat: workspace smaller than Kernel::workspace asked for");
+        return;
+    }
+    switch (dst->op) {
+        case GGML_OP_MUL_MAT_ID:
+            mul_mat_id(ex, dst);
+            break;
+        case GGML_OP_OUT_PROD:
+            out_prod(ex, dst);
+            break;
+        default:
+            product(ex, mul_mat_batches(dst));
+            break;
+    }
 }
 
 }  // namespace ggx::cpu::mm::HWY_NAMESPACE
@@ -1090,19 +1329,45 @@ namespace mm {
 HWY_EXPORT(Workspace);
 HWY_EXPORT(Compute);
 
+// A weight type the products read: float, or Q8_0/Q4_0 rows of whole dense blocks.
+static bool weights_ok(const ggml_tensor * a) {
+    if (ggml_is_float_type(a->type)) return true;
+    return (a->type == GGML_TYPE_Q8_0 || a->type == GGML_TYPE_Q4_0) && a->nb[0] == ggml_type_size(a->type) &&
+           a->ne[0] % 32 == 0;
+}
+
+static bool broadcasts(const ggml_tensor * a, const ggml_tensor * b) {
+    return a->ne[2] > 0 && a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0;
+}
+
 static bool supports(const ggml_tensor * node) {
     if (node->op != GGML_OP_MUL_MAT || node->type != GGML_TYPE_F32) return false;
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * b = node->src[1];
-    if (!a || !b) return false;
-    const bool a_ok = ggml_is_float_type(a->type) || a->type == GGML_TYPE_Q8_0 || a->type == GGML_TYPE_Q4_0;
-    if (!a_ok || !ggml_is_float_type(b->type)) return false;
-    if (ggml_is_quantized(a->type) && (a->nb[0] != ggml_type_size(a->type) || a->ne[0] % 32 != 0))
-        return false;
-    if (a->ne[0] != b->ne[0] || a->ne[2] <= 0 || a->ne[3] <= 0) return false;
-    if (b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0) return false;
+    if (!a || !b || !weights_ok(a) || !ggml_is_float_type(b->type)) return false;
+    if (a->ne[0] != b->ne[0] || !broadcasts(a, b)) return false;
     return node->ne[0] == a->ne[1] && node->ne[1] == b->ne[1] && node->ne[2] == b->ne[2] &&
            node->ne[3] == b->ne[3] && node->nb[0] == sizeof(float);
+}
+
+static bool supports_id(const ggml_tensor * node) {
+    if (node->op != GGML_OP_MUL_MAT_ID || node->type != GGML_TYPE_F32) return false;
+    const ggml_tensor *as = node->src[0], *b = node->src[1], *ids = node->src[2];
+    if (!as || !b || !ids || !weights_ok(as) || !ggml_is_float_type(b->type) || ids->type != GGML_TYPE_I32)
+        return false;
+    return as->ne[3] == 1 && b->ne[3] == 1 && ids->ne[2] == 1 && ids->ne[3] == 1 && as->ne[0] == b->ne[0] &&
+           b->ne[1] > 0 && ids->ne[0] % b->ne[1] == 0 && ids->ne[1] == b->ne[2] && node->ne[0] == as->ne[1] &&
+           node->ne[1] == ids->ne[0] && node->ne[2] == ids->ne[1] && node->ne[3] == 1 &&
+           node->nb[0] == sizeof(float) && ids->ne[0] * ids->ne[1] <= INT32_MAX;
+}
+
+static bool supports_out_prod(const ggml_tensor * node) {
+    if (node->op != GGML_OP_OUT_PROD || node->type != GGML_TYPE_F32) return false;
+    const ggml_tensor * a = node->src[0];
+    const ggml_tensor * b = node->src[1];
+    if (!a || !b || !weights_ok(a) || !ggml_is_float_type(b->type)) return false;
+    return a->ne[1] == b->ne[1] && broadcasts(a, b) && node->ne[0] == a->ne[0] && node->ne[1] == b->ne[0] &&
+           node->ne[2] == b->ne[2] && node->ne[3] == b->ne[3] && node->nb[0] == sizeof(float);
 }
 
 static size_t workspace(const ggml_tensor * node, int n_threads) {
@@ -1116,6 +1381,8 @@ static void compute(const ComputeParams & params, ggml_tensor * node) {
 
 namespace kernels {
 const Kernel mul_mat = cpu_kernel<mm::supports, mm::workspace, mm::compute>("cpu.mul_mat");
+const Kernel mul_mat_id = cpu_kernel<mm::supports_id, mm::workspace, mm::compute>("cpu.mul_mat_id");
+const Kernel out_prod = cpu_kernel<mm::supports_out_prod, mm::workspace, mm::compute>("cpu.out_prod");
 }  // namespace kernels
 }  // namespace ggx::cpu
 #endif  // HWY_ONCE

@@ -1,6 +1,6 @@
-// CPU kernels of the normalisation family: NORM, RMS_NORM and L2_NORM (per row) and GROUP_NORM (per
-// group of channels of one sample). All are F32 in and out; inputs may be strided views and the
-// in-place variants write over their input exactly.
+// CPU kernels of the normalisation family: NORM, RMS_NORM, L2_NORM and RMS_NORM_BACK (per row) and
+// GROUP_NORM (per group of channels of one sample). All are F32 in and out; inputs may be strided views and
+// the in-place variants write over their input exactly.
 //
 // Accuracy: sums are accumulated in double (F32 lanes promoted to F64 in SIMD), the variance is
 // computed around the mean in a second pass (no cancellation), and the mean is subtracted as a
@@ -64,6 +64,37 @@ void ShiftScale(const float * x, float * y, int64_t n, float hi, float lo, float
         y[i] = ((x[i] - hi) - lo) * scale;
 }
 
+// Sum over i of x[i] * y[i], accumulated in double.
+double Dot(const float * x, const float * y, int64_t n) {
+    const hn::ScalableTag<double> dd;
+    const hn::Rebind<float, decltype(dd)> df;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+    auto acc = hn::Zero(dd);
+    int64_t i = 0;
+    for (; i + lanes <= n; i += lanes)
+        acc =
+            hn::MulAdd(hn::PromoteTo(dd, hn::LoadU(df, x + i)), hn::PromoteTo(dd, hn::LoadU(df, y + i)), acc);
+    double total = hn::GetLane(hn::SumOfLanes(dd, acc));
+    for (; i < n; ++i)
+        total += static_cast<double>(x[i]) * y[i];
+    return total;
+}
+
+// y[i] = u[i] * a + v[i] * b, in double (the two terms may nearly cancel); y may be u or v.
+void Combine(const float * u, const float * v, float * y, int64_t n, double a, double b) {
+    const hn::ScalableTag<double> dd;
+    const hn::Rebind<float, decltype(dd)> df;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+    const auto va = hn::Set(dd, a), vb = hn::Set(dd, b);
+    int64_t i = 0;
+    for (; i + lanes <= n; i += lanes) {
+        const auto uv = hn::PromoteTo(dd, hn::LoadU(df, u + i)), vv = hn::PromoteTo(dd, hn::LoadU(df, v + i));
+        hn::StoreU(hn::DemoteTo(df, hn::MulAdd(uv, va, hn::Mul(vv, vb))), df, y + i);
+    }
+    for (; i < n; ++i)
+        y[i] = static_cast<float>(u[i] * a + v[i] * b);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace ggx::cpu::norm_simd
 HWY_AFTER_NAMESPACE();
@@ -82,6 +113,8 @@ namespace norm_simd {
 HWY_EXPORT(Sum);
 HWY_EXPORT(SumSquaredDeviations);
 HWY_EXPORT(ShiftScale);
+HWY_EXPORT(Dot);
+HWY_EXPORT(Combine);
 
 double sum(const float * x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Sum)(x, n); }
 double sum_squared_deviations(const float * x, int64_t n, double shift) {
@@ -89,6 +122,10 @@ double sum_squared_deviations(const float * x, int64_t n, double shift) {
 }
 void shift_scale(const float * x, float * y, int64_t n, float hi, float lo, float scale) {
     HWY_DYNAMIC_DISPATCH(ShiftScale)(x, y, n, hi, lo, scale);
+}
+double dot(const float * x, const float * y, int64_t n) { return HWY_DYNAMIC_DISPATCH(Dot)(x, y, n); }
+void combine(const float * u, const float * v, float * y, int64_t n, double a, double b) {
+    HWY_DYNAMIC_DISPATCH(Combine)(u, v, y, n, a, b);
 }
 }  // namespace norm_simd
 
@@ -207,6 +244,40 @@ void compute_group_norm(const ComputeParams & params, ggml_tensor * node) {
     }
 }
 
+// RMS_NORM_BACK(dy, x): with ms = mean(x^2) + eps, dx = dy / sqrt(ms) - x * mean(x * dy) / ms^1.5;
+// three scratch rows per thread (dy, x, dx) for rows that are not dense.
+bool supports_rms_norm_back(const ggml_tensor * node) {
+    const ggml_tensor * x = node->src[1];
+    return supports_row_norm(node) && x != nullptr && x->type == GGML_TYPE_F32 &&
+           ggml_are_same_shape(x, node);
+}
+
+size_t workspace_rms_norm_back(const ggml_tensor * node, int n_threads) {
+    return 3 * row_bytes(node) * n_threads;
+}
+
+void compute_rms_norm_back(const ComputeParams & params, ggml_tensor * node) {
+    const double eps = core::params<ggml_ext_norm_params>(node).eps;
+    const int64_t n = node->ne[0];
+    if (n == 0) return;
+    float * buf =
+        reinterpret_cast<float *>(static_cast<char *>(params.workspace) + 3 * row_bytes(node) * params.ith());
+    const size_t stride = row_bytes(node) / sizeof(float);
+    const auto [begin, end] = chunk_range(ggml_nrows(node), params.ith(), params.nth());
+    for (int64_t r = begin; r < end && !params.should_stop(); ++r) {
+        const int64_t i1 = r % node->ne[1], i2 = r / node->ne[1] % node->ne[2],
+                      i3 = r / (node->ne[1] * node->ne[2]);
+        const float * dy = read_row(node->src[0], i1, i2, i3, buf);
+        const float * x = read_row(node->src[1], i1, i2, i3, buf + stride);
+        const double ms = norm_simd::sum_squared_deviations(x, n, 0.0) / static_cast<double>(n) + eps;
+        const double mean_xdy = norm_simd::dot(x, dy, n) / static_cast<double>(n);
+        char * out = row_at(node, i1, i2, i3);
+        float * y = dense(node) ? reinterpret_cast<float *>(out) : buf + 2 * stride;
+        norm_simd::combine(dy, x, y, n, 1.0 / std::sqrt(ms), -mean_xdy / (ms * std::sqrt(ms)));
+        if (y == buf + 2 * stride) store_row(GGML_TYPE_F32, y, out, node->nb[0], n);
+    }
+}
+
 }  // namespace
 
 namespace kernels {
@@ -214,6 +285,8 @@ const Kernel norm = cpu_kernel<supports_row_norm, workspace, compute_row_norm>("
 const Kernel rms_norm = cpu_kernel<supports_row_norm, workspace, compute_row_norm>("cpu.rms_norm");
 const Kernel l2_norm = cpu_kernel<supports_row_norm, workspace, compute_row_norm>("cpu.l2_norm");
 const Kernel group_norm = cpu_kernel<supports_group_norm, workspace, compute_group_norm>("cpu.group_norm");
+const Kernel rms_norm_back =
+    cpu_kernel<supports_rms_norm_back, workspace_rms_norm_back, compute_rms_norm_back>("cpu.rms_norm_back");
 }  // namespace kernels
 
 }  // namespace ggx::cpu

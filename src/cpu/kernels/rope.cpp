@@ -1,12 +1,14 @@
-// CPU kernel of ROPE: rotary position embedding with YaRN scaling, a [D, H, T, B] F32/F16 (any
-// strides) at positions pos (I32 [T]), optional F32 frequency factors; the result has a's type.
+// CPU kernels of ROPE and ROPE_BACK (the transposed rotation, sin negated): rotary position
+// embedding with YaRN scaling, a [D, H, T, B] F32/F16 (any strides) at positions pos (I32 [T], or
+// [4T] for the multi-axis modes MROPE, IMROPE, VISION), optional F32 frequency factors, an optional
+// rotation offset; the result has a's type.
 //
-// Pair i of a row turns by theta_i = pos * coef_i, where coef_i folds the frequency, the frequency
-// factor and the YaRN interpolation mix together; the coefficients are computed once per thread and
-// node. Each thread walks its rows (head fastest, then token, then batch) and refills its table of
-// mscale * (cos, sin) whenever the token changes: the angles are reduced to [-pi, pi] in double
-// (positions can be large) and their sine and cosine evaluated in double SIMD lanes; the rotation
-// itself is F32 SIMD.
+// Pair i of a row turns by theta_i = pos[axis_i] * coef_i, where coef_i folds the frequency, the
+// frequency factor and the YaRN interpolation mix together and axis_i is 0 outside the multi-axis
+// modes; both are computed once per thread and node. Each thread walks its rows (head fastest,
+// then token, then batch) and refills its table of mscale * (cos, sin) whenever the token changes:
+// the angles are reduced to [-pi, pi] in double (positions can be large) and their sine and cosine
+// evaluated in double SIMD lanes; the rotation itself is F32 SIMD.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/kernels/rope.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -26,25 +28,26 @@ constexpr double kTwoPiHi = 6.283185307179586;       // 2 pi rounded to double
 constexpr double kTwoPiLo = 2.4492935982947064e-16;  // 2 pi - kTwoPiHi
 constexpr double kInvTwoPi = 0.15915494309189535;
 
-// cos_out[i] = mscale * cos(pos * coef[i]), sin_out[i] = mscale * sin(pos * coef[i]) for i < n.
-void SinCos(double pos, const double * coef, int64_t n, double mscale, float * cos_out, float * sin_out) {
+// cos_out[i] = mscale * cos(pos[i] * coef[i]), sin_out[i] = sin_scale * sin(pos[i] * coef[i]) for i < n.
+void SinCos(const double * pos, const double * coef, int64_t n, double mscale, double sin_scale,
+            float * cos_out, float * sin_out) {
     const hn::ScalableTag<double> dd;
     const hn::Rebind<float, decltype(dd)> df;
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
-    const auto vpos = hn::Set(dd, pos), vscale = hn::Set(dd, mscale);
+    const auto vscale = hn::Set(dd, mscale), vsin_scale = hn::Set(dd, sin_scale);
     int64_t i = 0;
     for (; i + lanes <= n; i += lanes) {
-        const auto theta = hn::Mul(vpos, hn::LoadU(dd, coef + i));
+        const auto theta = hn::Mul(hn::LoadU(dd, pos + i), hn::LoadU(dd, coef + i));
         const auto turns = hn::Round(hn::Mul(theta, hn::Set(dd, kInvTwoPi)));
         const auto reduced =
             hn::NegMulAdd(turns, hn::Set(dd, kTwoPiLo), hn::NegMulAdd(turns, hn::Set(dd, kTwoPiHi), theta));
         hn::StoreU(hn::DemoteTo(df, hn::Mul(hn::Cos(dd, reduced), vscale)), df, cos_out + i);
-        hn::StoreU(hn::DemoteTo(df, hn::Mul(hn::Sin(dd, reduced), vscale)), df, sin_out + i);
+        hn::StoreU(hn::DemoteTo(df, hn::Mul(hn::Sin(dd, reduced), vsin_scale)), df, sin_out + i);
     }
     for (; i < n; ++i) {
-        const double theta = pos * coef[i];
+        const double theta = pos[i] * coef[i];
         cos_out[i] = static_cast<float>(std::cos(theta) * mscale);
-        sin_out[i] = static_cast<float>(std::sin(theta) * mscale);
+        sin_out[i] = static_cast<float>(std::sin(theta) * sin_scale);
     }
 }
 
@@ -111,32 +114,61 @@ namespace {
 
 constexpr size_t kAlign = 64;
 
+constexpr bool is_multi(int mode) {
+    return mode == GGML_ROPE_TYPE_MROPE || mode == GGML_ROPE_TYPE_IMROPE || mode == GGML_ROPE_TYPE_VISION;
+}
+
 // The node's rotation parameters, widened for the coefficient computation.
 struct RopeParams {
-    explicit RopeParams(const ggml_tensor * node) : RopeParams(core::params<ggml_ext_rope_params>(node)) {}
-    explicit RopeParams(const ggml_ext_rope_params & p)
+    explicit RopeParams(const ggml_tensor * node)
+        : RopeParams(core::params<ggml_ext_rope_params>(node), node->op == GGML_OP_ROPE_BACK) {}
+    RopeParams(const ggml_ext_rope_params & p, bool back)
         : n_dims(p.n_dims),
-          neox(p.mode == GGML_ROPE_TYPE_NEOX),
+          pairs(p.mode == GGML_ROPE_TYPE_VISION ? p.n_dims : p.n_dims / 2),
+          offs(p.n_offs),
+          mode(p.mode),
           base(p.freq_base),
           freq_scale(p.freq_scale),
           ext_factor(p.ext_factor),
           attn_factor(p.attn_factor),
           n_ctx_orig(p.n_ctx_orig),
           beta_fast(p.beta_fast),
-          beta_slow(p.beta_slow) {}
+          beta_slow(p.beta_slow),
+          sin_sign(back ? -1.0 : 1.0) {
+        std::copy(p.sections, p.sections + GGML_MROPE_SECTIONS, sections);
+    }
 
-    // coef[i] for the n_dims / 2 pairs: theta_i = pos * coef[i].
-    void coefficients(const ggml_tensor * freq_factors, double * coef) const {
+    // The position axis of pair i and the exponent of its base frequency (docs/ops.md): multi modes
+    // split each run of sections[0] + .. + sections[3] pairs between the axes t, h, w, e.
+    std::pair<int32_t, int64_t> axis_of(int64_t i) const {
+        if (!is_multi(mode)) return {0, i};
+        const int64_t run = sections[0] + sections[1] + sections[2] + sections[3];
+        const int64_t j = i % run;
+        if (mode == GGML_ROPE_TYPE_IMROPE) {
+            const int32_t lane = static_cast<int32_t>(j % 3);  // t, h, w take turns while they last
+            return {lane < 3 && j < 3 * int64_t{sections[lane]} ? lane : 3, i};
+        }
+        int32_t axis = 0;
+        int64_t first = 0;  // first pair of the axis' section in the run
+        while (axis < 3 && j >= first + sections[axis])
+            first += sections[axis++];
+        return {axis, mode == GGML_ROPE_TYPE_VISION ? j - first : i};
+    }
+
+    // coef[i] and axis[i] for the pairs: theta_i = pos[axis[i]] * coef[i].
+    void coefficients(const ggml_tensor * freq_factors, double * coef, int32_t * axis) const {
         const double theta_scale = std::pow(base, -2.0 / n_dims);
         const auto corr_dim = [&](double n_rot) {
             return n_dims * std::log(n_ctx_orig / (n_rot * 2.0 * std::numbers::pi)) / (2.0 * std::log(base));
         };
         const double low = std::max(0.0, std::floor(corr_dim(beta_fast)));
         const double high = std::min(static_cast<double>(n_dims - 1), std::ceil(corr_dim(beta_slow)));
-        for (int64_t i = 0; i < n_dims / 2; ++i) {
+        for (int64_t i = 0; i < pairs; ++i) {
+            const auto [ax, expo] = axis_of(i);
+            axis[i] = ax;
             const double factor =
                 freq_factors ? load_float(GGML_TYPE_F32, element_at(freq_factors, i, 0)) : 1.0;
-            const double extrap = std::pow(theta_scale, static_cast<double>(i)) / factor;
+            const double extrap = std::pow(theta_scale, static_cast<double>(expo)) / factor;
             double mix = 0.0;  // interpolated (freq_scale) at 0, extrapolated at 1
             if (ext_factor != 0.0)
                 mix = ext_factor * (1.0 - std::clamp((i - low) / std::max(0.001, high - low), 0.0, 1.0));
@@ -148,15 +180,19 @@ struct RopeParams {
         return ext_factor != 0.0 ? attn_factor * (1.0 + 0.1 * std::log(1.0 / freq_scale)) : attn_factor;
     }
 
-    int64_t n_dims;
-    bool neox;
+    int64_t n_dims, pairs, offs;
+    int32_t mode;
+    int32_t sections[GGML_MROPE_SECTIONS];
     double base, freq_scale, ext_factor, attn_factor, n_ctx_orig, beta_fast, beta_slow;
+    double sin_sign;  // -1 for ROPE_BACK: the transposed rotation
 };
 
-// Per-thread scratch, each part 64-byte aligned: coef (n_dims / 2 doubles), the cos and sin tables
-// (n_dims floats each: NORMAL mode stores every entry twice), and an input and an output row.
+// Per-thread scratch, each part 64-byte aligned: coef and the positions of the pairs (doubles), the
+// axis of each pair, the cos and sin tables (n_dims floats each: NORMAL mode stores every entry
+// twice, VISION has n_dims pairs), and an input and an output row.
 struct Scratch {
-    double * coef;
+    double *coef, *pos;
+    int32_t * axis;
     float *cos, *sin, *in, *out;
 };
 
@@ -164,8 +200,8 @@ size_t part_bytes(size_t n, size_t size) { return core::align_up(n * size, kAlig
 
 size_t thread_bytes(const ggml_tensor * node) {
     const size_t n_dims = core::params<ggml_ext_rope_params>(node).n_dims, d = node->ne[0];
-    return part_bytes(n_dims / 2, sizeof(double)) + 2 * part_bytes(n_dims, sizeof(float)) +
-           2 * part_bytes(d, sizeof(float));
+    return 2 * part_bytes(n_dims, sizeof(double)) + part_bytes(n_dims, sizeof(int32_t)) +
+           2 * part_bytes(n_dims, sizeof(float)) + 2 * part_bytes(d, sizeof(float));
 }
 
 size_t workspace(const ggml_tensor * node, int n_threads) { return thread_bytes(node) * n_threads; }
@@ -175,7 +211,9 @@ Scratch scratch(const ComputeParams & params, const ggml_tensor * node) {
     char * p = static_cast<char *>(params.workspace) + thread_bytes(node) * params.ith();
     const auto take = [&p](size_t bytes) { return std::exchange(p, p + bytes); };
     Scratch s;
-    s.coef = reinterpret_cast<double *>(take(part_bytes(n_dims / 2, sizeof(double))));
+    s.coef = reinterpret_cast<double *>(take(part_bytes(n_dims, sizeof(double))));
+    s.pos = reinterpret_cast<double *>(take(part_bytes(n_dims, sizeof(double))));
+    s.axis = reinterpret_cast<int32_t *>(take(part_bytes(n_dims, sizeof(int32_t))));
     s.cos = reinterpret_cast<float *>(take(part_bytes(n_dims, sizeof(float))));
     s.sin = reinterpret_cast<float *>(take(part_bytes(n_dims, sizeof(float))));
     s.in = reinterpret_cast<float *>(take(part_bytes(d, sizeof(float))));
@@ -183,12 +221,16 @@ Scratch scratch(const ComputeParams & params, const ggml_tensor * node) {
     return s;
 }
 
-// Fills the tables for position pos; NORMAL mode spreads them to (c, c) and (-s, s) per pair.
-void fill_tables(const RopeParams & rope, const Scratch & s, double pos) {
-    const int64_t half = rope.n_dims / 2;
-    HWY_DYNAMIC_DISPATCH(rope_simd::SinCos)(pos, s.coef, half, rope.mscale(), s.cos, s.sin);
-    if (rope.neox) return;
-    for (int64_t i = half - 1; i >= 0; --i) {
+// Fills the tables for a token at positions p (one per axis); NORMAL mode spreads them to (c, c)
+// and (-s, s) per pair.
+void fill_tables(const RopeParams & rope, const Scratch & s, const int32_t * p) {
+    for (int64_t i = 0; i < rope.pairs; ++i)
+        s.pos[i] = p[s.axis[i]];
+    const double mscale = rope.mscale();
+    HWY_DYNAMIC_DISPATCH(rope_simd::SinCos)
+    (s.pos, s.coef, rope.pairs, mscale, rope.sin_sign * mscale, s.cos, s.sin);
+    if (rope.mode != GGML_ROPE_TYPE_NORMAL) return;
+    for (int64_t i = rope.pairs - 1; i >= 0; --i) {
         s.cos[2 * i] = s.cos[2 * i + 1] = s.cos[i];
         const float sin_i = s.sin[i];
         s.sin[2 * i] = -sin_i;
@@ -196,29 +238,42 @@ void fill_tables(const RopeParams & rope, const Scratch & s, double pos) {
     }
 }
 
-// y = x rotated with the tables; channels from n_dims on are copied. x and y hold d floats.
+// y = x with elements [offs, offs + 2 * pairs) rotated by the tables, the others copied; x and y
+// hold d floats.
 void rotate(const RopeParams & rope, const Scratch & s, const float * x, float * y, int64_t d) {
-    if (rope.neox)
-        HWY_DYNAMIC_DISPATCH(rope_simd::RotateHalves)(x, y, rope.n_dims / 2, s.cos, s.sin);
+    const int64_t end = rope.offs + 2 * rope.pairs;
+    if (rope.mode == GGML_ROPE_TYPE_NORMAL)
+        HWY_DYNAMIC_DISPATCH(rope_simd::RotatePairs)(x + rope.offs, y + rope.offs, rope.n_dims, s.cos, s.sin);
     else
-        HWY_DYNAMIC_DISPATCH(rope_simd::RotatePairs)(x, y, rope.n_dims, s.cos, s.sin);
-    if (x != y) std::copy(x + rope.n_dims, x + d, y + rope.n_dims);
+        HWY_DYNAMIC_DISPATCH(rope_simd::RotateHalves)(x + rope.offs, y + rope.offs, rope.pairs, s.cos, s.sin);
+    if (x == y) return;
+    std::copy(x, x + rope.offs, y);
+    std::copy(x + end, x + d, y + end);
 }
 
 bool dense_f32(const ggml_tensor * t) { return t->type == GGML_TYPE_F32 && t->nb[0] == sizeof(float); }
+
+bool mode_ok(const ggml_ext_rope_params & rope) {
+    if (rope.mode == GGML_ROPE_TYPE_NORMAL || rope.mode == GGML_ROPE_TYPE_NEOX) return true;
+    const int32_t * sec = rope.sections;
+    return is_multi(rope.mode) &&
+           std::all_of(sec, sec + GGML_MROPE_SECTIONS, [](int32_t v) { return v >= 0; }) &&
+           int64_t{sec[0]} + sec[1] + sec[2] + sec[3] > 0;
+}
 
 bool supports(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * pos = node->src[1];
     const ggml_tensor * ff = node->src[2];
-    const auto rope = core::params<ggml_ext_rope_params>(node);
-    const int32_t n_dims = rope.n_dims, mode = rope.mode;
-    return a != nullptr && pos != nullptr && (a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16) &&
-           node->type == a->type && ggml_are_same_shape(a, node) && pos->type == GGML_TYPE_I32 &&
-           ggml_is_vector(pos) && pos->ne[0] >= a->ne[2] &&
-           (mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX) && rope.n_offs == 0 && n_dims > 0 &&
-           n_dims % 2 == 0 && n_dims <= a->ne[0] &&
-           (ff == nullptr || (ff->type == GGML_TYPE_F32 && ggml_is_vector(ff) && ff->ne[0] >= n_dims / 2));
+    if (a == nullptr || pos == nullptr) return false;
+    const auto p = core::params<ggml_ext_rope_params>(node);
+    const RopeParams rope(p, false);
+    const int64_t axes = is_multi(p.mode) ? 4 : 1;
+    return (a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16) && node->type == a->type &&
+           ggml_are_same_shape(a, node) && pos->type == GGML_TYPE_I32 && ggml_is_vector(pos) &&
+           pos->ne[0] >= axes * a->ne[2] && mode_ok(p) && p.n_dims > 0 && p.n_dims % 2 == 0 &&
+           p.n_offs >= 0 && p.n_offs % 2 == 0 && p.n_offs + 2 * rope.pairs <= a->ne[0] &&
+           (ff == nullptr || (ff->type == GGML_TYPE_F32 && ggml_is_vector(ff) && ff->ne[0] >= rope.pairs));
 }
 
 void compute(const ComputeParams & params, ggml_tensor * node) {
@@ -226,8 +281,9 @@ void compute(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor * pos = node->src[1];
     const RopeParams rope(node);
     const Scratch s = scratch(params, node);
-    rope.coefficients(node->src[2], s.coef);
-    const int64_t d = node->ne[0];
+    rope.coefficients(node->src[2], s.coef, s.axis);
+    const int64_t d = node->ne[0], T = node->ne[2];
+    const int64_t axes = is_multi(rope.mode) ? 4 : 1;
     const auto [begin, end] = chunk_range(ggml_nrows(node), params.ith(), params.nth());
     // Row r = i1 + ne1 * (i2 + ne2 * i3), walked with counters (no divisions per row).
     int64_t i1 = begin % node->ne[1], i2 = begin / node->ne[1] % node->ne[2],
@@ -235,8 +291,9 @@ void compute(const ComputeParams & params, ggml_tensor * node) {
     for (int64_t r = begin; r < end; ++r) {
         if (r == begin || i1 == 0) {
             if (params.should_stop()) return;
-            int32_t p;
-            std::memcpy(&p, element_at(pos, i2, 0), sizeof p);
+            int32_t p[4];
+            for (int64_t k = 0; k < axes; ++k)
+                std::memcpy(&p[k], element_at(pos, i2 + k * T, 0), sizeof(int32_t));
             fill_tables(rope, s, p);
         }
         const char * src_row = row_at(a, i1, i2, i3);
@@ -257,6 +314,7 @@ void compute(const ComputeParams & params, ggml_tensor * node) {
 
 namespace kernels {
 const Kernel rope = cpu_kernel<supports, workspace, compute>("cpu.rope");
+const Kernel rope_back = cpu_kernel<supports, workspace, compute>("cpu.rope_back");
 }  // namespace kernels
 
 }  // namespace ggx::cpu

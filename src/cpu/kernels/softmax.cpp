@@ -1,5 +1,7 @@
-// CPU kernel of SOFT_MAX: softmax over each row of a * scale + slope * mask, a F32, mask F32/F16
-// (optional, [ne0, >= ne1, M2, M3], tiled over a's dims 2 and 3), result F32 (possibly a itself).
+// CPU kernels of the softmax family. SOFT_MAX: softmax over each row of a * scale + slope * mask, a
+// F32, mask F32/F16 (optional, [ne0, >= ne1, M2, M3], tiled over a's dims 2 and 3), optional sinks
+// (F32 [ne2]: one more logit per head in each row's sum), result F32 (possibly a itself). Then
+// SOFT_MAX_BACK and DIAG_MASK_INF/ZERO (below).
 //
 // Special rows: a row whose values are all -inf (fully masked) yields zeros rather than 0/0; a row
 // holding a NaN, or +inf (inf - inf), yields NaN everywhere, as the exact formula does.
@@ -96,6 +98,30 @@ void Scale(float * y, int64_t n, float s) {
         y[i] *= s;
 }
 
+// dx[i] = scale * y[i] * (dy[i] - sum_j y[j] * dy[j]), the sum accumulated in double; dx may be dy.
+void BackRow(const float * y, const float * dy, float * dx, int64_t n, float scale) {
+    const hn::ScalableTag<float> d;
+    const hn::ScalableTag<double> dd;
+    const hn::Rebind<float, decltype(dd)> dh;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d)), half = static_cast<int64_t>(hn::Lanes(dd));
+    auto acc = hn::Zero(dd);
+    int64_t i = 0;
+    for (; i + half <= n; i += half)
+        acc = hn::MulAdd(hn::PromoteTo(dd, hn::LoadU(dh, y + i)), hn::PromoteTo(dd, hn::LoadU(dh, dy + i)),
+                         acc);
+    double dot = hn::GetLane(hn::SumOfLanes(dd, acc));
+    for (; i < n; ++i)
+        dot += static_cast<double>(y[i]) * dy[i];
+    const float fdot = static_cast<float>(dot);
+    const auto vdot = hn::Set(d, fdot), vscale = hn::Set(d, scale);
+    for (i = 0; i + lanes <= n; i += lanes) {
+        const auto g = hn::Sub(hn::LoadU(d, dy + i), vdot);
+        hn::StoreU(hn::Mul(hn::Mul(g, hn::LoadU(d, y + i)), vscale), d, dx + i);
+    }
+    for (; i < n; ++i)
+        dx[i] = (dy[i] - fdot) * y[i] * scale;
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace ggx::cpu::softmax_simd
 HWY_AFTER_NAMESPACE();
@@ -116,6 +142,7 @@ HWY_EXPORT(ScaleAdd);
 HWY_EXPORT(MaxOrNaN);
 HWY_EXPORT(ExpSum);
 HWY_EXPORT(Scale);
+HWY_EXPORT(BackRow);
 
 void scale_add(const float * x, const float * mask, float * y, int64_t n, float scale, float slope) {
     HWY_DYNAMIC_DISPATCH(ScaleAdd)(x, mask, y, n, scale, slope);
@@ -123,11 +150,15 @@ void scale_add(const float * x, const float * mask, float * y, int64_t n, float 
 float max_or_nan(const float * x, int64_t n) { return HWY_DYNAMIC_DISPATCH(MaxOrNaN)(x, n); }
 double exp_sum(float * y, int64_t n, float max) { return HWY_DYNAMIC_DISPATCH(ExpSum)(y, n, max); }
 void scale(float * y, int64_t n, float s) { HWY_DYNAMIC_DISPATCH(Scale)(y, n, s); }
+void back_row(const float * y, const float * dy, float * dx, int64_t n, float scale) {
+    HWY_DYNAMIC_DISPATCH(BackRow)(y, dy, dx, n, scale);
+}
 }  // namespace softmax_simd
 
 namespace {
 
 constexpr size_t kAlign = 64;
+constexpr float kInf = std::numeric_limits<float>::infinity();
 
 bool dense_f32(const ggml_tensor * t) { return t->type == GGML_TYPE_F32 && t->nb[0] == sizeof(float); }
 
@@ -155,15 +186,18 @@ float alibi_slope(float max_bias, int64_t h, int64_t n_heads) {
                                     : std::pow(m1, static_cast<double>(2 * (h - n) + 1)));
 }
 
-// Softmax of the n values of y in place (see the file comment for special rows).
-void softmax_row(float * y, int64_t n) {
-    const float max = softmax_simd::max_or_nan(y, n);
+// Softmax of the n values of y in place, with sink an extra logit in the sum (-inf: none); see the
+// file comment for special rows.
+void softmax_row(float * y, int64_t n, float sink) {
+    const float row_max = softmax_simd::max_or_nan(y, n);
+    const float max = std::isnan(sink) ? sink : std::max(row_max, sink);
     if (std::isnan(max) || max == std::numeric_limits<float>::infinity()) {
         std::fill(y, y + n, std::numeric_limits<float>::quiet_NaN());
     } else if (max == -std::numeric_limits<float>::infinity()) {
         std::fill(y, y + n, 0.0f);  // fully masked row
     } else {
-        const double sum = softmax_simd::exp_sum(y, n, max);  // >= 1: the maximum contributes exp(0)
+        // >= 1: the maximum contributes exp(0)
+        const double sum = softmax_simd::exp_sum(y, n, max) + std::exp(static_cast<double>(sink) - max);
         softmax_simd::scale(y, n, static_cast<float>(1.0 / sum));
     }
 }
@@ -171,9 +205,12 @@ void softmax_row(float * y, int64_t n) {
 bool supports(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * mask = node->src[1];
-    // src[2] holds sinks (ggml_soft_max_add_sinks), which this kernel does not compute.
+    const ggml_tensor * sinks = node->src[2];
     if (a == nullptr || a->type != GGML_TYPE_F32 || node->type != GGML_TYPE_F32 ||
-        !ggml_are_same_shape(a, node) || node->src[2] != nullptr)
+        !ggml_are_same_shape(a, node))
+        return false;
+    if (sinks != nullptr &&
+        (sinks->type != GGML_TYPE_F32 || !ggml_is_vector(sinks) || sinks->ne[0] != a->ne[2]))
         return false;
     if (mask == nullptr) return true;
     return (mask->type == GGML_TYPE_F32 || mask->type == GGML_TYPE_F16) && mask->ne[0] == a->ne[0] &&
@@ -190,20 +227,82 @@ void compute(const ComputeParams & params, ggml_tensor * node) {
     float * buf =
         reinterpret_cast<float *>(static_cast<char *>(params.workspace) + 2 * row_bytes(node) * params.ith());
     float * mask_buf = buf + row_bytes(node) / sizeof(float);
+    const ggml_tensor * sinks = node->src[2];
     int64_t slope_head = -1;
-    float slope = 1.0f;
+    float slope = 1.0f, sink = -kInf;
     const auto [begin, end] = chunk_range(ggml_nrows(node), params.ith(), params.nth());
     for (int64_t r = begin; r < end && !params.should_stop(); ++r) {
         const int64_t i1 = r % node->ne[1], i2 = r / node->ne[1] % node->ne[2],
                       i3 = r / (node->ne[1] * node->ne[2]);
-        if (i2 != slope_head) slope = alibi_slope(max_bias, slope_head = i2, node->ne[2]);
+        if (i2 != slope_head) {
+            slope = alibi_slope(max_bias, slope_head = i2, node->ne[2]);
+            sink = sinks ? load_float(GGML_TYPE_F32, element_at(sinks, i2, 0)) : -kInf;
+        }
         const float * x = read_row(a, i1, i2, i3, buf);
         const float * m = mask ? read_row(mask, i1, i2 % mask->ne[2], i3 % mask->ne[3], mask_buf) : nullptr;
         char * out = row_at(node, i1, i2, i3);
         float * y = dense_f32(node) ? reinterpret_cast<float *>(out) : buf;
         softmax_simd::scale_add(x, m, y, n, scale, slope);
-        softmax_row(y, n);
+        softmax_row(y, n, sink);
         if (y == buf) store_row(GGML_TYPE_F32, buf, out, node->nb[0], n);
+    }
+}
+
+// SOFT_MAX_BACK(dy, y): dx = scale * y * (dy - dot(y, dy)) per row. max_bias only scales the
+// forward op's mask, which its gradient with respect to the input does not involve.
+bool supports_back(const ggml_tensor * node) {
+    const ggml_tensor * dy = node->src[0];
+    const ggml_tensor * y = node->src[1];
+    return dy != nullptr && y != nullptr && dy->type == GGML_TYPE_F32 && y->type == GGML_TYPE_F32 &&
+           node->type == GGML_TYPE_F32 && ggml_are_same_shape(dy, node) && ggml_are_same_shape(y, node);
+}
+
+void compute_back(const ComputeParams & params, ggml_tensor * node) {
+    const float scale = core::params<ggml_ext_soft_max_params>(node).scale;
+    const int64_t n = node->ne[0];
+    if (n == 0) return;
+    float * buf =
+        reinterpret_cast<float *>(static_cast<char *>(params.workspace) + 2 * row_bytes(node) * params.ith());
+    float * y_buf = buf + row_bytes(node) / sizeof(float);
+    const auto [begin, end] = chunk_range(ggml_nrows(node), params.ith(), params.nth());
+    for (int64_t r = begin; r < end && !params.should_stop(); ++r) {
+        const int64_t i1 = r % node->ne[1], i2 = r / node->ne[1] % node->ne[2],
+                      i3 = r / (node->ne[1] * node->ne[2]);
+        const float * dy = read_row(node->src[0], i1, i2, i3, buf);
+        const float * y = read_row(node->src[1], i1, i2, i3, y_buf);
+        char * out = row_at(node, i1, i2, i3);
+        // dy's row is read in full before dx is written, so dx may overwrite dy (the in-place form).
+        float * dx = dense_f32(node) ? reinterpret_cast<float *>(out) : buf;
+        softmax_simd::back_row(y, dy, dx, n, scale);
+        if (dx == buf) store_row(GGML_TYPE_F32, buf, out, node->nb[0], n);
+    }
+}
+
+// DIAG_MASK_INF, DIAG_MASK_ZERO: elements i0 > n_past + i1 of each row become -inf / 0, the others
+// are copied (float types, any strides; in place when the result is a's view).
+bool supports_diag_mask(const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    return a != nullptr && is_float(a->type) && node->type == a->type && ggml_are_same_shape(a, node);
+}
+
+size_t workspace_diag_mask(const ggml_tensor * node, int n_threads) { return row_bytes(node) * n_threads; }
+
+void compute_diag_mask(const ComputeParams & params, ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    const int64_t n_past = core::params<ggml_ext_diag_mask_params>(node).n_past;
+    const float masked = node->op == GGML_OP_DIAG_MASK_INF ? -kInf : 0.0f;
+    const int64_t n = node->ne[0];
+    if (n == 0) return;
+    float * buf =
+        reinterpret_cast<float *>(static_cast<char *>(params.workspace) + row_bytes(node) * params.ith());
+    const auto [begin, end] = chunk_range(ggml_nrows(node), params.ith(), params.nth());
+    for (int64_t r = begin; r < end && !params.should_stop(); ++r) {
+        const int64_t i1 = r % node->ne[1], i2 = r / node->ne[1] % node->ne[2],
+                      i3 = r / (node->ne[1] * node->ne[2]);
+        load_row(a->type, row_at(a, i1, i2, i3), a->nb[0], n, buf);
+        const int64_t keep = std::clamp<int64_t>(n_past + i1 + 1, 0, n);
+        std::fill(buf + keep, buf + n, masked);
+        store_row(node->type, buf, row_at(node, i1, i2, i3), node->nb[0], n);
     }
 }
 
@@ -211,6 +310,9 @@ void compute(const ComputeParams & params, ggml_tensor * node) {
 
 namespace kernels {
 const Kernel soft_max = cpu_kernel<supports, workspace, compute>("cpu.soft_max");
+const Kernel soft_max_back = cpu_kernel<supports_back, workspace, compute_back>("cpu.soft_max_back");
+const Kernel diag_mask =
+    cpu_kernel<supports_diag_mask, workspace_diag_mask, compute_diag_mask>("cpu.diag_mask");
 }  // namespace kernels
 
 }  // namespace ggx::cpu

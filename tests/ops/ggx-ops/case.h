@@ -115,10 +115,10 @@ void add_copy_cases(CaseList & list);         // CPY, DUP, CONT, VIEW, RESHAPE, 
 void add_elementwise_cases(CaseList & list);  // ADD, SUB, MUL, DIV, SCALE, SQR, SQRT, CLAMP, UNARY, GLU
 void add_reduce_cases(CaseList & list);       // SUM, SUM_ROWS, MEAN, ARGMAX
 void add_shape_cases(CaseList & list);        // REPEAT, CONCAT, PAD, UPSCALE, TIMESTEP_EMBEDDING
-void add_norm_cases(CaseList & list);         // NORM, RMS_NORM, GROUP_NORM, L2_NORM
-void add_matmul_cases(CaseList & list);       // MUL_MAT
-void add_softmax_cases(CaseList & list);      // SOFT_MAX
-void add_rope_cases(CaseList & list);         // ROPE
+void add_norm_cases(CaseList & list);         // NORM, RMS_NORM, GROUP_NORM, L2_NORM, RMS_NORM_BACK
+void add_matmul_cases(CaseList & list);       // MUL_MAT, MUL_MAT_ID, OUT_PROD
+void add_softmax_cases(CaseList & list);      // SOFT_MAX, SOFT_MAX_BACK, DIAG_MASK_INF/ZERO
+void add_rope_cases(CaseList & list);         // ROPE, ROPE_BACK
 void add_attention_cases(CaseList & list);    // FLASH_ATTN_EXT
 void add_indexing_cases(CaseList & list);     // GET_ROWS, SET_ROWS
 void add_conv_cases(CaseList & list);         // IM2COL, ggml_conv_2d
