@@ -103,6 +103,7 @@ extern const Kernel norm, rms_norm, group_norm, l2_norm;
 extern const Kernel soft_max, rope;
 extern const Kernel get_rows, set_rows, im2col;
 extern const Kernel mul_mat, flash_attn_ext;
+extern const Kernel ssm_conv, ssm_scan, rwkv_wkv6, gated_linear_attn, rwkv_wkv7, gated_delta_net;
 extern const Kernel custom;      // CPU callback nodes
 extern const Kernel map_custom;  // MAP_CUSTOM1..3
 }  // namespace kernels
