@@ -3,8 +3,8 @@
 // attentions with a matrix state per head). The formulas are docs/ops.md's.
 //
 // The recurrences are sequential over the tokens of a sequence, so the work is split over what is
-// independent: (channel, sequence) rows for SSM_CONV, state rows for SSM_SCAN, (sequence, head)
-// pairs for the matrix-state ops. Every state lives in the result from the first token on (the
+// independent: (channel, sequence) rows for SSM_CONV, (head, sequence) pairs for SSM_SCAN and
+// the matrix-state ops. Every state lives in the result from the first token on (the
 // input state is copied there), so the ops need no scratch beyond a few rows. The row products
 // (dot, scaled adds) are Highway code compiled for every target and chosen at run time.
 #undef HWY_TARGET_INCLUDE
@@ -172,28 +172,36 @@ void ssm_scan_compute(const ComputeParams & params, ggml_tensor * node) {
     const bool mamba2 = A->ne[0] == 1;
     float * y = dst_floats(node);
     float * states = y + ggml_nelements(x);
-    const auto [begin, end] = params.thread.chunk(head_dim * n_head * n_seqs);
-    for (int64_t row = begin; row < end; ++row) {
-        const int64_t i = row % head_dim, h = row / head_dim % n_head, q = row / (head_dim * n_head);
+    // Units are (head, sequence) pairs, so the step and the Mamba-2 decay are computed once per
+    // token for the head's head_dim state rows.
+    const auto [begin, end] = params.thread.chunk(n_head * n_seqs);
+    for (int64_t unit = begin; unit < end && !params.should_stop(); ++unit) {
+        const int64_t h = unit % n_head, q = unit / n_head, g = h / heads_per_group;
         const int32_t slot = static_cast<const int32_t *>(ids->data)[q];
         if (slot < 0 || slot >= s0->ne[3])
             return params.fail("ssm_scan: ids holds a state index out of range");
-        float * state = states + row * N;
-        std::memcpy(state, f32_at(s0, 0, i, h, slot), N * sizeof(float));
-        const int64_t g = h / heads_per_group;
+        float * state = states + unit * head_dim * N;
+        for (int64_t i = 0; i < head_dim; ++i)
+            std::memcpy(state + i * N, f32_at(s0, 0, i, h, slot), N * sizeof(float));
+        const float * a = f32_at(A, 0, h);
         for (int64_t t = 0; t < n_t; ++t) {
             const float step = softplus(*f32_at(dt, h, t, q));
-            const float x_dt = *f32_at(x, i, h, t, q) * step;
+            const float decay = mamba2 ? std::exp(step * a[0]) : 0.0f;
             const float * b = f32_at(B, 0, g, t, q);
             const float * c = f32_at(C, 0, g, t, q);
-            if (mamba2) {
-                axpby(state, std::exp(step * *f32_at(A, 0, h)), b, x_dt, N);
-            } else {
-                const float * a = f32_at(A, 0, h);
-                for (int64_t n = 0; n < N; ++n)
-                    state[n] = state[n] * std::exp(step * a[n]) + b[n] * x_dt;
+            const float * xt = f32_at(x, 0, h, t, q);
+            float * yt = y + head_dim * (h + n_head * (t + n_t * q));
+            for (int64_t i = 0; i < head_dim; ++i) {
+                float * row = state + i * N;
+                const float x_dt = xt[i] * step;
+                if (mamba2) {
+                    axpby(row, decay, b, x_dt, N);
+                } else {
+                    for (int64_t n = 0; n < N; ++n)
+                        row[n] = row[n] * std::exp(step * a[n]) + b[n] * x_dt;
+                }
+                yt[i] = dot(row, c, N);
             }
-            y[i + head_dim * (h + n_head * (t + n_t * q))] = dot(state, c, N);
         }
     }
 }
