@@ -1,6 +1,6 @@
 // ggx-ops case table: FLASH_ATTN_EXT over head sizes (Dv != D too), query and key counts, grouped
-// heads, batches, K/V dtypes, masks (none, shared F16 with -inf, per-head F32), logit softcap, ALiBi
-// and strided/permuted operands.
+// heads, batches, K/V dtypes, masks (none, shared F16 with -inf, per-head F32), logit softcap, ALiBi,
+// sinks (with the precision setter) and strided/permuted operands.
 #include <cmath>
 
 #include "ggx-ops/case.h"
@@ -15,6 +15,7 @@ struct Attn {
     int mask;  // 0 none, 1 shared F16 [n_kv, n_q + 2], 2 per-head F32 [n_kv, n_q, h, b]
     float softcap, max_bias;
     Layout q_layout, kv_layout;
+    bool sinks = false;  // ggml_flash_attn_ext_add_sinks, with ggml_flash_attn_ext_set_prec(F32)
 };
 
 std::string describe(const Attn & a) {
@@ -22,7 +23,7 @@ std::string describe(const Attn & a) {
     return "q=" + str(Shape{a.d, a.n_q, a.h, a.b}) + " k=" + str(Shape{a.d, a.n_kv, a.hk, a.bk}) + " dv " +
            std::to_string(a.dv) + " " + str(a.k_type) + "," + str(a.v_type) + " mask " + masks[a.mask] +
            " softcap " + str(a.softcap) + " max_bias " + str(a.max_bias) + " q:" + layout_name(a.q_layout) +
-           " kv:" + layout_name(a.kv_layout);
+           " kv:" + layout_name(a.kv_layout) + (a.sinks ? " sinks prec f32" : "");
 }
 
 ggml_tensor * build(Graph & g, const Attn & a) {
@@ -35,7 +36,13 @@ ggml_tensor * build(Graph & g, const Attn & a) {
     if (a.mask == 2)
         mask = g.input(GGML_TYPE_F32, {a.n_kv, a.n_q, a.h, a.b}, Layout::Contiguous, Gen::mask());
     const float scale = a.softcap > 0.0f ? 1.0f : 1.0f / std::sqrt(static_cast<float>(a.d));
-    return ggml_flash_attn_ext(g.ctx(), q, k, v, mask, scale, a.max_bias, a.softcap);
+    ggml_tensor * r = ggml_flash_attn_ext(g.ctx(), q, k, v, mask, scale, a.max_bias, a.softcap);
+    if (r && a.sinks) {
+        ggml_flash_attn_ext_add_sinks(
+            r, g.input(GGML_TYPE_F32, {a.h, 1, 1, 1}, Layout::Contiguous, Gen::uniform(-3.0, 3.0)));
+        ggml_flash_attn_ext_set_prec(r, GGML_PREC_F32);
+    }
+    return r;
 }
 
 void add(CaseList & list, const Attn & a) {
@@ -99,6 +106,20 @@ void add_option_sweep(CaseList & list) {
     }
 }
 
+// Sinks on the row path (n_q < 16) and the tile path, with every mask, softcap and ALiBi, K/V types.
+void add_sink_sweep(CaseList & list) {
+    int i = 0;
+    for (int64_t n_q : {1, 5, 17, 70}) {
+        for (int mask = 0; mask < 3; ++mask) {
+            const auto [tk, tv] = kKvTypes[i % 3];
+            const auto [lq, lkv] = kLayouts[i % 3];
+            add(list, {64, 40, n_q, 33 + 32 * (i % 2), 4, 2, 1 + i % 2, 1, tk, tv, mask,
+                       i % 4 == 1 ? 3.0f : 0.0f, i % 4 == 2 ? 8.0f : 0.0f, lq, lkv, true});
+            ++i;
+        }
+    }
+}
+
 // Perf: head size 128, 32 query heads over 8 K/V heads, F16 K/V; one query (decoding) and 512
 // queries with a shared mask, over 512 and 4096 keys.
 void add_perf_cases(CaseList & list) {
@@ -122,6 +143,7 @@ void add_attention_cases(CaseList & list) {
     add_size_sweep(list);
     add_tile_sweep(list);
     add_option_sweep(list);
+    add_sink_sweep(list);
     add_perf_cases(list);
 }
 

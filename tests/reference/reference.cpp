@@ -680,10 +680,10 @@ Output k_rope(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
-// FLASH_ATTN_EXT: q [D, NQ, H, B], k [D, NKV, HK, BK], v [DV, NKV, HK, BV] -> [DV, H, NQ, B].
+// FLASH_ATTN_EXT: q [D, NQ, H, B], k [D, NKV, HK, BK], v [DV, NKV, HK, BV] -> [DV, H, NQ, B]; sinks [H].
 Output k_flash_attn(const ggml_tensor * d, const Inputs & in) {
     const Src q = src(d, in, 0), k = src(d, in, 1), v = src(d, in, 2);
-    const ggml_tensor * mask = d->src[3];
+    const ggml_tensor *mask = d->src[3], *sinks = d->src[4];
     const int64_t D = q.t->ne[0], NQ = q.t->ne[1], H = q.t->ne[2], B = q.t->ne[3];
     const int64_t NKV = k.t->ne[1], HK = k.t->ne[2], DV = v.t->ne[0];
     require(k.t->ne[0] == D && v.t->ne[1] == NKV && v.t->ne[2] == HK, d, "k/v shapes do not fit q");
@@ -695,6 +695,7 @@ Output k_flash_attn(const ggml_tensor * d, const Inputs & in) {
     if (mask != nullptr)
         require(mask->ne[0] == NKV && mask->ne[1] >= NQ && mask->ne[2] > 0 && mask->ne[3] > 0, d,
                 "mask " + shape_str(mask) + " does not fit");
+    if (sinks != nullptr) require(count(sinks) == H, d, "sinks must hold one value per q head");
     const auto attn = params_of<ggml_ext_flash_attn_ext_params>(d);
     const double scale = attn.scale, max_bias = attn.max_bias, softcap = attn.logit_softcap;
     const int64_t group = H / HK, rk = B / k.t->ne[3], rv = B / v.t->ne[3];
@@ -717,7 +718,10 @@ Output k_flash_attn(const ggml_tensor * d, const Inputs & in) {
                     mx = std::max(mx, score);
                 }
                 if (mx == -std::numeric_limits<double>::infinity()) continue;  // every key masked: 0
-                double sum = 0.0;
+                // A sink is one more score of the softmax, without a value.
+                const double sink = sinks != nullptr ? in[4][static_cast<size_t>(h)] : mx;
+                mx = std::max(mx, sink);
+                double sum = sinks != nullptr ? std::exp(sink - mx) : 0.0;
                 for (int64_t j = 0; j < NKV; ++j)
                     sum += (s[j] = std::exp(s[j] - mx));
                 for (int64_t c = 0; c < DV; ++c) {

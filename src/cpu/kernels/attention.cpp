@@ -1,7 +1,8 @@
 // Flash attention kernel (GGML_OP_FLASH_ATTN_EXT): for each query row t of head h in batch b,
 // out[:, h, t, b] = softmax_j(s_j) * V with s_j = scale * q.k_j (or softcap * tanh(scale * q.k_j /
 // softcap)) + slope(h) * mask[j, t]. Online softmax (running max and sum per query); no n_q x n_kv
-// score matrix is ever stored. A query whose scores are all -inf outputs zeros.
+// score matrix is ever stored. A query whose scores are all -inf outputs zeros. A sink (src[4], one
+// value per head) is one more score without a value, folded into the final normalisation.
 //
 // Two paths, compiled for every Highway target and chosen at run time. Both use one register-tiled
 // micro-kernel (C[n][0..MR) = beta * C + sum_k A[k][0..MR) * B[k][n], MR = two vectors, up to 12
@@ -73,7 +74,7 @@ inline float alibi_slope(float max_bias, int64_t h, int64_t H) {
 
 // The node's operands and parameters.
 struct Problem {
-    const ggml_tensor *q, *k, *v, *mask;
+    const ggml_tensor *q, *k, *v, *mask, *sinks;
     ggml_tensor * dst;
     int64_t D, Dv, NQ, H, B, NKV, group, rk, rv;
     float scale, max_bias, softcap;
@@ -83,6 +84,7 @@ struct Problem {
         k = node->src[1];
         v = node->src[2];
         mask = node->src[3];
+        sinks = node->src[4];
         dst = const_cast<ggml_tensor *>(node);
         D = q->ne[0];
         NQ = q->ne[1];
@@ -119,6 +121,17 @@ struct Problem {
     float * out_row(int64_t h, int64_t t, int64_t b) const {
         return reinterpret_cast<float *>(static_cast<char *>(dst->data) + h * dst->nb[1] + t * dst->nb[2] +
                                          b * dst->nb[3]);
+    }
+    // The factor of the unnormalised output of a query of head h whose scores have maximum m and
+    // sum l of exp(s - m): 1 / l, or with a sink (one more score, without a value) exp(m - m') /
+    // (l exp(m - m') + exp(sink - m')), m' = max(m, sink); 0 when every score was -inf.
+    float inverse_sum(float m, float l, int64_t h) const {
+        if (!(l > 0.0f)) return 0.0f;
+        if (!sinks) return 1.0f / l;
+        float sink;
+        std::memcpy(&sink, static_cast<const char *>(sinks->data) + h * sinks->nb[0], sizeof sink);
+        const float top = std::max(m, sink), keep = std::exp(m - top);
+        return keep / (l * keep + std::exp(sink - top));
     }
 };
 
@@ -543,8 +556,7 @@ HWY_NOINLINE void tile(const Problem & p, int64_t h, int64_t b, int64_t t0, int6
     const int64_t L = lanes();
     for (int64_t i = 0; i < nq; ++i) {
         float * out = out0 + i * ld_out;
-        const float l = w.l[i];
-        const VF inv = hn::Set(df, l > 0.0f ? 1.0f / l : 0.0f);
+        const VF inv = hn::Set(df, p.inverse_sum(w.m[i], w.l[i], h));
         int64_t c = 0;
         for (; c + L <= Dv; c += L)
             hn::StoreU(hn::Mul(hn::LoadU(df, out + c), inv), df, out + c);
@@ -761,7 +773,7 @@ HWY_NOINLINE void rows(const Problem & p, int64_t b, int64_t h0, int64_t R, int6
     }
     for (int64_t r = 0; r < R; ++r) {
         float * out = p.out_row(h0 + r, t, b);
-        const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        const float inv = p.inverse_sum(m[r], l[r], h0 + r);
         for (int64_t c = 0; c < Dv; ++c)
             out[c] = w.o[r * Dvm + c] * inv;
     }
@@ -872,7 +884,9 @@ HWY_EXPORT(Compute);
 static bool supports(const ggml_tensor * node) {
     if (node->op != GGML_OP_FLASH_ATTN_EXT || node->type != GGML_TYPE_F32) return false;
     const ggml_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2], *mask = node->src[3];
-    if (!q || !k || !v || node->src[4]) return false;  // no attention sinks yet
+    if (!q || !k || !v) return false;
+    const ggml_tensor * sinks = node->src[4];
+    if (sinks && (sinks->type != GGML_TYPE_F32 || ggml_nelements(sinks) != q->ne[2])) return false;
     auto kv_type = [](const ggml_tensor * t) { return t->type == GGML_TYPE_F32 || t->type == GGML_TYPE_F16; };
     if (q->type != GGML_TYPE_F32 || !kv_type(k) || !kv_type(v)) return false;
     if (q->ne[0] != k->ne[0] || k->ne[1] != v->ne[1] || k->ne[2] != v->ne[2] || k->ne[3] != v->ne[3])
