@@ -735,6 +735,94 @@ Output k_flash_attn(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
+// LIGHTNING_INDEXER: r[j, t, 0, b] = sum_h w[h, t, 0, b] relu(q[:, h, t, b] . k[:, 0, j, b]) + mask[j, t, 0,
+// b mod B'].
+Output k_lightning_indexer(const ggml_tensor * d, const Inputs & in) {
+    const Src q = src(d, in, 0), k = src(d, in, 1), w = src(d, in, 2), mask = src(d, in, 3);
+    const int64_t E = q.t->ne[0], H = q.t->ne[1];
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t j, int64_t t, int64_t, int64_t b) {
+        double score = mask(j, t, 0, b % mask.t->ne[3]);
+        for (int64_t h = 0; h < H; ++h) {
+            double dot = 0.0;
+            for (int64_t e = 0; e < E; ++e)
+                dot += q(e, h, t, b) * k(e, 0, j, b);
+            score += w(h, t, 0, b) * std::max(dot, 0.0);
+        }
+        r[at(d->ne, j, t, 0, b)] = score;
+    });
+    return {r, {}};
+}
+
+// DSV4_HC_COMB: per token M[a][c] = mixes[2 hc + a + hc c] scale[2] + base[2 hc + a + hc c], softmax over a,
+// + eps, then n_iter times: (from the second on) M[a][c] /= sum_a M[a][c] + eps; M[a][c] /= sum_c M[a][c] +
+// eps.
+Output k_dsv4_hc_comb(const ggml_tensor * d, const Inputs & in) {
+    const Src mixes = src(d, in, 0), scale = src(d, in, 1), base = src(d, in, 2);
+    const auto p = params_of<ggml_ext_dsv4_hc_comb_params>(d);
+    const int64_t hc = d->ne[0];
+    const double eps = p.eps;
+    std::vector<double> r = zeros(d);
+    for (int64_t t = 0; t < d->ne[2]; ++t) {
+        auto m = [&](int64_t a, int64_t c) -> double & { return r[at(d->ne, a, c, t)]; };
+        for (int64_t c = 0; c < hc; ++c) {
+            double top = -std::numeric_limits<double>::infinity();
+            for (int64_t a = 0; a < hc; ++a) {
+                m(a, c) = mixes(2 * hc + a + hc * c, t) * scale(2) + base(2 * hc + a + hc * c);
+                top = std::max(top, m(a, c));
+            }
+            double sum = 0.0;
+            for (int64_t a = 0; a < hc; ++a)
+                sum += std::exp(m(a, c) - top);
+            for (int64_t a = 0; a < hc; ++a)
+                m(a, c) = std::exp(m(a, c) - top) / sum + eps;
+        }
+        for (int32_t it = 0; it < p.n_iter; ++it) {
+            for (int64_t c = 0; c < hc && it > 0; ++c) {
+                double sum = eps;
+                for (int64_t a = 0; a < hc; ++a)
+                    sum += m(a, c);
+                for (int64_t a = 0; a < hc; ++a)
+                    m(a, c) /= sum;
+            }
+            for (int64_t a = 0; a < hc; ++a) {
+                double sum = eps;
+                for (int64_t c = 0; c < hc; ++c)
+                    sum += m(a, c);
+                for (int64_t c = 0; c < hc; ++c)
+                    m(a, c) /= sum;
+            }
+        }
+    }
+    return {r, {}};
+}
+
+// DSV4_HC_PRE: r[e, t] = sum_s x[e, s, t] w[s, t].
+Output k_dsv4_hc_pre(const ggml_tensor * d, const Inputs & in) {
+    const Src x = src(d, in, 0), w = src(d, in, 1);
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t e, int64_t t, int64_t, int64_t) {
+        double acc = 0.0;
+        for (int64_t s = 0; s < x.t->ne[1]; ++s)
+            acc += x(e, s, t) * w(s, t);
+        r[at(d->ne, e, t)] = acc;
+    });
+    return {r, {}};
+}
+
+// DSV4_HC_POST: r[e, dst, t] = x[e, t] post[dst, t] + sum_s residual[e, s, t] comb[dst, s, t].
+Output k_dsv4_hc_post(const ggml_tensor * d, const Inputs & in) {
+    const Src x = src(d, in, 0), residual = src(d, in, 1), post = src(d, in, 2), comb = src(d, in, 3);
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t e, int64_t dst, int64_t t, int64_t) {
+        double acc = x(e, t) * post(dst, t);
+        for (int64_t s = 0; s < residual.t->ne[1]; ++s)
+            acc += residual(e, s, t) * comb(dst, s, t);
+        r[at(d->ne, e, dst, t)] = acc;
+    });
+    return {r, {}};
+}
+
 int64_t checked_row(const ggml_tensor * d, double index, int64_t rows) {
     if (!(index >= 0.0 && index < static_cast<double>(rows)))
         fail(d, "row index " + std::to_string(static_cast<long long>(index)) + " out of range [0, " +
@@ -1147,6 +1235,14 @@ Kernel kernel_for(ggml_op op) {
             return k_rope;
         case GGML_OP_FLASH_ATTN_EXT:
             return k_flash_attn;
+        case GGML_OP_LIGHTNING_INDEXER:
+            return k_lightning_indexer;
+        case GGML_OP_DSV4_HC_COMB:
+            return k_dsv4_hc_comb;
+        case GGML_OP_DSV4_HC_PRE:
+            return k_dsv4_hc_pre;
+        case GGML_OP_DSV4_HC_POST:
+            return k_dsv4_hc_post;
         case GGML_OP_SSM_CONV:
             return k_ssm_conv;
         case GGML_OP_SSM_SCAN:

@@ -83,14 +83,15 @@ HWY_EXPORT(Axpby);
 HWY_EXPORT(MulAxpy);
 }  // namespace recurrent_simd
 
-namespace {
-
-float dot(const float * a, const float * b, int64_t n) {
+float dot_f32(const float * a, const float * b, int64_t n) {
     return HWY_DYNAMIC_DISPATCH(recurrent_simd::Dot)(a, b, n);
 }
-void axpby(float * y, float a, const float * x, float b, int64_t n) {
+void axpby_f32(float * y, float a, const float * x, float b, int64_t n) {
     HWY_DYNAMIC_DISPATCH(recurrent_simd::Axpby)(y, a, x, b, n);
 }
+
+namespace {
+
 void mul_axpy(float * y, const float * w, const float * x, float b, int64_t n) {
     HWY_DYNAMIC_DISPATCH(recurrent_simd::MulAxpy)(y, w, x, b, n);
 }
@@ -146,7 +147,7 @@ void ssm_conv_compute(const ComputeParams & params, ggml_tensor * node) {
         load_row(sx->type, row_at(sx, c, s), sx->nb[0], sx->ne[0], x);
         load_row(w->type, row_at(w, c), w->nb[0], d_conv, taps);
         for (int64_t t = 0; t < n_t; ++t)
-            *f32_at(node, c, t, s) = dot(x + t, taps, d_conv);
+            *f32_at(node, c, t, s) = dot_f32(x + t, taps, d_conv);
     }
 }
 
@@ -195,12 +196,12 @@ void ssm_scan_compute(const ComputeParams & params, ggml_tensor * node) {
                 float * row = state + i * N;
                 const float x_dt = xt[i] * step;
                 if (mamba2) {
-                    axpby(row, decay, b, x_dt, N);
+                    axpby_f32(row, decay, b, x_dt, N);
                 } else {
                     for (int64_t n = 0; n < N; ++n)
                         row[n] = row[n] * std::exp(step * a[n]) + b[n] * x_dt;
                 }
-                yt[i] = dot(row, c, N);
+                yt[i] = dot_f32(row, c, N);
             }
         }
     }
@@ -262,9 +263,9 @@ void wkv6_compute(const ComputeParams & params, ggml_tensor * node) {
             std::fill(y, y + p.S, 0.0f);
             for (int64_t i = 0; i < p.S; ++i) {
                 float * row = state + i * p.S;
-                axpby(y, 1.0f, v + at, r[at + i] * u[h * p.S + i] * k[at + i], p.S);
-                axpby(y, 1.0f, row, r[at + i], p.S);
-                axpby(row, w[at + i], v + at, k[at + i], p.S);
+                axpby_f32(y, 1.0f, v + at, r[at + i] * u[h * p.S + i] * k[at + i], p.S);
+                axpby_f32(y, 1.0f, row, r[at + i], p.S);
+                axpby_f32(row, w[at + i], v + at, k[at + i], p.S);
             }
         }
     });
@@ -286,8 +287,8 @@ void gla_compute(const ComputeParams & params, ggml_tensor * node) {
             std::fill(y, y + p.S, 0.0f);
             for (int64_t i = 0; i < p.S; ++i) {
                 float * row = state + i * p.S;
-                axpby(row, std::exp(g[at + i]), v + at, k[at + i], p.S);
-                axpby(y, 1.0f, row, qv[at + i] * scale, p.S);
+                axpby_f32(row, std::exp(g[at + i]), v + at, k[at + i], p.S);
+                axpby_f32(y, 1.0f, row, qv[at + i] * scale, p.S);
             }
         }
     });
@@ -307,10 +308,10 @@ void wkv7_compute(const ComputeParams & params, ggml_tensor * node) {
             float * y = dst_floats(node) + at;
             for (int64_t i = 0; i < p.S; ++i) {
                 float * row = state + i * p.S;
-                const float sa = dot(a + at, row, p.S);
+                const float sa = dot_f32(a + at, row, p.S);
                 mul_axpy(row, w + at, k + at, v[at + i], p.S);
-                axpby(row, 1.0f, b + at, sa, p.S);
-                y[i] = dot(r + at, row, p.S);
+                axpby_f32(row, 1.0f, b + at, sa, p.S);
+                y[i] = dot_f32(r + at, row, p.S);
             }
         }
     });
@@ -382,9 +383,9 @@ void gdn_compute(const ComputeParams & params, ggml_tensor * node) {
             for (int64_t j = 0; j < p.S; ++j) {
                 float * row = state + j * p.S;
                 if (p.per_key_gate) mul_axpy(row, decay, kt, 0.0f, p.S);
-                const float delta = (vt[j] - e * dot(row, kt, p.S)) * beta;
-                axpby(row, e, kt, delta, p.S);
-                o[j] = dot(row, qt, p.S) * scale;
+                const float delta = (vt[j] - e * dot_f32(row, kt, p.S)) * beta;
+                axpby_f32(row, e, kt, delta, p.S);
+                o[j] = dot_f32(row, qt, p.S) * scale;
             }
             const int64_t slot = p.T - 1 - t;
             if (slot >= 1 && slot < p.K)
