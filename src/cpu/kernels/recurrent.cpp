@@ -227,11 +227,12 @@ bool linear_supports(const ggml_tensor * node, ggml_op op, int n_src, int key) {
     return state->ne[1] > 0 && k->ne[2] % state->ne[1] == 0;
 }
 
-// Calls f(state, sequence, head) for this thread's share of the (sequence, head) pairs, with the
-// pair's state copied into the result.
-template <class F>
-void for_each_head(const ComputeParams & params, ggml_tensor * node, const Linear & p, const ggml_tensor * s0,
-                   F && f) {
+// Calls step(state, at, h, y) for every token of this thread's share of the (sequence, head) pairs,
+// in order: state is the pair's state (copied into the result first), at the offset of the token's
+// head-h vectors in the per-token inputs, y the head's S outputs of the token (zeroed).
+template <class Step>
+void for_each_token(const ComputeParams & params, ggml_tensor * node, const Linear & p,
+                    const ggml_tensor * s0, Step && step) {
     float * states = dst_floats(node) + p.T * p.C();
     const auto [begin, end] = params.thread.chunk(p.n_seqs * p.H);
     for (int64_t unit = begin; unit < end && !params.should_stop(); ++unit) {
@@ -239,7 +240,12 @@ void for_each_head(const ComputeParams & params, ggml_tensor * node, const Linea
         const int64_t offset = (q * p.H + h) * p.S * p.S;
         float * state = states + offset;
         std::memcpy(state, static_cast<const float *>(s0->data) + offset, p.S * p.S * sizeof(float));
-        f(state, q, h);
+        for (int64_t t = q * p.per_seq; t < (q + 1) * p.per_seq; ++t) {
+            const int64_t at = p.token(t, h);
+            float * y = dst_floats(node) + at;
+            std::fill(y, y + p.S, 0.0f);
+            step(state, at, h, y);
+        }
     }
 }
 
@@ -256,17 +262,12 @@ void wkv6_compute(const ComputeParams & params, ggml_tensor * node) {
     const Linear p(node->src[0], node->src[5]);
     const float *k = floats(node->src[0]), *v = floats(node->src[1]), *r = floats(node->src[2]);
     const float *u = floats(node->src[3]), *w = floats(node->src[4]);
-    for_each_head(params, node, p, node->src[5], [&](float * state, int64_t q, int64_t h) {
-        for (int64_t t = q * p.per_seq; t < (q + 1) * p.per_seq; ++t) {
-            const int64_t at = p.token(t, h);
-            float * y = dst_floats(node) + at;
-            std::fill(y, y + p.S, 0.0f);
-            for (int64_t i = 0; i < p.S; ++i) {
-                float * row = state + i * p.S;
-                axpby_f32(y, 1.0f, v + at, r[at + i] * u[h * p.S + i] * k[at + i], p.S);
-                axpby_f32(y, 1.0f, row, r[at + i], p.S);
-                axpby_f32(row, w[at + i], v + at, k[at + i], p.S);
-            }
+    for_each_token(params, node, p, node->src[5], [&](float * state, int64_t at, int64_t h, float * y) {
+        for (int64_t i = 0; i < p.S; ++i) {
+            float * row = state + i * p.S;
+            axpby_f32(y, 1.0f, v + at, r[at + i] * u[h * p.S + i] * k[at + i], p.S);
+            axpby_f32(y, 1.0f, row, r[at + i], p.S);
+            axpby_f32(row, w[at + i], v + at, k[at + i], p.S);
         }
     });
 }
@@ -280,16 +281,11 @@ void gla_compute(const ComputeParams & params, ggml_tensor * node) {
     const float *k = floats(node->src[0]), *v = floats(node->src[1]), *qv = floats(node->src[2]);
     const float * g = floats(node->src[3]);
     const float scale = core::params<ggml_ext_gated_linear_attn_params>(node).scale;
-    for_each_head(params, node, p, node->src[4], [&](float * state, int64_t q, int64_t h) {
-        for (int64_t t = q * p.per_seq; t < (q + 1) * p.per_seq; ++t) {
-            const int64_t at = p.token(t, h);
-            float * y = dst_floats(node) + at;
-            std::fill(y, y + p.S, 0.0f);
-            for (int64_t i = 0; i < p.S; ++i) {
-                float * row = state + i * p.S;
-                axpby_f32(row, std::exp(g[at + i]), v + at, k[at + i], p.S);
-                axpby_f32(y, 1.0f, row, qv[at + i] * scale, p.S);
-            }
+    for_each_token(params, node, p, node->src[4], [&](float * state, int64_t at, int64_t, float * y) {
+        for (int64_t i = 0; i < p.S; ++i) {
+            float * row = state + i * p.S;
+            axpby_f32(row, std::exp(g[at + i]), v + at, k[at + i], p.S);
+            axpby_f32(y, 1.0f, row, qv[at + i] * scale, p.S);
         }
     });
 }
@@ -302,17 +298,13 @@ void wkv7_compute(const ComputeParams & params, ggml_tensor * node) {
     const Linear p(node->src[2], node->src[6]);
     const float *r = floats(node->src[0]), *w = floats(node->src[1]), *k = floats(node->src[2]);
     const float *v = floats(node->src[3]), *a = floats(node->src[4]), *b = floats(node->src[5]);
-    for_each_head(params, node, p, node->src[6], [&](float * state, int64_t q, int64_t h) {
-        for (int64_t t = q * p.per_seq; t < (q + 1) * p.per_seq; ++t) {
-            const int64_t at = p.token(t, h);
-            float * y = dst_floats(node) + at;
-            for (int64_t i = 0; i < p.S; ++i) {
-                float * row = state + i * p.S;
-                const float sa = dot_f32(a + at, row, p.S);
-                mul_axpy(row, w + at, k + at, v[at + i], p.S);
-                axpby_f32(row, 1.0f, b + at, sa, p.S);
-                y[i] = dot_f32(r + at, row, p.S);
-            }
+    for_each_token(params, node, p, node->src[6], [&](float * state, int64_t at, int64_t, float * y) {
+        for (int64_t i = 0; i < p.S; ++i) {
+            float * row = state + i * p.S;
+            const float sa = dot_f32(a + at, row, p.S);
+            mul_axpy(row, w + at, k + at, v[at + i], p.S);
+            axpby_f32(row, 1.0f, b + at, sa, p.S);
+            y[i] = dot_f32(r + at, row, p.S);
         }
     });
 }
