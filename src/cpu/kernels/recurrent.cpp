@@ -47,6 +47,26 @@ void Axpby(float * y, float a, const float * x, float b, int64_t n) {
         y[i] = y[i] * a + x[i] * b;
 }
 
+// y[i] = y[i] * a + x[i] * b, then the sum over i of y[i] * q[i].
+float AxpbyDot(float * y, float a, const float * x, float b, const float * q, int64_t n) {
+    const hn::ScalableTag<float> d;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+    const auto va = hn::Set(d, a), vb = hn::Set(d, b);
+    auto acc = hn::Zero(d);
+    int64_t i = 0;
+    for (; i + lanes <= n; i += lanes) {
+        const auto v = hn::MulAdd(hn::LoadU(d, x + i), vb, hn::Mul(hn::LoadU(d, y + i), va));
+        hn::StoreU(v, d, y + i);
+        acc = hn::MulAdd(v, hn::LoadU(d, q + i), acc);
+    }
+    float total = hn::GetLane(hn::SumOfLanes(d, acc));
+    for (; i < n; ++i) {
+        y[i] = y[i] * a + x[i] * b;
+        total += y[i] * q[i];
+    }
+    return total;
+}
+
 // y[i] = y[i] * w[i] + x[i] * b.
 void MulAxpy(float * y, const float * w, const float * x, float b, int64_t n) {
     const hn::ScalableTag<float> d;
@@ -80,6 +100,7 @@ namespace ggx::cpu {
 namespace recurrent_simd {
 HWY_EXPORT(Dot);
 HWY_EXPORT(Axpby);
+HWY_EXPORT(AxpbyDot);
 HWY_EXPORT(MulAxpy);
 }  // namespace recurrent_simd
 
@@ -91,6 +112,10 @@ void axpby_f32(float * y, float a, const float * x, float b, int64_t n) {
 }
 
 namespace {
+
+float axpby_dot(float * y, float a, const float * x, float b, const float * q, int64_t n) {
+    return HWY_DYNAMIC_DISPATCH(recurrent_simd::AxpbyDot)(y, a, x, b, q, n);
+}
 
 void mul_axpy(float * y, const float * w, const float * x, float b, int64_t n) {
     HWY_DYNAMIC_DISPATCH(recurrent_simd::MulAxpy)(y, w, x, b, n);
@@ -303,8 +328,7 @@ void wkv7_compute(const ComputeParams & params, ggml_tensor * node) {
             float * row = state + i * p.S;
             const float sa = dot_f32(a + at, row, p.S);
             mul_axpy(row, w + at, k + at, v[at + i], p.S);
-            axpby_f32(row, 1.0f, b + at, sa, p.S);
-            y[i] = dot_f32(r + at, row, p.S);
+            y[i] = axpby_dot(row, 1.0f, b + at, sa, r + at, p.S);
         }
     });
 }
@@ -376,8 +400,7 @@ void gdn_compute(const ComputeParams & params, ggml_tensor * node) {
                 float * row = state + j * p.S;
                 if (p.per_key_gate) mul_axpy(row, decay, kt, 0.0f, p.S);
                 const float delta = (vt[j] - e * dot_f32(row, kt, p.S)) * beta;
-                axpby_f32(row, e, kt, delta, p.S);
-                o[j] = dot_f32(row, qt, p.S) * scale;
+                o[j] = axpby_dot(row, e, kt, delta, qt, p.S) * scale;
             }
             const int64_t slot = p.T - 1 - t;
             if (slot >= 1 && slot < p.K)
