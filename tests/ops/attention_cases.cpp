@@ -1,6 +1,7 @@
 // ggx-ops case table: FLASH_ATTN_EXT over head sizes (Dv != D too), query and key counts, grouped
-// heads, batches, K/V dtypes, masks (none, shared F16 with -inf, per-head F32), logit softcap, ALiBi
-// and strided/permuted operands.
+// heads, batches, K/V dtypes, masks (none, shared F16 with -inf, per-head F32), logit softcap, ALiBi,
+// sinks (with the precision setter) and strided/permuted operands; LIGHTNING_INDEXER and the DeepSeek-V4
+// hyper-connection ops DSV4_HC_COMB, DSV4_HC_PRE and DSV4_HC_POST.
 #include <cmath>
 
 #include "ggx-ops/case.h"
@@ -15,6 +16,7 @@ struct Attn {
     int mask;  // 0 none, 1 shared F16 [n_kv, n_q + 2], 2 per-head F32 [n_kv, n_q, h, b]
     float softcap, max_bias;
     Layout q_layout, kv_layout;
+    bool sinks = false;  // ggml_flash_attn_ext_add_sinks, with ggml_flash_attn_ext_set_prec(F32)
 };
 
 std::string describe(const Attn & a) {
@@ -22,7 +24,7 @@ std::string describe(const Attn & a) {
     return "q=" + str(Shape{a.d, a.n_q, a.h, a.b}) + " k=" + str(Shape{a.d, a.n_kv, a.hk, a.bk}) + " dv " +
            std::to_string(a.dv) + " " + str(a.k_type) + "," + str(a.v_type) + " mask " + masks[a.mask] +
            " softcap " + str(a.softcap) + " max_bias " + str(a.max_bias) + " q:" + layout_name(a.q_layout) +
-           " kv:" + layout_name(a.kv_layout);
+           " kv:" + layout_name(a.kv_layout) + (a.sinks ? " sinks prec f32" : "");
 }
 
 ggml_tensor * build(Graph & g, const Attn & a) {
@@ -35,7 +37,13 @@ ggml_tensor * build(Graph & g, const Attn & a) {
     if (a.mask == 2)
         mask = g.input(GGML_TYPE_F32, {a.n_kv, a.n_q, a.h, a.b}, Layout::Contiguous, Gen::mask());
     const float scale = a.softcap > 0.0f ? 1.0f : 1.0f / std::sqrt(static_cast<float>(a.d));
-    return ggml_flash_attn_ext(g.ctx(), q, k, v, mask, scale, a.max_bias, a.softcap);
+    ggml_tensor * r = ggml_flash_attn_ext(g.ctx(), q, k, v, mask, scale, a.max_bias, a.softcap);
+    if (r && a.sinks) {
+        ggml_flash_attn_ext_add_sinks(
+            r, g.input(GGML_TYPE_F32, {a.h, 1, 1, 1}, Layout::Contiguous, Gen::uniform(-3.0, 3.0)));
+        ggml_flash_attn_ext_set_prec(r, GGML_PREC_F32);
+    }
+    return r;
 }
 
 void add(CaseList & list, const Attn & a) {
@@ -99,6 +107,93 @@ void add_option_sweep(CaseList & list) {
     }
 }
 
+// Sinks on the row path (n_q < 16) and the tile path, with every mask, softcap and ALiBi, K/V types.
+void add_sink_sweep(CaseList & list) {
+    int i = 0;
+    for (int64_t n_q : {1, 5, 17, 70}) {
+        for (int mask = 0; mask < 3; ++mask) {
+            const auto [tk, tv] = kKvTypes[i % 3];
+            const auto [lq, lkv] = kLayouts[i % 3];
+            add(list, {64, 40, n_q, 33 + 32 * (i % 2), 4, 2, 1 + i % 2, 1, tk, tv, mask,
+                       i % 4 == 1 ? 3.0f : 0.0f, i % 4 == 2 ? 8.0f : 0.0f, lq, lkv, true});
+            ++i;
+        }
+    }
+}
+
+// LIGHTNING_INDEXER over head sizes, key counts past one key block of the kernel (64), batches
+// sharing a mask or not, F16/F32 keys and strided or permuted queries.
+void add_indexer_cases(CaseList & list) {
+    struct Indexer {
+        int64_t e, h, n_batch, b, n_kv, mask_b;
+        ggml_type k_type;
+        Layout q_layout;
+    };
+    const Indexer cases[] = {
+        {32, 4, 3, 1, 16, 1, GGML_TYPE_F16, Layout::Contiguous},
+        {32, 4, 3, 1, 16, 1, GGML_TYPE_F32, Layout::Strided},
+        {17, 3, 5, 2, 70, 1, GGML_TYPE_F16, Layout::Permuted},
+        {17, 3, 5, 2, 70, 2, GGML_TYPE_F32, Layout::Contiguous},
+        {64, 2, 1, 1, 1, 1, GGML_TYPE_F16, Layout::Strided},
+        {8, 1, 2, 3, 129, 3, GGML_TYPE_F32, Layout::Permuted},
+    };
+    for (const Indexer & c : cases) {
+        list.add(
+            GGML_OP_LIGHTNING_INDEXER,
+            "q=" + str(Shape{c.e, c.h, c.n_batch, c.b}) + " kv " + std::to_string(c.n_kv) + " " +
+                str(c.k_type) + " mask batches " + std::to_string(c.mask_b) + " q:" + layout_name(c.q_layout),
+            [c](Graph & g) {
+                ggml_tensor * q = g.input(GGML_TYPE_F32, {c.e, c.h, c.n_batch, c.b}, c.q_layout);
+                ggml_tensor * k = g.input(c.k_type, {c.e, 1, c.n_kv, c.b}, Layout::Strided);
+                ggml_tensor * w = g.input(GGML_TYPE_F32, {c.h, c.n_batch, 1, c.b});
+                ggml_tensor * mask =
+                    g.input(GGML_TYPE_F16, {c.n_kv, c.n_batch, 1, c.mask_b}, Layout::Contiguous, Gen::mask());
+                return ggml_lightning_indexer(g.ctx(), q, k, w, mask);
+            });
+    }
+}
+
+// The hyper-connection ops: hc streams of 1..4, Sinkhorn iterations and eps, strided inputs.
+void add_hyper_connection_cases(CaseList & list) {
+    const ggml_type f32 = GGML_TYPE_F32;
+    struct Comb {
+        int64_t hc, n_t;
+        float eps;
+        int32_t n_iter;
+    };
+    for (const Comb & c : {Comb{4, 5, 1e-6f, 20}, Comb{4, 1, 0.01f, 1}, Comb{2, 3, 0.0f, 3},
+                           Comb{1, 2, 1e-6f, 2}, Comb{3, 4, 0.1f, 5}}) {
+        const int64_t width = (2 + c.hc) * c.hc;
+        list.add(GGML_OP_DSV4_HC_COMB,
+                 "hc " + std::to_string(c.hc) + " tokens " + std::to_string(c.n_t) + " eps " + str(c.eps) +
+                     " iterations " + std::to_string(c.n_iter),
+                 [=](Graph & g) {
+                     return ggml_dsv4_hc_comb(
+                         g.ctx(), g.input(f32, {width, c.n_t, 1, 1}, Layout::Strided),
+                         g.input(f32, {3, 1, 1, 1}, Layout::Contiguous, Gen::uniform(0.5, 2.0)),
+                         g.input(f32, {width, 1, 1, 1}), c.eps, c.n_iter);
+                 });
+    }
+    struct Streams {
+        int64_t e, hc, n_t;
+        Layout layout;
+    };
+    for (const Streams & c : {Streams{64, 4, 3, Layout::Contiguous}, Streams{7, 3, 5, Layout::Strided},
+                              Streams{33, 1, 2, Layout::Transposed}, Streams{16, 2, 1, Layout::Permuted}}) {
+        const std::string shape = "x=" + str(Shape{c.e, c.hc, c.n_t, 1}) + " " + layout_name(c.layout);
+        list.add(GGML_OP_DSV4_HC_PRE, shape, [=](Graph & g) {
+            return ggml_dsv4_hc_pre(g.ctx(), g.input(f32, {c.e, c.hc, c.n_t, 1}, c.layout),
+                                    g.input(f32, {c.hc, c.n_t, 1, 1}, c.layout));
+        });
+        list.add(GGML_OP_DSV4_HC_POST, shape, [=](Graph & g) {
+            return ggml_dsv4_hc_post(g.ctx(), g.input(f32, {c.e, c.n_t, 1, 1}, c.layout),
+                                     g.input(f32, {c.e, c.hc, c.n_t, 1}, c.layout),
+                                     g.input(f32, {c.hc, c.n_t, 1, 1}),
+                                     g.input(f32, {c.hc, c.hc, c.n_t, 1}, c.layout));
+        });
+    }
+}
+
 // Perf: head size 128, 32 query heads over 8 K/V heads, F16 K/V; one query (decoding) and 512
 // queries with a shared mask, over 512 and 4096 keys.
 void add_perf_cases(CaseList & list) {
@@ -122,6 +217,9 @@ void add_attention_cases(CaseList & list) {
     add_size_sweep(list);
     add_tile_sweep(list);
     add_option_sweep(list);
+    add_sink_sweep(list);
+    add_indexer_cases(list);
+    add_hyper_connection_cases(list);
     add_perf_cases(list);
 }
 

@@ -817,10 +817,10 @@ Output k_rope(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
-// FLASH_ATTN_EXT: q [D, NQ, H, B], k [D, NKV, HK, BK], v [DV, NKV, HK, BV] -> [DV, H, NQ, B].
+// FLASH_ATTN_EXT: q [D, NQ, H, B], k [D, NKV, HK, BK], v [DV, NKV, HK, BV] -> [DV, H, NQ, B]; sinks [H].
 Output k_flash_attn(const ggml_tensor * d, const Inputs & in) {
     const Src q = src(d, in, 0), k = src(d, in, 1), v = src(d, in, 2);
-    const ggml_tensor * mask = d->src[3];
+    const ggml_tensor *mask = d->src[3], *sinks = d->src[4];
     const int64_t D = q.t->ne[0], NQ = q.t->ne[1], H = q.t->ne[2], B = q.t->ne[3];
     const int64_t NKV = k.t->ne[1], HK = k.t->ne[2], DV = v.t->ne[0];
     require(k.t->ne[0] == D && v.t->ne[1] == NKV && v.t->ne[2] == HK, d, "k/v shapes do not fit q");
@@ -832,6 +832,7 @@ Output k_flash_attn(const ggml_tensor * d, const Inputs & in) {
     if (mask != nullptr)
         require(mask->ne[0] == NKV && mask->ne[1] >= NQ && mask->ne[2] > 0 && mask->ne[3] > 0, d,
                 "mask " + shape_str(mask) + " does not fit");
+    if (sinks != nullptr) require(count(sinks) == H, d, "sinks must hold one value per q head");
     const auto attn = params_of<ggml_ext_flash_attn_ext_params>(d);
     const double scale = attn.scale, max_bias = attn.max_bias, softcap = attn.logit_softcap;
     const int64_t group = H / HK, rk = B / k.t->ne[3], rv = B / v.t->ne[3];
@@ -854,7 +855,10 @@ Output k_flash_attn(const ggml_tensor * d, const Inputs & in) {
                     mx = std::max(mx, score);
                 }
                 if (mx == -std::numeric_limits<double>::infinity()) continue;  // every key masked: 0
-                double sum = 0.0;
+                // A sink is one more score of the softmax, without a value.
+                const double sink = sinks != nullptr ? in[4][static_cast<size_t>(h)] : mx;
+                mx = std::max(mx, sink);
+                double sum = sinks != nullptr ? std::exp(sink - mx) : 0.0;
                 for (int64_t j = 0; j < NKV; ++j)
                     sum += (s[j] = std::exp(s[j] - mx));
                 for (int64_t c = 0; c < DV; ++c) {
@@ -868,11 +872,279 @@ Output k_flash_attn(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
+// LIGHTNING_INDEXER: r[j, t, 0, b] = sum_h w[h, t, 0, b] relu(q[:, h, t, b] . k[:, 0, j, b]) + mask[j, t, 0,
+// b mod B'].
+Output k_lightning_indexer(const ggml_tensor * d, const Inputs & in) {
+    const Src q = src(d, in, 0), k = src(d, in, 1), w = src(d, in, 2), mask = src(d, in, 3);
+    const int64_t E = q.t->ne[0], H = q.t->ne[1];
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t j, int64_t t, int64_t, int64_t b) {
+        double score = mask(j, t, 0, b % mask.t->ne[3]);
+        for (int64_t h = 0; h < H; ++h) {
+            double dot = 0.0;
+            for (int64_t e = 0; e < E; ++e)
+                dot += q(e, h, t, b) * k(e, 0, j, b);
+            score += w(h, t, 0, b) * std::max(dot, 0.0);
+        }
+        r[at(d->ne, j, t, 0, b)] = score;
+    });
+    return {r, {}};
+}
+
+// DSV4_HC_COMB: per token M[a][c] = mixes[2 hc + a + hc c] scale[2] + base[2 hc + a + hc c], softmax over a,
+// + eps, then n_iter times: (from the second on) M[a][c] /= sum_a M[a][c] + eps; M[a][c] /= sum_c M[a][c] +
+// eps.
+Output k_dsv4_hc_comb(const ggml_tensor * d, const Inputs & in) {
+    const Src mixes = src(d, in, 0), scale = src(d, in, 1), base = src(d, in, 2);
+    const auto p = params_of<ggml_ext_dsv4_hc_comb_params>(d);
+    const int64_t hc = d->ne[0];
+    const double eps = p.eps;
+    std::vector<double> r = zeros(d);
+    for (int64_t t = 0; t < d->ne[2]; ++t) {
+        auto m = [&](int64_t a, int64_t c) -> double & { return r[at(d->ne, a, c, t)]; };
+        for (int64_t c = 0; c < hc; ++c) {
+            double top = -std::numeric_limits<double>::infinity();
+            for (int64_t a = 0; a < hc; ++a) {
+                m(a, c) = mixes(2 * hc + a + hc * c, t) * scale(2) + base(2 * hc + a + hc * c);
+                top = std::max(top, m(a, c));
+            }
+            double sum = 0.0;
+            for (int64_t a = 0; a < hc; ++a)
+                sum += std::exp(m(a, c) - top);
+            for (int64_t a = 0; a < hc; ++a)
+                m(a, c) = std::exp(m(a, c) - top) / sum + eps;
+        }
+        for (int32_t it = 0; it < p.n_iter; ++it) {
+            for (int64_t c = 0; c < hc && it > 0; ++c) {
+                double sum = eps;
+                for (int64_t a = 0; a < hc; ++a)
+                    sum += m(a, c);
+                for (int64_t a = 0; a < hc; ++a)
+                    m(a, c) /= sum;
+            }
+            for (int64_t a = 0; a < hc; ++a) {
+                double sum = eps;
+                for (int64_t c = 0; c < hc; ++c)
+                    sum += m(a, c);
+                for (int64_t c = 0; c < hc; ++c)
+                    m(a, c) /= sum;
+            }
+        }
+    }
+    return {r, {}};
+}
+
+// DSV4_HC_PRE: r[e, t] = sum_s x[e, s, t] w[s, t].
+Output k_dsv4_hc_pre(const ggml_tensor * d, const Inputs & in) {
+    const Src x = src(d, in, 0), w = src(d, in, 1);
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t e, int64_t t, int64_t, int64_t) {
+        double acc = 0.0;
+        for (int64_t s = 0; s < x.t->ne[1]; ++s)
+            acc += x(e, s, t) * w(s, t);
+        r[at(d->ne, e, t)] = acc;
+    });
+    return {r, {}};
+}
+
+// DSV4_HC_POST: r[e, dst, t] = x[e, t] post[dst, t] + sum_s residual[e, s, t] comb[dst, s, t].
+Output k_dsv4_hc_post(const ggml_tensor * d, const Inputs & in) {
+    const Src x = src(d, in, 0), residual = src(d, in, 1), post = src(d, in, 2), comb = src(d, in, 3);
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t e, int64_t dst, int64_t t, int64_t) {
+        double acc = x(e, t) * post(dst, t);
+        for (int64_t s = 0; s < residual.t->ne[1]; ++s)
+            acc += residual(e, s, t) * comb(dst, s, t);
+        r[at(d->ne, e, dst, t)] = acc;
+    });
+    return {r, {}};
+}
+
 int64_t checked_row(const ggml_tensor * d, double index, int64_t rows) {
     if (!(index >= 0.0 && index < static_cast<double>(rows)))
         fail(d, "row index " + std::to_string(static_cast<long long>(index)) + " out of range [0, " +
                     std::to_string(rows) + ")");
     return static_cast<int64_t>(index);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recurrent family: SSM_CONV, SSM_SCAN, RWKV_WKV6, GATED_LINEAR_ATTN, RWKV_WKV7, GATED_DELTA_NET.
+
+// SSM_CONV: r[c, t, s] = sum_k sx[t + k, c, s] * w[k, c].
+Output k_ssm_conv(const ggml_tensor * d, const Inputs & in) {
+    const Src sx = src(d, in, 0), w = src(d, in, 1);
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t c, int64_t t, int64_t s, int64_t) {
+        double acc = 0.0;
+        for (int64_t k = 0; k < w.t->ne[0]; ++k)
+            acc += sx(t + k, c, s) * w(k, c);
+        r[at(d->ne, c, t, s)] = acc;
+    });
+    return {r, {}};
+}
+
+// SSM_SCAN: y [head_dim, H, T, n] then the final states [N, head_dim, H, n].
+Output k_ssm_scan(const ggml_tensor * d, const Inputs & in) {
+    const Src s0 = src(d, in, 0), x = src(d, in, 1), dt = src(d, in, 2), A = src(d, in, 3);
+    const Src B = src(d, in, 4), C = src(d, in, 5), ids = src(d, in, 6);
+    const int64_t N = s0.t->ne[0], head_dim = x.t->ne[0], H = x.t->ne[1], T = x.t->ne[2], n = x.t->ne[3];
+    const int64_t groups = B.t->ne[1];
+    require(groups > 0 && H % groups == 0, d, "n_head must be a multiple of n_group");
+    std::vector<double> r = zeros(d);
+    const int64_t y_count = count(x.t);
+    std::vector<double> h(static_cast<size_t>(N));
+    for (int64_t q = 0; q < n; ++q) {
+        const int64_t slot = checked_row(d, ids(q), s0.t->ne[3]);
+        for (int64_t head = 0; head < H; ++head) {
+            const int64_t g = head / (H / groups);
+            for (int64_t i = 0; i < head_dim; ++i) {
+                for (int64_t e = 0; e < N; ++e)
+                    h[e] = s0(e, i, head, slot);
+                for (int64_t t = 0; t < T; ++t) {
+                    const double raw = dt(head, t, q);
+                    const double step = raw > 20.0 ? raw : std::log1p(std::exp(raw));
+                    double y = 0.0;
+                    for (int64_t e = 0; e < N; ++e) {
+                        const double a = A(A.t->ne[0] == 1 ? 0 : e, head);
+                        h[e] = h[e] * std::exp(step * a) + B(e, g, t, q) * x(i, head, t, q) * step;
+                        y += h[e] * C(e, g, t, q);
+                    }
+                    r[at(x.t->ne, i, head, t, q)] = y;
+                }
+                for (int64_t e = 0; e < N; ++e)
+                    r[y_count + e + N * (i + head_dim * (head + H * q))] = h[e];
+            }
+        }
+    }
+    return {r, {}};
+}
+
+// The matrix-state linear attentions: per (sequence, head) a state S[i][j] evolved token by token by
+// step(state, token, head, y) which writes the head's S outputs y. Inputs are [S, H, T]; the
+// state input holds S * S * H values per sequence (element i * S + j of head h); the result is
+// the T outputs of S * H values, then the final states in the input's layout.
+template <class Step>
+Output linear_attention(const ggml_tensor * d, const Inputs & in, const ggml_tensor * key, int state_src,
+                        Step && step) {
+    const int64_t S = key->ne[0], H = key->ne[1], T = key->ne[2], n = d->src[state_src]->ne[1];
+    require(n > 0 && T % n == 0, d, "the tokens must split evenly over the sequences");
+    const std::vector<double> & s0 = in[state_src];
+    std::vector<double> r = zeros(d);
+    std::vector<double> state(static_cast<size_t>(S * S)), y(static_cast<size_t>(S));
+    for (int64_t q = 0; q < n; ++q)
+        for (int64_t h = 0; h < H; ++h) {
+            const size_t base = static_cast<size_t>((q * H + h) * S * S);
+            std::copy_n(s0.begin() + static_cast<std::ptrdiff_t>(base), S * S, state.begin());
+            for (int64_t t = q * (T / n); t < (q + 1) * (T / n); ++t) {
+                step(state, t, h, y);
+                std::copy(y.begin(), y.end(), r.begin() + (t * H + h) * S);
+            }
+            std::copy(state.begin(), state.end(), r.begin() + static_cast<std::ptrdiff_t>(T * H * S + base));
+        }
+    return {r, {}};
+}
+
+// RWKV_WKV6 (k, v, r, u, w, state): y_j = sum_i r_i (u_i k_i v_j + S_ij); S_ij = w_i S_ij + k_i v_j.
+Output k_rwkv_wkv6(const ggml_tensor * d, const Inputs & in) {
+    const Src k = src(d, in, 0), v = src(d, in, 1), rr = src(d, in, 2), w = src(d, in, 4);
+    const std::vector<double> & u = in[3];
+    const int64_t S = k.t->ne[0];
+    require(static_cast<int64_t>(u.size()) == S * k.t->ne[1], d, "tf must hold S * H values");
+    return linear_attention(d, in, k.t, 5, [&](std::vector<double> & st, int64_t t, int64_t h, auto & y) {
+        for (int64_t j = 0; j < S; ++j) {
+            double acc = 0.0;
+            for (int64_t i = 0; i < S; ++i) {
+                const double kv = k(i, h, t) * v(j, h, t);
+                acc += rr(i, h, t) * (u[static_cast<size_t>(h * S + i)] * kv + st[i * S + j]);
+                st[i * S + j] = w(i, h, t) * st[i * S + j] + kv;
+            }
+            y[j] = acc;
+        }
+    });
+}
+
+// GATED_LINEAR_ATTN (k, v, q, g, state): S_ij = exp(g_i) S_ij + k_i v_j; y_j = scale sum_i q_i S_ij.
+Output k_gated_linear_attn(const ggml_tensor * d, const Inputs & in) {
+    const Src k = src(d, in, 0), v = src(d, in, 1), q = src(d, in, 2), g = src(d, in, 3);
+    const double scale = params_of<ggml_ext_gated_linear_attn_params>(d).scale;
+    const int64_t S = k.t->ne[0];
+    return linear_attention(d, in, k.t, 4, [&](std::vector<double> & st, int64_t t, int64_t h, auto & y) {
+        for (int64_t j = 0; j < S; ++j) {
+            double acc = 0.0;
+            for (int64_t i = 0; i < S; ++i) {
+                st[i * S + j] = std::exp(g(i, h, t)) * st[i * S + j] + k(i, h, t) * v(j, h, t);
+                acc += q(i, h, t) * st[i * S + j];
+            }
+            y[j] = scale * acc;
+        }
+    });
+}
+
+// RWKV_WKV7 (r, w, k, v, a, b, state), i a value index: S_ij = w_j S_ij + v_i k_j + b_j sum_l a_l S_il;
+// y_i = sum_j r_j S_ij.
+Output k_rwkv_wkv7(const ggml_tensor * d, const Inputs & in) {
+    const Src rr = src(d, in, 0), w = src(d, in, 1), k = src(d, in, 2), v = src(d, in, 3);
+    const Src a = src(d, in, 4), b = src(d, in, 5);
+    const int64_t S = k.t->ne[0];
+    return linear_attention(d, in, k.t, 6, [&](std::vector<double> & st, int64_t t, int64_t h, auto & y) {
+        for (int64_t i = 0; i < S; ++i) {
+            double sa = 0.0;
+            for (int64_t j = 0; j < S; ++j)
+                sa += a(j, h, t) * st[i * S + j];
+            double acc = 0.0;
+            for (int64_t j = 0; j < S; ++j) {
+                st[i * S + j] = w(j, h, t) * st[i * S + j] + v(i, h, t) * k(j, h, t) + b(j, h, t) * sa;
+                acc += rr(j, h, t) * st[i * S + j];
+            }
+            y[i] = acc;
+        }
+    });
+}
+
+// GATED_DELTA_NET (q, k, v, g, beta, state, K): per value head h and sequence n (q/k head h mod H_k,
+// sequence n / (n_seqs / q.ne3)), with M[j][i] = state[i, j, h, n] (j a value index, i a key index):
+// M[j][i] *= exp(g) or exp(g_i); d_j = beta (v_j - sum_i M[j][i] k_i); M[j][i] += k_i d_j;
+// o_j = sum_i M[j][i] q_i / sqrt(S). The outputs [S, H, T, n], then K slots [S, S, H, n], slot m the
+// state after token T - 1 - m.
+Output k_gated_delta_net(const ggml_tensor * d, const Inputs & in) {
+    const Src q = src(d, in, 0), k = src(d, in, 1), v = src(d, in, 2), g = src(d, in, 3);
+    const Src beta = src(d, in, 4), s0 = src(d, in, 5);
+    const int64_t S = v.t->ne[0], H = v.t->ne[1], T = v.t->ne[2], n = v.t->ne[3];
+    const int64_t Hk = q.t->ne[1], K = params_of<ggml_ext_gated_delta_net_params>(d).n_states;
+    require(K <= std::max<int64_t>(T, 1), d, "more state slots than tokens");
+    const bool per_key = g.t->ne[0] == S;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(S));
+    std::vector<double> r = zeros(d);
+    const int64_t outputs = S * H * T * n, slot_size = S * S * H * n;
+    std::vector<double> m(static_cast<size_t>(S * S));
+    for (int64_t seq = 0; seq < n; ++seq)
+        for (int64_t h = 0; h < H; ++h) {
+            const int64_t hk = h % Hk, sk = seq / (n / q.t->ne[3]);
+            for (int64_t j = 0; j < S; ++j)
+                for (int64_t i = 0; i < S; ++i)
+                    m[j * S + i] = s0(i, j, h, seq);
+            const int64_t head = (seq * H + h) * S * S;
+            for (int64_t t = 0; t < T; ++t) {
+                for (int64_t j = 0; j < S; ++j) {
+                    double u = 0.0;
+                    for (int64_t i = 0; i < S; ++i) {
+                        m[j * S + i] *= std::exp(g(per_key ? i : 0, h, t, seq));
+                        u += m[j * S + i] * k(i, hk, t, sk);
+                    }
+                    const double delta = beta(0, h, t, seq) * (v(j, h, t, seq) - u);
+                    double o = 0.0;
+                    for (int64_t i = 0; i < S; ++i) {
+                        m[j * S + i] += k(i, hk, t, sk) * delta;
+                        o += m[j * S + i] * q(i, hk, t, sk);
+                    }
+                    r[at(v.t->ne, j, h, t, seq)] = o * scale;
+                }
+                const int64_t slot = T - 1 - t;
+                if (slot < K) std::copy(m.begin(), m.end(), r.begin() + outputs + slot * slot_size + head);
+            }
+            if (T == 0) std::copy(m.begin(), m.end(), r.begin() + outputs + head);
+        }
+    return {r, {}};
 }
 
 // GET_ROWS: r[:, i, j, k] = a[:, idx[i, j, k], j, k].
@@ -1113,6 +1385,26 @@ Kernel kernel_for(ggml_op op) {
             return k_rope;
         case GGML_OP_FLASH_ATTN_EXT:
             return k_flash_attn;
+        case GGML_OP_LIGHTNING_INDEXER:
+            return k_lightning_indexer;
+        case GGML_OP_DSV4_HC_COMB:
+            return k_dsv4_hc_comb;
+        case GGML_OP_DSV4_HC_PRE:
+            return k_dsv4_hc_pre;
+        case GGML_OP_DSV4_HC_POST:
+            return k_dsv4_hc_post;
+        case GGML_OP_SSM_CONV:
+            return k_ssm_conv;
+        case GGML_OP_SSM_SCAN:
+            return k_ssm_scan;
+        case GGML_OP_RWKV_WKV6:
+            return k_rwkv_wkv6;
+        case GGML_OP_GATED_LINEAR_ATTN:
+            return k_gated_linear_attn;
+        case GGML_OP_RWKV_WKV7:
+            return k_rwkv_wkv7;
+        case GGML_OP_GATED_DELTA_NET:
+            return k_gated_delta_net;
         case GGML_OP_GET_ROWS:
             return k_get_rows;
         case GGML_OP_SET_ROWS:

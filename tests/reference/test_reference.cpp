@@ -601,6 +601,93 @@ TEST_F(Reference, FlashAttentionFullyMaskedRowIsZero) {
                   {1.5378828427399902, 2.5378828427399902}, kF32);
 }
 
+TEST_F(Reference, FlashAttentionSinkJoinsTheSoftmax) {
+    // One key of score 0 and value 6, sink ln 2: 6 e^0 / (e^0 + 2) = 2. Every key masked: still 0.
+    ggml_tensor * r = ggml_flash_attn_ext(ctx_, f32({1, 1, 1}, {1}), f32({1, 1, 1}, {0}), f32({1, 1, 1}, {6}),
+                                          nullptr, 1.0f, 0.0f, 0.0f);
+    ggml_flash_attn_ext_add_sinks(r, f32({1}, {std::log(2.0)}));
+    expect_values(run(r), {2}, kF32);
+    ggml_tensor * masked = ggml_flash_attn_ext(ctx_, f32({1, 1, 1}, {1}), f32({1, 1, 1}, {0}),
+                                               f32({1, 1, 1}, {6}), f32({1, 1}, {-kInf}), 1.0f, 0.0f, 0.0f);
+    ggml_flash_attn_ext_add_sinks(masked, f32({1}, {0}));
+    expect_values(run(masked), {0});
+}
+
+TEST_F(Reference, LightningIndexer) {
+    // q heads (1 0), (0 1); keys (1 2), (-1 1); weights (2 3); mask (0 0.5).
+    // Key 0: 2 relu(1) + 3 relu(2) = 8; key 1: 2 relu(-1) + 3 relu(1) + 0.5 = 3.5.
+    ggml_tensor * q = f32({2, 2, 1, 1}, {1, 0, 0, 1});
+    ggml_tensor * k = f32({2, 1, 2, 1}, {1, 2, -1, 1});
+    ggml_tensor * mask = leaf(GGML_TYPE_F16, {2, 1, 1, 1}, {0, 0.5});
+    expect_values(run(ggml_lightning_indexer(ctx_, q, k, f32({2, 1, 1, 1}, {2, 3}), mask)), {8, 3.5});
+}
+
+TEST_F(Reference, HyperConnections) {
+    // comb, hc 2, eps 0, one iteration: logits M[a][c] = mixes[4 + a + 2c] = (0 ln3 | 0 0) -> column
+    // softmax (0.25 0.75 | 0.5 0.5) -> each a divided by its sum over c: a0 0.75, a1 1.25.
+    ggml_tensor * mixes = f32({8, 1}, {9, 9, 9, 9, 0, std::log(3.0), 0, 0});
+    ggml_tensor * comb =
+        ggml_dsv4_hc_comb(ctx_, mixes, f32({3}, {1, 1, 1}), f32({8}, std::vector<double>(8, 0.0)), 0.0f, 1);
+    expect_values(run(comb), {1.0 / 3.0, 0.6, 2.0 / 3.0, 0.4}, kF32);
+    // hc 1, eps 0.5: softmax 1, + eps 1.5, / (1.5 + 0.5).
+    ggml_tensor * one =
+        ggml_dsv4_hc_comb(ctx_, f32({3, 1}, {0, 0, 7}), f32({3}, {1, 1, 1}), f32({3}, {0, 0, 0}), 0.5f, 1);
+    expect_values(run(one), {0.75}, kF32);
+    // pre: streams (1 2), (3 4) weighted 2, -1 -> (-1 0).
+    expect_values(run(ggml_dsv4_hc_pre(ctx_, f32({2, 2, 1}, {1, 2, 3, 4}), f32({2, 1}, {2, -1}))), {-1, 0});
+    // post: x 5, residual streams 1, 2, post (1 2), comb[d, s] = (1 0 | 2 3):
+    // d0 = 5 + 1 + 4 = 10, d1 = 10 + 0 + 6 = 16.
+    ggml_tensor * post = ggml_dsv4_hc_post(ctx_, f32({1, 1}, {5}), f32({1, 2, 1}, {1, 2}),
+                                           f32({2, 1}, {1, 2}), f32({2, 2, 1}, {1, 0, 2, 3}));
+    expect_values(run(post), {10, 16});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recurrent state ops
+
+TEST_F(Reference, SsmConv) {
+    // sx (1 2 3), kernel (10 1): (1 10 + 2, 2 10 + 3).
+    expect_values(run(ggml_ssm_conv(ctx_, f32({3, 1, 1}, {1, 2, 3}), f32({2, 1}, {10, 1}))), {12, 23});
+}
+
+TEST_F(Reference, SsmScanReadsTheStateSlotOfEachSequence) {
+    // One state element; dt 30 (softplus is the identity above 20), A 0 (no decay), B = C = 1; the
+    // sequence reads slot ids[0] = 1 (5): 5 + 30 = 35, 35 + 2 30 = 95; then the final state 95.
+    ggml_tensor * s = f32({1, 1, 1, 2}, {100, 5});
+    ggml_tensor * x = f32({1, 1, 2, 1}, {1, 2});
+    ggml_tensor * dt = f32({1, 2, 1}, {30, 30});
+    ggml_tensor * one = f32({1, 1, 2, 1}, {1, 1});
+    ggml_tensor * r = ggml_ssm_scan(ctx_, s, x, dt, f32({1, 1}, {0}), one, one, i32({1}, {1}));
+    expect_values(run(r), {35, 95, 95}, kF32);
+}
+
+TEST_F(Reference, LinearAttentions) {
+    // S = H = 1, two tokens. WKV6: k (1 2), v (3 1), r 1, u 2, w 0.5, state 4:
+    // y0 = 2 3 + 4 = 10, S = 2 + 3 = 5; y1 = 2 2 + 5 = 9, S = 2.5 + 2 = 4.5.
+    ggml_tensor *k = f32({1, 1, 2}, {1, 2}), *v = f32({1, 1, 2}, {3, 1}), *ones = f32({1, 1, 2}, {1, 1});
+    ggml_tensor * state = f32({1, 1}, {4});
+    expect_values(run(ggml_rwkv_wkv6(ctx_, k, v, ones, f32({1, 1}, {2}), f32({1, 1, 2}, {0.5, 0.5}), state)),
+                  {10, 9, 4.5});
+    // GLA, q (1 2), g (0 ln 0.5), scale 0.5: S = 4 + 3 = 7, y0 = 3.5; S = 3.5 + 2 = 5.5, y1 = 5.5.
+    ggml_tensor * g = f32({1, 1, 2}, {0, std::log(0.5)});
+    expect_values(run(ggml_gated_linear_attn(ctx_, k, v, f32({1, 1, 2}, {1, 2}), g, state, 0.5f)),
+                  {3.5, 5.5, 5.5}, kF32);
+    // WKV7, one token: r 1, w 0.5, k 2, v 3, a 1, b 0.5, state 4: sa = 4, S = 2 + 6 + 2 = 10, y = 10.
+    auto one = [&](double value) { return f32({1, 1, 1}, {value}); };
+    expect_values(run(ggml_rwkv_wkv7(ctx_, one(1), one(0.5), one(2), one(3), one(1), one(0.5), state)),
+                  {10, 10});
+}
+
+TEST_F(Reference, GatedDeltaNetStateRowsAreValueIndices) {
+    // S 2, one token, g 0, beta 1, k (1 0), q (0 1), v (5 7); state[i, j] = (1 2 | 3 4) is M[j][i]:
+    // M[0] = (1 2), M[1] = (3 4). u = (1 3), delta = (4 4), M[0] = (5 2), M[1] = (7 4);
+    // o = (M[0][1], M[1][1]) / sqrt 2 = (2 4) / sqrt 2; then the state (5 2 7 4).
+    ggml_tensor * r = ggml_gated_delta_net(ctx_, f32({2, 1, 1, 1}, {0, 1}), f32({2, 1, 1, 1}, {1, 0}),
+                                           f32({2, 1, 1, 1}, {5, 7}), f32({1, 1, 1, 1}, {0}),
+                                           f32({1, 1, 1, 1}, {1}), f32({2, 2, 1, 1}, {1, 2, 3, 4}), 1);
+    expect_values(run(r), {2 / std::sqrt(2.0), 4 / std::sqrt(2.0), 5, 2, 7, 4}, kF32);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Indexing
 

@@ -183,8 +183,8 @@ ggml_tensor * ggml_gated_delta_net(ggml_context * ctx, ggml_tensor * q, ggml_ten
     if (!check) return nullptr;
     const int64_t S = v->ne[0], H = v->ne[1], n_tokens = v->ne[2], n_seqs = v->ne[3];
     check.require(ggml_are_same_shape(q, k), "q and k must have the same shape")
-        .require(k->ne[0] == S && k->ne[2] == n_tokens && k->ne[3] == n_seqs,
-                 "k must be [S_v, H_k, n_tokens, n_seqs] as v")
+        .require(k->ne[0] == S && k->ne[2] == n_tokens && k->ne[3] > 0 && n_seqs % k->ne[3] == 0,
+                 "k must be [S_v, H_k, n_tokens, a divisor of n_seqs]")
         .require(k->ne[1] > 0 && H % k->ne[1] == 0, "v heads must be a multiple of k heads")
         .require(
             (g->ne[0] == 1 || g->ne[0] == S) && g->ne[1] == H && g->ne[2] == n_tokens && g->ne[3] == n_seqs,

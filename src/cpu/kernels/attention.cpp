@@ -1,7 +1,8 @@
 // Flash attention kernel (GGML_OP_FLASH_ATTN_EXT): for each query row t of head h in batch b,
 // out[:, h, t, b] = softmax_j(s_j) * V with s_j = scale * q.k_j (or softcap * tanh(scale * q.k_j /
 // softcap)) + slope(h) * mask[j, t]. Online softmax (running max and sum per query); no n_q x n_kv
-// score matrix is ever stored. A query whose scores are all -inf outputs zeros.
+// score matrix is ever stored. A query whose scores are all -inf outputs zeros. A sink (src[4], one
+// value per head) is one more score without a value, folded into the final normalisation.
 //
 // Two paths, compiled for every Highway target and chosen at run time. Both use one register-tiled
 // micro-kernel (C[n][0..MR) = beta * C + sum_k A[k][0..MR) * B[k][n], MR = two vectors, up to 12
@@ -73,7 +74,7 @@ inline float alibi_slope(float max_bias, int64_t h, int64_t H) {
 
 // The node's operands and parameters.
 struct Problem {
-    const ggml_tensor *q, *k, *v, *mask;
+    const ggml_tensor *q, *k, *v, *mask, *sinks;
     ggml_tensor * dst;
     int64_t D, Dv, NQ, H, B, NKV, group, rk, rv;
     float scale, max_bias, softcap;
@@ -83,6 +84,7 @@ struct Problem {
         k = node->src[1];
         v = node->src[2];
         mask = node->src[3];
+        sinks = node->src[4];
         dst = const_cast<ggml_tensor *>(node);
         D = q->ne[0];
         NQ = q->ne[1];
@@ -119,6 +121,17 @@ struct Problem {
     float * out_row(int64_t h, int64_t t, int64_t b) const {
         return reinterpret_cast<float *>(static_cast<char *>(dst->data) + h * dst->nb[1] + t * dst->nb[2] +
                                          b * dst->nb[3]);
+    }
+    // The factor of the unnormalised output of a query of head h whose scores have maximum m and
+    // sum l of exp(s - m): 1 / l, or with a sink (one more score, without a value) exp(m - m') /
+    // (l exp(m - m') + exp(sink - m')), m' = max(m, sink); 0 when every score was -inf.
+    float inverse_sum(float m, float l, int64_t h) const {
+        if (!(l > 0.0f)) return 0.0f;
+        if (!sinks) return 1.0f / l;
+        float sink;
+        std::memcpy(&sink, static_cast<const char *>(sinks->data) + h * sinks->nb[0], sizeof sink);
+        const float top = std::max(m, sink), keep = std::exp(m - top);
+        return keep / (l * keep + std::exp(sink - top));
     }
 };
 
@@ -543,8 +556,7 @@ HWY_NOINLINE void tile(const Problem & p, int64_t h, int64_t b, int64_t t0, int6
     const int64_t L = lanes();
     for (int64_t i = 0; i < nq; ++i) {
         float * out = out0 + i * ld_out;
-        const float l = w.l[i];
-        const VF inv = hn::Set(df, l > 0.0f ? 1.0f / l : 0.0f);
+        const VF inv = hn::Set(df, p.inverse_sum(w.m[i], w.l[i], h));
         int64_t c = 0;
         for (; c + L <= Dv; c += L)
             hn::StoreU(hn::Mul(hn::LoadU(df, out + c), inv), df, out + c);
@@ -761,7 +773,7 @@ HWY_NOINLINE void rows(const Problem & p, int64_t b, int64_t h0, int64_t R, int6
     }
     for (int64_t r = 0; r < R; ++r) {
         float * out = p.out_row(h0 + r, t, b);
-        const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        const float inv = p.inverse_sum(m[r], l[r], h0 + r);
         for (int64_t c = 0; c < Dv; ++c)
             out[c] = w.o[r * Dvm + c] * inv;
     }
@@ -872,7 +884,9 @@ HWY_EXPORT(Compute);
 static bool supports(const ggml_tensor * node) {
     if (node->op != GGML_OP_FLASH_ATTN_EXT || node->type != GGML_TYPE_F32) return false;
     const ggml_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2], *mask = node->src[3];
-    if (!q || !k || !v || node->src[4]) return false;  // no attention sinks yet
+    if (!q || !k || !v) return false;
+    const ggml_tensor * sinks = node->src[4];
+    if (sinks && (sinks->type != GGML_TYPE_F32 || ggml_nelements(sinks) != q->ne[2])) return false;
     auto kv_type = [](const ggml_tensor * t) { return t->type == GGML_TYPE_F32 || t->type == GGML_TYPE_F16; };
     if (q->type != GGML_TYPE_F32 || !kv_type(k) || !kv_type(v)) return false;
     if (q->ne[0] != k->ne[0] || k->ne[1] != v->ne[1] || k->ne[2] != v->ne[2] || k->ne[3] != v->ne[3])
@@ -897,8 +911,176 @@ static void compute(const ComputeParams & params, ggml_tensor * node) {
 }
 }  // namespace fa
 
+// ---------------------------------------------------------------------------------------------
+// DeepSeek's model-specific attention ops (docs/ops.md): LIGHTNING_INDEXER and the hyper-connection
+// ops DSV4_HC_COMB, DSV4_HC_PRE, DSV4_HC_POST. All inputs are F32 (the indexer's keys F16 too) and
+// may be strided; the results are contiguous F32.
+namespace deepseek {
+
+float f32_value(const ggml_tensor * t, int64_t i0, int64_t i1 = 0, int64_t i2 = 0, int64_t i3 = 0) {
+    return load_float(t->type, element_at(t, i0, i1, i2, i3));
+}
+float * out_at(const ggml_tensor * t, int64_t i0, int64_t i1 = 0, int64_t i2 = 0, int64_t i3 = 0) {
+    return reinterpret_cast<float *>(element_at(t, i0, i1, i2, i3));
+}
+
+bool f32_node(const ggml_tensor * node, ggml_op op) {
+    return node->op == op && node->type == GGML_TYPE_F32 && ggml_is_contiguous(node);
+}
+
+// LIGHTNING_INDEXER: r[j, t, 0, b] = sum_h w[h, t, 0, b] * relu(q[:, h, t, b] . k[:, 0, j, b]) +
+// mask[j, t, 0, b mod B']. Units are blocks of kKeyBlock keys of one batch, converted to F32 once.
+constexpr int64_t kKeyBlock = 64;
+
+bool indexer_supports(const ggml_tensor * node) {
+    if (!f32_node(node, GGML_OP_LIGHTNING_INDEXER)) return false;
+    const ggml_tensor *q = node->src[0], *k = node->src[1], *w = node->src[2], *mask = node->src[3];
+    return q && k && w && mask && q->type == GGML_TYPE_F32 && w->type == GGML_TYPE_F32 &&
+           (k->type == GGML_TYPE_F32 || k->type == GGML_TYPE_F16) && mask->type == GGML_TYPE_F16;
+}
+
+int64_t indexer_floats(const ggml_tensor * node) { return (kKeyBlock + 1) * node->src[0]->ne[0]; }
+
+size_t indexer_workspace(const ggml_tensor * node, int n_threads) {
+    return fa::align64(static_cast<size_t>(indexer_floats(node)) * sizeof(float)) *
+           static_cast<size_t>(n_threads);
+}
+
+void indexer_compute(const ComputeParams & params, ggml_tensor * node) {
+    const ggml_tensor *q = node->src[0], *k = node->src[1], *w = node->src[2], *mask = node->src[3];
+    const int64_t E = q->ne[0], H = q->ne[1], n_batch = q->ne[2], B = q->ne[3], n_kv = k->ne[2];
+    float * keys =
+        reinterpret_cast<float *>(static_cast<char *>(params.workspace) +
+                                  fa::align64(static_cast<size_t>(indexer_floats(node)) * sizeof(float)) *
+                                      static_cast<size_t>(params.ith()));
+    float * query = keys + kKeyBlock * E;
+    const int64_t blocks = (n_kv + kKeyBlock - 1) / kKeyBlock;
+    const auto [begin, end] = params.thread.chunk(blocks * B);
+    for (int64_t unit = begin; unit < end && !params.should_stop(); ++unit) {
+        const int64_t b = unit / blocks, j0 = unit % blocks * kKeyBlock, nk = std::min(kKeyBlock, n_kv - j0);
+        for (int64_t j = 0; j < nk; ++j)
+            load_row(k->type, element_at(k, 0, 0, j0 + j, b), k->nb[0], E, keys + j * E);
+        for (int64_t t = 0; t < n_batch; ++t) {
+            float * out = out_at(node, j0, t, 0, b);
+            for (int64_t j = 0; j < nk; ++j)
+                out[j] = f32_value(mask, j0 + j, t, 0, b % mask->ne[3]);
+            for (int64_t h = 0; h < H; ++h) {
+                load_row(q->type, element_at(q, 0, h, t, b), q->nb[0], E, query);
+                const float weight = f32_value(w, h, t, 0, b);
+                for (int64_t j = 0; j < nk; ++j)
+                    out[j] += weight * std::max(dot_f32(query, keys + j * E, E), 0.0f);
+            }
+        }
+    }
+}
+
+// DSV4_HC_COMB: per token, M[a][c] = mixes[2 hc + a + hc c] * scale[2] + base[2 hc + a + hc c]; a
+// softmax over a for each c, plus eps; then n_iter column normalisations (divide M[a][c] by
+// sum_c M[a][c] + eps) with a row normalisation (divide by sum_a M[a][c] + eps) before each but the first.
+bool comb_supports(const ggml_tensor * node) {
+    if (!f32_node(node, GGML_OP_DSV4_HC_COMB)) return false;
+    for (int i = 0; i < 3; ++i)
+        if (!node->src[i] || node->src[i]->type != GGML_TYPE_F32) return false;
+    return true;
+}
+
+// Divides each of the hc lines of m (elements `along` apart, lines `across` apart) by its sum + eps.
+void normalise_lines(float * m, int64_t hc, int64_t along, int64_t across, float eps) {
+    for (int64_t line = 0; line < hc; ++line) {
+        float sum = eps;
+        for (int64_t i = 0; i < hc; ++i)
+            sum += m[line * across + i * along];
+        for (int64_t i = 0; i < hc; ++i)
+            m[line * across + i * along] /= sum;
+    }
+}
+
+void comb_compute(const ComputeParams & params, ggml_tensor * node) {
+    const ggml_tensor *mixes = node->src[0], *scale = node->src[1], *base = node->src[2];
+    const int64_t hc = node->ne[0];
+    const auto p = core::params<ggml_ext_dsv4_hc_comb_params>(node);
+    const float comb_scale = f32_value(scale, 2);
+    const auto [begin, end] = params.thread.chunk(node->ne[2]);
+    for (int64_t t = begin; t < end; ++t) {
+        float * m = out_at(node, 0, 0, t);  // m[a + hc c]
+        for (int64_t i = 0; i < hc * hc; ++i)
+            m[i] = f32_value(mixes, 2 * hc + i, t) * comb_scale + f32_value(base, 2 * hc + i);
+        for (int64_t c = 0; c < hc; ++c) {
+            float * col = m + c * hc;
+            const float top = *std::max_element(col, col + hc);
+            float sum = 0.0f;
+            for (int64_t a = 0; a < hc; ++a)
+                sum += (col[a] = std::exp(col[a] - top));
+            for (int64_t a = 0; a < hc; ++a)
+                col[a] = col[a] / sum + p.eps;
+        }
+        for (int32_t it = 0; it < p.n_iter; ++it) {
+            if (it > 0) normalise_lines(m, hc, 1, hc, p.eps);
+            normalise_lines(m, hc, hc, 1, p.eps);
+        }
+    }
+}
+
+// DSV4_HC_PRE: r[e, t] = sum_s x[e, s, t] * w[s, t].
+bool pre_supports(const ggml_tensor * node) {
+    return f32_node(node, GGML_OP_DSV4_HC_PRE) && node->src[0] && node->src[0]->type == GGML_TYPE_F32 &&
+           node->src[1] && node->src[1]->type == GGML_TYPE_F32;
+}
+
+void pre_compute(const ComputeParams & params, ggml_tensor * node) {
+    const ggml_tensor *x = node->src[0], *w = node->src[1];
+    const int64_t E = x->ne[0], hc = x->ne[1];
+    const auto [begin, end] = params.thread.chunk(x->ne[2]);
+    for (int64_t t = begin; t < end; ++t) {
+        float * out = out_at(node, 0, t);
+        std::fill(out, out + E, 0.0f);
+        for (int64_t s = 0; s < hc; ++s) {
+            const float weight = f32_value(w, s, t);
+            for (int64_t e = 0; e < E; ++e)
+                out[e] += f32_value(x, e, s, t) * weight;
+        }
+    }
+}
+
+// DSV4_HC_POST: r[e, d, t] = x[e, t] * post[d, t] + sum_s residual[e, s, t] * comb[d, s, t].
+bool post_supports(const ggml_tensor * node) {
+    if (!f32_node(node, GGML_OP_DSV4_HC_POST)) return false;
+    for (int i = 0; i < 4; ++i)
+        if (!node->src[i] || node->src[i]->type != GGML_TYPE_F32) return false;
+    return true;
+}
+
+void post_compute(const ComputeParams & params, ggml_tensor * node) {
+    const ggml_tensor *x = node->src[0], *residual = node->src[1], *post = node->src[2], *comb = node->src[3];
+    const int64_t E = residual->ne[0], hc = residual->ne[1];
+    const auto [begin, end] = params.thread.chunk(hc * residual->ne[2]);
+    for (int64_t row = begin; row < end; ++row) {
+        const int64_t d = row % hc, t = row / hc;
+        float * out = out_at(node, 0, d, t);
+        const float gain = f32_value(post, d, t);
+        for (int64_t e = 0; e < E; ++e)
+            out[e] = f32_value(x, e, t) * gain;
+        for (int64_t s = 0; s < hc; ++s) {
+            const float weight = f32_value(comb, d, s, t);
+            for (int64_t e = 0; e < E; ++e)
+                out[e] += f32_value(residual, e, s, t) * weight;
+        }
+    }
+}
+
+}  // namespace deepseek
+
 namespace kernels {
 const Kernel flash_attn_ext = cpu_kernel<fa::supports, fa::workspace, fa::compute>("cpu.flash_attn_ext");
+const Kernel lightning_indexer =
+    cpu_kernel<deepseek::indexer_supports, deepseek::indexer_workspace, deepseek::indexer_compute>(
+        "cpu.lightning_indexer");
+const Kernel dsv4_hc_comb =
+    cpu_kernel<deepseek::comb_supports, nullptr, deepseek::comb_compute>("cpu.dsv4_hc_comb");
+const Kernel dsv4_hc_pre =
+    cpu_kernel<deepseek::pre_supports, nullptr, deepseek::pre_compute>("cpu.dsv4_hc_pre");
+const Kernel dsv4_hc_post =
+    cpu_kernel<deepseek::post_supports, nullptr, deepseek::post_compute>("cpu.dsv4_hc_post");
 }  // namespace kernels
 }  // namespace ggx::cpu
 #endif  // HWY_ONCE

@@ -80,6 +80,11 @@ void load_row(ggml_type type, const char * src, size_t stride, int64_t n, float 
 // Converts n F32 values into a row of type at dst, elements stride bytes apart (quantized: dense).
 void store_row(ggml_type type, const float * src, char * dst, size_t stride, int64_t n);
 
+// F32 row products, vectorised for the running CPU (defined in recurrent.cpp): the sum of a[i] * b[i],
+// and y[i] = y[i] * a + x[i] * b.
+float dot_f32(const float * a, const float * b, int64_t n);
+void axpby_f32(float * y, float a, const float * x, float b, int64_t n);
+
 // Calls f(i1, i2, i3) for this thread's share of the rows of t.
 template <class F>
 void for_each_row(const ComputeParams & params, const ggml_tensor * t, F && f) {
@@ -104,8 +109,9 @@ extern const Kernel rms_norm_back;
 extern const Kernel soft_max, rope;
 extern const Kernel soft_max_back, diag_mask, rope_back;  // diag_mask: DIAG_MASK_INF and _ZERO
 extern const Kernel get_rows, set_rows, im2col;
-extern const Kernel mul_mat, flash_attn_ext;
 extern const Kernel mul_mat_id, out_prod;
+extern const Kernel mul_mat, flash_attn_ext, lightning_indexer, dsv4_hc_comb, dsv4_hc_pre, dsv4_hc_post;
+extern const Kernel ssm_conv, ssm_scan, rwkv_wkv6, gated_linear_attn, rwkv_wkv7, gated_delta_net;
 extern const Kernel custom;      // CPU callback nodes
 extern const Kernel map_custom;  // MAP_CUSTOM1..3
 }  // namespace kernels

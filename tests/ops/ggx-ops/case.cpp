@@ -141,9 +141,10 @@ std::string str(double value) {
 
 std::vector<Case> all_cases() {
     CaseList list;
-    for (auto add : {add_copy_cases, add_elementwise_cases, add_reduce_cases, add_shape_cases, add_norm_cases,
-                     add_matmul_cases, add_softmax_cases, add_rope_cases, add_attention_cases,
-                     add_indexing_cases, add_conv_cases, add_custom_cases, add_sd_cases}) {
+    for (auto add :
+         {add_copy_cases, add_elementwise_cases, add_reduce_cases, add_shape_cases, add_norm_cases,
+          add_matmul_cases, add_softmax_cases, add_rope_cases, add_attention_cases, add_recurrent_cases,
+          add_indexing_cases, add_conv_cases, add_custom_cases, add_sd_cases}) {
         add(list);
     }
     return list.cases();

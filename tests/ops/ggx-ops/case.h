@@ -120,6 +120,7 @@ void add_matmul_cases(CaseList & list);       // MUL_MAT, MUL_MAT_ID, OUT_PROD
 void add_softmax_cases(CaseList & list);      // SOFT_MAX, SOFT_MAX_BACK, DIAG_MASK_INF/ZERO
 void add_rope_cases(CaseList & list);         // ROPE, ROPE_BACK
 void add_attention_cases(CaseList & list);    // FLASH_ATTN_EXT
+void add_recurrent_cases(CaseList & list);    // SSM_CONV, SSM_SCAN, WKV6/7, GLA, GATED_DELTA_NET
 void add_indexing_cases(CaseList & list);     // GET_ROWS, SET_ROWS
 void add_conv_cases(CaseList & list);         // IM2COL, ggml_conv_2d
 void add_custom_cases(CaseList & list);       // CUSTOM (CPU callbacks)
