@@ -1,6 +1,8 @@
 // ggx-ops case table: reductions (SUM, SUM_ROWS, MEAN, ARGMAX, CUMSUM, COUNT_EQUAL, ARGSORT, TOP_K,
 // CROSS_ENTROPY_LOSS(_BACK)) over every float dtype, odd and zero-size shapes and every input layout;
 // ARGMAX, ARGSORT and TOP_K also with ties (the first maximum wins; sorts keep index order).
+#include <set>
+
 #include "ggx-ops/case.h"
 
 namespace ggx::ops {
@@ -96,7 +98,7 @@ void add_sort_cases(CaseList & list) {
                                  });
                     }
                     if (ne[0] == 0) continue;  // k must be in 1..ne0
-                    for (int64_t k : {int64_t{1}, (ne[0] + 1) / 2, ne[0]}) {
+                    for (int64_t k : std::set<int64_t>{1, (ne[0] + 1) / 2, ne[0]}) {
                         list.add(GGML_OP_TOP_K, "k " + std::to_string(k) + " " + detail,
                                  [=, gen_ = gen](Graph & g) {
                                      return ggml_top_k(g.ctx(), g.input(type, ne, layout, gen_),

@@ -763,6 +763,12 @@ void compute_region(const ComputeParams & params, ggml_tensor * node) {
 
 // ---- OPT_STEP_ADAMW and OPT_STEP_SGD: in-place updates of F32 a (and AdamW's moments m and v). ------
 
+// Whether node is a view of all of a's storage, starting where a starts (an in-place result).
+bool views(const ggml_tensor * node, const ggml_tensor * a) {
+    const ggml_tensor * owner = a->view_src ? a->view_src : a;
+    return node->view_src == owner && node->view_offs == (a->view_src ? a->view_offs : 0);
+}
+
 bool supports_opt_step(const ggml_tensor * node) {
     const bool adamw = node->op == GGML_OP_OPT_STEP_ADAMW;
     const int n_src = adamw ? 5 : 3;
@@ -772,7 +778,7 @@ bool supports_opt_step(const ggml_tensor * node) {
         if (!t || t->type != GGML_TYPE_F32 || t->nb[0] != sizeof(float) || !ggml_are_same_shape(t, node))
             return false;
     }
-    return node->type == GGML_TYPE_F32 && node->data == node->src[0]->data && hyper &&
+    return node->type == GGML_TYPE_F32 && views(node, node->src[0]) && hyper &&
            hyper->type == GGML_TYPE_F32 && ggml_is_contiguous(hyper) &&
            ggml_nelements(hyper) == (adamw ? 7 : 2);
 }
