@@ -139,6 +139,23 @@ void add_cross_entropy_cases(CaseList & list) {
     }
 }
 
+// Perf: a vocabulary-wide loss and its gradient, and a sort of long rows.
+void add_reduce_perf_cases(CaseList & list) {
+    const Shape logits = {32000, 64, 1, 1};
+    const double n = 32000.0 * 64.0;
+    list.add_perf(GGML_OP_CROSS_ENTROPY_LOSS, "perf f32 [32000,64]", 10 * n, [logits](Graph & g) {
+        return ggml_cross_entropy_loss(g.ctx(), g.input(GGML_TYPE_F32, logits),
+                                       g.input(GGML_TYPE_F32, logits));
+    });
+    list.add_perf(GGML_OP_CROSS_ENTROPY_LOSS_BACK, "perf f32 [32000,64]", 12 * n, [logits](Graph & g) {
+        return ggml_cross_entropy_loss_back(g.ctx(), g.input(GGML_TYPE_F32, {1, 1, 1, 1}),
+                                            g.input(GGML_TYPE_F32, logits), g.input(GGML_TYPE_F32, logits));
+    });
+    list.add_perf(GGML_OP_ARGSORT, "perf f32 [4096,256] desc", 0, [](Graph & g) {
+        return ggml_argsort(g.ctx(), g.input(GGML_TYPE_F32, {4096, 256, 1, 1}), GGML_SORT_ORDER_DESC);
+    });
+}
+
 }  // namespace
 
 void add_reduce_cases(CaseList & list) {
@@ -148,6 +165,7 @@ void add_reduce_cases(CaseList & list) {
     add_count_equal_cases(list);
     add_sort_cases(list);
     add_cross_entropy_cases(list);
+    add_reduce_perf_cases(list);
 }
 
 }  // namespace ggx::ops

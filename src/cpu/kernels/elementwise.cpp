@@ -29,61 +29,7 @@
 
 #include "core/internal.h"
 #include "cpu/kernels/common.h"
-
-#ifndef GGX_CPU_KERNELS_ELEMENTWISE_SHARED
-#define GGX_CPU_KERNELS_ELEMENTWISE_SHARED
-namespace ggx::cpu::elementwise_simd {
-
-// Element-wise maps of one F32 operand; p0..p3 are the op's float parameters.
-enum class MapOp : int32_t {
-    scale,
-    sqr,
-    sqrt,
-    clamp,
-    log,
-    sin,
-    cos,
-    leaky_relu,
-    fill,
-    // UNARY sub-ops
-    abs,
-    sgn,
-    neg,
-    step,
-    tanh,
-    elu,
-    relu,
-    sigmoid,
-    gelu,
-    gelu_quick,
-    silu,
-    hardswish,
-    hardsigmoid,
-    exp,
-    expm1,
-    softplus,
-    gelu_erf,
-    xielu,
-    floor,
-    ceil,
-    round,
-    trunc
-};
-struct Map {
-    MapOp op;
-    float p0 = 0.0f, p1 = 0.0f, p2 = 0.0f, p3 = 0.0f;
-};
-// silu_back: a is the gradient dy, b the input x.
-enum class BinaryOp : int32_t { add, sub, mul, div, silu_back };
-// The GLU sub-ops, in ggml_glu_op order; alpha and limit are SWIGLU_OAI's.
-enum class GluOp : int32_t { reglu, geglu, swiglu, swiglu_oai, geglu_erf, geglu_quick };
-struct Glu {
-    GluOp op;
-    float alpha = 0.0f, limit = 0.0f;
-};
-
-}  // namespace ggx::cpu::elementwise_simd
-#endif
+#include "cpu/kernels/elementwise_simd.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace ggx::cpu::elementwise_simd::HWY_NAMESPACE {
@@ -372,6 +318,11 @@ namespace ggx::cpu::elementwise_simd {
 HWY_EXPORT(map_row);
 HWY_EXPORT(binary_row);
 HWY_EXPORT(glu_row);
+
+void map(const Map & m, const float * x, float * y, int64_t n) { HWY_DYNAMIC_DISPATCH(map_row)(m, x, y, n); }
+void binary(BinaryOp op, const float * a, const float * b, float * y, int64_t n) {
+    HWY_DYNAMIC_DISPATCH(binary_row)(op, a, b, y, n);
+}
 }  // namespace ggx::cpu::elementwise_simd
 
 namespace ggx::cpu::kernels {

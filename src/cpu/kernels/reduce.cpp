@@ -17,6 +17,7 @@
 
 #include "core/internal.h"
 #include "cpu/kernels/common.h"
+#include "cpu/kernels/elementwise_simd.h"
 
 namespace ggx::cpu::kernels {
 namespace {
@@ -193,29 +194,29 @@ void compute_count_equal(const ComputeParams & params, ggml_tensor * node) {
     }
 }
 
-// ---- ARGSORT and TOP_K: a row's values and indices in the thread's workspace slice, sorted by (value,
-// index): equal values keep index order (a stable sort), NaNs go last in either order. TOP_K is the
-// first k of the descending order. ---------------------------------------------------------------------
+// ---- ARGSORT and TOP_K: each element of a row becomes a 64-bit key, its value's rank in the high
+// half and its index in the low half, and the keys sort as integers: equal values keep index order (a
+// stable sort), NaNs go last in either order. TOP_K is the first k of the descending order. ---------
 
-// The scratch of one thread: a row of floats, then a row of indices.
+// The scratch of one thread: a row of keys, then a row of floats.
 size_t sort_slice(const ggml_tensor * a) {
-    return core::align_up(a->ne[0] * (sizeof(float) + sizeof(int32_t)), kSlot);
+    return core::align_up(a->ne[0] * (sizeof(uint64_t) + sizeof(float)), kSlot);
 }
 
 size_t sort_workspace(const ggml_tensor * node, int n_threads) {
     return sort_slice(node->src[0]) * static_cast<size_t>(n_threads);
 }
 
-struct SortOrder {
-    const float * x;
-    bool descending;
-    bool operator()(int32_t i, int32_t j) const {
-        const bool nan_i = std::isnan(x[i]), nan_j = std::isnan(x[j]);
-        if (nan_i != nan_j) return nan_j;
-        if (nan_i || x[i] == x[j]) return i < j;
-        return descending ? x[i] > x[j] : x[i] < x[j];
-    }
-};
+// A rank of x that orders as x does (-0 and +0 alike), reversed when descending; NaN ranks last.
+uint32_t sort_rank(float x, bool descending) {
+    if (std::isnan(x)) return UINT32_MAX;
+    if (x == 0.0f) x = 0.0f;
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    const uint32_t ascending = bits & 0x80000000u ? ~bits : bits | 0x80000000u;
+    // No number ranks UINT32_MAX: in either direction only the bits of a NaN would.
+    return descending ? ~ascending : ascending;
+}
 
 bool supports_sort(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
@@ -232,36 +233,39 @@ void compute_sort(const ComputeParams & params, ggml_tensor * node) {
     const bool descending =
         top_k || core::params<ggml_ext_argsort_params>(node).order == GGML_SORT_ORDER_DESC;
     char * slice = static_cast<char *>(params.workspace) + sort_slice(a) * params.ith();
-    auto * x = reinterpret_cast<float *>(slice);
-    auto * idx = reinterpret_cast<int32_t *>(slice + a->ne[0] * sizeof(float));
-    const int64_t k = node->ne[0];
+    auto * keys = reinterpret_cast<uint64_t *>(slice);
+    auto * x = reinterpret_cast<float *>(slice + a->ne[0] * sizeof(uint64_t));
+    const int64_t n = a->ne[0], k = node->ne[0];
     for_each_row(params, a, [&](int64_t i1, int64_t i2, int64_t i3) {
         if (params.should_stop()) return;
-        load_row(a->type, row_at(a, i1, i2, i3), a->nb[0], a->ne[0], x);
-        for (int32_t i = 0; i < a->ne[0]; ++i)
-            idx[i] = i;
-        const SortOrder order{x, descending};
+        load_row(a->type, row_at(a, i1, i2, i3), a->nb[0], n, x);
+        for (int64_t i = 0; i < n; ++i)
+            keys[i] = uint64_t{sort_rank(x[i], descending)} << 32 | static_cast<uint64_t>(i);
         if (top_k)
-            std::partial_sort(idx, idx + k, idx + a->ne[0], order);
+            std::partial_sort(keys, keys + k, keys + n);
         else
-            std::sort(idx, idx + a->ne[0], order);
+            std::sort(keys, keys + n);
         char * out = row_at(node, i1, i2, i3);
-        for (int64_t i = 0; i < k; ++i)
-            std::memcpy(out + i * node->nb[0], idx + i, sizeof(int32_t));
+        for (int64_t i = 0; i < k; ++i) {
+            const auto index = static_cast<int32_t>(keys[i] & UINT32_MAX);
+            std::memcpy(out + i * node->nb[0], &index, sizeof index);
+        }
     });
 }
 
 // ---- CROSS_ENTROPY_LOSS(logits, labels) = -sum_rows sum_i label_i log softmax(logits)_i / rows, and
-// CROSS_ENTROPY_LOSS_BACK(grad, logits, labels) = (softmax(logits) - labels) grad / rows. Each row is
-// read into the thread's workspace slice (after the threads' slots); the softmax is evaluated in double.
+// CROSS_ENTROPY_LOSS_BACK(grad, logits, labels) = (softmax(logits) - labels) grad / rows. Each row's
+// logits, labels and exponentials go to the thread's workspace slice (after the threads' slots); the
+// exponentials run on Highway vectors, the sums accumulate in double. -------------------------------
 
-size_t row_pair_slice(const ggml_tensor * logits) {
-    return core::align_up(2 * logits->ne[0] * sizeof(float), kSlot);
+// Three rows of floats: the logits, the labels, the exponentials.
+size_t softmax_slice(const ggml_tensor * logits) {
+    return core::align_up(3 * logits->ne[0] * sizeof(float), kSlot);
 }
 
 size_t cross_entropy_workspace(const ggml_tensor * node, int n_threads) {
     const ggml_tensor * logits = node->src[node->op == GGML_OP_CROSS_ENTROPY_LOSS_BACK ? 1 : 0];
-    return (kSlot + row_pair_slice(logits)) * static_cast<size_t>(n_threads);
+    return (kSlot + softmax_slice(logits)) * static_cast<size_t>(n_threads);
 }
 
 bool supports_cross_entropy(const ggml_tensor * node) {
@@ -275,25 +279,25 @@ bool supports_cross_entropy(const ggml_tensor * node) {
     return grad && is_float(grad->type) && ggml_nelements(grad) == 1 && ggml_are_same_shape(node, logits);
 }
 
-// Loads row (i1, i2, i3) of logits and labels into the thread's slice; returns the row's maximum
-// logit and log sum exp(logit - max).
+// Row (i1, i2, i3) of logits and labels in the thread's slice, with e = exp(x - max) and its sum:
+// softmax(x) = e / sum, log softmax(x) = x - (max + log sum).
 struct SoftmaxRow {
-    float *x, *label;
-    double max, log_sum;
+    float *x, *label, *e;
+    double max, sum;
 };
 SoftmaxRow load_softmax_row(const ComputeParams & params, const ggml_tensor * logits,
                             const ggml_tensor * labels, int64_t i1, int64_t i2, int64_t i3) {
+    using elementwise_simd::MapOp;
     const int64_t n = logits->ne[0];
     char * slices = static_cast<char *>(params.workspace) + kSlot * static_cast<size_t>(params.nth());
-    auto * x = reinterpret_cast<float *>(slices + row_pair_slice(logits) * params.ith());
-    float * label = x + n;
+    auto * x = reinterpret_cast<float *>(slices + softmax_slice(logits) * params.ith());
+    float *label = x + n, *e = x + 2 * n;
     load_row(logits->type, row_at(logits, i1, i2, i3), logits->nb[0], n, x);
     load_row(labels->type, row_at(labels, i1, i2, i3), labels->nb[0], n, label);
-    const double mx = *std::max_element(x, x + n);
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i)
-        sum += std::exp(x[i] - mx);
-    return {x, label, mx, std::log(sum)};
+    const float mx = *std::max_element(x, x + n);
+    elementwise_simd::map({MapOp::scale, 1.0f, -mx}, x, e, n);
+    elementwise_simd::map({MapOp::exp}, e, e, n);
+    return {x, label, e, mx, sum_f32(e, n)};
 }
 
 void compute_cross_entropy_loss(const ComputeParams & params, ggml_tensor * node) {
@@ -303,8 +307,9 @@ void compute_cross_entropy_loss(const ComputeParams & params, ggml_tensor * node
     if (n > 0) {
         for_each_row(params, logits, [&](int64_t i1, int64_t i2, int64_t i3) {
             const SoftmaxRow row = load_softmax_row(params, logits, labels, i1, i2, i3);
+            const double shift = row.max + std::log(row.sum);
             for (int64_t i = 0; i < n; ++i)
-                part += row.label[i] * (row.x[i] - row.max - row.log_sum);
+                part += row.label[i] * (row.x[i] - shift);
         });
     }
     if (const auto total = sum_over_threads(params, part)) {
@@ -313,17 +318,20 @@ void compute_cross_entropy_loss(const ComputeParams & params, ggml_tensor * node
     }
 }
 
+// softmax(x) = e / sum, minus the labels, times grad / rows.
 void compute_cross_entropy_loss_back(const ComputeParams & params, ggml_tensor * node) {
+    using elementwise_simd::BinaryOp;
+    using elementwise_simd::MapOp;
     const ggml_tensor *logits = node->src[1], *labels = node->src[2];
     const int64_t n = logits->ne[0];
-    const double scale =
-        load_float(node->src[0]->type, node->src[0]->data) / static_cast<double>(ggml_nrows(logits));
+    const float scale =
+        load_float(node->src[0]->type, node->src[0]->data) / static_cast<float>(ggml_nrows(logits));
     for_each_row(params, logits, [&](int64_t i1, int64_t i2, int64_t i3) {
         const SoftmaxRow row = load_softmax_row(params, logits, labels, i1, i2, i3);
-        for (int64_t i = 0; i < n; ++i)  // each logit's gradient replaces it in the slice
-            row.x[i] =
-                static_cast<float>((std::exp(row.x[i] - row.max - row.log_sum) - row.label[i]) * scale);
-        store_row(node->type, row.x, row_at(node, i1, i2, i3), node->nb[0], n);
+        elementwise_simd::map({MapOp::scale, static_cast<float>(1.0 / row.sum)}, row.e, row.e, n);
+        elementwise_simd::binary(BinaryOp::sub, row.e, row.label, row.e, n);
+        elementwise_simd::map({MapOp::scale, scale}, row.e, row.e, n);
+        store_row(node->type, row.e, row_at(node, i1, i2, i3), node->nb[0], n);
     });
 }
 
