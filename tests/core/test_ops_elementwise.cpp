@@ -1,7 +1,7 @@
 // Constructors of the element-wise family added for ggml's API: the unary sub-ops and their in-place
 // forms, LOG/SIN/COS, ADD1, ADD_CAST, ADD_ID, ACC, SET, FILL, LEAKY_RELU, SILU_BACK, XIELU, the GLU
 // variants and the optimizer steps: result op, type, shape, sources and parameters, in-place views,
-// rejected inputs, refusal by the CPU backend where no kernel exists, and values where one does.
+// rejected inputs, support by the CPU backend, and values.
 #include <cmath>
 
 #include "core/ops_test_support.h"
@@ -40,7 +40,7 @@ TEST_F(OpsElementwise, UnaryFunctionsRecordTheirSubOp) {
         expect_node(r, GGML_OP_UNARY, GGML_TYPE_F16, {4, 3, 1, 1}, {a});
         EXPECT_EQ(ggml_get_unary_op(r), op);
         EXPECT_EQ(r->view_src, nullptr);
-        EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), r)) << ggml_unary_op_name(op);
+        EXPECT_TRUE(ggml_backend_supports_op(cpu_backend(), r)) << ggml_unary_op_name(op);
     }
 }
 
@@ -104,7 +104,7 @@ TEST_F(OpsElementwise, LogSinCosAreOwnOps) {
         ggml_tensor * a = f32(6, 2);
         ggml_tensor * r = cases[i].first(ctx(), a);
         expect_node(r, cases[i].second, GGML_TYPE_F32, {6, 2, 1, 1}, {a});
-        EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), r));
+        EXPECT_TRUE(ggml_backend_supports_op(cpu_backend(), r));
         ggml_tensor * in = inplace[i](ctx(), a);
         expect_node(in, cases[i].second, GGML_TYPE_F32, {6, 2, 1, 1}, {a});
         expect_view_of(in, a);
@@ -131,7 +131,7 @@ TEST_F(OpsElementwise, Add1AddCastAddId) {
     ggml_tensor * ids = tensor(GGML_TYPE_I32, 2, 5);
     ggml_tensor * r = ggml_add_id(ctx(), x, bias, ids);
     expect_node(r, GGML_OP_ADD_ID, GGML_TYPE_F32, {8, 2, 5, 1}, {x, bias, ids});
-    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), r));
+    EXPECT_TRUE(ggml_backend_supports_op(cpu_backend(), r));
     expect_error(ggml_add_id(ctx(), x, bias, tensor(GGML_TYPE_I32, 5, 2)), "ggml_add_id",
                  "ids must be [a.ne1, a.ne2]");
     expect_error(ggml_add_id(ctx(), x, f32(7, 4), ids), "ggml_add_id", "the same ne0");
@@ -161,7 +161,7 @@ TEST_F(OpsElementwise, AccAndSetRecordTheRegion) {
     ggml_tensor * acc_in = ggml_acc_inplace(ctx(), a, b, a->nb[1], a->nb[2], a->nb[3], 0);
     expect_view_of(acc_in, a);
     EXPECT_EQ(params_of<ggml_ext_acc_params>(acc_in).inplace, 1);
-    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), acc));
+    EXPECT_TRUE(ggml_backend_supports_op(cpu_backend(), acc));
 
     expect_node(ggml_set(ctx(), a, b, a->nb[1], a->nb[2], a->nb[3], 8), GGML_OP_SET, GGML_TYPE_F32,
                 {6, 4, 2, 1}, {a, b});
@@ -236,7 +236,7 @@ TEST_F(OpsElementwise, GluVariantsRecordTheirSubOp) {
         EXPECT_EQ(params_of<ggml_ext_glu_params>(c.swapped(ctx(), a)).swapped, 1);
         ggml_tensor * b = f32(8, 3);
         expect_node(c.split(ctx(), a, b), GGML_OP_GLU, GGML_TYPE_F32, {8, 3, 1, 1}, {a, b});
-        EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), merged));
+        EXPECT_TRUE(ggml_backend_supports_op(cpu_backend(), merged));
     }
     ggml_tensor *a = f32(8, 3), *b = f32(8, 3);
     ggml_tensor * oai = ggml_swiglu_oai(ctx(), a, b, 1.702f, 7.0f);
@@ -261,13 +261,31 @@ TEST_F(OpsElementwise, OptimizerStepsUpdateAInPlace) {
     ggml_tensor * sgd_step = ggml_opt_step_sgd(ctx(), a, grad, sgd);
     expect_node(sgd_step, GGML_OP_OPT_STEP_SGD, GGML_TYPE_F32, {5, 2, 1, 1}, {a, grad, sgd});
     expect_view_of(sgd_step, a);
-    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), sgd_step));
+    EXPECT_TRUE(ggml_backend_supports_op(cpu_backend(), sgd_step));
 
     expect_error(ggml_opt_step_adamw(ctx(), a, grad, m, v, f32(6)), "ggml_opt_step_adamw", "7 f32 values");
     expect_error(ggml_opt_step_sgd(ctx(), a, f32(5), sgd), "ggml_opt_step_sgd",
                  "a and grad must have the same shape");
     expect_error(ggml_opt_step_sgd(ctx(), f32(5, 2), grad, sgd), "ggml_opt_step_sgd", "trainable parameter");
     EXPECT_EQ(ggml_opt_step_adamw(ctx(), a, grad, nullptr, v, adamw), nullptr);
+}
+
+// The validation errors the tests above do not reach.
+TEST_F(OpsElementwise, RejectsOperandsTheKernelsCannotTake) {
+    ggml_tensor *a = tensor(GGML_TYPE_F16, 4, 3), *i32 = tensor(GGML_TYPE_I32, 4, 3);
+    expect_error(ggml_add1(ctx(), a, tensor(GGML_TYPE_BF16, 1)), "ggml_add1", "b must be f32 or of a's type");
+    expect_error(ggml_add_id(ctx(), f32(8, 2, 5), f32(6, 4), tensor(GGML_TYPE_I32, 2, 5)), "ggml_add_id",
+                 "the same ne0");
+    expect_error(ggml_add_id(ctx(), f32(8, 2, 5), f32(8, 4), f32(2, 5)), "ggml_add_id", "ids must be i32");
+    expect_error(ggml_acc(ctx(), ggml_transpose(ctx(), f32(4, 3)), f32(2), 16, 48, 48, 0), "ggml_acc",
+                 "a must be contiguous");
+    expect_error(ggml_set(ctx(), tensor(GGML_TYPE_Q8_0, 32, 2), tensor(GGML_TYPE_Q8_0, 32), 34, 68, 68, 0),
+                 "ggml_set", "a must not be quantized");
+    expect_error(ggml_silu_back(ctx(), a, f32(4, 3)), "ggml_silu_back", "the same type");
+    expect_error(ggml_leaky_relu(ctx(), i32, 0.1f, false), "ggml_leaky_relu", "a must be f32, f16 or bf16");
+    expect_error(ggml_unary(ctx(), a, GGML_UNARY_OP_COUNT), "ggml_unary", "unknown unary op");
+    expect_error(ggml_glu(ctx(), f32(8), GGML_GLU_OP_COUNT, false), "ggml_glu", "unknown glu op");
+    expect_error(ggml_swiglu_oai(ctx(), a, f32(4, 3), 1.0f, 1.0f), "ggml_swiglu_oai", "the same type");
 }
 
 }  // namespace

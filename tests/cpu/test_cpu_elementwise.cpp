@@ -196,11 +196,31 @@ std::vector<MapCase> map_cases() {
         {"clamp", [](ggml_context * c, ggml_tensor * a,
                      bool ip) { return (ip ? ggml_clamp_inplace : ggml_clamp)(c, a, -0.7f, 1.1f); }},
     };
-    for (const ggml_unary_op u : kComputedUnaryOps) {
+    for (const ggml_unary_op u : kCpuUnaryOps) {
         cases.push_back({ggml_unary_op_name(u), [u](ggml_context * c, ggml_tensor * a, bool ip) {
                              return (ip ? ggml_unary_inplace : ggml_unary)(c, a, u);
                          }});
     }
+    // ggml_unary gives XIELU zero coefficients; ggml_xielu has no in-place form.
+    cases.push_back({"xielu coefficients", [](ggml_context * c, ggml_tensor * a, bool) {
+                         return ggml_xielu(c, a, 0.8f, 0.8f, 0.5f, -1e-6f);
+                     }});
+    cases.push_back(
+        {"log",
+         [](ggml_context * c, ggml_tensor * a, bool ip) { return (ip ? ggml_log_inplace : ggml_log)(c, a); },
+         0.01, 9.0});
+    cases.push_back({"sin", [](ggml_context * c, ggml_tensor * a, bool ip) {
+                         return (ip ? ggml_sin_inplace : ggml_sin)(c, a);
+                     }});
+    cases.push_back({"cos", [](ggml_context * c, ggml_tensor * a, bool ip) {
+                         return (ip ? ggml_cos_inplace : ggml_cos)(c, a);
+                     }});
+    cases.push_back({"leaky_relu", [](ggml_context * c, ggml_tensor * a, bool ip) {
+                         return ggml_leaky_relu(c, a, 0.2f, ip);
+                     }});
+    cases.push_back({"fill", [](ggml_context * c, ggml_tensor * a, bool ip) {
+                         return (ip ? ggml_fill_inplace : ggml_fill)(c, a, 0.3f);
+                     }});
     return cases;
 }
 
@@ -256,7 +276,7 @@ TEST(CpuMap, HandlesInfinitiesNaNsAndSaturation) {
 
 TEST(CpuGlu, MergedSwappedAndSplitForms) {
     const Shape shapes[] = {{2, 1, 1, 1}, {34, 3, 1, 1}, {66, 5, 2, 1}, {3000, 2, 1, 1}};
-    for (const ggml_glu_op g : kComputedGluOps)
+    for (const ggml_glu_op g : kCpuGluOps)
         for (ggml_type type : kFloatTypes) {
             const std::string what = std::string(ggml_glu_op_name(g)) + " " + ggml_type_name(type);
             for (const Shape & ne : shapes)
@@ -368,6 +388,60 @@ TEST(CpuReduce, ArgmaxFindsTheFirstMaximum) {
             return ggml_argmax(ctx, a);
         },
         0.0, "argmax NaN");
+}
+
+// Equal values keep their index order in either direction; NaNs go last.
+TEST(CpuReduce, ArgsortIsStableAndPutsNaNLast) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const std::vector<double> values = {2, nan, 1, 2, 0, 1, nan, 2};
+    const std::pair<ggml_sort_order, std::vector<float>> orders[] = {
+        {GGML_SORT_ORDER_ASC, {4, 2, 5, 0, 3, 7, 1, 6}}, {GGML_SORT_ORDER_DESC, {0, 3, 7, 2, 5, 4, 1, 6}}};
+    for (const auto & [order, expected] : orders) {
+        for (int n_threads : {1, 3}) {
+            Context ctx(ggml_init({1 << 20, nullptr, false}));
+            ggml_tensor * a =
+                ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, static_cast<int64_t>(values.size()));
+            ggx::ref::write_tensor(a, values);
+            ggml_tensor * sorted = ggml_argsort(ctx.get(), a, order);
+            ggml_tensor * top = ggml_top_k(ctx.get(), a, 3);
+            ggml_cgraph * graph = ggml_new_graph(ctx.get());
+            ggml_build_forward_expand(graph, sorted);
+            ggml_build_forward_expand(graph, top);
+            ggml_backend_cpu_set_n_threads(cpu_backend(), n_threads);
+            ASSERT_EQ(ggml_backend_graph_compute(cpu_backend(), graph), GGML_STATUS_SUCCESS);
+            const std::vector<double> got = ggx::ref::read_tensor(sorted);
+            EXPECT_EQ(std::vector<float>(got.begin(), got.end()), expected) << order;
+            const std::vector<double> top_got = ggx::ref::read_tensor(top);
+            EXPECT_EQ(top_got, (std::vector<double>{0, 3, 7}));
+        }
+    }
+}
+
+// AdamW updates the parameter and, in place, its moments m and v, as the oracle does.
+TEST(CpuOptimizer, AdamwUpdatesTheMoments) {
+    for (int n_threads : {1, 3}) {
+        Context ctx(ggml_init({1 << 20, nullptr, false}));
+        Rng rng(kSeed);
+        const Shape ne = {37, 5, 2, 1};
+        ggml_tensor * a = input(ctx.get(), rng, GGML_TYPE_F32, ne);
+        ggml_set_param(a);
+        ggml_tensor * m = input(ctx.get(), rng, GGML_TYPE_F32, ne);
+        ggml_tensor * v = input(ctx.get(), rng, GGML_TYPE_F32, ne, 0.0, 1.0);
+        ggml_tensor * hyper = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 7);
+        ggx::ref::write_tensor(
+            hyper, std::vector<double>{1e-3, 0.9, 0.999, 1e-8, 0.01, 1 / (1 - 0.9), 1 / (1 - 0.999)});
+        ggml_tensor * step =
+            ggml_opt_step_adamw(ctx.get(), a, input(ctx.get(), rng, GGML_TYPE_F32, ne), m, v, hyper);
+        ASSERT_NE(step, nullptr) << ggml_get_error(ctx.get());
+        ggml_cgraph * graph = ggml_new_graph(ctx.get());
+        ggml_build_forward_expand(graph, step);
+        ggx::ref::Evaluator oracle;
+        oracle.compute(graph);
+        ggml_backend_cpu_set_n_threads(cpu_backend(), n_threads);
+        ASSERT_EQ(ggml_backend_graph_compute(cpu_backend(), graph), GGML_STATUS_SUCCESS);
+        for (const ggml_tensor * t : {a, m, v})
+            EXPECT_LE(ggx::ref::nmse(ggx::ref::read_tensor(t), oracle.values(t)), 1e-10) << t->name;
+    }
 }
 
 // ---- DUP, CONT, CPY -------------------------------------------------------------------------------------
@@ -651,27 +725,49 @@ TEST_F(CpuSupports, AcceptsWhatTheConstructorsBuild) {
     ggml_tensor *f32 = leaf(GGML_TYPE_F32, {64, 4, 1, 1}), *f16 = leaf(GGML_TYPE_F16, {64, 4, 1, 1});
     ggml_tensor *bf16 = leaf(GGML_TYPE_BF16, {64, 4, 1, 1}), *i32 = leaf(GGML_TYPE_I32, {64, 4, 1, 1});
     ggml_tensor * q8 = leaf(GGML_TYPE_Q8_0, {64, 4, 1, 1});
-    for (ggml_tensor * t : {ggml_add(c, f16, f32),
-                            ggml_div(c, bf16, bf16),
-                            ggml_scale(c, f16, 2.0f),
-                            ggml_sqrt(c, bf16),
-                            ggml_clamp(c, f32, 0, 1),
-                            ggml_gelu(c, f16),
-                            ggml_swiglu(c, bf16),
-                            ggml_geglu_split(c, f16, f16),
-                            ggml_sum(c, bf16),
-                            ggml_mean(c, f16),
-                            ggml_argmax(c, f32),
-                            ggml_cast(c, f16, GGML_TYPE_Q4_0),
-                            ggml_cast(c, q8, GGML_TYPE_F32),
-                            ggml_dup(c, q8),
-                            ggml_cont(c, ggml_transpose(c, i32)),
-                            ggml_cpy(c, f32, bf16),
-                            ggml_repeat(c, i32, i32),
-                            ggml_concat(c, i32, i32, 1),
-                            ggml_pad(c, bf16, 1, 0, 0, 0),
-                            ggml_upscale(c, f32, 2, GGML_SCALE_MODE_NEAREST),
-                            ggml_timestep_embedding(c, leaf(GGML_TYPE_F32, {5, 1, 1, 1}), 7, 100)}) {
+    for (ggml_tensor * t :
+         {ggml_add(c, f16, f32),
+          ggml_div(c, bf16, bf16),
+          ggml_scale(c, f16, 2.0f),
+          ggml_sqrt(c, bf16),
+          ggml_clamp(c, f32, 0, 1),
+          ggml_gelu(c, f16),
+          ggml_swiglu(c, bf16),
+          ggml_geglu_split(c, f16, f16),
+          ggml_sum(c, bf16),
+          ggml_mean(c, f16),
+          ggml_argmax(c, f32),
+          ggml_cast(c, f16, GGML_TYPE_Q4_0),
+          ggml_cast(c, q8, GGML_TYPE_F32),
+          ggml_dup(c, q8),
+          ggml_cont(c, ggml_transpose(c, i32)),
+          ggml_cpy(c, f32, bf16),
+          ggml_repeat(c, i32, i32),
+          ggml_concat(c, i32, i32, 1),
+          ggml_pad(c, bf16, 1, 0, 0, 0),
+          ggml_upscale(c, f32, 2, GGML_SCALE_MODE_NEAREST),
+          ggml_timestep_embedding(c, leaf(GGML_TYPE_F32, {5, 1, 1, 1}), 7, 100),
+          ggml_add1(c, bf16, leaf(GGML_TYPE_F32, {1, 1, 1, 1})),
+          ggml_add_id(c, leaf(GGML_TYPE_F16, {8, 2, 3, 1}), leaf(GGML_TYPE_F32, {8, 4, 1, 1}),
+                      leaf(GGML_TYPE_I32, {2, 3, 1, 1})),
+          ggml_acc(c, f32, leaf(GGML_TYPE_F32, {8, 2, 1, 1}), f32->nb[1], f32->nb[2], f32->nb[3], 4),
+          ggml_set_2d(c, i32, leaf(GGML_TYPE_I32, {8, 2, 1, 1}), i32->nb[1], 8),
+          ggml_log(c, f16),
+          ggml_cos(c, bf16),
+          ggml_leaky_relu(c, f16, 0.1f, true),
+          ggml_fill(c, bf16, 2.0f),
+          ggml_silu_back(c, f16, f16),
+          ggml_xielu(c, bf16, 1, 1, 0.5f, 0),
+          ggml_reglu(c, f16),
+          ggml_swiglu_oai(c, bf16, bf16, 1.702f, 7.0f),
+          ggml_geglu_quick_split(c, f32, f32),
+          ggml_cumsum(c, bf16),
+          ggml_count_equal(c, i32, i32),
+          ggml_argsort(c, f16, GGML_SORT_ORDER_DESC),
+          ggml_top_k(c, bf16, 5),
+          ggml_cross_entropy_loss(c, f16, f16),
+          ggml_cross_entropy_loss_back(c, leaf(GGML_TYPE_F32, {1, 1, 1, 1}), bf16, bf16),
+          ggml_get_rows_back(c, f32, leaf(GGML_TYPE_I32, {4, 1, 1, 1}), f32)}) {
         ASSERT_NE(t, nullptr) << ggml_get_error(c);
         EXPECT_TRUE(supports(t)) << ggml_op_desc(t);
     }
@@ -698,6 +794,13 @@ TEST_F(CpuSupports, RejectsOtherTypeCombinations) {
         node(GGML_OP_PAD, GGML_TYPE_I32, ne, {i32}),                     // pad takes floats only
         node(GGML_OP_UPSCALE, GGML_TYPE_F16, ne, {f16}),                 // upscale takes F32 only
         node(GGML_OP_TIMESTEP_EMBEDDING, GGML_TYPE_F16, {4, 32, 1, 1}, {f16}),
+        node(GGML_OP_ACC, GGML_TYPE_F16, ne, {f16, f16}),                  // acc takes F32 only
+        node(GGML_OP_SET, GGML_TYPE_Q8_0, ne, {q8, q8}),                   // quantized set
+        node(GGML_OP_SILU_BACK, GGML_TYPE_F32, ne, {f32, f16}),            // mixed types
+        node(GGML_OP_COUNT_EQUAL, GGML_TYPE_I64, {1, 1, 1, 1}, {q8, q8}),  // quantized comparison
+        node(GGML_OP_CUMSUM, GGML_TYPE_I32, ne, {i32}),                    // integer running sum
+        node(GGML_OP_ARGSORT, GGML_TYPE_F32, ne, {f32}),                   // indices must be I32
+        node(GGML_OP_OPT_STEP_SGD, GGML_TYPE_F32, ne, {f32, f32, f32}),    // not in place over a
     };
     for (const ggml_tensor * t : rejected)
         EXPECT_FALSE(supports(t)) << ggml_op_name(t->op) << " " << ggml_type_name(t->type);
@@ -710,12 +813,12 @@ TEST_F(CpuSupports, RejectsOtherTypeCombinations) {
     for (int op = 0; op <= GGML_UNARY_OP_COUNT; ++op) {
         ggml_tensor * unary = ggml_relu(ctx.get(), f32);
         unary->op_params[0] = op;
-        EXPECT_EQ(supports(unary), computed(kComputedUnaryOps, op)) << op;
+        EXPECT_EQ(supports(unary), computed(kCpuUnaryOps, op)) << op;
     }
     for (int op = 0; op <= GGML_GLU_OP_COUNT; ++op) {
         ggml_tensor * glu = ggml_swiglu(ctx.get(), f32);
         glu->op_params[0] = op;
-        EXPECT_EQ(supports(glu), computed(kComputedGluOps, op)) << op;
+        EXPECT_EQ(supports(glu), computed(kCpuGluOps, op)) << op;
     }
 }
 

@@ -1,5 +1,5 @@
-// ggx-ops case table: GET_ROWS and SET_ROWS for every documented dtype (quantized rows included),
-// odd row lengths, empty index lists, batched and broadcast indices, strided sources, destinations
+// ggx-ops case table: GET_ROWS, GET_ROWS_BACK and SET_ROWS for every documented dtype (quantized rows
+// included), odd row lengths, empty index lists, batched and broadcast indices, strided sources, destinations
 // and index tensors.
 #include <span>
 
@@ -76,10 +76,32 @@ void add_set_rows_cases(CaseList & list) {
     }
 }
 
+// Repeated indices add up; rows no index names stay zero.
+void add_get_rows_back_cases(CaseList & list) {
+    struct Back {
+        int64_t e, n, r;  // row length, gradient rows (indices), result rows
+    };
+    const Back cases[] = {{1, 1, 1}, {7, 5, 3}, {33, 9, 12}, {65, 20, 4}, {6, 0, 5}};
+    for (const Back & s : cases) {
+        for (auto [la, li] : {std::pair{Layout::Contiguous, Layout::Contiguous},
+                              std::pair{Layout::Transposed, Layout::Strided}}) {
+            list.add(GGML_OP_GET_ROWS_BACK,
+                     "f32 e " + std::to_string(s.e) + " n " + std::to_string(s.n) + " rows " +
+                         std::to_string(s.r) + " a:" + layout_name(la) + " idx:" + layout_name(li),
+                     [=](Graph & g) {
+                         ggml_tensor * a = g.input(GGML_TYPE_F32, {s.e, s.n, 1, 1}, la);
+                         ggml_tensor * idx = g.input(GGML_TYPE_I32, {s.n, 1, 1, 1}, li, Gen::integer(0, s.r));
+                         return ggml_get_rows_back(g.ctx(), a, idx, g.input(GGML_TYPE_F32, {s.e, s.r, 1, 1}));
+                     });
+        }
+    }
+}
+
 }  // namespace
 
 void add_indexing_cases(CaseList & list) {
     add_get_rows_cases(list);
+    add_get_rows_back_cases(list);
     add_set_rows_cases(list);
 }
 

@@ -123,6 +123,8 @@ double round_scalar(ggml_type type, double v) {
             return round_integer(v, -32768.0, 32767.0);
         case GGML_TYPE_I32:
             return round_integer(v, -2147483648.0, 2147483647.0);
+        case GGML_TYPE_I64:  // the counts of COUNT_EQUAL: integers far below 2^53, exact in double
+            return round_integer(v, -9223372036854775808.0, 9223372036854775807.0);
         default:
             throw Error(std::string("ggx::ref: no scalar rounding for type ") + ggml_type_name(type));
     }
@@ -195,6 +197,11 @@ double read_scalar(ggml_type type, const unsigned char * p) {
             std::memcpy(&i, p, sizeof i);
             return i;
         }
+        case GGML_TYPE_I64: {
+            int64_t i;
+            std::memcpy(&i, p, sizeof i);
+            return static_cast<double>(i);
+        }
         default:
             throw Error(std::string("ggx::ref: cannot read elements of type ") + ggml_type_name(type));
     }
@@ -233,6 +240,11 @@ void write_scalar(ggml_type type, unsigned char * p, double v) {
             std::memcpy(p, &i, sizeof i);
             return;
         }
+        case GGML_TYPE_I64: {
+            const int64_t i = static_cast<int64_t>(r);
+            std::memcpy(p, &i, sizeof i);
+            return;
+        }
         default:
             throw Error(std::string("ggx::ref: cannot write elements of type ") + ggml_type_name(type));
     }
@@ -250,6 +262,8 @@ struct Inputs {
 struct Output {
     std::vector<double> values;
     std::vector<char> written;  // empty: every element written
+    // Sources the op also updates in place (AdamW's moments): source index and all its new values.
+    std::vector<std::pair<int, std::vector<double>>> sources = {};
 };
 
 // Elements of a source read by index: src(i0, i1, i2, i3) with the source's own shape.
@@ -277,7 +291,20 @@ Output k_copy(const ggml_tensor * d, const Inputs & in) {
     return {in[0], {}};
 }
 
-// ADD, SUB, MUL, DIV: b tiled over a.
+int64_t checked_row(const ggml_tensor * d, double index, int64_t rows) {
+    if (!(index >= 0.0 && index < static_cast<double>(rows)))
+        fail(d, "row index " + std::to_string(static_cast<long long>(index)) + " out of range [0, " +
+                    std::to_string(rows) + ")");
+    return static_cast<int64_t>(index);
+}
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double silu_derivative(double x) {
+    const double s = sigmoid(x);
+    return s * (1.0 + x * (1.0 - s));
+}
+
+// ADD, SUB, MUL, DIV: b tiled over a; ADD1 (b one element); SILU_BACK (a = dy, b = x, same shape).
 Output k_binary(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0), b = src(d, in, 1);
     require(same_shape(a.t, d), d, "result shape differs from a " + shape_str(a.t));
@@ -289,6 +316,7 @@ Output k_binary(const ggml_tensor * d, const Inputs & in) {
         double z = 0.0;
         switch (d->op) {
             case GGML_OP_ADD:
+            case GGML_OP_ADD1:
                 z = x + y;
                 break;
             case GGML_OP_SUB:
@@ -300,6 +328,9 @@ Output k_binary(const ggml_tensor * d, const Inputs & in) {
             case GGML_OP_DIV:
                 z = x / y;
                 break;
+            case GGML_OP_SILU_BACK:  // x is the gradient dy, y the input
+                z = x * silu_derivative(y);
+                break;
             default:
                 fail(d, "not a binary op");
         }
@@ -308,7 +339,7 @@ Output k_binary(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
-// Element-wise maps of src[0]: SCALE, SQR, SQRT, CLAMP, UNARY.
+// Element-wise maps of src[0]: SCALE, SQR, SQRT, CLAMP, LOG, SIN, COS, LEAKY_RELU, FILL, UNARY.
 double gelu(double x) {
     const double c = std::sqrt(2.0 / std::numbers::pi);
     return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
@@ -316,77 +347,213 @@ double gelu(double x) {
 double silu(double x) { return x / (1.0 + std::exp(-x)); }
 double relu(double x) { return x > 0.0 ? x : 0.0; }
 double gelu_quick(double x) { return x / (1.0 + std::exp(-1.702 * x)); }
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double hyperbolic_tangent(double x) { return std::tanh(x); }
+double absolute(double x) { return std::fabs(x); }
+double sign(double x) { return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : 0.0; }  // NaN gives 0
+double negate(double x) { return -x; }
+double step(double x) { return x > 0.0 ? 1.0 : 0.0; }
+double elu(double x) { return x > 0.0 ? x : std::expm1(x); }
+double hardsigmoid(double x) { return std::fmin(1.0, std::fmax(0.0, (x + 3.0) / 6.0)); }  // NaN gives 0
+double hardswish(double x) { return x * hardsigmoid(x); }
+double exponential(double x) { return std::exp(x); }
+double exp_minus_one(double x) { return std::expm1(x); }
+double softplus(double x) { return x > 20.0 ? x : std::log1p(std::exp(x)); }
+double gelu_erf(double x) { return 0.5 * x * std::erfc(-x / std::numbers::sqrt2); }
+double round_down(double x) { return std::floor(x); }
+double round_up(double x) { return std::ceil(x); }
+double round_half_away(double x) { return std::round(x); }
+double round_toward_zero(double x) { return std::trunc(x); }
+
+// XIELU with the coefficients ggml_xielu records (alpha_n already beta + softplus(alpha_n)).
+double xielu(double x, const ggml_ext_unary_params & p) {
+    if (x > 0.0) return p.alpha_p * x * x + p.beta * x;
+    return (std::expm1(std::min(x, static_cast<double>(p.eps))) - x) * p.alpha_n + p.beta * x;
+}
 
 using Activation = double (*)(double);
 
-// The function of a unary sub-op, or nullptr for one the oracle does not know.
+// The function of a unary sub-op other than XIELU (which takes parameters), or nullptr for one the
+// oracle does not know.
 Activation unary_activation(int op) {
     switch (op) {
+        case GGML_UNARY_OP_ABS:
+            return absolute;
+        case GGML_UNARY_OP_SGN:
+            return sign;
+        case GGML_UNARY_OP_NEG:
+            return negate;
+        case GGML_UNARY_OP_STEP:
+            return step;
+        case GGML_UNARY_OP_TANH:
+            return hyperbolic_tangent;
+        case GGML_UNARY_OP_ELU:
+            return elu;
         case GGML_UNARY_OP_RELU:
             return relu;
-        case GGML_UNARY_OP_SILU:
-            return silu;
+        case GGML_UNARY_OP_SIGMOID:
+            return sigmoid;
         case GGML_UNARY_OP_GELU:
             return gelu;
         case GGML_UNARY_OP_GELU_QUICK:
             return gelu_quick;
-        case GGML_UNARY_OP_SIGMOID:
-            return sigmoid;
-        case GGML_UNARY_OP_TANH:
-            return hyperbolic_tangent;
+        case GGML_UNARY_OP_SILU:
+            return silu;
+        case GGML_UNARY_OP_HARDSWISH:
+            return hardswish;
+        case GGML_UNARY_OP_HARDSIGMOID:
+            return hardsigmoid;
+        case GGML_UNARY_OP_EXP:
+            return exponential;
+        case GGML_UNARY_OP_EXPM1:
+            return exp_minus_one;
+        case GGML_UNARY_OP_SOFTPLUS:
+            return softplus;
+        case GGML_UNARY_OP_GELU_ERF:
+            return gelu_erf;
+        case GGML_UNARY_OP_FLOOR:
+            return round_down;
+        case GGML_UNARY_OP_CEIL:
+            return round_up;
+        case GGML_UNARY_OP_ROUND:
+            return round_half_away;
+        case GGML_UNARY_OP_TRUNC:
+            return round_toward_zero;
         default:
             return nullptr;
     }
 }
 
-// The activation of a GLU sub-op, or nullptr for one the oracle does not know.
+bool knows_unary(int op) { return op == GGML_UNARY_OP_XIELU || unary_activation(op) != nullptr; }
+
+// The activation of a GLU sub-op of the form act(x) * g, or nullptr (SWIGLU_OAI, or one the oracle
+// does not know).
 Activation glu_activation(int op) {
     switch (op) {
+        case GGML_GLU_OP_REGLU:
+            return relu;
         case GGML_GLU_OP_SWIGLU:
             return silu;
         case GGML_GLU_OP_GEGLU:
             return gelu;
+        case GGML_GLU_OP_GEGLU_ERF:
+            return gelu_erf;
+        case GGML_GLU_OP_GEGLU_QUICK:
+            return gelu_quick;
         default:
             return nullptr;
+    }
+}
+
+bool knows_glu(int op) { return op == GGML_GLU_OP_SWIGLU_OAI || glu_activation(op) != nullptr; }
+
+// SWIGLU_OAI: x' = min(x, limit), g' = clamp(g, -limit, limit); x' sigmoid(alpha x') (g' + 1).
+double swiglu_oai(double x, double g, const ggml_ext_glu_params & p) {
+    const double limit = p.limit;
+    const double xc = std::min(x, limit), gc = std::clamp(g, -limit, limit);
+    return xc / (1.0 + std::exp(-p.alpha * xc)) * (gc + 1.0);
+}
+
+double map_value(const ggml_tensor * d, double x) {
+    switch (d->op) {
+        case GGML_OP_SCALE: {
+            const auto p = params_of<ggml_ext_scale_params>(d);
+            return x * p.scale + p.bias;
+        }
+        case GGML_OP_SQR:
+            return x * x;
+        case GGML_OP_SQRT:
+            return std::sqrt(x);
+        case GGML_OP_CLAMP: {
+            const auto p = params_of<ggml_ext_clamp_params>(d);
+            return std::min(std::max(x, static_cast<double>(p.min)), static_cast<double>(p.max));
+        }
+        case GGML_OP_LOG:
+            return std::log(x);
+        case GGML_OP_SIN:
+            return std::sin(x);
+        case GGML_OP_COS:
+            return std::cos(x);
+        case GGML_OP_LEAKY_RELU:
+            return x > 0.0 ? x : params_of<ggml_ext_leaky_relu_params>(d).negative_slope * x;
+        case GGML_OP_FILL:
+            return params_of<ggml_ext_fill_params>(d).c;
+        case GGML_OP_UNARY: {
+            const auto p = params_of<ggml_ext_unary_params>(d);
+            if (p.op == GGML_UNARY_OP_XIELU) return xielu(x, p);
+            const Activation activation = unary_activation(p.op);
+            if (!activation) fail(d, "unknown unary op " + std::to_string(p.op));
+            return activation(x);
+        }
+        default:
+            fail(d, "not an element-wise op");
     }
 }
 
 Output k_map(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0);
     require(same_shape(a.t, d), d, "result shape differs from a " + shape_str(a.t));
-    const Activation activation =
-        d->op == GGML_OP_UNARY ? unary_activation(params_of<ggml_ext_unary_params>(d).op) : nullptr;
-    if (d->op == GGML_OP_UNARY && !activation)
-        fail(d, "unknown unary op " + std::to_string(params_of<ggml_ext_unary_params>(d).op));
     std::vector<double> r = in[0];
-    for (double & x : r) {
-        switch (d->op) {
-            case GGML_OP_SCALE: {
-                const auto p = params_of<ggml_ext_scale_params>(d);
-                x = x * p.scale + p.bias;
-                break;
-            }
-            case GGML_OP_SQR:
-                x = x * x;
-                break;
-            case GGML_OP_SQRT:
-                x = std::sqrt(x);
-                break;
-            case GGML_OP_CLAMP: {
-                const auto p = params_of<ggml_ext_clamp_params>(d);
-                x = std::min(std::max(x, static_cast<double>(p.min)), static_cast<double>(p.max));
-                break;
-            }
-            case GGML_OP_UNARY:
-                x = activation(x);
-                break;
-            default:
-                fail(d, "not an element-wise op");
-        }
-    }
+    for (double & x : r)
+        x = map_value(d, x);
     return {r, {}};
+}
+
+// ADD_ID: r[i0, i1, i2] = a[i0, i1, i2] + b[i0, ids[i1, i2]].
+Output k_add_id(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0), b = src(d, in, 1), ids = src(d, in, 2);
+    require(same_shape(a.t, d) && b.t->ne[0] == a.t->ne[0] && ids.t->ne[0] == a.t->ne[1] &&
+                ids.t->ne[1] == a.t->ne[2],
+            d, "shapes of a, b " + shape_str(b.t) + " and ids " + shape_str(ids.t) + " do not fit");
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        const int64_t row = checked_row(d, ids(i1, i2), b.t->ne[1]);
+        r[at(d->ne, i0, i1, i2, i3)] = a(i0, i1, i2, i3) + b(i0, row);
+    });
+    return {r, {}};
+}
+
+// ACC (b added) and SET (b written) over the region of a with b's shape, strides nb1..nb3 and
+// byte offset, taken in a's contiguous layout.
+Output k_region(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0), b = src(d, in, 1);
+    require(same_shape(a.t, d), d, "result shape differs from a " + shape_str(a.t));
+    const auto p = params_of<ggml_ext_acc_params>(d);
+    const int64_t size = static_cast<int64_t>(ggml_type_size(d->type));
+    std::vector<double> r = in[0];
+    for_each_index(b.t->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        const int64_t byte = p.offset + i0 * size + i1 * p.nb1 + i2 * p.nb2 + i3 * p.nb3;
+        require(byte % size == 0 && byte / size < count(d), d, "region outside a");
+        double & x = r[static_cast<size_t>(byte / size)];
+        x = d->op == GGML_OP_ACC ? x + b(i0, i1, i2, i3) : b(i0, i1, i2, i3);
+    });
+    return {r, {}};
+}
+
+// OPT_STEP_SGD (a, grad, [alpha, wd]) and OPT_STEP_ADAMW (a, grad, m, v, [alpha, beta1, beta2, eps,
+// wd, beta1h, beta2h]): the updated a; AdamW also updates m and v in place.
+Output k_opt_step(const ggml_tensor * d, const Inputs & in) {
+    const bool adamw = d->op == GGML_OP_OPT_STEP_ADAMW;
+    const std::vector<double> & hyper = in[adamw ? 4 : 2];
+    require(hyper.size() == (adamw ? 7u : 2u), d, "wrong number of optimizer parameters");
+    const double alpha = hyper[0], wd = adamw ? hyper[4] : hyper[1];
+    Output out{in[0], {}};
+    std::vector<double> m, v;
+    if (adamw) {
+        m = in[2];
+        v = in[3];
+    }
+    for (size_t i = 0; i < out.values.size(); ++i) {
+        const double g = in[1][i];
+        double step = g;
+        if (adamw) {
+            m[i] = m[i] * hyper[1] + g * (1.0 - hyper[1]);
+            v[i] = v[i] * hyper[2] + g * g * (1.0 - hyper[2]);
+            step = m[i] * hyper[5] / (std::sqrt(v[i] * hyper[6]) + hyper[3]);
+        }
+        out.values[i] = out.values[i] * (1.0 - alpha * wd) - alpha * step;
+    }
+    if (adamw) out.sources = {{2, std::move(m)}, {3, std::move(v)}};
+    return out;
 }
 
 // SUM, SUM_ROWS, MEAN, ARGMAX.
@@ -414,6 +581,100 @@ Output k_reduce(const ggml_tensor * d, const Inputs & in) {
             for (int64_t i = 0; i < n0; ++i)
                 s += x[i];
             r[row] = d->op == GGML_OP_MEAN ? s / static_cast<double>(n0) : s;
+        }
+    }
+    return {r, {}};
+}
+
+// CUMSUM, COUNT_EQUAL, ARGSORT, TOP_K, CROSS_ENTROPY_LOSS(_BACK).
+
+// The rows of a source, ne0 values each.
+int64_t rows_of(const ggml_tensor * t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
+
+// CUMSUM: r[i] = x[0] + ... + x[i] along each row.
+Output k_cumsum(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    require(same_shape(a.t, d), d, "result shape differs from a " + shape_str(a.t));
+    std::vector<double> r = in[0];
+    for (int64_t row = 0; row < rows_of(d); ++row) {
+        double s = 0.0;
+        for (int64_t i = 0; i < d->ne[0]; ++i) {
+            double & x = r[static_cast<size_t>(row * d->ne[0] + i)];
+            s += x;
+            x = s;
+        }
+    }
+    return {r, {}};
+}
+
+// COUNT_EQUAL: the number of positions where a and b are equal (NaN equals nothing).
+Output k_count_equal(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0), b = src(d, in, 1);
+    require(same_shape(a.t, b.t), d, "a and b differ in shape");
+    double n = 0.0;
+    for (size_t i = 0; i < a.v.size(); ++i)
+        n += a.v[i] == b.v[i] ? 1.0 : 0.0;
+    return {{n}, {}};
+}
+
+// The indices of one row in sort order: ascending or descending values, equal values in index order,
+// NaNs last in either order.
+std::vector<double> sorted_indices(const double * x, int64_t n, bool descending) {
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+        idx[i] = i;
+    std::stable_sort(idx.begin(), idx.end(), [&](int64_t i, int64_t j) {
+        if (std::isnan(x[i]) || std::isnan(x[j])) return !std::isnan(x[i]) && std::isnan(x[j]);
+        return descending ? x[i] > x[j] : x[i] < x[j];
+    });
+    return {idx.begin(), idx.end()};
+}
+
+// ARGSORT (every index of each row, in the node's order) and TOP_K (the first k of a descending sort).
+Output k_argsort(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    const bool top_k = d->op == GGML_OP_TOP_K;
+    require(d->ne[1] == a.t->ne[1] && d->ne[2] == a.t->ne[2] && d->ne[3] == a.t->ne[3] &&
+                (top_k ? d->ne[0] <= a.t->ne[0] : d->ne[0] == a.t->ne[0]),
+            d, "result shape does not fit a " + shape_str(a.t));
+    const bool descending = top_k || params_of<ggml_ext_argsort_params>(d).order == GGML_SORT_ORDER_DESC;
+    std::vector<double> r = zeros(d);
+    for (int64_t row = 0; row < rows_of(d); ++row) {
+        const std::vector<double> order =
+            sorted_indices(a.v.data() + row * a.t->ne[0], a.t->ne[0], descending);
+        std::copy_n(order.begin(), d->ne[0], r.begin() + row * d->ne[0]);
+    }
+    return {r, {}};
+}
+
+// log softmax of one row of n logits.
+std::vector<double> log_softmax(const double * x, int64_t n) {
+    const double mx = *std::max_element(x, x + n);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i)
+        sum += std::exp(x[i] - mx);
+    std::vector<double> r(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+        r[i] = x[i] - mx - std::log(sum);
+    return r;
+}
+
+// CROSS_ENTROPY_LOSS(logits a, labels b): -sum_rows sum_i b_i log softmax(a)_i / rows;
+// CROSS_ENTROPY_LOSS_BACK(grad, logits, labels): (softmax(logits) - labels) grad / rows.
+Output k_cross_entropy(const ggml_tensor * d, const Inputs & in) {
+    const bool back = d->op == GGML_OP_CROSS_ENTROPY_LOSS_BACK;
+    const Src logits = src(d, in, back ? 1 : 0), labels = src(d, in, back ? 2 : 1);
+    require(same_shape(logits.t, labels.t), d, "logits and labels differ in shape");
+    const int64_t n = logits.t->ne[0], rows = rows_of(logits.t);
+    std::vector<double> r = back ? zeros(d) : std::vector<double>{0.0};
+    for (int64_t row = 0; row < rows && n > 0; ++row) {
+        const std::vector<double> ls = log_softmax(logits.v.data() + row * n, n);
+        for (int64_t i = 0; i < n; ++i) {
+            const double label = labels.v[static_cast<size_t>(row * n + i)];
+            if (back)
+                r[static_cast<size_t>(row * n + i)] = (std::exp(ls[i]) - label) * in[0][0] / rows;
+            else
+                r[0] -= label * ls[i] / rows;
         }
     }
     return {r, {}};
@@ -1164,6 +1425,20 @@ Output k_get_rows(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
+// GET_ROWS_BACK: r [E, R] = 0, then r[:, idx[i]] += a[:, i] for each row i of a.
+Output k_get_rows_back(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0), idx = src(d, in, 1);
+    require(d->ne[0] == a.t->ne[0] && idx.t->ne[0] == a.t->ne[1], d,
+            "shapes of a " + shape_str(a.t) + " and indices " + shape_str(idx.t) + " do not fit");
+    std::vector<double> r = zeros(d);
+    for (int64_t i = 0; i < a.t->ne[1]; ++i) {
+        const int64_t row = checked_row(d, idx(i), d->ne[1]);
+        for (int64_t e = 0; e < d->ne[0]; ++e)
+            r[at(d->ne, e, row)] += a(e, i);
+    }
+    return {r, {}};
+}
+
 // SET_ROWS: a[:, idx[i, j mod C2, k mod C3], j, k] = b[:, i, j, k]; the result views a.
 Output k_set_rows(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0), b = src(d, in, 1), idx = src(d, in, 2);
@@ -1191,8 +1466,9 @@ Output k_glu(const ggml_tensor * d, const Inputs & in) {
     const auto glu = params_of<ggml_ext_glu_params>(d);
     const int op = glu.op;
     const bool swapped = glu.swapped != 0;
+    if (!knows_glu(op)) fail(d, "unknown glu op " + std::to_string(op));
     const Activation act = glu_activation(op);
-    if (!act) fail(d, "unknown glu op " + std::to_string(op));
+    const auto value = [&](double x, double g) { return act ? act(x) * g : swiglu_oai(x, g, glu); };
     std::vector<double> r = zeros(d);
     if (d->src[1] == nullptr) {
         const int64_t n = d->ne[0];
@@ -1202,13 +1478,13 @@ Output k_glu(const ggml_tensor * d, const Inputs & in) {
         for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
             const double first = a(i0, i1, i2, i3), second = a(i0 + n, i1, i2, i3);
             const double x = swapped ? second : first, g = swapped ? first : second;
-            r[at(d->ne, i0, i1, i2, i3)] = act(x) * g;
+            r[at(d->ne, i0, i1, i2, i3)] = value(x, g);
         });
     } else {
         const Src b = src(d, in, 1);
         require(same_shape(a.t, d) && same_shape(b.t, d), d, "split glu needs equal shapes");
         for (size_t i = 0; i < r.size(); ++i)
-            r[i] = act(a.v[i]) * b.v[i];
+            r[i] = value(a.v[i], b.v[i]);
     }
     return {r, {}};
 }
@@ -1339,21 +1615,46 @@ Kernel kernel_for(ggml_op op) {
         case GGML_OP_CPY:
             return k_copy;
         case GGML_OP_ADD:
+        case GGML_OP_ADD1:
         case GGML_OP_SUB:
         case GGML_OP_MUL:
         case GGML_OP_DIV:
+        case GGML_OP_SILU_BACK:
             return k_binary;
         case GGML_OP_SCALE:
         case GGML_OP_SQR:
         case GGML_OP_SQRT:
         case GGML_OP_CLAMP:
+        case GGML_OP_LOG:
+        case GGML_OP_SIN:
+        case GGML_OP_COS:
+        case GGML_OP_LEAKY_RELU:
+        case GGML_OP_FILL:
         case GGML_OP_UNARY:
             return k_map;
+        case GGML_OP_ADD_ID:
+            return k_add_id;
+        case GGML_OP_ACC:
+        case GGML_OP_SET:
+            return k_region;
+        case GGML_OP_OPT_STEP_ADAMW:
+        case GGML_OP_OPT_STEP_SGD:
+            return k_opt_step;
         case GGML_OP_SUM:
         case GGML_OP_SUM_ROWS:
         case GGML_OP_MEAN:
         case GGML_OP_ARGMAX:
             return k_reduce;
+        case GGML_OP_CUMSUM:
+            return k_cumsum;
+        case GGML_OP_COUNT_EQUAL:
+            return k_count_equal;
+        case GGML_OP_ARGSORT:
+        case GGML_OP_TOP_K:
+            return k_argsort;
+        case GGML_OP_CROSS_ENTROPY_LOSS:
+        case GGML_OP_CROSS_ENTROPY_LOSS_BACK:
+            return k_cross_entropy;
         case GGML_OP_REPEAT:
             return k_repeat;
         case GGML_OP_CONCAT:
@@ -1409,6 +1710,8 @@ Kernel kernel_for(ggml_op op) {
             return k_get_rows;
         case GGML_OP_SET_ROWS:
             return k_set_rows;
+        case GGML_OP_GET_ROWS_BACK:
+            return k_get_rows_back;
         case GGML_OP_GLU:
             return k_glu;
         case GGML_OP_IM2COL:
@@ -1546,13 +1849,19 @@ struct Evaluator::Storage {
         Inputs in;
         for (int i = 0; i < GGML_MAX_SRC; ++i)
             if (node->src[i] != nullptr) in.v[static_cast<size_t>(i)] = get(ev, node->src[i]);
-        store(ev, node, kernel(node, in));
+        const Output out = kernel(node, in);
+        store(ev, node, out);
+        for (const auto & [i, values] : out.sources) {
+            const ggml_tensor * updated = node->src[i];
+            store(ev, updated, Output{values, {}});
+            if (owner_of(updated)->op == GGML_OP_NONE) ev.written_.insert(owner_of(updated));
+        }
     }
 };
 
 bool evaluates(ggml_op op) { return op == GGML_OP_NONE || is_view_op(op) || kernel_for(op) != nullptr; }
-bool evaluates(ggml_unary_op op) { return unary_activation(op) != nullptr; }
-bool evaluates(ggml_glu_op op) { return glu_activation(op) != nullptr; }
+bool evaluates(ggml_unary_op op) { return knows_unary(op); }
+bool evaluates(ggml_glu_op op) { return knows_glu(op); }
 
 bool register_extension(const char * op_name, ExtensionKernel kernel) {
     if (op_name == nullptr || kernel == nullptr) return false;

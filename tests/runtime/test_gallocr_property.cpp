@@ -153,8 +153,8 @@ private:
         switch (pick(20)) {
             case 0:
             case 1: {
-                const ggml_unary_op op = ggx::test::kComputedUnaryOps[pick(
-                    static_cast<int>(std::size(ggx::test::kComputedUnaryOps)))];
+                const ggml_unary_op op =
+                    ggx::test::kCpuUnaryOps[pick(static_cast<int>(std::size(ggx::test::kCpuUnaryOps)))];
                 r = inplace ? ggml_unary_inplace(c, a, op) : ggml_unary(c, a, op);
                 break;
             }
@@ -330,7 +330,7 @@ private:
             }
             case 17: {
                 const ggml_glu_op op =
-                    ggx::test::kComputedGluOps[pick(static_cast<int>(std::size(ggx::test::kComputedGluOps)))];
+                    ggx::test::kCpuGluOps[pick(static_cast<int>(std::size(ggx::test::kCpuGluOps)))];
                 ggml_tensor * b = same_shape(a);
                 r = chance(0.5) ? ggml_glu_split(c, a, b, op) : ggml_glu(c, a, op, chance(0.5));
                 break;

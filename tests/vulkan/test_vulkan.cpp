@@ -8,6 +8,7 @@
 #include <ggml.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -207,6 +208,23 @@ TEST_F(Vulkan, AnUnknownUnaryOrGluSubOpIsAReportedError) {
         EXPECT_EQ(compute(node), GGML_STATUS_FAILED) << ggml_op_desc(node);
         EXPECT_TRUE(contains(ggml_backend_get_last_error(), "is not supported"))
             << ggml_backend_get_last_error();
+    }
+}
+
+// Vulkan computes exactly the sub-ops of kVulkanUnaryOps / kVulkanGluOps (the CPU computes more: the
+// shared test lists are per device).
+TEST_F(Vulkan, SupportsExactlyItsListedSubOps) {
+    ggml_tensor * a = input(16, 2);
+    const auto listed = [](const auto & ops, int op) {
+        return std::find(std::begin(ops), std::end(ops), op) != std::end(ops);
+    };
+    for (int op = 0; op < GGML_UNARY_OP_COUNT; ++op) {
+        ggml_tensor * unary = ggml_unary(ctx(), a, static_cast<ggml_unary_op>(op));
+        EXPECT_EQ(ggml_backend_supports_op(vk(), unary), listed(kVulkanUnaryOps, op)) << ggml_op_desc(unary);
+    }
+    for (int op = 0; op < GGML_GLU_OP_COUNT; ++op) {
+        ggml_tensor * glu = ggml_glu(ctx(), a, static_cast<ggml_glu_op>(op), false);
+        EXPECT_EQ(ggml_backend_supports_op(vk(), glu), listed(kVulkanGluOps, op)) << ggml_op_desc(glu);
     }
 }
 

@@ -101,7 +101,9 @@ extern const Kernel none;         // VIEW, RESHAPE, PERMUTE, TRANSPOSE, NONE: no
 extern const Kernel unsupported;  // the ggml ops without a CPU kernel: supports no node
 extern const Kernel binary;       // ADD, SUB, MUL, DIV
 extern const Kernel scale, sqr, sqrt, clamp, unary, glu;
+extern const Kernel silu_back, add_id, acc_set, opt_step, log, sin, cos, leaky_relu, fill;
 extern const Kernel sum, sum_rows, mean, argmax;
+extern const Kernel cumsum, count_equal, argsort, cross_entropy_loss, cross_entropy_loss_back;
 extern const Kernel copy;  // DUP, CPY, CONT
 extern const Kernel repeat, concat, pad, upscale, timestep_embedding;
 extern const Kernel norm, rms_norm, group_norm, l2_norm;
@@ -112,6 +114,7 @@ extern const Kernel get_rows, set_rows, im2col;
 extern const Kernel mul_mat_id, out_prod;
 extern const Kernel mul_mat, flash_attn_ext, lightning_indexer, dsv4_hc_comb, dsv4_hc_pre, dsv4_hc_post;
 extern const Kernel ssm_conv, ssm_scan, rwkv_wkv6, gated_linear_attn, rwkv_wkv7, gated_delta_net;
+extern const Kernel get_rows_back;
 extern const Kernel custom;      // CPU callback nodes
 extern const Kernel map_custom;  // MAP_CUSTOM1..3
 }  // namespace kernels

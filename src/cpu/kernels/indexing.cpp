@@ -1,5 +1,5 @@
-// CPU kernels of GET_ROWS and SET_ROWS. Indices are I32 and checked: an index outside [0, R) fails
-// the node (ComputeParams::fail) and its row is skipped, never read or written out of bounds.
+// CPU kernels of GET_ROWS, GET_ROWS_BACK and SET_ROWS. Indices are I32 and checked: an index outside [0, R)
+// fails the node (ComputeParams::fail) and its row is skipped, never read or written out of bounds.
 #include <string>
 
 #include "core/internal.h"
@@ -93,6 +93,38 @@ void get_rows_compute(const ComputeParams & params, ggml_tensor * node) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// GET_ROWS_BACK: dst [E, R] = 0, then dst[:, idx[i]] += a[:, i] for i in order. Each destination row
+// belongs to one thread (row % nth), which zeroes it and adds its source rows in index order: the sums
+// do not depend on the thread count.
+
+bool get_rows_back_supports(const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    const ggml_tensor * idx = node->src[1];
+    return a != nullptr && idx != nullptr && a->type == GGML_TYPE_F32 && ggml_is_matrix(a) &&
+           idx->type == GGML_TYPE_I32 && ggml_is_vector(idx) && idx->ne[0] == a->ne[1] &&
+           node->type == GGML_TYPE_F32 && ggml_is_matrix(node) && node->ne[0] == a->ne[0] &&
+           node->nb[0] == sizeof(float);
+}
+
+void get_rows_back_compute(const ComputeParams & params, ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    const ggml_tensor * idx = node->src[1];
+    const int64_t n = node->ne[0], rows = node->ne[1];
+    const int nth = params.nth();
+    for (int64_t r = params.ith(); r < rows; r += nth)
+        std::fill_n(reinterpret_cast<float *>(row_at(node, r)), n, 0.0f);
+    for (int64_t i = 0; i < a->ne[1] && !params.should_stop(); ++i) {
+        const int32_t row = index_at(idx, i, 0, 0);
+        if (!check_index(params, "get_rows_back", row, rows, i, 0, 0)) continue;
+        if (row % nth != params.ith()) continue;
+        auto * out = reinterpret_cast<float *>(row_at(node, row));
+        const char * src = row_at(a, i);
+        for (int64_t e = 0; e < n; ++e)
+            out[e] += load_float(GGML_TYPE_F32, src + e * a->nb[0]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // SET_ROWS: dst[:, idx[i, j % C2, k % C3], j, k] = b[:, i, j, k]; dst views a. Each destination row
 // belongs to one thread (flat row % nth), which writes it in source order: a repeated index keeps
 // the last source row, deterministically, and no two threads write the same (quantized) row.
@@ -140,6 +172,8 @@ void set_rows_compute(const ComputeParams & params, ggml_tensor * node) {
 
 namespace kernels {
 const Kernel get_rows = cpu_kernel<get_rows_supports, get_rows_workspace, get_rows_compute>("cpu.get_rows");
+const Kernel get_rows_back =
+    cpu_kernel<get_rows_back_supports, nullptr, get_rows_back_compute>("cpu.get_rows_back");
 const Kernel set_rows = cpu_kernel<set_rows_supports, set_rows_workspace, set_rows_compute>("cpu.set_rows");
 }  // namespace kernels
 

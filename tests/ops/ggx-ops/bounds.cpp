@@ -8,7 +8,8 @@
 //    result that is up to 2^-20 for F16 and 2^-14 for BF16);
 //  - products: the conversion of the activations to the weights' precision (F16: 2^-22 / 3,
 //    BF16: 2^-16 / 3, Q8_0 blocks: about 2e-5).
-// Copies, layout, indexing and selection ops (CLAMP, ARGMAX) are exact.
+// Copies, layout, indexing and selection ops (CLAMP, ARGMAX, SET, FILL; the integer results of
+// COUNT_EQUAL, ARGSORT, TOP_K) are exact.
 #include "bounds.h"
 
 #include <ggml-ext.h>
@@ -50,12 +51,28 @@ constexpr Row kTable[] = {
     {GGML_OP_SQR,                  {1e-12, 2e-6,  1e-4,  na,    na}},
     {GGML_OP_SQRT,                 {1e-12, 2e-6,  1e-4,  na,    na}},
     {GGML_OP_CLAMP,                {0,     0,     0,     na,    na}},
+    {GGML_OP_ADD1,                 {1e-12, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_ADD_ID,               {1e-12, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_ACC,                  {1e-12, na,    na,    na,    na}},
+    {GGML_OP_SET,                  {0,     0,     0,     na,    na}},
+    {GGML_OP_LOG,                  {1e-7,  2e-6,  1e-4,  na,    na}},
+    {GGML_OP_SIN,                  {1e-7,  2e-6,  1e-4,  na,    na}},
+    {GGML_OP_COS,                  {1e-7,  2e-6,  1e-4,  na,    na}},
+    {GGML_OP_LEAKY_RELU,           {1e-12, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_FILL,                 {0,     0,     0,     na,    na}},
+    {GGML_OP_SILU_BACK,            {1e-7,  2e-6,  1e-4,  na,    na}},
+    {GGML_OP_OPT_STEP_ADAMW,       {1e-10, na,    na,    na,    na}},
+    {GGML_OP_OPT_STEP_SGD,         {1e-12, na,    na,    na,    na}},
     {GGML_OP_UNARY,                {1e-7,  2e-6,  1e-4,  na,    na}},
     {GGML_OP_GLU,                  {1e-7,  2e-6,  1e-4,  na,    na}},
     {GGML_OP_SUM,                  {1e-10, 2e-6,  1e-4,  na,    na}},
     {GGML_OP_SUM_ROWS,             {1e-10, 2e-6,  1e-4,  na,    na}},
     {GGML_OP_MEAN,                 {1e-10, 2e-6,  1e-4,  na,    na}},
     {GGML_OP_ARGMAX,               {0,     na,    na,    na,    na}},
+    {GGML_OP_CUMSUM,               {1e-12, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_CROSS_ENTROPY_LOSS,   {1e-10, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_CROSS_ENTROPY_LOSS_BACK, {1e-10, 2e-6, 1e-4, na,   na}},
+    {GGML_OP_GET_ROWS_BACK,        {1e-12, na,    na,    na,    na}},
     {GGML_OP_REPEAT,               {0,     0,     0,     na,    na}},
     {GGML_OP_CONCAT,               {0,     0,     0,     na,    na}},
     {GGML_OP_PAD,                  {0,     0,     0,     na,    na}},

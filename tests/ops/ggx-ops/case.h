@@ -112,8 +112,8 @@ inline constexpr Layout kAllLayouts[] = {Layout::Contiguous, Layout::Transposed,
 
 // The per-family tables, each in tests/ops/<family>_cases.cpp.
 void add_copy_cases(CaseList & list);         // CPY, DUP, CONT, VIEW, RESHAPE, PERMUTE, TRANSPOSE
-void add_elementwise_cases(CaseList & list);  // ADD, SUB, MUL, DIV, SCALE, SQR, SQRT, CLAMP, UNARY, GLU
-void add_reduce_cases(CaseList & list);       // SUM, SUM_ROWS, MEAN, ARGMAX
+void add_elementwise_cases(CaseList & list);  // ADD..DIV, ADD1/_ID, ACC, SET, maps, UNARY, GLU, OPT_STEP
+void add_reduce_cases(CaseList & list);       // SUM.., ARGMAX, CUMSUM, COUNT_EQUAL, ARGSORT, TOP_K, CE
 void add_shape_cases(CaseList & list);        // REPEAT, CONCAT, PAD, UPSCALE, TIMESTEP_EMBEDDING
 void add_norm_cases(CaseList & list);         // NORM, RMS_NORM, GROUP_NORM, L2_NORM, RMS_NORM_BACK
 void add_matmul_cases(CaseList & list);       // MUL_MAT, MUL_MAT_ID, OUT_PROD
@@ -121,7 +121,7 @@ void add_softmax_cases(CaseList & list);      // SOFT_MAX, SOFT_MAX_BACK, DIAG_M
 void add_rope_cases(CaseList & list);         // ROPE, ROPE_BACK
 void add_attention_cases(CaseList & list);    // FLASH_ATTN_EXT
 void add_recurrent_cases(CaseList & list);    // SSM_CONV, SSM_SCAN, WKV6/7, GLA, GATED_DELTA_NET
-void add_indexing_cases(CaseList & list);     // GET_ROWS, SET_ROWS
+void add_indexing_cases(CaseList & list);     // GET_ROWS, GET_ROWS_BACK, SET_ROWS
 void add_conv_cases(CaseList & list);         // IM2COL, ggml_conv_2d
 void add_custom_cases(CaseList & list);       // CUSTOM (CPU callbacks)
 // The sd extension pack (tests/ops/extensions/sd_cases.cpp): every sd.* operator and, through a

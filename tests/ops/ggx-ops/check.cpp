@@ -260,6 +260,13 @@ private:
         }
         bounds_[node] = bound;
         if (node->view_src) bounds_[node->view_src] = std::max(bounds_[node->view_src], bound);
+        // An AdamW step also updates its moments m and v (sources 2 and 3) in place.
+        if (node->op == GGML_OP_OPT_STEP_ADAMW) {
+            for (const ggml_tensor * moment : {node->src[2], node->src[3]}) {
+                const ggml_tensor * owner = moment->view_src ? moment->view_src : moment;
+                bounds_[owner] = std::max(bounds_[owner], bound);
+            }
+        }
         return bound;
     }
 
