@@ -99,6 +99,8 @@ extern const Kernel scale, sqr, sqrt, clamp, unary, glu;
 extern const Kernel sum, sum_rows, mean, argmax;
 extern const Kernel copy;  // DUP, CPY, CONT
 extern const Kernel repeat, concat, pad, upscale, timestep_embedding;
+extern const Kernel repeat_back, pad_reflect_1d, roll, arange, win_part, win_unpart, get_rel_pos, add_rel_pos,
+    tri, diag, solve_tri;
 extern const Kernel norm, rms_norm, group_norm, l2_norm;
 extern const Kernel soft_max, rope;
 extern const Kernel get_rows, set_rows, im2col;
