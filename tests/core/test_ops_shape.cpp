@@ -46,8 +46,9 @@ TEST_F(OpsShape, CircularPadWrapsAround) {
     EXPECT_TRUE(ggml_backend_supports_op(cpu_backend(), ggml_pad(ctx(), a, 1, 0, 0, 0)));
     expect_error(ggml_pad_circular(ctx(), a, 5, 0, 0, 0), "ggml_pad_circular", "paddings must be in 0..ne");
     ggml_tensor * row = f32(3);
-    EXPECT_EQ(compute_on_cpu(ctx(), ggml_pad_ext_circular(ctx(), row, 2, 1, 0, 0, 0, 0, 0, 0), {{row, {1, 2, 3}}}),
-              (std::vector<float>{2, 3, 1, 2, 3, 1}));
+    EXPECT_EQ(
+        compute_on_cpu(ctx(), ggml_pad_ext_circular(ctx(), row, 2, 1, 0, 0, 0, 0, 0, 0), {{row, {1, 2, 3}}}),
+        (std::vector<float>{2, 3, 1, 2, 3, 1}));
 }
 
 TEST_F(OpsShape, PadReflectAndRoll) {
@@ -80,10 +81,12 @@ TEST_F(OpsShape, InterpolateRecordsModeAndFlags) {
     EXPECT_TRUE(ggml_backend_supports_op(cpu_backend(), r));
     expect_error(ggml_interpolate(ctx(), a, 3, 5, 1, 1, 7), "ggml_interpolate", "unknown mode or flag");
     expect_error(ggml_interpolate(ctx(), a, 0, 5, 1, 1, 0), "ggml_interpolate", "target sizes must be >= 1");
-    const uint32_t bicubic_antialias = uint32_t{GGML_SCALE_MODE_BICUBIC} | uint32_t{GGML_SCALE_FLAG_ANTIALIAS};
+    const uint32_t bicubic_antialias =
+        uint32_t{GGML_SCALE_MODE_BICUBIC} | uint32_t{GGML_SCALE_FLAG_ANTIALIAS};
     expect_error(ggml_interpolate(ctx(), a, 3, 5, 1, 1, bicubic_antialias), "ggml_interpolate",
                  "antialias needs bilinear mode");
-    expect_error(ggml_interpolate(ctx(), f32(0, 2), 3, 5, 1, 1, 0), "ggml_interpolate", "a must not be empty");
+    expect_error(ggml_interpolate(ctx(), f32(0, 2), 3, 5, 1, 1, 0), "ggml_interpolate",
+                 "a must not be empty");
     expect_error(ggml_upscale_ext(ctx(), a, 3, 5, 1, 1, GGML_SCALE_MODE_COUNT), "ggml_upscale_ext",
                  "unknown mode or flag");
 
@@ -165,7 +168,8 @@ TEST_F(OpsShape, TriDiagSolveTri) {
     expect_error(ggml_solve_tri(ctx(), m, b, true, false, false), "ggml_solve_tri", "only left, lower");
     // [[2 0] [1 4]] x = [2 9] gives x = [1 2].
     ggml_tensor *l = f32(2, 2), *rhs = f32(1, 2);
-    EXPECT_EQ(compute_on_cpu(ctx(), ggml_solve_tri(ctx(), l, rhs, true, true, false), {{l, {2, 0, 1, 4}}, {rhs, {2, 9}}}),
+    EXPECT_EQ(compute_on_cpu(ctx(), ggml_solve_tri(ctx(), l, rhs, true, true, false),
+                             {{l, {2, 0, 1, 4}}, {rhs, {2, 9}}}),
               (std::vector<float>{1, 2}));
     expect_error(ggml_solve_tri(ctx(), m, f32(2, 3, 3), true, true, false), "ggml_solve_tri",
                  "b must be [k, a.ne1");

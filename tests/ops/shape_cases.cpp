@@ -87,15 +87,17 @@ void add_pad_cases(CaseList & list) {
 
 void add_circular_pad_cases(CaseList & list) {
     using Pads = std::array<int, 8>;  // lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3; each <= ne
-    const Pads pads[] = {{1, 2, 0, 0, 0, 0, 0, 0}, {3, 3, 1, 2, 0, 0, 0, 0}, {0, 1, 3, 0, 2, 1, 1, 0},
+    const Pads pads[] = {{1, 2, 0, 0, 0, 0, 0, 0},
+                         {3, 3, 1, 2, 0, 0, 0, 0},
+                         {0, 1, 3, 0, 2, 1, 1, 0},
                          {0, 0, 0, 0, 0, 0, 0, 0}};
     for (ggml_type type : kFloatTypes) {
         for (const Pads & p : pads) {
             for (Layout layout : kAllLayouts) {
                 const Shape ne = {5, 3, 2, 1};
-                const std::string detail = "circular " + str(type) + " " + str(ne) +
-                                           format(" pads %d %d %d %d %d %d %d %d ", p[0], p[1], p[2], p[3], p[4],
-                                                  p[5], p[6], p[7]);
+                const std::string detail =
+                    "circular " + str(type) + " " + str(ne) +
+                    format(" pads %d %d %d %d %d %d %d %d ", p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
                 list.add(GGML_OP_PAD, detail + layout_name(layout), [=](Graph & g) {
                     ggml_tensor * a = g.input(type, ne, layout);
                     return ggml_pad_ext_circular(g.ctx(), a, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
@@ -123,15 +125,16 @@ void add_pad_reflect_cases(CaseList & list) {
 }
 
 void add_roll_cases(CaseList & list) {
-    const std::array<int, 4> shifts[] = {{1, 0, 0, 0}, {-2, 1, 0, 0}, {4, -2, 1, 1}, {0, 0, -1, 0}, {0, 0, 0, 0}};
+    const std::array<int, 4> shifts[] = {
+        {1, 0, 0, 0}, {-2, 1, 0, 0}, {4, -2, 1, 1}, {0, 0, -1, 0}, {0, 0, 0, 0}};
     for (ggml_type type : kFloatAndI32) {
         for (const Shape & ne : {Shape{5, 3, 2, 2}, Shape{17, 4, 1, 1}}) {
             for (const auto & s : shifts) {
                 if (std::abs(s[2]) >= ne[2] || std::abs(s[3]) >= ne[3]) continue;
                 for (Layout layout : kDenseRowLayouts) {
                     list.add(GGML_OP_ROLL,
-                             str(type) + " " + str(ne) + format(" shift %d %d %d %d ", s[0], s[1], s[2], s[3]) +
-                                 layout_name(layout),
+                             str(type) + " " + str(ne) +
+                                 format(" shift %d %d %d %d ", s[0], s[1], s[2], s[3]) + layout_name(layout),
                              [=](Graph & g) {
                                  ggml_tensor * a = g.input(type, ne, layout, gen_for(type));
                                  return ggml_roll(g.ctx(), a, s[0], s[1], s[2], s[3]);
@@ -140,7 +143,8 @@ void add_roll_cases(CaseList & list) {
             }
         }
         list.add(GGML_OP_ROLL, str(type) + " empty [3,0,2,1]", [=](Graph & g) {
-            return ggml_roll(g.ctx(), g.input(type, {3, 0, 2, 1}, Layout::Contiguous, gen_for(type)), 2, 0, 1, 0);
+            return ggml_roll(g.ctx(), g.input(type, {3, 0, 2, 1}, Layout::Contiguous, gen_for(type)), 2, 0, 1,
+                             0);
         });
     }
 }
@@ -152,7 +156,8 @@ void add_repeat_back_cases(CaseList & list) {
     for (ggml_type type : kFloatTypes) {
         for (const auto & [from, to] : sums) {
             for (Layout layout : kAllLayouts) {
-                list.add(GGML_OP_REPEAT_BACK, str(type) + " " + str(from) + "->" + str(to) + " " + layout_name(layout),
+                list.add(GGML_OP_REPEAT_BACK,
+                         str(type) + " " + str(from) + "->" + str(to) + " " + layout_name(layout),
                          [=, a_ne = from, b_ne = to](Graph & g) {
                              ggml_tensor * a = g.input(type, a_ne, layout);
                              return ggml_repeat_back(g.ctx(), a, g.input(type, b_ne));
@@ -188,21 +193,23 @@ void add_interpolate_cases(CaseList & list) {
     constexpr uint32_t nearest = GGML_SCALE_MODE_NEAREST, bilinear = GGML_SCALE_MODE_BILINEAR,
                        bicubic = GGML_SCALE_MODE_BICUBIC, align = GGML_SCALE_FLAG_ALIGN_CORNERS,
                        antialias = GGML_SCALE_FLAG_ANTIALIAS;
-    const std::pair<uint32_t, const char *> modes[] = {{nearest | align, "nearest-align"},
-                                                       {bilinear, "bilinear"},
-                                                       {bilinear | align, "bilinear-align"},
-                                                       {bilinear | antialias, "bilinear-antialias"},
-                                                       {bilinear | antialias | align, "bilinear-antialias-align"},
-                                                       {bicubic, "bicubic"},
-                                                       {bicubic | align, "bicubic-align"}};
+    const std::pair<uint32_t, const char *> modes[] = {
+        {nearest | align, "nearest-align"},
+        {bilinear, "bilinear"},
+        {bilinear | align, "bilinear-align"},
+        {bilinear | antialias, "bilinear-antialias"},
+        {bilinear | antialias | align, "bilinear-antialias-align"},
+        {bicubic, "bicubic"},
+        {bicubic | align, "bicubic-align"}};
     const std::pair<Shape, Shape> resizes[] = {{{5, 3, 2, 1}, {10, 6, 2, 1}}, {{5, 3, 2, 1}, {7, 4, 3, 2}},
-                                               {{9, 8, 1, 1}, {4, 3, 1, 1}}, {{16, 5, 1, 1}, {5, 9, 1, 1}},
-                                               {{1, 4, 2, 1}, {3, 1, 2, 1}}, {{6, 6, 2, 1}, {6, 6, 1, 1}}};
+                                               {{9, 8, 1, 1}, {4, 3, 1, 1}},  {{16, 5, 1, 1}, {5, 9, 1, 1}},
+                                               {{1, 4, 2, 1}, {3, 1, 2, 1}},  {{6, 6, 2, 1}, {6, 6, 1, 1}}};
     for (const auto & [mode, name] : modes) {
         for (ggml_type type : kFloatTypes) {
             for (const auto & [from, to] : resizes) {
                 for (Layout layout : kAllLayouts) {
-                    if (type != GGML_TYPE_F32 && layout != Layout::Contiguous && layout != Layout::Permuted) continue;
+                    if (type != GGML_TYPE_F32 && layout != Layout::Contiguous && layout != Layout::Permuted)
+                        continue;
                     list.add(GGML_OP_UPSCALE,
                              std::string(name) + " " + str(type) + " " + str(from) + "->" + str(to) + " " +
                                  layout_name(layout),
@@ -223,10 +230,12 @@ void add_interpolate_cases(CaseList & list) {
 
 // A VAE decoder's 2x upsampling of a 512-channel 64x64 feature map.
 void add_upscale_perf_cases(CaseList & list) {
-    for (auto [mode, name] : {std::pair{GGML_SCALE_MODE_NEAREST, "nearest"}, {GGML_SCALE_MODE_BILINEAR, "bilinear"}}) {
-        list.add_perf(GGML_OP_UPSCALE, std::string("perf ") + name + " x2 f32 [64,64,512,1]", 0.0, [=](Graph & g) {
-            return ggml_upscale(g.ctx(), g.input(GGML_TYPE_F32, {64, 64, 512, 1}), 2, mode);
-        });
+    for (auto [mode, name] :
+         {std::pair{GGML_SCALE_MODE_NEAREST, "nearest"}, {GGML_SCALE_MODE_BILINEAR, "bilinear"}}) {
+        list.add_perf(GGML_OP_UPSCALE, std::string("perf ") + name + " x2 f32 [64,64,512,1]", 0.0,
+                      [=](Graph & g) {
+                          return ggml_upscale(g.ctx(), g.input(GGML_TYPE_F32, {64, 64, 512, 1}), 2, mode);
+                      });
     }
 }
 
@@ -283,12 +292,14 @@ void add_rel_pos_cases(CaseList & list) {
 }
 
 void add_triangle_cases(CaseList & list) {
-    for (auto type : {GGML_TRI_TYPE_UPPER_DIAG, GGML_TRI_TYPE_UPPER, GGML_TRI_TYPE_LOWER_DIAG, GGML_TRI_TYPE_LOWER}) {
-        for (const Shape & ne : {Shape{5, 5, 3, 2}, Shape{1, 1, 1, 1}, Shape{16, 16, 1, 1}, Shape{0, 0, 2, 1}}) {
+    for (auto type :
+         {GGML_TRI_TYPE_UPPER_DIAG, GGML_TRI_TYPE_UPPER, GGML_TRI_TYPE_LOWER_DIAG, GGML_TRI_TYPE_LOWER}) {
+        for (const Shape & ne :
+             {Shape{5, 5, 3, 2}, Shape{1, 1, 1, 1}, Shape{16, 16, 1, 1}, Shape{0, 0, 2, 1}}) {
             for (Layout layout : kAllLayouts) {
-                list.add(GGML_OP_TRI, format("type %d ", type) + str(ne) + " " + layout_name(layout), [=](Graph & g) {
-                    return ggml_tri(g.ctx(), g.input(GGML_TYPE_F32, ne, layout), type);
-                });
+                list.add(
+                    GGML_OP_TRI, format("type %d ", type) + str(ne) + " " + layout_name(layout),
+                    [=](Graph & g) { return ggml_tri(g.ctx(), g.input(GGML_TYPE_F32, ne, layout), type); });
             }
         }
     }
@@ -305,12 +316,19 @@ void add_triangle_cases(CaseList & list) {
 
 // a = a random lower part (the kernel reads only it) plus a diagonal in [1, 2], well conditioned.
 void add_solve_tri_cases(CaseList & list) {
-    for (auto [n, k, b2, b3] : {std::tuple{4, 2, 3, 1}, {1, 1, 1, 1}, {17, 5, 2, 2}, {64, 64, 1, 1}, {8, 131, 2, 1},
-                                 {32, 1, 4, 1}, {3, 0, 1, 1}}) {
+    for (auto [n, k, b2, b3] : {std::tuple{4, 2, 3, 1},
+                                {1, 1, 1, 1},
+                                {17, 5, 2, 2},
+                                {64, 64, 1, 1},
+                                {8, 131, 2, 1},
+                                {32, 1, 4, 1},
+                                {3, 0, 1, 1}}) {
         list.add(GGML_OP_SOLVE_TRI, format("n %d k %d batch %d,%d", n, k, b2, b3), [=](Graph & g) {
             const double spread = 0.5 / n;
-            ggml_tensor * lower = g.input(GGML_TYPE_F32, {n, n, b2, b3}, Layout::Contiguous, Gen::uniform(-spread, spread));
-            ggml_tensor * diagonal = g.input(GGML_TYPE_F32, {n, 1, b2, b3}, Layout::Contiguous, Gen::uniform(1, 2));
+            ggml_tensor * lower =
+                g.input(GGML_TYPE_F32, {n, n, b2, b3}, Layout::Contiguous, Gen::uniform(-spread, spread));
+            ggml_tensor * diagonal =
+                g.input(GGML_TYPE_F32, {n, 1, b2, b3}, Layout::Contiguous, Gen::uniform(1, 2));
             ggml_tensor * a = ggml_add(g.ctx(), lower, ggml_diag(g.ctx(), diagonal));
             return ggml_solve_tri(g.ctx(), a, g.input(GGML_TYPE_F32, {k, n, b2, b3}), true, true, false);
         });

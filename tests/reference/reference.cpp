@@ -508,7 +508,8 @@ std::vector<Tap> interpolation_taps(uint32_t mode, int64_t i, int64_t n, int64_t
         const double support = std::max(1.0, 1.0 / s), centre = x + o;
         const float sf = aligned ? static_cast<float>(ne - 1) / static_cast<float>(n - 1)
                                  : static_cast<float>(ne) / static_cast<float>(n);
-        const float cf = (static_cast<float>(i) + static_cast<float>(o)) / sf, supf = std::max(1.0f, 1.0f / sf);
+        const float cf = (static_cast<float>(i) + static_cast<float>(o)) / sf,
+                    supf = std::max(1.0f, 1.0f / sf);
         const auto lo = std::max<int64_t>(static_cast<int64_t>(cf - supf + static_cast<float>(o)), 0);
         const auto hi = std::min<int64_t>(static_cast<int64_t>(cf + supf + static_cast<float>(o)), n);
         double total = 0.0;
@@ -522,7 +523,8 @@ std::vector<Tap> interpolation_taps(uint32_t mode, int64_t i, int64_t n, int64_t
     } else if (base == GGML_SCALE_MODE_BICUBIC) {
         const double x0 = std::floor(x);
         for (int64_t k = -1; k <= 2; ++k)
-            taps.push_back({edge(static_cast<int64_t>(x0) + k), cubic_weight(x - x0 - static_cast<double>(k))});
+            taps.push_back(
+                {edge(static_cast<int64_t>(x0) + k), cubic_weight(x - x0 - static_cast<double>(k))});
     } else {  // bilinear, clamped to the edge
         const double xc = std::clamp(x, 0.0, static_cast<double>(n - 1)), x0 = std::floor(xc);
         taps.push_back({static_cast<int64_t>(x0), 1.0 - (xc - x0)});
@@ -650,8 +652,8 @@ Output k_tri(const ggml_tensor * d, const Inputs & in) {
     const int32_t type = params_of<ggml_ext_tri_params>(d).type;
     std::vector<double> r = zeros(d);
     for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-        const bool keep = type == GGML_TRI_TYPE_UPPER_DIAG ? i0 >= i1
-                          : type == GGML_TRI_TYPE_UPPER    ? i0 > i1
+        const bool keep = type == GGML_TRI_TYPE_UPPER_DIAG   ? i0 >= i1
+                          : type == GGML_TRI_TYPE_UPPER      ? i0 > i1
                           : type == GGML_TRI_TYPE_LOWER_DIAG ? i0 <= i1
                                                              : i0 < i1;
         if (keep) r[at(d->ne, i0, i1, i2, i3)] = a(i0, i1, i2, i3);

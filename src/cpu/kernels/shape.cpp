@@ -119,7 +119,7 @@ void compute_concat(const ComputeParams & params, ggml_tensor * node) {
     });
 }
 
-// ---- PAD: lp_k zeros (circular: the values from the other end) before and rp_k after dimension k ----
+// ---- PAD: lp_k zeros (circular: the values from the other end) before and rp_k after dimension k -----
 
 bool supports_pad(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
@@ -159,7 +159,7 @@ void compute_pad(const ComputeParams & params, ggml_tensor * node) {
     });
 }
 
-// ---- UPSCALE --------------------------------------------------------------------------------------------
+// ---- UPSCALE -----------------------------------------------------------------------------------------
 // Dims 2 and 3 take the nearest source index floor(i * a.ne / ne). Along dims 0 and 1, NEAREST copies
 // a[floor(i * a.ne / ne)] (align corners: floor(i * (a.ne - 1) / (ne - 1))); BILINEAR, BICUBIC and
 // antialiased BILINEAR weigh the source elements around x = (i + o) / s - o, s = ne / a.ne, o = 0.5
@@ -172,7 +172,8 @@ struct ScaleMode {
 
 ScaleMode scale_mode(const ggml_tensor * node) {
     const auto mode = static_cast<uint32_t>(core::params<ggml_ext_upscale_params>(node).mode);
-    return {mode & 0xFFu, (mode & GGML_SCALE_FLAG_ALIGN_CORNERS) != 0, (mode & GGML_SCALE_FLAG_ANTIALIAS) != 0};
+    return {mode & 0xFFu, (mode & GGML_SCALE_FLAG_ALIGN_CORNERS) != 0,
+            (mode & GGML_SCALE_FLAG_ANTIALIAS) != 0};
 }
 
 bool supports_upscale(const ggml_tensor * node) {
@@ -193,7 +194,8 @@ void compute_nearest_upscale(const ComputeParams & params, ggml_tensor * node, b
     const ggml_tensor * a = node->src[0];
     const auto nearest = [a, node, align_corners](int k, int64_t i) {
         const int64_t n = a->ne[k], ne = node->ne[k];
-        return align_corners && k < 2 && n > 1 && ne > 1 ? i * (n - 1) / (ne - 1) : nearest_index(a, node, k, i);
+        return align_corners && k < 2 && n > 1 && ne > 1 ? i * (n - 1) / (ne - 1)
+                                                         : nearest_index(a, node, k, i);
     };
     gather(params, node, [&](int64_t i1, int64_t i2, int64_t i3) {
         const char * row = row_at(a, nearest(1, i1), nearest(2, i2), nearest(3, i3));
@@ -237,7 +239,9 @@ float cubic(float t) {
 void fill_taps(const ScaleMode & m, const Axis & axis, int64_t i, int taps, int32_t * index, float * weight) {
     std::fill_n(index, taps, 0);
     std::fill_n(weight, taps, 0.0f);
-    const auto edge = [&axis](int64_t j) { return static_cast<int32_t>(std::clamp<int64_t>(j, 0, axis.n - 1)); };
+    const auto edge = [&axis](int64_t j) {
+        return static_cast<int32_t>(std::clamp<int64_t>(j, 0, axis.n - 1));
+    };
     if (m.antialias) {
         const float x = (static_cast<float>(i) + axis.offset) / axis.scale, s = support(axis);
         const int64_t lo = std::max<int64_t>(static_cast<int64_t>(x - s + axis.offset), 0);
@@ -284,7 +288,8 @@ size_t filter_bytes(const ggml_tensor * node) {
     const ScaleMode m = scale_mode(node);
     const int64_t tx = tap_count(m, axis_of(a, node, 0, m.align_corners)),
                   ty = tap_count(m, axis_of(a, node, 1, m.align_corners));
-    return per_thread(sizeof(float) * static_cast<size_t>(2 * node->ne[0] * tx + 2 * ty + a->ne[0] + node->ne[0]));
+    return per_thread(sizeof(float) *
+                      static_cast<size_t>(2 * node->ne[0] * tx + 2 * ty + a->ne[0] + node->ne[0]));
 }
 
 FilterScratch filter_scratch(const ComputeParams & params, const ggml_tensor * node, const ScaleMode & m) {
@@ -314,7 +319,8 @@ void compute_filtered_upscale(const ComputeParams & params, ggml_tensor * node, 
         fill_taps(m, ay, i1, s.ty, s.y_index, s.y_weight);
         std::fill_n(s.out, ne0, 0.0f);
         for (int t = 0; t < s.ty; ++t) {
-            load_row(a->type, row_at(a, s.y_index[t], nearest_index(a, node, 2, i2), nearest_index(a, node, 3, i3)),
+            load_row(a->type,
+                     row_at(a, s.y_index[t], nearest_index(a, node, 2, i2), nearest_index(a, node, 3, i3)),
                      a->nb[0], a->ne[0], s.row);
             for (int64_t i0 = 0; i0 < ne0; ++i0) {
                 const int32_t * index = s.x_index + i0 * s.tx;
@@ -330,7 +336,9 @@ void compute_filtered_upscale(const ComputeParams & params, ggml_tensor * node, 
 }
 
 size_t upscale_workspace(const ggml_tensor * node, int n_threads) {
-    return scale_mode(node).base == GGML_SCALE_MODE_NEAREST ? 0 : filter_bytes(node) * static_cast<size_t>(n_threads);
+    return scale_mode(node).base == GGML_SCALE_MODE_NEAREST
+               ? 0
+               : filter_bytes(node) * static_cast<size_t>(n_threads);
 }
 
 void compute_upscale(const ComputeParams & params, ggml_tensor * node) {
@@ -372,7 +380,7 @@ void compute_timestep_embedding(const ComputeParams & params, ggml_tensor * node
     }
 }
 
-// ---- REPEAT_BACK: dst[i] = sum of a over the repetitions of dst's shape (in double) ---------------------
+// ---- REPEAT_BACK: dst[i] = sum of a over the repetitions of dst's shape (in double) ------------------
 
 bool supports_repeat_back(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
@@ -395,21 +403,22 @@ void compute_repeat_back(const ComputeParams & params, ggml_tensor * node) {
                 for (int64_t r2 = 0; r2 < reps[2]; ++r2)
                     for (int64_t r1 = 0; r1 < reps[1]; ++r1)
                         for (int64_t r0 = 0; r0 < reps[0]; ++r0)
-                            sum += load_float(a->type, element_at(a, i0 + r0 * n[0], i1 + r1 * n[1], i2 + r2 * n[2],
-                                                                  i3 + r3 * n[3]));
+                            sum += load_float(a->type, element_at(a, i0 + r0 * n[0], i1 + r1 * n[1],
+                                                                  i2 + r2 * n[2], i3 + r3 * n[3]));
             store_float(node->type, out + i0 * node->nb[0], static_cast<float>(sum));
         }
     });
 }
 
-// ---- PAD_REFLECT_1D: rows mirrored about their first and last element ------------------------------------
+// ---- PAD_REFLECT_1D: rows mirrored about their first and last element --------------------------------
 
 bool supports_pad_reflect_1d(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     if (!same_type(node, a) || a->type != GGML_TYPE_F32) return false;
     const auto p = core::params<ggml_ext_pad_reflect_1d_params>(node);
-    return p.p0 >= 0 && p.p1 >= 0 && p.p0 < a->ne[0] && p.p1 < a->ne[0] && node->ne[0] == a->ne[0] + p.p0 + p.p1 &&
-           node->ne[1] == a->ne[1] && node->ne[2] == a->ne[2] && node->ne[3] == a->ne[3];
+    return p.p0 >= 0 && p.p1 >= 0 && p.p0 < a->ne[0] && p.p1 < a->ne[0] &&
+           node->ne[0] == a->ne[0] + p.p0 + p.p1 && node->ne[1] == a->ne[1] && node->ne[2] == a->ne[2] &&
+           node->ne[3] == a->ne[3];
 }
 
 void compute_pad_reflect_1d(const ComputeParams & params, ggml_tensor * node) {
@@ -424,7 +433,7 @@ void compute_pad_reflect_1d(const ComputeParams & params, ggml_tensor * node) {
     });
 }
 
-// ---- ROLL: dst[i] = a[(i - shift) mod ne] ----------------------------------------------------------------
+// ---- ROLL: dst[i] = a[(i - shift) mod ne] ------------------------------------------------------------
 
 bool supports_roll(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
@@ -445,7 +454,7 @@ void compute_roll(const ComputeParams & params, ggml_tensor * node) {
     });
 }
 
-// ---- ARANGE: start + i * step, in float as ggml ----------------------------------------------------------
+// ---- ARANGE: start + i * step, in float as ggml ------------------------------------------------------
 
 bool supports_arange(const ggml_tensor * node) {
     const auto p = core::params<ggml_ext_arange_params>(node);
@@ -459,14 +468,15 @@ void compute_arange(const ComputeParams & params, ggml_tensor * node) {
         store_float(GGML_TYPE_F32, element_at(node, i, 0), p.start + p.step * static_cast<float>(i));
 }
 
-// ---- WIN_PART, WIN_UNPART: w x w windows over dims 1, 2 of a [C, W, H, 1] image, zero-padded -----------
+// ---- WIN_PART, WIN_UNPART: w x w windows over dims 1, 2 of a [C, W, H, 1] image, zero-padded ---------
 
 bool supports_win_part(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const auto p = core::params<ggml_ext_win_part_params>(node);
     return same_type(node, a) && a->type == GGML_TYPE_F32 && a->ne[3] == 1 && p.w >= 1 &&
-           p.npx == (a->ne[1] + p.w - 1) / p.w && p.npy == (a->ne[2] + p.w - 1) / p.w && node->ne[0] == a->ne[0] &&
-           node->ne[1] == p.w && node->ne[2] == p.w && node->ne[3] == int64_t{p.npx} * p.npy;
+           p.npx == (a->ne[1] + p.w - 1) / p.w && p.npy == (a->ne[2] + p.w - 1) / p.w &&
+           node->ne[0] == a->ne[0] && node->ne[1] == p.w && node->ne[2] == p.w &&
+           node->ne[3] == int64_t{p.npx} * p.npy;
 }
 
 void compute_win_part(const ComputeParams & params, ggml_tensor * node) {
@@ -482,8 +492,9 @@ void compute_win_part(const ComputeParams & params, ggml_tensor * node) {
 bool supports_win_unpart(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const int64_t w = core::params<ggml_ext_win_unpart_params>(node).w;
-    return same_type(node, a) && a->type == GGML_TYPE_F32 && w >= 1 && node->ne[0] == a->ne[0] && a->ne[1] == w &&
-           a->ne[2] == w && node->ne[3] == 1 && a->ne[3] == (node->ne[1] + w - 1) / w * ((node->ne[2] + w - 1) / w);
+    return same_type(node, a) && a->type == GGML_TYPE_F32 && w >= 1 && node->ne[0] == a->ne[0] &&
+           a->ne[1] == w && a->ne[2] == w && node->ne[3] == 1 &&
+           a->ne[3] == (node->ne[1] + w - 1) / w * ((node->ne[2] + w - 1) / w);
 }
 
 void compute_win_unpart(const ComputeParams & params, ggml_tensor * node) {
@@ -495,7 +506,7 @@ void compute_win_unpart(const ComputeParams & params, ggml_tensor * node) {
     });
 }
 
-// ---- GET_REL_POS: dst[c, k, q] = a[c, kh - 1 - k + q], converted to F16 --------------------------------
+// ---- GET_REL_POS: dst[c, k, q] = a[c, kh - 1 - k + q], converted to F16 ------------------------------
 
 bool supports_get_rel_pos(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
@@ -514,7 +525,7 @@ void compute_get_rel_pos(const ComputeParams & params, ggml_tensor * node) {
     });
 }
 
-// ---- ADD_REL_POS: a[x + W y, r, b] + pw[x, r mod H, r div H, b] + ph[y, r mod H, r div H, b] -----------
+// ---- ADD_REL_POS: a[x + W y, r, b] + pw[x, r mod H, r div H, b] + ph[y, r mod H, r div H, b] ---------
 
 bool supports_add_rel_pos(const ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *pw = node->src[1], *ph = node->src[2];
@@ -540,13 +551,13 @@ void compute_add_rel_pos(const ComputeParams & params, ggml_tensor * node) {
     });
 }
 
-// ---- TRI: the ggml_tri_type triangle of each matrix (column i0, row i1), zeros elsewhere ----------------
+// ---- TRI: the ggml_tri_type triangle of each matrix (column i0, row i1), zeros elsewhere -------------
 
 bool supports_tri(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const int32_t type = core::params<ggml_ext_tri_params>(node).type;
-    return same_type(node, a) && a->type == GGML_TYPE_F32 && ggml_are_same_shape(a, node) && a->ne[0] == a->ne[1] &&
-           type >= GGML_TRI_TYPE_UPPER_DIAG && type <= GGML_TRI_TYPE_LOWER;
+    return same_type(node, a) && a->type == GGML_TYPE_F32 && ggml_are_same_shape(a, node) &&
+           a->ne[0] == a->ne[1] && type >= GGML_TRI_TYPE_UPPER_DIAG && type <= GGML_TRI_TYPE_LOWER;
 }
 
 bool in_triangle(int32_t type, int64_t column, int64_t row) {
@@ -567,11 +578,13 @@ void compute_tri(const ComputeParams & params, ggml_tensor * node) {
     const int32_t type = core::params<ggml_ext_tri_params>(node).type;
     gather(params, node, [&](int64_t i1, int64_t i2, int64_t i3) {
         const char * row = row_at(a, i1, i2, i3);
-        return [a, row, type, i1](int64_t i0) { return in_triangle(type, i0, i1) ? row + i0 * a->nb[0] : nullptr; };
+        return [a, row, type, i1](int64_t i0) {
+            return in_triangle(type, i0, i1) ? row + i0 * a->nb[0] : nullptr;
+        };
     });
 }
 
-// ---- DIAG: dst[i, j, ·] = i == j ? a[i, 0, ·] : 0 ---------------------------------------------------------
+// ---- DIAG: dst[i, j, k] = i == j ? a[i, 0, k] : 0 ----------------------------------------------------
 
 bool supports_diag(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
@@ -587,7 +600,7 @@ void compute_diag(const ComputeParams & params, ggml_tensor * node) {
     });
 }
 
-// ---- SOLVE_TRI: x with a x = b by forward substitution, a lower triangular (column i0, row i1) ----------
+// ---- SOLVE_TRI: x with a x = b by forward substitution, a lower triangular (column i0, row i1) -------
 // Work units are (matrix, block of right-hand-side columns); row i of x is an axpy over the block.
 
 constexpr int64_t kSolveColumns = 64;
