@@ -190,6 +190,10 @@ int64_t nearest_index(const ggml_tensor * a, const ggml_tensor * node, int k, in
     return i * a->ne[k] / node->ne[k];
 }
 
+// The byte offsets of the source elements along dim 0 come from a per-thread table (one division per
+// column, not per element).
+size_t nearest_bytes(const ggml_tensor * node) { return per_thread(sizeof(size_t) * static_cast<size_t>(node->ne[0])); }
+
 void compute_nearest_upscale(const ComputeParams & params, ggml_tensor * node, bool align_corners) {
     const ggml_tensor * a = node->src[0];
     const auto nearest = [a, node, align_corners](int k, int64_t i) {
@@ -197,9 +201,12 @@ void compute_nearest_upscale(const ComputeParams & params, ggml_tensor * node, b
         return align_corners && k < 2 && n > 1 && ne > 1 ? i * (n - 1) / (ne - 1)
                                                          : nearest_index(a, node, k, i);
     };
+    auto * offsets = reinterpret_cast<size_t *>(thread_workspace(params, nearest_bytes(node)));
+    for (int64_t i0 = 0; i0 < node->ne[0]; ++i0)
+        offsets[i0] = static_cast<size_t>(nearest(0, i0)) * a->nb[0];
     gather(params, node, [&](int64_t i1, int64_t i2, int64_t i3) {
         const char * row = row_at(a, nearest(1, i1), nearest(2, i2), nearest(3, i3));
-        return [&, row](int64_t i0) { return row + nearest(0, i0) * a->nb[0]; };
+        return [offsets, row](int64_t i0) { return row + offsets[i0]; };
     });
 }
 
@@ -275,12 +282,12 @@ void fill_taps(const ScaleMode & m, const Axis & axis, int64_t i, int taps, int3
     weight[1] = d;
 }
 
-// One thread's scratch for a filtering mode: dim 0's taps, one row's dim 1 taps, a source row and the
-// result row in F32.
+// One thread's scratch for a filtering mode: dim 0's taps, one row's dim 1 taps, a source row, the
+// blend of the source rows along dim 1 and the result row, in F32.
 struct FilterScratch {
     int tx, ty;
     int32_t *x_index, *y_index;
-    float *x_weight, *y_weight, *row, *out;
+    float *x_weight, *y_weight, *row, *blend, *out;
 };
 
 size_t filter_bytes(const ggml_tensor * node) {
@@ -289,7 +296,7 @@ size_t filter_bytes(const ggml_tensor * node) {
     const int64_t tx = tap_count(m, axis_of(a, node, 0, m.align_corners)),
                   ty = tap_count(m, axis_of(a, node, 1, m.align_corners));
     return per_thread(sizeof(float) *
-                      static_cast<size_t>(2 * node->ne[0] * tx + 2 * ty + a->ne[0] + node->ne[0]));
+                      static_cast<size_t>(2 * node->ne[0] * tx + 2 * ty + 2 * a->ne[0] + node->ne[0]));
 }
 
 FilterScratch filter_scratch(const ComputeParams & params, const ggml_tensor * node, const ScaleMode & m) {
@@ -303,42 +310,54 @@ FilterScratch filter_scratch(const ComputeParams & params, const ggml_tensor * n
     s.y_index = reinterpret_cast<int32_t *>(s.x_weight + node->ne[0] * s.tx);
     s.y_weight = reinterpret_cast<float *>(s.y_index + s.ty);
     s.row = s.y_weight + s.ty;
-    s.out = s.row + a->ne[0];
+    s.blend = s.row + a->ne[0];
+    s.out = s.blend + a->ne[0];
     return s;
 }
 
+// out[i] = sum_k weight[i, k] * blend[index[i, k]]; Taps > 0 fixes the tap count at compile time.
+template <int Taps>
+void apply_taps(const FilterScratch & s, int64_t n) {
+    const int taps = Taps > 0 ? Taps : s.tx;
+    for (int64_t i0 = 0; i0 < n; ++i0) {
+        const int32_t * index = s.x_index + i0 * taps;
+        const float * weight = s.x_weight + i0 * taps;
+        float v = 0.0f;
+        for (int k = 0; k < taps; ++k)
+            v += weight[k] * s.blend[index[k]];
+        s.out[i0] = v;
+    }
+}
+
+// Each result row: the source rows blended along dim 1 (contiguous, vectorisable), then dim 0's taps.
 void compute_filtered_upscale(const ComputeParams & params, ggml_tensor * node, const ScaleMode & m) {
     const ggml_tensor * a = node->src[0];
     const Axis ax = axis_of(a, node, 0, m.align_corners), ay = axis_of(a, node, 1, m.align_corners);
     const FilterScratch s = filter_scratch(params, node, m);
-    const int64_t ne0 = node->ne[0];
+    const int64_t ne0 = node->ne[0], n0 = a->ne[0];
     for (int64_t i0 = 0; i0 < ne0; ++i0)
         fill_taps(m, ax, i0, s.tx, s.x_index + i0 * s.tx, s.x_weight + i0 * s.tx);
+    const auto apply = s.tx == 2 ? apply_taps<2> : s.tx == 4 ? apply_taps<4> : apply_taps<0>;
     for_each_row(params, node, [&](int64_t i1, int64_t i2, int64_t i3) {
         if (params.should_stop()) return;
         fill_taps(m, ay, i1, s.ty, s.y_index, s.y_weight);
-        std::fill_n(s.out, ne0, 0.0f);
+        std::fill_n(s.blend, n0, 0.0f);
         for (int t = 0; t < s.ty; ++t) {
             load_row(a->type,
                      row_at(a, s.y_index[t], nearest_index(a, node, 2, i2), nearest_index(a, node, 3, i3)),
-                     a->nb[0], a->ne[0], s.row);
-            for (int64_t i0 = 0; i0 < ne0; ++i0) {
-                const int32_t * index = s.x_index + i0 * s.tx;
-                const float * weight = s.x_weight + i0 * s.tx;
-                float v = 0.0f;
-                for (int k = 0; k < s.tx; ++k)
-                    v += weight[k] * s.row[index[k]];
-                s.out[i0] += s.y_weight[t] * v;
-            }
+                     a->nb[0], n0, s.row);
+            const float wy = s.y_weight[t];
+            for (int64_t j = 0; j < n0; ++j)
+                s.blend[j] += wy * s.row[j];
         }
+        apply(s, ne0);
         store_row(node->type, s.out, row_at(node, i1, i2, i3), node->nb[0], ne0);
     });
 }
 
 size_t upscale_workspace(const ggml_tensor * node, int n_threads) {
-    return scale_mode(node).base == GGML_SCALE_MODE_NEAREST
-               ? 0
-               : filter_bytes(node) * static_cast<size_t>(n_threads);
+    const size_t bytes = scale_mode(node).base == GGML_SCALE_MODE_NEAREST ? nearest_bytes(node) : filter_bytes(node);
+    return bytes * static_cast<size_t>(n_threads);
 }
 
 void compute_upscale(const ComputeParams & params, ggml_tensor * node) {
