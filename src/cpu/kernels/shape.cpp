@@ -133,10 +133,11 @@ bool supports_pad(const ggml_tensor * node) {
     return true;
 }
 
-void compute_circular_pad(const ComputeParams & params, ggml_tensor * node, const int64_t * lp) {
+// dst[i] = a[(i - shift) mod a.ne] per dimension: ROLL, and circular PAD with shift = lp.
+void gather_wrapped(const ComputeParams & params, ggml_tensor * node, const int64_t * shift) {
     const ggml_tensor * a = node->src[0];
-    if (ggml_is_empty(a)) return;  // then every padding is 0 and the result is empty too
-    const auto source = [a, lp](int k, int64_t i) { return wrap(i - lp[k], a->ne[k]); };
+    if (ggml_is_empty(a)) return;  // then the result is empty too
+    const auto source = [a, shift](int k, int64_t i) { return wrap(i - shift[k], a->ne[k]); };
     gather(params, node, [&](int64_t i1, int64_t i2, int64_t i3) {
         const char * row = row_at(a, source(1, i1), source(2, i2), source(3, i3));
         return [&, row](int64_t i0) { return row + source(0, i0) * a->nb[0]; };
@@ -149,7 +150,7 @@ void compute_pad(const ComputeParams & params, ggml_tensor * node) {
     int64_t lp[GGML_MAX_DIMS];
     for (int k = 0; k < GGML_MAX_DIMS; ++k)
         lp[k] = pad.pads[k][0];
-    if (pad.circular) return compute_circular_pad(params, node, lp);
+    if (pad.circular) return gather_wrapped(params, node, lp);
     const auto inside = [a, &lp](int k, int64_t j) { return j >= lp[k] && j - lp[k] < a->ne[k]; };
     gather(params, node, [&](int64_t i1, int64_t i2, int64_t i3) {
         const bool row_inside = inside(1, i1) && inside(2, i2) && inside(3, i3);
@@ -464,13 +465,9 @@ bool supports_roll(const ggml_tensor * node) {
 }
 
 void compute_roll(const ComputeParams & params, ggml_tensor * node) {
-    const ggml_tensor * a = node->src[0];
     const auto roll = core::params<ggml_ext_roll_params>(node);
-    const auto source = [a, &roll](int k, int64_t i) { return wrap(i - roll.shifts[k], a->ne[k]); };
-    gather(params, node, [&](int64_t i1, int64_t i2, int64_t i3) {
-        const char * row = row_at(a, source(1, i1), source(2, i2), source(3, i3));
-        return [&, row](int64_t i0) { return row + source(0, i0) * a->nb[0]; };
-    });
+    const int64_t shifts[GGML_MAX_DIMS] = {roll.shifts[0], roll.shifts[1], roll.shifts[2], roll.shifts[3]};
+    gather_wrapped(params, node, shifts);
 }
 
 // ---- ARANGE: start + i * step, in float as ggml ------------------------------------------------------
