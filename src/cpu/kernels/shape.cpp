@@ -5,7 +5,15 @@
 // Most of them copy elements without conversion (the result has the source's type): each is an index
 // map from a result element to the source element it copies, or to zero (gather). UPSCALE's
 // interpolating modes are separable filters: per result element a few (source index, weight) taps
-// along dims 0 and 1.
+// along dims 0 and 1. The row arithmetic of SOLVE_TRI and of the filters' blend along dim 1 runs on
+// Highway vectors (foreach_target + HWY_DYNAMIC_DISPATCH).
+// clang-format off
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/kernels/shape.cpp"
+#include <hwy/foreach_target.h>
+#include <hwy/highway.h>
+// clang-format on
+
 #include <ggml.h>
 
 #include <algorithm>
@@ -17,8 +25,49 @@
 #include "core/internal.h"
 #include "cpu/kernels/common.h"
 
+HWY_BEFORE_NAMESPACE();
+namespace ggx::cpu::shape_simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// y[i] += a * x[i] for i < n.
+void axpy(const float * x, float a, float * y, int64_t n) {
+    const hn::ScalableTag<float> d;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+    const auto va = hn::Set(d, a);
+    int64_t i = 0;
+    for (; i + lanes <= n; i += lanes)
+        hn::StoreU(hn::MulAdd(va, hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d, y + i);
+    for (; i < n; ++i)
+        y[i] += a * x[i];
+}
+
+// y[i] /= divisor for i < n.
+void divide(float * y, float divisor, int64_t n) {
+    const hn::ScalableTag<float> d;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+    const auto vd = hn::Set(d, divisor);
+    int64_t i = 0;
+    for (; i + lanes <= n; i += lanes)
+        hn::StoreU(hn::Div(hn::LoadU(d, y + i), vd), d, y + i);
+    for (; i < n; ++i)
+        y[i] /= divisor;
+}
+
+}  // namespace ggx::cpu::shape_simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace ggx::cpu::shape_simd {
+HWY_EXPORT(axpy);
+HWY_EXPORT(divide);
+}  // namespace ggx::cpu::shape_simd
+
 namespace ggx::cpu::kernels {
 namespace {
+
+void axpy(const float * x, float a, float * y, int64_t n) {
+    HWY_DYNAMIC_DISPATCH(shape_simd::axpy)(x, a, y, n);
+}
 
 // Fills dst row by row with elements of Size bytes. row_source(i1, i2, i3) returns a callable mapping
 // i0 to the address of the source element to copy into dst[i0, i1, i2, i3], or nullptr for zero.
@@ -347,9 +396,7 @@ void compute_filtered_upscale(const ComputeParams & params, ggml_tensor * node, 
             load_row(a->type,
                      row_at(a, s.y_index[t], nearest_index(a, node, 2, i2), nearest_index(a, node, 3, i3)),
                      a->nb[0], n0, s.row);
-            const float wy = s.y_weight[t];
-            for (int64_t j = 0; j < n0; ++j)
-                s.blend[j] += wy * s.row[j];
+            axpy(s.row, s.y_weight[t], s.blend, n0);
         }
         apply(s, ne0);
         store_row(node->type, s.out, row_at(node, i1, i2, i3), node->nb[0], ne0);
@@ -642,15 +689,10 @@ void compute_solve_tri(const ComputeParams & params, ggml_tensor * node) {
             float * x = reinterpret_cast<float *>(element_at(node, c0, i, i2, i3));
             const auto * rhs = reinterpret_cast<const float *>(element_at(b, c0, i, i2, i3));
             std::copy_n(rhs, width, x);
-            for (int64_t j = 0; j < i; ++j) {
-                const float l = coefficient(j, i, i2, i3);
-                const auto * xj = reinterpret_cast<const float *>(element_at(node, c0, j, i2, i3));
-                for (int64_t c = 0; c < width; ++c)
-                    x[c] -= l * xj[c];
-            }
-            const float diagonal = coefficient(i, i, i2, i3);
-            for (int64_t c = 0; c < width; ++c)
-                x[c] /= diagonal;
+            for (int64_t j = 0; j < i; ++j)
+                axpy(reinterpret_cast<const float *>(element_at(node, c0, j, i2, i3)),
+                     -coefficient(j, i, i2, i3), x, width);
+            HWY_DYNAMIC_DISPATCH(shape_simd::divide)(x, coefficient(i, i, i2, i3), width);
         }
     }
 }
@@ -677,3 +719,4 @@ const Kernel diag = cpu_kernel<supports_diag, nullptr, compute_diag>("cpu.diag")
 const Kernel solve_tri = cpu_kernel<supports_solve_tri, nullptr, compute_solve_tri>("cpu.solve_tri");
 
 }  // namespace ggx::cpu::kernels
+#endif  // HWY_ONCE
