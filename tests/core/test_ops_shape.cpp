@@ -102,6 +102,19 @@ TEST_F(OpsShape, InterpolateRecordsModeAndFlags) {
     EXPECT_EQ(compute_on_cpu(ctx(), ggml_interpolate(ctx(), centred, 4, 1, 1, 1, GGML_SCALE_MODE_BILINEAR),
                              {{centred, {1, 2}}}),
               (std::vector<float>{1, 1.25f, 1.75f, 2}));
+    // Bicubic, a = -0.75, half-pixel centres: the weights at distances 1/4 and 3/4 are dyadic.
+    ggml_tensor * cubic = f32(2);
+    EXPECT_EQ(compute_on_cpu(ctx(), ggml_interpolate(ctx(), cubic, 4, 1, 1, 1, GGML_SCALE_MODE_BICUBIC),
+                             {{cubic, {1, 2}}}),
+              (std::vector<float>{0.89453125f, 1.2265625f, 1.7734375f, 2.10546875f}));
+    // Antialiased halving: a triangle of half-width 2 around 1 and 3 (in source pixel units).
+    ggml_tensor * wide = f32(4);
+    const uint32_t antialias = uint32_t{GGML_SCALE_MODE_BILINEAR} | uint32_t{GGML_SCALE_FLAG_ANTIALIAS};
+    const auto halved =
+        compute_on_cpu(ctx(), ggml_interpolate(ctx(), wide, 2, 1, 1, 1, antialias), {{wide, {1, 2, 3, 4}}});
+    ASSERT_EQ(halved.size(), 2u);
+    EXPECT_NEAR(halved[0], 3.0f / 1.75f, 1e-6f);
+    EXPECT_NEAR(halved[1], 5.75f / 1.75f, 1e-6f);
 }
 
 TEST_F(OpsShape, Arange) {
@@ -124,6 +137,9 @@ TEST_F(OpsShape, Windows) {
     EXPECT_EQ(p.npx, 3);
     EXPECT_EQ(p.npy, 2);
     EXPECT_EQ(p.w, 4);
+    ggml_tensor * image = f32(1, 3, 1);  // C = 1, W = 3, H = 1 in 2 x 2 windows: two, zero-padded
+    EXPECT_EQ(compute_on_cpu(ctx(), ggml_win_part(ctx(), image, 2), {{image, {1, 2, 3}}}),
+              (std::vector<float>{1, 2, 0, 0, 3, 0, 0, 0}));
     ggml_tensor * unpart = ggml_win_unpart(ctx(), part, 10, 7, 4);
     expect_node(unpart, GGML_OP_WIN_UNPART, GGML_TYPE_F32, {8, 10, 7, 1}, {part});
     EXPECT_EQ(params_of<ggml_ext_win_unpart_params>(unpart).w, 4);
@@ -136,6 +152,10 @@ TEST_F(OpsShape, RelativePositions) {
     expect_node(ggml_get_rel_pos(ctx(), table, 4, 4), GGML_OP_GET_REL_POS, GGML_TYPE_F16, {16, 4, 4, 1},
                 {table});
     expect_error(ggml_get_rel_pos(ctx(), table, 4, 3), "ggml_get_rel_pos", "qh and kh must be equal");
+    ggml_tensor * positions = f32(1, 3);  // r[0, k, q] = a[0, 1 - k + q]
+    EXPECT_EQ(compute_on_cpu(ctx(), ggml_cast(ctx(), ggml_get_rel_pos(ctx(), positions, 2, 2), GGML_TYPE_F32),
+                             {{positions, {10, 20, 30}}}),
+              (std::vector<float>{20, 10, 30, 20}));
 
     ggml_tensor *a = f32(9, 6, 2), *pw = f32(3, 2, 3, 2), *ph = f32(3, 2, 3, 2);
     ggml_tensor * r = ggml_add_rel_pos(ctx(), a, pw, ph);
@@ -160,6 +180,11 @@ TEST_F(OpsShape, TriDiagSolveTri) {
     ggml_tensor * rows = f32(5, 1, 2);
     expect_node(ggml_diag(ctx(), rows), GGML_OP_DIAG, GGML_TYPE_F32, {5, 5, 2, 1}, {rows});
     expect_error(ggml_diag(ctx(), f32(5, 2)), "ggml_diag", "ne1 == 1");
+    ggml_tensor * square = f32(2, 2);  // rows [1 2], [3 4]
+    EXPECT_EQ(compute_on_cpu(ctx(), ggml_tri(ctx(), square, GGML_TRI_TYPE_LOWER), {{square, {1, 2, 3, 4}}}),
+              (std::vector<float>{0, 0, 3, 0}));
+    ggml_tensor * pair = f32(2);  // created after the computation above, whose buffer is gone
+    EXPECT_EQ(compute_on_cpu(ctx(), ggml_diag(ctx(), pair), {{pair, {5, 6}}}), (std::vector<float>{5, 0, 0, 6}));
 
     ggml_tensor * b = f32(2, 4, 3);
     ggml_tensor * x = ggml_solve_tri(ctx(), m, b, true, true, false);
@@ -173,6 +198,23 @@ TEST_F(OpsShape, TriDiagSolveTri) {
               (std::vector<float>{1, 2}));
     expect_error(ggml_solve_tri(ctx(), m, f32(2, 3, 3), true, true, false), "ggml_solve_tri",
                  "b must be [k, a.ne1");
+}
+
+// What the constructors accept but the CPU cannot compute is refused, never computed wrongly.
+TEST_F(OpsShape, CpuRefusesWhatItCannotCompute) {
+    ggml_tensor * quantized_rows = tensor(GGML_TYPE_Q8_0, 32, 1);
+    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), ggml_diag(ctx(), quantized_rows)));
+    ggml_tensor * a = f32(4, 4);
+    ggml_tensor * r = ggml_interpolate(ctx(), a, 8, 8, 1, 1, GGML_SCALE_MODE_BILINEAR);
+    EXPECT_TRUE(ggml_backend_supports_op(cpu_backend(), r));
+    r->op_params[0] = GGML_SCALE_MODE_COUNT;  // an unknown mode
+    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), r));
+    r->op_params[0] =
+        static_cast<int32_t>(uint32_t{GGML_SCALE_MODE_BICUBIC} | uint32_t{GGML_SCALE_FLAG_ANTIALIAS});
+    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), r));
+    ggml_tensor * tri = ggml_tri(ctx(), a, GGML_TRI_TYPE_LOWER);
+    tri->op_params[0] = 4;  // not a ggml_tri_type
+    EXPECT_FALSE(ggml_backend_supports_op(cpu_backend(), tri));
 }
 
 }  // namespace
