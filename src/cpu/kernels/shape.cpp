@@ -447,33 +447,45 @@ void compute_timestep_embedding(const ComputeParams & params, ggml_tensor * node
     }
 }
 
-// ---- REPEAT_BACK: dst[i] = sum of a over the repetitions of dst's shape (in double) ------------------
+// ---- REPEAT_BACK: dst[i] = sum of a over the repetitions of dst's shape ---------------------------------
+// Each result row sums, in double, the source rows that repeat it, read whole and in order.
 
 bool supports_repeat_back(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     return same_type(node, a) && is_float(a->type) && ggml_can_repeat(node, a);
 }
 
+size_t repeat_back_bytes(const ggml_tensor * node) {
+    return per_thread(sizeof(double) * static_cast<size_t>(node->ne[0]) +
+                      sizeof(float) * static_cast<size_t>(node->src[0]->ne[0]));
+}
+
+size_t repeat_back_workspace(const ggml_tensor * node, int n_threads) {
+    return repeat_back_bytes(node) * static_cast<size_t>(n_threads);
+}
+
 void compute_repeat_back(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     if (ggml_is_empty(node)) return;
-    int64_t reps[GGML_MAX_DIMS];
-    for (int k = 0; k < GGML_MAX_DIMS; ++k)
-        reps[k] = a->ne[k] / node->ne[k];
-    const auto * n = node->ne;
+    const int64_t * n = node->ne;
+    const int64_t reps1 = a->ne[1] / n[1], reps2 = a->ne[2] / n[2], reps3 = a->ne[3] / n[3];
+    auto * sum = reinterpret_cast<double *>(thread_workspace(params, repeat_back_bytes(node)));
+    float * row = reinterpret_cast<float *>(sum + n[0]);
     for_each_row(params, node, [&](int64_t i1, int64_t i2, int64_t i3) {
         if (params.should_stop()) return;
+        std::fill_n(sum, n[0], 0.0);
+        for (int64_t r3 = 0; r3 < reps3; ++r3)
+            for (int64_t r2 = 0; r2 < reps2; ++r2)
+                for (int64_t r1 = 0; r1 < reps1; ++r1) {
+                    load_row(a->type, row_at(a, i1 + r1 * n[1], i2 + r2 * n[2], i3 + r3 * n[3]), a->nb[0],
+                             a->ne[0], row);
+                    for (int64_t r0 = 0; r0 < a->ne[0]; r0 += n[0])
+                        for (int64_t i0 = 0; i0 < n[0]; ++i0)
+                            sum[i0] += row[r0 + i0];
+                }
         char * out = row_at(node, i1, i2, i3);
-        for (int64_t i0 = 0; i0 < n[0]; ++i0) {
-            double sum = 0.0;
-            for (int64_t r3 = 0; r3 < reps[3]; ++r3)
-                for (int64_t r2 = 0; r2 < reps[2]; ++r2)
-                    for (int64_t r1 = 0; r1 < reps[1]; ++r1)
-                        for (int64_t r0 = 0; r0 < reps[0]; ++r0)
-                            sum += load_float(a->type, element_at(a, i0 + r0 * n[0], i1 + r1 * n[1],
-                                                                  i2 + r2 * n[2], i3 + r3 * n[3]));
-            store_float(node->type, out + i0 * node->nb[0], static_cast<float>(sum));
-        }
+        for (int64_t i0 = 0; i0 < n[0]; ++i0)
+            store_float(node->type, out + i0 * node->nb[0], static_cast<float>(sum[i0]));
     });
 }
 
@@ -705,7 +717,8 @@ const Kernel pad = cpu_kernel<supports_pad, nullptr, compute_pad>("cpu.pad");
 const Kernel upscale = cpu_kernel<supports_upscale, upscale_workspace, compute_upscale>("cpu.upscale");
 const Kernel timestep_embedding =
     cpu_kernel<supports_timestep_embedding, nullptr, compute_timestep_embedding>("cpu.timestep_embedding");
-const Kernel repeat_back = cpu_kernel<supports_repeat_back, nullptr, compute_repeat_back>("cpu.repeat_back");
+const Kernel repeat_back =
+    cpu_kernel<supports_repeat_back, repeat_back_workspace, compute_repeat_back>("cpu.repeat_back");
 const Kernel pad_reflect_1d =
     cpu_kernel<supports_pad_reflect_1d, nullptr, compute_pad_reflect_1d>("cpu.pad_reflect_1d");
 const Kernel roll = cpu_kernel<supports_roll, nullptr, compute_roll>("cpu.roll");
