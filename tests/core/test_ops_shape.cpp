@@ -184,7 +184,8 @@ TEST_F(OpsShape, TriDiagSolveTri) {
     EXPECT_EQ(compute_on_cpu(ctx(), ggml_tri(ctx(), square, GGML_TRI_TYPE_LOWER), {{square, {1, 2, 3, 4}}}),
               (std::vector<float>{0, 0, 3, 0}));
     ggml_tensor * pair = f32(2);  // created after the computation above, whose buffer is gone
-    EXPECT_EQ(compute_on_cpu(ctx(), ggml_diag(ctx(), pair), {{pair, {5, 6}}}), (std::vector<float>{5, 0, 0, 6}));
+    EXPECT_EQ(compute_on_cpu(ctx(), ggml_diag(ctx(), pair), {{pair, {5, 6}}}),
+              (std::vector<float>{5, 0, 0, 6}));
 
     ggml_tensor * b = f32(2, 4, 3);
     ggml_tensor * x = ggml_solve_tri(ctx(), m, b, true, true, false);

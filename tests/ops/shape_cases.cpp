@@ -14,7 +14,21 @@ constexpr ggml_type kFloatAndI32[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF
 // The layouts with dense rows (constructors that require nb0 = the type size).
 constexpr Layout kDenseRowLayouts[] = {Layout::Contiguous, Layout::Strided};
 
-Gen gen_for(ggml_type type) { return type == GGML_TYPE_I32 ? Gen::integer(-1000, 1000) : Gen{}; }
+// The types ROLL and DIAG copy: every unquantized type of 1, 2 or 4 bytes.
+constexpr ggml_type kCopiedTypes[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16,
+                                      GGML_TYPE_I8,  GGML_TYPE_I16, GGML_TYPE_I32};
+
+Gen gen_for(ggml_type type) {
+    switch (type) {
+        case GGML_TYPE_I8:
+            return Gen::integer(-100, 100);
+        case GGML_TYPE_I16:
+        case GGML_TYPE_I32:
+            return Gen::integer(-1000, 1000);
+        default:
+            return Gen{};
+    }
+}
 
 void add_repeat_cases(CaseList & list) {
     const std::pair<Shape, Shape> tilings[] = {{{1, 1, 1, 1}, {5, 3, 2, 1}}, {{3, 1, 1, 1}, {9, 2, 1, 1}},
@@ -127,7 +141,7 @@ void add_pad_reflect_cases(CaseList & list) {
 void add_roll_cases(CaseList & list) {
     const std::array<int, 4> shifts[] = {
         {1, 0, 0, 0}, {-2, 1, 0, 0}, {4, -2, 1, 1}, {0, 0, -1, 0}, {0, 0, 0, 0}};
-    for (ggml_type type : kFloatAndI32) {
+    for (ggml_type type : kCopiedTypes) {
         for (const Shape & ne : {Shape{5, 3, 2, 2}, Shape{17, 4, 1, 1}}) {
             for (const auto & s : shifts) {
                 if (std::abs(s[2]) >= ne[2] || std::abs(s[3]) >= ne[3]) continue;
@@ -303,7 +317,7 @@ void add_triangle_cases(CaseList & list) {
             }
         }
     }
-    for (ggml_type type : kFloatAndI32) {
+    for (ggml_type type : kCopiedTypes) {
         for (const Shape & ne : {Shape{5, 1, 3, 2}, Shape{1, 1, 1, 1}, Shape{0, 1, 2, 1}}) {
             for (Layout layout : kAllLayouts) {
                 list.add(GGML_OP_DIAG, str(type) + " " + str(ne) + " " + layout_name(layout), [=](Graph & g) {

@@ -87,7 +87,7 @@ void gather_sized(const ComputeParams & params, ggml_tensor * dst, RowSource && 
     });
 }
 
-// gather_sized for dst's element size (an unquantized type: 1, 2, 4 or 8 bytes).
+// gather_sized for dst's element size (a gatherable type: 1, 2 or 4 bytes).
 template <class RowSource>
 void gather(const ComputeParams & params, ggml_tensor * dst, RowSource && row_source) {
     switch (ggml_type_size(dst->type)) {
@@ -95,18 +95,16 @@ void gather(const ComputeParams & params, ggml_tensor * dst, RowSource && row_so
             return gather_sized<1>(params, dst, row_source);
         case 2:
             return gather_sized<2>(params, dst, row_source);
-        case 4:
-            return gather_sized<4>(params, dst, row_source);
         default:
-            return gather_sized<8>(params, dst, row_source);
+            return gather_sized<4>(params, dst, row_source);
     }
 }
 
-// Types gather copies: unquantized, one element per type size.
+// Types the copying ops take beyond the float ones: the unquantized types of 1, 2 and 4 bytes (F32,
+// F16, BF16, I8, I16, I32), the ones the oracle checks.
 bool gatherable(ggml_type type) {
     const size_t size = ggml_type_size(type);
-    return !ggml_is_quantized(type) && ggml_blck_size(type) == 1 &&
-           (size == 1 || size == 2 || size == 4 || size == 8);
+    return !ggml_is_quantized(type) && ggml_blck_size(type) == 1 && (size == 1 || size == 2 || size == 4);
 }
 
 // i mod n in 0..n-1 for any sign of i (n > 0).
@@ -242,7 +240,9 @@ int64_t nearest_index(const ggml_tensor * a, const ggml_tensor * node, int k, in
 
 // The byte offsets of the source elements along dim 0 come from a per-thread table (one division per
 // column, not per element).
-size_t nearest_bytes(const ggml_tensor * node) { return per_thread(sizeof(size_t) * static_cast<size_t>(node->ne[0])); }
+size_t nearest_bytes(const ggml_tensor * node) {
+    return per_thread(sizeof(size_t) * static_cast<size_t>(node->ne[0]));
+}
 
 void compute_nearest_upscale(const ComputeParams & params, ggml_tensor * node, bool align_corners) {
     const ggml_tensor * a = node->src[0];
@@ -404,7 +404,8 @@ void compute_filtered_upscale(const ComputeParams & params, ggml_tensor * node, 
 }
 
 size_t upscale_workspace(const ggml_tensor * node, int n_threads) {
-    const size_t bytes = scale_mode(node).base == GGML_SCALE_MODE_NEAREST ? nearest_bytes(node) : filter_bytes(node);
+    const size_t bytes =
+        scale_mode(node).base == GGML_SCALE_MODE_NEAREST ? nearest_bytes(node) : filter_bytes(node);
     return bytes * static_cast<size_t>(n_threads);
 }
 
