@@ -516,8 +516,8 @@ enum ggml_op_pool {
     GGML_OP_POOL_COUNT,
 };
 
-/* Resampling of ggml_upscale / ggml_interpolate; ggx implements NEAREST. A mode may be combined
- * (bitwise or) with ggml_scale_flag values. */
+/* Resampling of ggml_upscale / ggml_interpolate. A mode may be combined (bitwise or) with
+ * ggml_scale_flag values (ANTIALIAS only with BILINEAR). */
 enum ggml_scale_mode {
     GGML_SCALE_MODE_NEAREST = 0,
     GGML_SCALE_MODE_BILINEAR = 1,
@@ -923,7 +923,7 @@ struct ggml_tensor * ggml_repeat(struct ggml_context * ctx, struct ggml_tensor *
 /* Tile a to the shape ne0..ne3 (each a multiple of a's; op REPEAT). */
 struct ggml_tensor * ggml_repeat_4d(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
                                     int64_t ne2, int64_t ne3);
-/* Sum the repetitions of b's shape in a into b's shape (op REPEAT_BACK; no kernel yet). */
+/* Sum the repetitions of b's shape in a into b's shape (op REPEAT_BACK). */
 struct ggml_tensor * ggml_repeat_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 /* Concatenate along dim (0..3); all other dimensions and the types must match. */
 struct ggml_tensor * ggml_concat(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
@@ -934,21 +934,21 @@ struct ggml_tensor * ggml_pad_ext(struct ggml_context * ctx, struct ggml_tensor 
 /* Zero padding after each dimension. */
 struct ggml_tensor * ggml_pad(struct ggml_context * ctx, struct ggml_tensor * a, int p0, int p1, int p2,
                               int p3);
-/* Circular padding (values from the other end, paddings <= ne; op PAD; no kernel yet). */
+/* Circular padding (values from the other end, paddings <= ne; op PAD). */
 struct ggml_tensor * ggml_pad_circular(struct ggml_context * ctx, struct ggml_tensor * a, int p0, int p1, int p2,
                                        int p3);
 struct ggml_tensor * ggml_pad_ext_circular(struct ggml_context * ctx, struct ggml_tensor * a, int lp0, int rp0,
                                            int lp1, int rp1, int lp2, int rp2, int lp3, int rp3);
-/* Reflection padding of each row: [a b c d] with 1, 1 -> [b a b c d c]; p0, p1 < ne0 (no kernel yet). */
+/* Reflection padding of each row: [a b c d] with 1, 1 -> [b a b c d c]; p0, p1 < ne0. */
 struct ggml_tensor * ggml_pad_reflect_1d(struct ggml_context * ctx, struct ggml_tensor * a, int p0, int p1);
-/* Move elements by shift_i along dimension i, wrapping around; |shift_i| < ne_i (no kernel yet). */
+/* Move elements by shift_i along dimension i, wrapping around; |shift_i| < ne_i. */
 struct ggml_tensor * ggml_roll(struct ggml_context * ctx, struct ggml_tensor * a, int shift0, int shift1,
                                int shift2, int shift3);
-/* Resize dims 0..3 to ne0..ne3 (F32); nearest: src index = floor(dst index * src_ne / dst_ne). */
+/* Resize dims 0..3 to ne0..ne3 as ggml_interpolate (nearest: src index = floor(i * src_ne / dst_ne)). */
 struct ggml_tensor * ggml_upscale_ext(struct ggml_context * ctx, struct ggml_tensor * a, int ne0, int ne1,
                                       int ne2, int ne3, enum ggml_scale_mode mode);
-/* Resample to ne0..ne3 (op UPSCALE); mode is a ggml_scale_mode or-ed with ggml_scale_flag values. Only
- * NEAREST without flags has kernels. */
+/* Resample to ne0..ne3 (op UPSCALE); mode is a ggml_scale_mode or-ed with ggml_scale_flag values.
+ * Dims 0, 1 are interpolated, dims 2, 3 take the nearest element (docs/ops.md has the formulas). */
 struct ggml_tensor * ggml_interpolate(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
                                       int64_t ne2, int64_t ne3, uint32_t mode);
 /* Multiply ne0 and ne1 by scale_factor (>= 1). */
@@ -1325,26 +1325,25 @@ struct ggml_tensor * ggml_pool_2d_back(struct ggml_context * ctx, struct ggml_te
  * f_j = exp(-ln(max_period) * j / half), row = [cos(t f_0..), sin(t f_0..)] (+ one 0 if dim odd). */
 struct ggml_tensor * ggml_timestep_embedding(struct ggml_context * ctx, struct ggml_tensor * timesteps,
                                              int dim, int max_period);
-/* F32 [ceil((stop - start) / step)]: start, start + step, ...; stop > start, step > 0 (no kernel yet). */
+/* F32 [ceil((stop - start) / step)]: start, start + step, ...; stop > start, step > 0. */
 struct ggml_tensor * ggml_arange(struct ggml_context * ctx, float start, float stop, float step);
 /* Windows of w x w over dims 1, 2 of a [C, W, H, 1] (F32), zero-padded: [C, w, w, npx * npy]; unpart
- * reverses it to [C, w0, h0, 1] (ops WIN_PART, WIN_UNPART; no kernels yet). */
+ * reverses it to [C, w0, h0, 1] (ops WIN_PART, WIN_UNPART). */
 struct ggml_tensor * ggml_win_part(struct ggml_context * ctx, struct ggml_tensor * a, int w);
 struct ggml_tensor * ggml_win_unpart(struct ggml_context * ctx, struct ggml_tensor * a, int w0, int h0, int w);
-/* Relative position table of a [C, 2 kh - 1] for qh == kh: F16 [C, kh, qh] (no kernel yet). */
+/* Relative position table of a [C, 2 kh - 1] for qh == kh: F16 [C, kh, qh] = a[c, kh - 1 - k + q]. */
 struct ggml_tensor * ggml_get_rel_pos(struct ggml_context * ctx, struct ggml_tensor * a, int qh, int kh);
-/* a [W*W, H*W, B] plus the decomposed relative positions pw, ph [W, H, W, B] (F32, contiguous; no kernel
- * yet). */
+/* a [W*W, H*W, B] plus the decomposed relative positions pw, ph [W, H, W, B] (F32, contiguous). */
 struct ggml_tensor * ggml_add_rel_pos(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * pw,
                                       struct ggml_tensor * ph);
 struct ggml_tensor * ggml_add_rel_pos_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
                                               struct ggml_tensor * pw, struct ggml_tensor * ph);
-/* The triangle type of each square matrix of a (F32), zeros elsewhere (no kernel yet). */
+/* The triangle type of each square matrix of a (F32), zeros elsewhere. */
 struct ggml_tensor * ggml_tri(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_tri_type type);
-/* Diagonal matrices [ne0, ne0, ne2, ne3] from the rows of a (ne1 == 1; no kernel yet). */
+/* Diagonal matrices [ne0, ne0, ne2, ne3] from the rows of a (ne1 == 1). */
 struct ggml_tensor * ggml_diag(struct ggml_context * ctx, struct ggml_tensor * a);
 /* x with a x = b for lower-triangular a [n, n, B2, B3] and b [k, n, B2, B3] (F32, contiguous): F32 of b's
- * shape. Only left = true, lower = true, uni = false is defined (no kernel yet). */
+ * shape. Only left = true, lower = true, uni = false is defined. */
 struct ggml_tensor * ggml_solve_tri(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                     bool left, bool lower, bool uni);
 

@@ -1131,8 +1131,8 @@ std::vector<RejectCase> reject_cases() {
                 return ggml_upscale_ext(ctx, in(ctx, ops, F32, 5, 3), 5, 3, 1, -1, GGML_SCALE_MODE_NEAREST);),
             REJECT("upscale_factor_zero", NAMES("ggml_upscale"),
                    return ggml_upscale(ctx, in(ctx, ops, F32, 5, 3), 0, GGML_SCALE_MODE_NEAREST);),
-            REJECT("upscale_f16", NAMES("ggml_upscale"),
-                   return ggml_upscale(ctx, in(ctx, ops, F16, 5, 3), 2, GGML_SCALE_MODE_NEAREST);),
+            REJECT("upscale_i32", NAMES("ggml_upscale"),
+                   return ggml_upscale(ctx, in(ctx, ops, I32, 5, 3), 2, GGML_SCALE_MODE_NEAREST);),
             // --- normalisation
             REJECT("norm_negative_eps", NAMES("ggml_norm"),
                    return ggml_norm(ctx, in(ctx, ops, F32, 5, 3), -1e-5f);),

@@ -792,7 +792,7 @@ TEST_F(CpuSupports, RejectsOtherTypeCombinations) {
         node(GGML_OP_REPEAT, GGML_TYPE_Q8_0, ne, {q8}),                  // quantized repeat
         node(GGML_OP_CONCAT, GGML_TYPE_F32, {64, 2, 1, 1}, {f32, f16}),  // mixed types
         node(GGML_OP_PAD, GGML_TYPE_I32, ne, {i32}),                     // pad takes floats only
-        node(GGML_OP_UPSCALE, GGML_TYPE_F16, ne, {f16}),                 // upscale takes F32 only
+        node(GGML_OP_UPSCALE, GGML_TYPE_I32, ne, {i32}),                 // upscale takes floats only
         node(GGML_OP_TIMESTEP_EMBEDDING, GGML_TYPE_F16, {4, 32, 1, 1}, {f16}),
         node(GGML_OP_ACC, GGML_TYPE_F16, ne, {f16, f16}),                  // acc takes F32 only
         node(GGML_OP_SET, GGML_TYPE_Q8_0, ne, {q8, q8}),                   // quantized set

@@ -1,5 +1,9 @@
-// ggx-ops case table: shape ops (REPEAT, CONCAT, PAD, UPSCALE) and TIMESTEP_EMBEDDING, over their
-// dtypes, odd and zero-size shapes and every input layout.
+// ggx-ops case table: the shape family (REPEAT(_BACK), CONCAT, PAD, PAD_REFLECT_1D, ROLL, UPSCALE, ARANGE,
+// TIMESTEP_EMBEDDING, WIN_PART/UNPART, GET_REL_POS, ADD_REL_POS, TRI, DIAG, SOLVE_TRI), over their dtypes,
+// modes, odd and zero-size shapes and every input layout their constructors accept.
+#include <cstdlib>
+#include <tuple>
+
 #include "ggx-ops/case.h"
 
 namespace ggx::ops {
@@ -7,8 +11,24 @@ namespace ggx::ops {
 namespace {
 
 constexpr ggml_type kFloatAndI32[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_I32};
+// The layouts with dense rows (constructors that require nb0 = the type size).
+constexpr Layout kDenseRowLayouts[] = {Layout::Contiguous, Layout::Strided};
 
-Gen gen_for(ggml_type type) { return type == GGML_TYPE_I32 ? Gen::integer(-1000, 1000) : Gen{}; }
+// The types ROLL and DIAG copy: every unquantized type of 1, 2 or 4 bytes.
+constexpr ggml_type kCopiedTypes[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16,
+                                      GGML_TYPE_I8,  GGML_TYPE_I16, GGML_TYPE_I32};
+
+Gen gen_for(ggml_type type) {
+    switch (type) {
+        case GGML_TYPE_I8:
+            return Gen::integer(-100, 100);
+        case GGML_TYPE_I16:
+        case GGML_TYPE_I32:
+            return Gen::integer(-1000, 1000);
+        default:
+            return Gen{};
+    }
+}
 
 void add_repeat_cases(CaseList & list) {
     const std::pair<Shape, Shape> tilings[] = {{{1, 1, 1, 1}, {5, 3, 2, 1}}, {{3, 1, 1, 1}, {9, 2, 1, 1}},
@@ -79,6 +99,88 @@ void add_pad_cases(CaseList & list) {
     }
 }
 
+void add_circular_pad_cases(CaseList & list) {
+    using Pads = std::array<int, 8>;  // lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3; each <= ne
+    const Pads pads[] = {{1, 2, 0, 0, 0, 0, 0, 0},
+                         {3, 3, 1, 2, 0, 0, 0, 0},
+                         {0, 1, 3, 0, 2, 1, 1, 0},
+                         {0, 0, 0, 0, 0, 0, 0, 0}};
+    for (ggml_type type : kFloatTypes) {
+        for (const Pads & p : pads) {
+            for (Layout layout : kAllLayouts) {
+                const Shape ne = {5, 3, 2, 1};
+                const std::string detail =
+                    "circular " + str(type) + " " + str(ne) +
+                    format(" pads %d %d %d %d %d %d %d %d ", p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
+                list.add(GGML_OP_PAD, detail + layout_name(layout), [=](Graph & g) {
+                    ggml_tensor * a = g.input(type, ne, layout);
+                    return ggml_pad_ext_circular(g.ctx(), a, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
+                });
+            }
+        }
+        list.add(GGML_OP_PAD, "circular plain " + str(type) + " [4,3,2,1] pads 4 1 2 0", [=](Graph & g) {
+            return ggml_pad_circular(g.ctx(), g.input(type, {4, 3, 2, 1}), 4, 1, 2, 0);
+        });
+        list.add(GGML_OP_PAD, "circular " + str(type) + " empty [0,3,1,1]", [=](Graph & g) {
+            return ggml_pad_circular(g.ctx(), g.input(type, {0, 3, 1, 1}), 0, 2, 0, 0);
+        });
+    }
+}
+
+void add_pad_reflect_cases(CaseList & list) {
+    for (const Shape & ne : {Shape{5, 3, 1, 1}, Shape{16, 2, 3, 2}, Shape{1, 4, 1, 1}, Shape{9, 0, 1, 1}}) {
+        for (auto [p0, p1] : {std::pair{1, 1}, {2, 0}, {0, 3}, {4, 4}, {0, 0}, {8, 1}}) {
+            if (p0 >= ne[0] || p1 >= ne[0]) continue;
+            list.add(GGML_OP_PAD_REFLECT_1D, str(ne) + format(" p %d %d", p0, p1), [=](Graph & g) {
+                return ggml_pad_reflect_1d(g.ctx(), g.input(GGML_TYPE_F32, ne), p0, p1);
+            });
+        }
+    }
+}
+
+void add_roll_cases(CaseList & list) {
+    const std::array<int, 4> shifts[] = {
+        {1, 0, 0, 0}, {-2, 1, 0, 0}, {4, -2, 1, 1}, {0, 0, -1, 0}, {0, 0, 0, 0}};
+    for (ggml_type type : kCopiedTypes) {
+        for (const Shape & ne : {Shape{5, 3, 2, 2}, Shape{17, 4, 1, 1}}) {
+            for (const auto & s : shifts) {
+                if (std::abs(s[2]) >= ne[2] || std::abs(s[3]) >= ne[3]) continue;
+                for (Layout layout : kDenseRowLayouts) {
+                    list.add(GGML_OP_ROLL,
+                             str(type) + " " + str(ne) +
+                                 format(" shift %d %d %d %d ", s[0], s[1], s[2], s[3]) + layout_name(layout),
+                             [=](Graph & g) {
+                                 ggml_tensor * a = g.input(type, ne, layout, gen_for(type));
+                                 return ggml_roll(g.ctx(), a, s[0], s[1], s[2], s[3]);
+                             });
+                }
+            }
+        }
+        list.add(GGML_OP_ROLL, str(type) + " empty [3,0,2,1]", [=](Graph & g) {
+            return ggml_roll(g.ctx(), g.input(type, {3, 0, 2, 1}, Layout::Contiguous, gen_for(type)), 2, 0, 1,
+                             0);
+        });
+    }
+}
+
+void add_repeat_back_cases(CaseList & list) {
+    const std::pair<Shape, Shape> sums[] = {{{5, 3, 2, 1}, {1, 1, 1, 1}}, {{9, 2, 1, 1}, {3, 1, 1, 1}},
+                                            {{7, 6, 2, 2}, {7, 3, 1, 1}}, {{4, 3, 4, 1}, {1, 3, 2, 1}},
+                                            {{5, 2, 3, 2}, {5, 2, 3, 2}}, {{4, 0, 2, 1}, {2, 0, 1, 1}}};
+    for (ggml_type type : kFloatTypes) {
+        for (const auto & [from, to] : sums) {
+            for (Layout layout : kAllLayouts) {
+                list.add(GGML_OP_REPEAT_BACK,
+                         str(type) + " " + str(from) + "->" + str(to) + " " + layout_name(layout),
+                         [=, a_ne = from, b_ne = to](Graph & g) {
+                             ggml_tensor * a = g.input(type, a_ne, layout);
+                             return ggml_repeat_back(g.ctx(), a, g.input(type, b_ne));
+                         });
+            }
+        }
+    }
+}
+
 void add_upscale_cases(CaseList & list) {
     const Shape targets[] = {{10, 6, 2, 1}, {7, 4, 3, 2}, {3, 2, 1, 1}, {5, 3, 2, 1}, {11, 3, 4, 1}};
     for (const Shape & ne : {Shape{5, 3, 2, 1}, Shape{4, 1, 1, 2}}) {
@@ -97,6 +199,153 @@ void add_upscale_cases(CaseList & list) {
                 });
             }
         }
+    }
+}
+
+// ggml_interpolate's filtering modes and flags over float types, growing, shrinking and unit dims.
+void add_interpolate_cases(CaseList & list) {
+    constexpr uint32_t nearest = GGML_SCALE_MODE_NEAREST, bilinear = GGML_SCALE_MODE_BILINEAR,
+                       bicubic = GGML_SCALE_MODE_BICUBIC, align = GGML_SCALE_FLAG_ALIGN_CORNERS,
+                       antialias = GGML_SCALE_FLAG_ANTIALIAS;
+    const std::pair<uint32_t, const char *> modes[] = {
+        {nearest | align, "nearest-align"},
+        {bilinear, "bilinear"},
+        {bilinear | align, "bilinear-align"},
+        {bilinear | antialias, "bilinear-antialias"},
+        {bilinear | antialias | align, "bilinear-antialias-align"},
+        {bicubic, "bicubic"},
+        {bicubic | align, "bicubic-align"}};
+    const std::pair<Shape, Shape> resizes[] = {{{5, 3, 2, 1}, {10, 6, 2, 1}}, {{5, 3, 2, 1}, {7, 4, 3, 2}},
+                                               {{9, 8, 1, 1}, {4, 3, 1, 1}},  {{16, 5, 1, 1}, {5, 9, 1, 1}},
+                                               {{1, 4, 2, 1}, {3, 1, 2, 1}},  {{6, 6, 2, 1}, {6, 6, 1, 1}}};
+    for (const auto & [mode, name] : modes) {
+        for (ggml_type type : kFloatTypes) {
+            for (const auto & [from, to] : resizes) {
+                for (Layout layout : kAllLayouts) {
+                    if (type != GGML_TYPE_F32 && layout != Layout::Contiguous && layout != Layout::Permuted)
+                        continue;
+                    list.add(GGML_OP_UPSCALE,
+                             std::string(name) + " " + str(type) + " " + str(from) + "->" + str(to) + " " +
+                                 layout_name(layout),
+                             [=, a_ne = from, ne = to, m = mode](Graph & g) {
+                                 ggml_tensor * a = g.input(type, a_ne, layout);
+                                 return ggml_interpolate(g.ctx(), a, ne[0], ne[1], ne[2], ne[3], m);
+                             });
+                }
+            }
+        }
+    }
+    for (auto mode : {GGML_SCALE_MODE_BILINEAR, GGML_SCALE_MODE_BICUBIC}) {
+        list.add(GGML_OP_UPSCALE, format("ext mode %d x2 f32 [6,4,3,1]", mode), [=](Graph & g) {
+            return ggml_upscale(g.ctx(), g.input(GGML_TYPE_F32, {6, 4, 3, 1}), 2, mode);
+        });
+    }
+}
+
+// A VAE decoder's 2x upsampling of a 512-channel 64x64 feature map.
+void add_upscale_perf_cases(CaseList & list) {
+    for (auto [mode, name] :
+         {std::pair{GGML_SCALE_MODE_NEAREST, "nearest"}, {GGML_SCALE_MODE_BILINEAR, "bilinear"}}) {
+        list.add_perf(GGML_OP_UPSCALE, std::string("perf ") + name + " x2 f32 [64,64,512,1]", 0.0,
+                      [=](Graph & g) {
+                          return ggml_upscale(g.ctx(), g.input(GGML_TYPE_F32, {64, 64, 512, 1}), 2, mode);
+                      });
+    }
+}
+
+void add_arange_cases(CaseList & list) {
+    for (auto [start, stop, step] :
+         {std::tuple{0.0f, 10.0f, 1.0f}, {-3.5f, 4.0f, 0.25f}, {1.0f, 2.0f, 3.0f}, {0.0f, 1000.0f, 0.1f}}) {
+        list.add(GGML_OP_ARANGE, "from " + str(start) + " to " + str(stop) + " by " + str(step),
+                 [=](Graph & g) { return ggml_arange(g.ctx(), start, stop, step); });
+    }
+}
+
+void add_window_cases(CaseList & list) {
+    for (const Shape & ne : {Shape{8, 10, 7, 1}, Shape{3, 4, 4, 1}, Shape{5, 1, 6, 1}}) {
+        for (int w : {4, 3, 1}) {
+            for (Layout layout : kAllLayouts) {
+                const std::string detail = str(ne) + format(" w %d ", w) + layout_name(layout);
+                list.add(GGML_OP_WIN_PART, detail, [=](Graph & g) {
+                    return ggml_win_part(g.ctx(), g.input(GGML_TYPE_F32, ne, layout), w);
+                });
+                const int64_t windows = (ne[1] + w - 1) / w * ((ne[2] + w - 1) / w);
+                list.add(GGML_OP_WIN_UNPART, detail, [=](Graph & g) {
+                    ggml_tensor * a = g.input(GGML_TYPE_F32, {ne[0], w, w, windows}, layout);
+                    return ggml_win_unpart(g.ctx(), a, static_cast<int>(ne[1]), static_cast<int>(ne[2]), w);
+                });
+            }
+        }
+    }
+}
+
+void add_rel_pos_cases(CaseList & list) {
+    for (ggml_type type : kFloatTypes) {
+        for (int kh : {1, 4, 7}) {
+            for (Layout layout : kAllLayouts) {
+                list.add(GGML_OP_GET_REL_POS, str(type) + format(" C 6 kh %d ", kh) + layout_name(layout),
+                         [=](Graph & g) {
+                             ggml_tensor * a = g.input(type, {6, 2 * kh - 1, 1, 1}, layout);
+                             return ggml_get_rel_pos(g.ctx(), a, kh, kh);
+                         });
+            }
+        }
+    }
+    for (auto [w, h, b] : {std::tuple{3, 2, 2}, {4, 4, 1}, {1, 3, 3}, {5, 1, 2}}) {
+        for (bool inplace : {false, true}) {
+            list.add(GGML_OP_ADD_REL_POS, format("W %d H %d B %d%s", w, h, b, inplace ? " inplace" : ""),
+                     [=](Graph & g) {
+                         ggml_tensor * a = g.input(GGML_TYPE_F32, {w * w, h * w, b, 1});
+                         ggml_tensor * pw = g.input(GGML_TYPE_F32, {w, h, w, b});
+                         ggml_tensor * ph = g.input(GGML_TYPE_F32, {w, h, w, b});
+                         return inplace ? ggml_add_rel_pos_inplace(g.ctx(), a, pw, ph)
+                                        : ggml_add_rel_pos(g.ctx(), a, pw, ph);
+                     });
+        }
+    }
+}
+
+void add_triangle_cases(CaseList & list) {
+    for (auto type :
+         {GGML_TRI_TYPE_UPPER_DIAG, GGML_TRI_TYPE_UPPER, GGML_TRI_TYPE_LOWER_DIAG, GGML_TRI_TYPE_LOWER}) {
+        for (const Shape & ne :
+             {Shape{5, 5, 3, 2}, Shape{1, 1, 1, 1}, Shape{16, 16, 1, 1}, Shape{0, 0, 2, 1}}) {
+            for (Layout layout : kAllLayouts) {
+                list.add(
+                    GGML_OP_TRI, format("type %d ", type) + str(ne) + " " + layout_name(layout),
+                    [=](Graph & g) { return ggml_tri(g.ctx(), g.input(GGML_TYPE_F32, ne, layout), type); });
+            }
+        }
+    }
+    for (ggml_type type : kCopiedTypes) {
+        for (const Shape & ne : {Shape{5, 1, 3, 2}, Shape{1, 1, 1, 1}, Shape{0, 1, 2, 1}}) {
+            for (Layout layout : kAllLayouts) {
+                list.add(GGML_OP_DIAG, str(type) + " " + str(ne) + " " + layout_name(layout), [=](Graph & g) {
+                    return ggml_diag(g.ctx(), g.input(type, ne, layout, gen_for(type)));
+                });
+            }
+        }
+    }
+}
+
+// a = a random lower part (the kernel reads only it) plus a diagonal in [1, 2], well conditioned.
+void add_solve_tri_cases(CaseList & list) {
+    for (auto [n, k, b2, b3] : {std::tuple{4, 2, 3, 1},
+                                {1, 1, 1, 1},
+                                {17, 5, 2, 2},
+                                {64, 64, 1, 1},
+                                {8, 131, 2, 1},
+                                {32, 1, 4, 1},
+                                {3, 0, 1, 1}}) {
+        list.add(GGML_OP_SOLVE_TRI, format("n %d k %d batch %d,%d", n, k, b2, b3), [=](Graph & g) {
+            const double spread = 0.5 / n;
+            ggml_tensor * lower =
+                g.input(GGML_TYPE_F32, {n, n, b2, b3}, Layout::Contiguous, Gen::uniform(-spread, spread));
+            ggml_tensor * diagonal =
+                g.input(GGML_TYPE_F32, {n, 1, b2, b3}, Layout::Contiguous, Gen::uniform(1, 2));
+            ggml_tensor * a = ggml_add(g.ctx(), lower, ggml_diag(g.ctx(), diagonal));
+            return ggml_solve_tri(g.ctx(), a, g.input(GGML_TYPE_F32, {k, n, b2, b3}), true, true, false);
+        });
     }
 }
 
@@ -125,8 +374,19 @@ void add_shape_cases(CaseList & list) {
     add_repeat_cases(list);
     add_concat_cases(list);
     add_pad_cases(list);
+    add_circular_pad_cases(list);
+    add_pad_reflect_cases(list);
+    add_roll_cases(list);
+    add_repeat_back_cases(list);
     add_upscale_cases(list);
+    add_interpolate_cases(list);
+    add_upscale_perf_cases(list);
+    add_arange_cases(list);
     add_timestep_cases(list);
+    add_window_cases(list);
+    add_rel_pos_cases(list);
+    add_triangle_cases(list);
+    add_solve_tri_cases(list);
 }
 
 }  // namespace ggx::ops

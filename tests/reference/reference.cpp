@@ -712,7 +712,7 @@ Output k_concat(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
-// PAD: zeros before (lp) and after (rp) each dimension.
+// PAD: zeros (circular: the values from the other end) before (lp) and after (rp) each dimension.
 Output k_pad(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0);
     const auto pad = params_of<ggml_ext_pad_params>(d);
@@ -721,31 +721,232 @@ Output k_pad(const ggml_tensor * d, const Inputs & in) {
         lp[k] = pad.pads[k][0];
         const int64_t rp = pad.pads[k][1];
         require(d->ne[k] == a.t->ne[k] + lp[k] + rp, d, "padding does not match the result shape");
+        require(!pad.circular || (lp[k] <= a.t->ne[k] && rp <= a.t->ne[k]), d, "circular padding above ne");
     }
     std::vector<double> r = zeros(d);
     for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-        const int64_t j[4] = {i0 - lp[0], i1 - lp[1], i2 - lp[2], i3 - lp[3]};
+        int64_t j[4] = {i0 - lp[0], i1 - lp[1], i2 - lp[2], i3 - lp[3]};
         bool inside = true;
-        for (int k = 0; k < 4; ++k)
+        for (int k = 0; k < 4; ++k) {
+            if (pad.circular) j[k] = ((j[k] % a.t->ne[k]) + a.t->ne[k]) % a.t->ne[k];
             inside = inside && j[k] >= 0 && j[k] < a.t->ne[k];
+        }
         if (inside) r[at(d->ne, i0, i1, i2, i3)] = a(j[0], j[1], j[2], j[3]);
     });
     return {r, {}};
 }
 
-// UPSCALE (nearest): source index floor(i * a.ne / ne) per dimension.
+// One source index and its weight in an interpolated result element.
+struct Tap {
+    int64_t index;
+    double weight;
+};
+
+// The cubic convolution kernel, a = -0.75.
+double cubic_weight(double t) {
+    constexpr double A = -0.75;
+    t = std::fabs(t);
+    if (t <= 1.0) return (A + 2.0) * t * t * t - (A + 3.0) * t * t + 1.0;
+    if (t < 2.0) return A * t * t * t - 5.0 * A * t * t + 8.0 * A * t - 4.0 * A;
+    return 0.0;
+}
+
+// The taps of result index i of extent ne from a source extent n along an interpolated dimension (0, 1).
+// s = ne / n, o = 1/2 (align corners: s = (ne - 1) / (n - 1) when both exceed 1, o = 0); x = (i + o) / s - o.
+std::vector<Tap> interpolation_taps(uint32_t mode, int64_t i, int64_t n, int64_t ne) {
+    const uint32_t base = mode & 0xFFu;
+    const bool align = (mode & GGML_SCALE_FLAG_ALIGN_CORNERS) != 0, aligned = align && n > 1 && ne > 1;
+    if (base == GGML_SCALE_MODE_NEAREST) return {{aligned ? i * (n - 1) / (ne - 1) : i * n / ne, 1.0}};
+    const double s = aligned ? static_cast<double>(ne - 1) / static_cast<double>(n - 1)
+                             : static_cast<double>(ne) / static_cast<double>(n);
+    const double o = align ? 0.0 : 0.5, x = (static_cast<double>(i) + o) / s - o;
+    const auto edge = [n](int64_t j) { return std::clamp<int64_t>(j, 0, n - 1); };
+    std::vector<Tap> taps;
+    if (mode & GGML_SCALE_FLAG_ANTIALIAS) {
+        // Triangle filter of half-width max(1, 1/s) around the centre c = x + o, normalised, over
+        // ggml's window j in [trunc(c - support + o), trunc(c + support + o)) computed in float as ggml
+        // does: with o = 0 its end can fall where the filter is not zero, so the window's float
+        // rounding decides whether that element counts.
+        const double support = std::max(1.0, 1.0 / s), centre = x + o;
+        const float sf = aligned ? static_cast<float>(ne - 1) / static_cast<float>(n - 1)
+                                 : static_cast<float>(ne) / static_cast<float>(n);
+        const float cf = (static_cast<float>(i) + static_cast<float>(o)) / sf,
+                    supf = std::max(1.0f, 1.0f / sf);
+        const auto lo = std::max<int64_t>(static_cast<int64_t>(cf - supf + static_cast<float>(o)), 0);
+        const auto hi = std::min<int64_t>(static_cast<int64_t>(cf + supf + static_cast<float>(o)), n);
+        double total = 0.0;
+        for (int64_t j = lo; j < hi; ++j) {
+            const double w = std::max(0.0, 1.0 - std::fabs(static_cast<double>(j) + o - centre) / support);
+            if (w > 0.0) taps.push_back({j, w});
+            total += w;
+        }
+        for (Tap & t : taps)
+            t.weight /= total;
+    } else if (base == GGML_SCALE_MODE_BICUBIC) {
+        const double x0 = std::floor(x);
+        for (int64_t k = -1; k <= 2; ++k)
+            taps.push_back(
+                {edge(static_cast<int64_t>(x0) + k), cubic_weight(x - x0 - static_cast<double>(k))});
+    } else {  // bilinear, clamped to the edge
+        const double xc = std::clamp(x, 0.0, static_cast<double>(n - 1)), x0 = std::floor(xc);
+        taps.push_back({static_cast<int64_t>(x0), 1.0 - (xc - x0)});
+        taps.push_back({edge(static_cast<int64_t>(x0) + 1), xc - x0});
+    }
+    return taps;
+}
+
+// UPSCALE: dims 2, 3 nearest (floor(i * a.ne / ne)); dims 0, 1 by the mode's separable taps.
 Output k_upscale(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0);
-    const int32_t mode = params_of<ggml_ext_upscale_params>(d).mode;
-    require(mode == GGML_SCALE_MODE_NEAREST, d, "unknown upscale mode " + std::to_string(mode));
+    const auto mode = static_cast<uint32_t>(params_of<ggml_ext_upscale_params>(d).mode);
+    require((mode & 0xFFu) < GGML_SCALE_MODE_COUNT, d, "unknown upscale mode " + std::to_string(mode));
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        const int64_t j2 = i2 * a.t->ne[2] / d->ne[2], j3 = i3 * a.t->ne[3] / d->ne[3];
+        double v = 0.0;
+        for (const Tap & y : interpolation_taps(mode, i1, a.t->ne[1], d->ne[1]))
+            for (const Tap & x : interpolation_taps(mode, i0, a.t->ne[0], d->ne[0]))
+                v += y.weight * x.weight * a(x.index, y.index, j2, j3);
+        r[at(d->ne, i0, i1, i2, i3)] = v;
+    });
+    return {r, {}};
+}
+
+// REPEAT_BACK: r[i] = sum of a over the repetitions of r's shape.
+Output k_repeat_back(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    require(ggml_can_repeat(d, a.t), d, "result " + shape_str(d) + " does not tile a");
+    std::vector<double> r = zeros(d);
+    for_each_index(a.t->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        r[at(d->ne, i0 % d->ne[0], i1 % d->ne[1], i2 % d->ne[2], i3 % d->ne[3])] += a(i0, i1, i2, i3);
+    });
+    return {r, {}};
+}
+
+// PAD_REFLECT_1D: each row mirrored about its ends, p0 before and p1 after.
+Output k_pad_reflect_1d(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    const auto p = params_of<ggml_ext_pad_reflect_1d_params>(d);
+    const int64_t n = a.t->ne[0];
+    require(p.p0 < n && p.p1 < n && d->ne[0] == n + p.p0 + p.p1, d, "reflection does not fit");
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        const int64_t j = std::abs(i0 - p.p0), reflected = j < n ? j : 2 * (n - 1) - j;
+        r[at(d->ne, i0, i1, i2, i3)] = a(reflected, i1, i2, i3);
+    });
+    return {r, {}};
+}
+
+// ROLL: r[i] = a[(i - shift) mod ne] per dimension.
+Output k_roll(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    const auto roll = params_of<ggml_ext_roll_params>(d);
     std::vector<double> r = zeros(d);
     for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
         const int64_t i[4] = {i0, i1, i2, i3};
         int64_t j[4];
         for (int k = 0; k < 4; ++k)
-            j[k] = i[k] * a.t->ne[k] / d->ne[k];
+            j[k] = ((i[k] - roll.shifts[k]) % d->ne[k] + d->ne[k]) % d->ne[k];
         r[at(d->ne, i0, i1, i2, i3)] = a(j[0], j[1], j[2], j[3]);
     });
+    return {r, {}};
+}
+
+// ARANGE: start + i * step.
+Output k_arange(const ggml_tensor * d, const Inputs &) {
+    const auto p = params_of<ggml_ext_arange_params>(d);
+    std::vector<double> r = zeros(d);
+    for (size_t i = 0; i < r.size(); ++i)
+        r[i] = static_cast<double>(p.start) + static_cast<double>(i) * static_cast<double>(p.step);
+    return {r, {}};
+}
+
+// WIN_PART: window (px, py) = i3 mod npx, i3 div npx holds a[c, px w + i1, py w + i2] (0 outside a).
+Output k_win_part(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    const auto p = params_of<ggml_ext_win_part_params>(d);
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        const int64_t x = i3 % p.npx * p.w + i1, y = i3 / p.npx * p.w + i2;
+        if (x < a.t->ne[1] && y < a.t->ne[2]) r[at(d->ne, i0, i1, i2, i3)] = a(i0, x, y);
+    });
+    return {r, {}};
+}
+
+// WIN_UNPART: r[c, x, y] = a[c, x mod w, y mod w, (y div w) npx + x div w], npx = ceil(W / w).
+Output k_win_unpart(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    const int64_t w = params_of<ggml_ext_win_unpart_params>(d).w, npx = (d->ne[1] + w - 1) / w;
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        r[at(d->ne, i0, i1, i2, i3)] = a(i0, i1 % w, i2 % w, i2 / w * npx + i1 / w);
+    });
+    return {r, {}};
+}
+
+// GET_REL_POS: r[c, k, q] = a[c, kh - 1 - k + q].
+Output k_get_rel_pos(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    const int64_t kh = d->ne[1];
+    require(a.t->ne[1] == 2 * kh - 1, d, "a.ne1 must be 2 kh - 1");
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        r[at(d->ne, i0, i1, i2, i3)] = a(i0, kh - 1 - i1 + i2);
+    });
+    return {r, {}};
+}
+
+// ADD_REL_POS: r[x + W y, j, b] = a[x + W y, j, b] + pw[x, j mod H, j div H, b] + ph[y, j mod H, j div H, b].
+Output k_add_rel_pos(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0), pw = src(d, in, 1), ph = src(d, in, 2);
+    const int64_t w = pw.t->ne[0], h = pw.t->ne[1];
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        r[at(d->ne, i0, i1, i2, i3)] =
+            a(i0, i1, i2) + pw(i0 % w, i1 % h, i1 / h, i2) + ph(i0 / w, i1 % h, i1 / h, i2);
+    });
+    return {r, {}};
+}
+
+// TRI: element (column i0, row i1) kept when in the ggml_tri_type triangle, else 0.
+Output k_tri(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    const int32_t type = params_of<ggml_ext_tri_params>(d).type;
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        const bool keep = type == GGML_TRI_TYPE_UPPER_DIAG   ? i0 >= i1
+                          : type == GGML_TRI_TYPE_UPPER      ? i0 > i1
+                          : type == GGML_TRI_TYPE_LOWER_DIAG ? i0 <= i1
+                                                             : i0 < i1;
+        if (keep) r[at(d->ne, i0, i1, i2, i3)] = a(i0, i1, i2, i3);
+    });
+    return {r, {}};
+}
+
+// DIAG: r[i, j, ·] = a[i, 0, ·] on the diagonal i = j, else 0.
+Output k_diag(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        if (i0 == i1) r[at(d->ne, i0, i1, i2, i3)] = a(i0, 0, i2, i3);
+    });
+    return {r, {}};
+}
+
+// SOLVE_TRI: x with a x = b, a lower triangular with a[j, i] the coefficient of row i, column j.
+Output k_solve_tri(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0), b = src(d, in, 1);
+    const int64_t n = a.t->ne[0];
+    std::vector<double> r = zeros(d);
+    for (int64_t i3 = 0; i3 < d->ne[3]; ++i3)
+        for (int64_t i2 = 0; i2 < d->ne[2]; ++i2)
+            for (int64_t c = 0; c < d->ne[0]; ++c)
+                for (int64_t i = 0; i < n; ++i) {
+                    double v = b(c, i, i2, i3);
+                    for (int64_t j = 0; j < i; ++j)
+                        v -= a(j, i, i2, i3) * r[at(d->ne, c, j, i2, i3)];
+                    r[at(d->ne, c, i, i2, i3)] = v / a(i, i, i2, i3);
+                }
     return {r, {}};
 }
 
@@ -1722,6 +1923,28 @@ Kernel kernel_for(ggml_op op) {
             return k_upscale;
         case GGML_OP_TIMESTEP_EMBEDDING:
             return k_timestep;
+        case GGML_OP_REPEAT_BACK:
+            return k_repeat_back;
+        case GGML_OP_PAD_REFLECT_1D:
+            return k_pad_reflect_1d;
+        case GGML_OP_ROLL:
+            return k_roll;
+        case GGML_OP_ARANGE:
+            return k_arange;
+        case GGML_OP_WIN_PART:
+            return k_win_part;
+        case GGML_OP_WIN_UNPART:
+            return k_win_unpart;
+        case GGML_OP_GET_REL_POS:
+            return k_get_rel_pos;
+        case GGML_OP_ADD_REL_POS:
+            return k_add_rel_pos;
+        case GGML_OP_TRI:
+            return k_tri;
+        case GGML_OP_DIAG:
+            return k_diag;
+        case GGML_OP_SOLVE_TRI:
+            return k_solve_tri;
         case GGML_OP_CUSTOM:
             return k_custom;
         default:

@@ -1,5 +1,6 @@
 // Constructors of the shape family: REPEAT(_BACK), CONCAT, PAD (zeros or circular), PAD_REFLECT_1D, ROLL,
 // UPSCALE, ARANGE, TIMESTEP_EMBEDDING, WIN_PART/UNPART, GET_REL_POS, ADD_REL_POS, TRI, DIAG, SOLVE_TRI.
+#include <array>
 #include <cmath>
 #include <cstdlib>
 
@@ -26,6 +27,24 @@ ggml_tensor * pad(ggml_context * ctx, const char * name, ggml_tensor * a,
     for (int i = 0; i < GGML_MAX_DIMS; ++i)
         ne[i] += params.pads[i][0] + params.pads[i][1];
     return with_params(make_node(ctx, name, GGML_OP_PAD, a->type, ne, {a}), params);
+}
+
+// UPSCALE to the target sizes ne; mode is a ggml_scale_mode or-ed with ggml_scale_flag values.
+ggml_tensor * interpolate(ggml_context * ctx, const char * name, ggml_tensor * a, std::array<int64_t, 4> ne,
+                          uint32_t mode) {
+    Check check(ctx, name, {{"a", a}});
+    if (!check) return nullptr;
+    constexpr uint32_t flags = GGML_SCALE_FLAG_ALIGN_CORNERS | GGML_SCALE_FLAG_ANTIALIAS;
+    check.require(is_float(a), "a must be f32, f16 or bf16")
+        .require((mode & 0xFFu) < GGML_SCALE_MODE_COUNT && (mode & ~(0xFFu | flags)) == 0,
+                 "unknown mode or flag")
+        .require(!(mode & GGML_SCALE_FLAG_ANTIALIAS) || (mode & 0xFFu) == GGML_SCALE_MODE_BILINEAR,
+                 "antialias needs bilinear mode")
+        .require(ne[0] >= 1 && ne[1] >= 1 && ne[2] >= 1 && ne[3] >= 1, "target sizes must be >= 1")
+        .require(!ggml_is_empty(a), "a must not be empty");
+    if (!check) return nullptr;
+    return with_params(make_node(ctx, name, GGML_OP_UPSCALE, a->type, ne, {a}),
+                       ggml_ext_upscale_params{static_cast<int32_t>(mode)});
 }
 
 // A node of a's type and shape (parameters recorded by the caller).
@@ -148,31 +167,12 @@ ggml_tensor * ggml_roll(ggml_context * ctx, ggml_tensor * a, int shift0, int shi
 
 ggml_tensor * ggml_upscale_ext(ggml_context * ctx, ggml_tensor * a, int ne0, int ne1, int ne2, int ne3,
                                ggml_scale_mode mode) {
-    Check check(ctx, "ggml_upscale_ext", {{"a", a}});
-    if (!check) return nullptr;
-    check.require(a->type == GGML_TYPE_F32, "a must be f32")
-        .require(mode == GGML_SCALE_MODE_NEAREST, "only nearest scaling is supported")
-        .require(ne0 >= 1 && ne1 >= 1 && ne2 >= 1 && ne3 >= 1, "target sizes must be >= 1")
-        .require(!ggml_is_empty(a), "a must not be empty");
-    if (!check) return nullptr;
-    return with_params(
-        make_node(ctx, "ggml_upscale_ext", GGML_OP_UPSCALE, a->type, {ne0, ne1, ne2, ne3}, {a}),
-        ggml_ext_upscale_params{static_cast<int32_t>(mode)});
+    return interpolate(ctx, "ggml_upscale_ext", a, {ne0, ne1, ne2, ne3}, static_cast<uint32_t>(mode));
 }
 
 ggml_tensor * ggml_interpolate(ggml_context * ctx, ggml_tensor * a, int64_t ne0, int64_t ne1, int64_t ne2,
                                int64_t ne3, uint32_t mode) {
-    Check check(ctx, "ggml_interpolate", {{"a", a}});
-    if (!check) return nullptr;
-    constexpr uint32_t flags = GGML_SCALE_FLAG_ALIGN_CORNERS | GGML_SCALE_FLAG_ANTIALIAS;
-    check.require(is_float(a), "a must be f32, f16 or bf16")
-        .require((mode & 0xFFu) < GGML_SCALE_MODE_COUNT && (mode & ~(0xFFu | flags)) == 0,
-                 "unknown mode or flag")
-        .require(ne0 >= 1 && ne1 >= 1 && ne2 >= 1 && ne3 >= 1, "target sizes must be >= 1");
-    if (!check) return nullptr;
-    return with_params(
-        make_node(ctx, "ggml_interpolate", GGML_OP_UPSCALE, a->type, {ne0, ne1, ne2, ne3}, {a}),
-        ggml_ext_upscale_params{static_cast<int32_t>(mode)});
+    return interpolate(ctx, "ggml_interpolate", a, {ne0, ne1, ne2, ne3}, mode);
 }
 
 ggml_tensor * ggml_upscale(ggml_context * ctx, ggml_tensor * a, int scale_factor, ggml_scale_mode mode) {

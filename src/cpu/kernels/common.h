@@ -106,6 +106,8 @@ extern const Kernel sum, sum_rows, mean, argmax;
 extern const Kernel cumsum, count_equal, argsort, cross_entropy_loss, cross_entropy_loss_back;
 extern const Kernel copy;  // DUP, CPY, CONT
 extern const Kernel repeat, concat, pad, upscale, timestep_embedding;
+extern const Kernel repeat_back, pad_reflect_1d, roll, arange, win_part, win_unpart, get_rel_pos, add_rel_pos,
+    tri, diag, solve_tri;
 extern const Kernel norm, rms_norm, group_norm, l2_norm;
 extern const Kernel rms_norm_back;
 extern const Kernel soft_max, rope;

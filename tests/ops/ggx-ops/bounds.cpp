@@ -76,8 +76,22 @@ constexpr Row kTable[] = {
     {GGML_OP_REPEAT,               {0,     0,     0,     na,    na}},
     {GGML_OP_CONCAT,               {0,     0,     0,     na,    na}},
     {GGML_OP_PAD,                  {0,     0,     0,     na,    na}},
-    {GGML_OP_UPSCALE,              {0,     na,    na,    na,    na}},
+    // UPSCALE: nearest copies exactly; the filtering modes place taps and weights in float (about
+    // 1e-7 relative on positions up to a few dozen source elements).
+    {GGML_OP_UPSCALE,              {1e-9,  2e-6,  1e-4,  na,    na}},
     {GGML_OP_TIMESTEP_EMBEDDING,   {1e-6,  na,    na,    na,    na}},
+    {GGML_OP_REPEAT_BACK,          {1e-12, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_PAD_REFLECT_1D,       {0,     na,    na,    na,    na}},
+    {GGML_OP_ROLL,                 {0,     0,     0,     na,    na}},
+    {GGML_OP_ARANGE,               {1e-12, na,    na,    na,    na}},
+    {GGML_OP_WIN_PART,             {0,     na,    na,    na,    na}},
+    {GGML_OP_WIN_UNPART,           {0,     na,    na,    na,    na}},
+    {GGML_OP_GET_REL_POS,          {0,     0,     0,     na,    na}},
+    {GGML_OP_ADD_REL_POS,          {1e-12, na,    na,    na,    na}},
+    {GGML_OP_TRI,                  {0,     na,    na,    na,    na}},
+    {GGML_OP_DIAG,                 {0,     0,     0,     na,    na}},
+    // SOLVE_TRI: forward substitution in float on well-conditioned systems (n up to 64).
+    {GGML_OP_SOLVE_TRI,            {1e-9,  na,    na,    na,    na}},
     {GGML_OP_NORM,                 {1e-8,  na,    na,    na,    na}},
     {GGML_OP_RMS_NORM,             {1e-8,  na,    na,    na,    na}},
     {GGML_OP_GROUP_NORM,           {1e-8,  na,    na,    na,    na}},
