@@ -1422,13 +1422,6 @@ Output k_dsv4_hc_post(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
-int64_t checked_row(const ggml_tensor * d, double index, int64_t rows) {
-    if (!(index >= 0.0 && index < static_cast<double>(rows)))
-        fail(d, "row index " + std::to_string(static_cast<long long>(index)) + " out of range [0, " +
-                    std::to_string(rows) + ")");
-    return static_cast<int64_t>(index);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Recurrent family: SSM_CONV, SSM_SCAN, RWKV_WKV6, GATED_LINEAR_ATTN, RWKV_WKV7, GATED_DELTA_NET.
 
