@@ -258,6 +258,9 @@ struct GradCase {
     float step = 1e-2f;           // of the finite differences
 };
 
+// gtest names a case by its name (rather than its bytes).
+void PrintTo(const GradCase & c, std::ostream * os) { *os << c.name; }
+
 // An allocated tensor's values in element order, whatever its strides (F32).
 std::vector<float> elements(const ggml_tensor * t) {
     std::vector<unsigned char> bytes(ggml_nbytes(t));
