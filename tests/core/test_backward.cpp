@@ -182,6 +182,68 @@ TEST(BackwardApi, RefusalsLeaveTheGraphAsItWas) {
     expect_refused(overwritten, "in-place SQR node");
 }
 
+// The way ggml-opt runs training graphs: parameters in a buffer of their own, everything else
+// placed by the graph allocator or the scheduler, the loss gradient written by ggml_graph_reset.
+// loss = sum(x * x * 3), so d loss / dx = 6 x.
+TEST(BackwardApi, BackwardGraphsRunThroughTheAllocatorAndTheScheduler) {
+    ggml_context_ptr params(ggml_init({ggml_tensor_overhead(), nullptr, true}));
+    ggml_tensor * x = ggml_new_tensor_1d(params.get(), GGML_TYPE_F32, 5);
+    ggml_set_param(x);
+    ggx::test::Buffer weights(ggml_backend_alloc_ctx_tensors(params.get(), cpu_backend()));
+    ASSERT_NE(weights, nullptr);
+    const std::vector<float> values = ggx::test::ramp(5, -1.0f, 0.5f);
+    write_f32(x, values);
+
+    for (const bool use_sched : {false, true}) {
+        ggml_context_ptr ctx(ggml_init({64 * ggml_tensor_overhead() + ggml_graph_overhead_custom(64, true), nullptr,
+                                        true}));
+        ggml_tensor * loss = ggml_sum(ctx.get(), ggml_scale(ctx.get(), ggml_sqr(ctx.get(), x), 3.0f));
+        ggml_set_loss(loss);
+        ggml_cgraph * graph = ggml_new_graph_custom(ctx.get(), 64, true);
+        ggml_build_forward_expand(graph, loss);
+        ggml_build_backward_expand(ctx.get(), graph, nullptr);
+        ASSERT_EQ(error_of(ctx.get()), "");
+        ggml_backend_t backends[] = {cpu_backend()};
+        ggml_backend_sched_ptr sched(ggml_backend_sched_new(backends, nullptr, 1, 64, false, false));
+        ggml_gallocr_ptr galloc(ggml_gallocr_new(ggml_backend_get_default_buffer_type(cpu_backend())));
+        ASSERT_TRUE(use_sched ? ggml_backend_sched_alloc_graph(sched.get(), graph)
+                              : ggml_gallocr_alloc_graph(galloc.get(), graph));
+        ggml_graph_reset(graph);
+        ASSERT_EQ(use_sched ? ggml_backend_sched_graph_compute(sched.get(), graph)
+                            : ggml_backend_graph_compute(cpu_backend(), graph),
+                  GGML_STATUS_SUCCESS);
+        const std::vector<float> dx = read_f32(ggml_graph_get_grad(graph, x));
+        for (size_t i = 0; i < values.size(); ++i)
+            EXPECT_FLOAT_EQ(dx[i], 6.0f * values[i]) << (use_sched ? "scheduler" : "graph allocator");
+        EXPECT_EQ(read_f32(x), values);  // a parameter node computes nothing
+    }
+}
+
+// Gradients of a parameter with an accumulator sum over computations until ggml_graph_reset.
+TEST(BackwardApi, AccumulatorsSumOverComputations) {
+    ggml_context_ptr ctx(ggml_init({64 * ggml_tensor_overhead() + ggml_graph_overhead_custom(64, true), nullptr,
+                                    true}));
+    ggml_tensor * x = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 3);
+    ggml_set_param(x);
+    ggml_tensor * loss = ggml_sum(ctx.get(), ggml_sqr(ctx.get(), x));
+    ggml_set_loss(loss);
+    ggml_cgraph * graph = ggml_new_graph_custom(ctx.get(), 64, true);
+    ggml_build_forward_expand(graph, loss);
+    std::vector<ggml_tensor *> accs(ggml_graph_n_nodes(graph), nullptr);
+    accs[0] = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 3);
+    ggml_build_backward_expand(ctx.get(), graph, accs.data());
+    ASSERT_EQ(error_of(ctx.get()), "");
+    ggx::test::Buffer buffer(ggml_backend_alloc_ctx_tensors(ctx.get(), cpu_backend()));
+    ASSERT_NE(buffer, nullptr);
+    write_f32(x, {1.0f, -2.0f, 0.5f});
+    ggml_graph_reset(graph);
+    for (int i = 0; i < 2; ++i)
+        ASSERT_EQ(ggml_backend_graph_compute(cpu_backend(), graph), GGML_STATUS_SUCCESS);
+    EXPECT_EQ(read_f32(accs[0]), std::vector<float>({4.0f, -8.0f, 2.0f}));  // twice 2 x
+    ggml_graph_reset(graph);
+    EXPECT_EQ(read_f32(accs[0]), std::vector<float>(3, 0.0f));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Gradient checks
 
