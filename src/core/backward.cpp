@@ -80,7 +80,8 @@ private:
     void record(ggml_tensor * src, ggml_tensor * gradient);
     // t summed down to shape's shape when shape is a broadcast source of t's op.
     ggml_tensor * reduce_to(ggml_tensor * t, const ggml_tensor * shape) {
-        return ggml_are_same_shape(t, shape) ? t : ggml_repeat_back(ctx_, t, const_cast<ggml_tensor *>(shape));
+        return ggml_are_same_shape(t, shape) ? t
+                                             : ggml_repeat_back(ctx_, t, const_cast<ggml_tensor *>(shape));
     }
     ggml_tensor * contiguous(ggml_tensor * t) { return !t || ggml_is_contiguous(t) ? t : ggml_cont(ctx_, t); }
 
@@ -162,8 +163,8 @@ void Backward::add_broadcast(ggml_tensor * src, ggml_tensor * contribution) {
     add(src, contribution ? ggml_repeat(ctx_, contribution, src) : nullptr);
 }
 
-void Backward::add_into_view(ggml_tensor * src, ggml_tensor * contribution, size_t nb1, size_t nb2, size_t nb3,
-                             size_t offset) {
+void Backward::add_into_view(ggml_tensor * src, ggml_tensor * contribution, size_t nb1, size_t nb2,
+                             size_t nb3, size_t offset) {
     ggml_tensor * old = grad(src);
     if (!old) {
         // 0 * src as ggml starts it: the zero of src's shape and layout.
@@ -194,8 +195,8 @@ bool Backward::apply(ggml_tensor * node, ggml_tensor * g) {
             const auto p = params<ggml_ext_acc_params>(node);
             if (da) add(a, g);
             if (db) {
-                ggml_tensor * part = ggml_view_4d(ctx_, g, b->ne[0], b->ne[1], b->ne[2], b->ne[3], p.nb1, p.nb2,
-                                                  p.nb3, p.offset);
+                ggml_tensor * part = ggml_view_4d(ctx_, g, b->ne[0], b->ne[1], b->ne[2], b->ne[3], p.nb1,
+                                                  p.nb2, p.nb3, p.offset);
                 add(b, ggml_reshape(ctx_, ggml_cont(ctx_, part), b));
             }
             return true;
@@ -244,7 +245,8 @@ bool Backward::apply(ggml_tensor * node, ggml_tensor * g) {
             if (da) add(a, ggml_rms_norm_back(ctx_, a, g, params<ggml_ext_norm_params>(node).eps));
             return true;
         case GGML_OP_MUL_MAT: {
-            // node [m, p, q, r] = a [n, m, qa, ra] x b [n, p, q, r]; b's planes q share a's plane q / (q / qa).
+            // node [m, p, q, r] = a [n, m, qa, ra] x b [n, p, q, r]; b's planes q share a's plane q / (q /
+            // qa).
             if (da) {
                 ggml_tensor * da_full = ggml_out_prod(ctx_, b, g);  // [n, m, q, r]
                 if (da_full && !ggml_are_same_shape(da_full, a)) {
@@ -284,7 +286,8 @@ bool Backward::apply(ggml_tensor * node, ggml_tensor * g) {
             if (!da) return true;
             // The view's strides and offset, in the units of a's gradient when that has another type.
             const size_t source_offset = a->view_src ? a->view_offs : 0;
-            size_t offset = node->view_offs - source_offset, nb1 = node->nb[1], nb2 = node->nb[2], nb3 = node->nb[3];
+            size_t offset = node->view_offs - source_offset, nb1 = node->nb[1], nb2 = node->nb[2],
+                   nb3 = node->nb[3];
             const ggml_tensor * old = grad(a);
             if (old && old->type != a->type) {
                 const size_t from = ggml_element_size(a), to = ggml_element_size(old);
@@ -316,8 +319,7 @@ bool Backward::apply(ggml_tensor * node, ggml_tensor * g) {
             if (da) add(a, ggml_diag_mask_zero(ctx_, g, params<ggml_ext_diag_mask_params>(node).n_past));
             return true;
         case GGML_OP_SOFT_MAX: {
-            if (needs(b) || needs(c))
-                return fail("no gradient for the mask or sinks of " + node_text(node));
+            if (needs(b) || needs(c)) return fail("no gradient for the mask or sinks of " + node_text(node));
             const auto p = params<ggml_ext_soft_max_params>(node);
             if (da) add(a, ggml_soft_max_ext_back(ctx_, g, node, p.scale, p.max_bias));
             return true;
@@ -328,12 +330,13 @@ bool Backward::apply(ggml_tensor * node, ggml_tensor * g) {
             auto p = params<ggml_ext_rope_params>(node);
             if (p.n_offs != 0) return fail("no gradient for a rope with an offset: " + node_text(node));
             // One position per row (b [ne2]) is ggml_rope_ext; several per row, ggml_rope_multi.
-            add(a, g->ne[2] == b->ne[0]
-                       ? ggml_rope_ext_back(ctx_, g, b, c, p.n_dims, p.mode, p.n_ctx_orig, p.freq_base,
-                                            p.freq_scale, p.ext_factor, p.attn_factor, p.beta_fast, p.beta_slow)
-                       : ggml_rope_multi_back(ctx_, g, b, c, p.n_dims, p.sections, p.mode, p.n_ctx_orig,
-                                              p.freq_base, p.freq_scale, p.ext_factor, p.attn_factor,
-                                              p.beta_fast, p.beta_slow));
+            add(a,
+                g->ne[2] == b->ne[0]
+                    ? ggml_rope_ext_back(ctx_, g, b, c, p.n_dims, p.mode, p.n_ctx_orig, p.freq_base,
+                                         p.freq_scale, p.ext_factor, p.attn_factor, p.beta_fast, p.beta_slow)
+                    : ggml_rope_multi_back(ctx_, g, b, c, p.n_dims, p.sections, p.mode, p.n_ctx_orig,
+                                           p.freq_base, p.freq_scale, p.ext_factor, p.attn_factor,
+                                           p.beta_fast, p.beta_slow));
             return true;
         }
         case GGML_OP_IM2COL: {
@@ -345,8 +348,8 @@ bool Backward::apply(ggml_tensor * node, ggml_tensor * g) {
         case GGML_OP_POOL_2D: {
             if (!da) return true;
             const auto p = params<ggml_ext_pool_2d_params>(node);
-            add(a, ggml_pool_2d_back(ctx_, g, a, static_cast<ggml_op_pool>(p.op), p.k0, p.k1, p.s0, p.s1, p.p0,
-                                     p.p1));
+            add(a, ggml_pool_2d_back(ctx_, g, a, static_cast<ggml_op_pool>(p.op), p.k0, p.k1, p.s0, p.s1,
+                                     p.p0, p.p1));
             return true;
         }
         case GGML_OP_UNARY:
@@ -358,7 +361,8 @@ bool Backward::apply(ggml_tensor * node, ggml_tensor * g) {
             if (da) add(a, ggml_cross_entropy_loss_back(ctx_, g, a, b));
             return true;
         default:
-            return fail(std::string("op ") + ggml_op_name(node->op) + " has no backward (" + node_text(node) + ")");
+            return fail(std::string("op ") + ggml_op_name(node->op) + " has no backward (" + node_text(node) +
+                        ")");
     }
 }
 
@@ -396,8 +400,8 @@ bool Backward::apply_unary(ggml_tensor * node, ggml_tensor * g) {
             add(a, ggml_mul(ctx_, g, ggml_sigmoid(ctx_, a)));
             return true;
         default:
-            return fail(std::string("unary op ") + ggml_unary_op_name(op) + " has no backward (" + node_text(node) +
-                        ")");
+            return fail(std::string("unary op ") + ggml_unary_op_name(op) + " has no backward (" +
+                        node_text(node) + ")");
     }
 }
 
@@ -405,8 +409,10 @@ bool Backward::apply_glu(ggml_tensor * node, ggml_tensor * g) {
     ggml_tensor *a = node->src[0], *b = node->src[1];
     const ggml_glu_op op = ggml_get_glu_op(node);
     if (op != GGML_GLU_OP_SWIGLU)
-        return fail(std::string("GLU op ") + ggml_glu_op_name(op) + " has no backward (" + node_text(node) + ")");
-    if (!b) return fail("only the split form of swiglu (ggml_swiglu_split) has a backward: " + node_text(node));
+        return fail(std::string("GLU op ") + ggml_glu_op_name(op) + " has no backward (" + node_text(node) +
+                    ")");
+    if (!b)
+        return fail("only the split form of swiglu (ggml_swiglu_split) has a backward: " + node_text(node));
     // node = silu(a) * b
     if (needs(a)) add(a, ggml_silu_back(ctx_, a, ggml_mul(ctx_, g, b)));
     if (needs(b)) add(b, ggml_mul(ctx_, ggml_silu(ctx_, a), g));

@@ -24,7 +24,7 @@ struct ggml_cgraph {
     size_t hash_capacity;  // power of two, at least 4 * size
     const ggml_tensor ** hash_keys;
     int32_t * use_counts;  // parallel to hash_keys
-    ggml_tensor ** grads;      // parallel to hash_keys; nullptr in a graph without gradients
+    ggml_tensor ** grads;  // parallel to hash_keys; nullptr in a graph without gradients
     ggml_tensor ** grad_accs;  // likewise: the accumulators the gradients are summed into
     bool valid;
     bool is_view;
@@ -147,8 +147,9 @@ void expand(ggml_cgraph * graph, ggml_tensor * root, bool compute) {
 size_t graph_bytes(size_t size, bool grads) {
     const size_t capacity = hash_capacity_for(size);
     const size_t slots = align_up(capacity * sizeof(ggml_tensor *), kArenaAlign);
-    return align_up(sizeof(ggml_cgraph), kArenaAlign) + 2 * align_up(size * sizeof(ggml_tensor *), kArenaAlign) +
-           slots + align_up(capacity * sizeof(int32_t), kArenaAlign) + (grads ? 2 * slots : 0);
+    return align_up(sizeof(ggml_cgraph), kArenaAlign) +
+           2 * align_up(size * sizeof(ggml_tensor *), kArenaAlign) + slots +
+           align_up(capacity * sizeof(int32_t), kArenaAlign) + (grads ? 2 * slots : 0);
 }
 
 void clear_gradients(ggml_cgraph * graph) {
@@ -180,7 +181,6 @@ void copy_gradients(const ggml_cgraph * src, ggml_cgraph * dst) {
         dst->grad_accs[*to] = src->grad_accs[*from];
     }
 }
-
 
 // Replaces graph's contents with nodes, leafs and, per tensor, the given use count.
 template <class UseCount>
@@ -354,8 +354,9 @@ bool ggml_graph_cpy(const ggml_cgraph * src, ggml_cgraph * dst) {
         return false;
     }
     if (src->grads && !dst->grads) {
-        report_error(dst->ctx, "ggml_graph_cpy: the source has gradients, the destination none (create it "
-                               "with ggml_new_graph_custom(ctx, size, true))");
+        report_error(dst->ctx,
+                     "ggml_graph_cpy: the source has gradients, the destination none (create it "
+                     "with ggml_new_graph_custom(ctx, size, true))");
         return false;
     }
     const std::vector<ggml_tensor *> nodes(src->nodes, src->nodes + src->n_nodes);
@@ -387,8 +388,9 @@ ggml_tensor * ggml_graph_get_grad_acc(const ggml_cgraph * cgraph, const ggml_ten
 void ggml_graph_reset(ggml_cgraph * cgraph) {
     if (!cgraph) return;
     if (!cgraph->grads) {
-        report_error(cgraph->ctx, "ggml_graph_reset: the graph has no gradients (create it with "
-                                  "ggml_new_graph_custom(ctx, size, true))");
+        report_error(cgraph->ctx,
+                     "ggml_graph_reset: the graph has no gradients (create it with "
+                     "ggml_new_graph_custom(ctx, size, true))");
         return;
     }
     for (int i = 0; i < cgraph->n_nodes; ++i) {

@@ -288,7 +288,8 @@ void ggml_set_param(ggml_tensor * tensor) {
 void ggml_set_loss(ggml_tensor * tensor) {
     if (!tensor) return;
     Check check(context_of(tensor), "ggml_set_loss", {{"tensor", tensor}});
-    if (check.require(ggml_is_scalar(tensor) && tensor->type == GGML_TYPE_F32, "the loss must be one f32 value"))
+    if (check.require(ggml_is_scalar(tensor) && tensor->type == GGML_TYPE_F32,
+                      "the loss must be one f32 value"))
         tensor->flags |= GGML_TENSOR_FLAG_LOSS;
 }
 

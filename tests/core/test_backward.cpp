@@ -43,7 +43,8 @@ TEST(BackwardApi, ParamsAndLossesAreChecked) {
     ggml_context_ptr ctx = host_context();
     ggml_tensor * x = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, 3, 2);
     ggml_set_param(ggml_sqr(ctx.get(), x));
-    EXPECT_TRUE(contains(error_of(ctx.get()), "ggml_set_param: a trainable parameter must be a tensor without an op"));
+    EXPECT_TRUE(contains(error_of(ctx.get()),
+                         "ggml_set_param: a trainable parameter must be a tensor without an op"));
     ggml_clear_error(ctx.get());
     ggml_set_loss(x);
     EXPECT_TRUE(contains(error_of(ctx.get()), "ggml_set_loss: the loss must be one f32 value"));
@@ -138,7 +139,8 @@ TEST(BackwardApi, RefusalsLeaveTheGraphAsItWas) {
     const auto expect_refused = [&](ggml_cgraph * graph, const std::string & why) {
         const int n_nodes = ggml_graph_n_nodes(graph), n_leafs = ggml_graph_n_leafs(graph);
         ggml_build_backward_expand(ctx.get(), graph, nullptr);
-        EXPECT_TRUE(contains(error_of(ctx.get()), "ggml_build_backward_expand: " + why)) << error_of(ctx.get());
+        EXPECT_TRUE(contains(error_of(ctx.get()), "ggml_build_backward_expand: " + why))
+            << error_of(ctx.get());
         EXPECT_EQ(ggml_graph_n_nodes(graph), n_nodes);
         EXPECT_EQ(ggml_graph_n_leafs(graph), n_leafs);
         EXPECT_TRUE(ggml_graph_is_valid(graph));
@@ -195,8 +197,8 @@ TEST(BackwardApi, BackwardGraphsRunThroughTheAllocatorAndTheScheduler) {
     write_f32(x, values);
 
     for (const bool use_sched : {false, true}) {
-        ggml_context_ptr ctx(ggml_init({64 * ggml_tensor_overhead() + ggml_graph_overhead_custom(64, true), nullptr,
-                                        true}));
+        ggml_context_ptr ctx(
+            ggml_init({64 * ggml_tensor_overhead() + ggml_graph_overhead_custom(64, true), nullptr, true}));
         ggml_tensor * loss = ggml_sum(ctx.get(), ggml_scale(ctx.get(), ggml_sqr(ctx.get(), x), 3.0f));
         ggml_set_loss(loss);
         ggml_cgraph * graph = ggml_new_graph_custom(ctx.get(), 64, true);
@@ -221,8 +223,8 @@ TEST(BackwardApi, BackwardGraphsRunThroughTheAllocatorAndTheScheduler) {
 
 // Gradients of a parameter with an accumulator sum over computations until ggml_graph_reset.
 TEST(BackwardApi, AccumulatorsSumOverComputations) {
-    ggml_context_ptr ctx(ggml_init({64 * ggml_tensor_overhead() + ggml_graph_overhead_custom(64, true), nullptr,
-                                    true}));
+    ggml_context_ptr ctx(
+        ggml_init({64 * ggml_tensor_overhead() + ggml_graph_overhead_custom(64, true), nullptr, true}));
     ggml_tensor * x = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 3);
     ggml_set_param(x);
     ggml_tensor * loss = ggml_sum(ctx.get(), ggml_sqr(ctx.get(), x));
@@ -256,7 +258,8 @@ enum class Values {
 // The inputs a case makes: parameters (gradients checked), constants and index tensors.
 class Inputs {
 public:
-    Inputs(ggml_context * ctx, Values values, float lo, float hi) : ctx_(ctx), values_(values), lo_(lo), hi_(hi) {}
+    Inputs(ggml_context * ctx, Values values, float lo, float hi)
+        : ctx_(ctx), values_(values), lo_(lo), hi_(hi) {}
 
     ggml_tensor * param(int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1, int64_t ne3 = 1) {
         ggml_tensor * t = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, ne0, ne1, ne2, ne3);
@@ -266,7 +269,8 @@ public:
         return t;
     }
     // Values in [lo, hi) that no gradient is taken of.
-    ggml_tensor * constant(float lo, float hi, int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1, int64_t ne3 = 1) {
+    ggml_tensor * constant(float lo, float hi, int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1,
+                           int64_t ne3 = 1) {
         ggml_tensor * t = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, ne0, ne1, ne2, ne3);
         constants.push_back({t, lo, hi});
         return t;
@@ -280,8 +284,9 @@ public:
     // Writes every input's values (after allocation).
     void fill(Rng & rng) const {
         for (ggml_tensor * p : params)
-            write_f32(p, values_ == Values::kUniform ? ggx::test::random_floats(rng.gen, ggml_nelements(p), lo_, hi_)
-                                                     : separated(rng, ggml_nelements(p)));
+            write_f32(p, values_ == Values::kUniform
+                             ? ggx::test::random_floats(rng.gen, ggml_nelements(p), lo_, hi_)
+                             : separated(rng, ggml_nelements(p)));
         for (const auto & c : constants)
             write_f32(c.tensor, ggx::test::random_floats(rng.gen, ggml_nelements(c.tensor), c.lo, c.hi));
         for (const auto & [t, v] : index_values)
@@ -333,7 +338,8 @@ std::vector<float> elements(const ggml_tensor * t) {
             for (int64_t i1 = 0; i1 < t->ne[1]; ++i1)
                 for (int64_t i0 = 0; i0 < t->ne[0]; ++i0) {
                     float v;
-                    std::memcpy(&v, bytes.data() + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3],
+                    std::memcpy(&v,
+                                bytes.data() + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3],
                                 sizeof v);
                     out.push_back(v);
                 }
@@ -344,8 +350,9 @@ std::vector<float> elements(const ggml_tensor * t) {
 const ggml_tensor * uncomputable_node(const ggml_cgraph * graph) {
     for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
         const ggml_tensor * node = ggml_graph_node(graph, i);
-        const bool layout = node->op == GGML_OP_NONE || node->op == GGML_OP_VIEW || node->op == GGML_OP_RESHAPE ||
-                            node->op == GGML_OP_PERMUTE || node->op == GGML_OP_TRANSPOSE;
+        const bool layout = node->op == GGML_OP_NONE || node->op == GGML_OP_VIEW ||
+                            node->op == GGML_OP_RESHAPE || node->op == GGML_OP_PERMUTE ||
+                            node->op == GGML_OP_TRANSPOSE;
         if (!layout && !ggml_backend_supports_op(cpu_backend(), node)) return node;
     }
     return nullptr;
@@ -355,8 +362,8 @@ class GradCheck : public ::testing::TestWithParam<GradCase> {};
 
 TEST_P(GradCheck, AnalyticGradientsMatchFiniteDifferences) {
     const GradCase & c = GetParam();
-    ggml_context_ptr ctx(ggml_init({256 * ggml_tensor_overhead() + 2 * ggml_graph_overhead_custom(512, true),
-                                    nullptr, true}));
+    ggml_context_ptr ctx(
+        ggml_init({256 * ggml_tensor_overhead() + 2 * ggml_graph_overhead_custom(512, true), nullptr, true}));
     Inputs inputs(ctx.get(), c.values, c.lo, c.hi);
     ggml_tensor * out = c.build(ctx.get(), inputs);
     ASSERT_NE(out, nullptr) << error_of(ctx.get());
@@ -387,7 +394,8 @@ TEST_P(GradCheck, AnalyticGradientsMatchFiniteDifferences) {
     for (ggml_tensor * p : inputs.params) {
         const ggml_tensor * grad = ggml_graph_get_grad(backward, p);
         // No gradient: the loss does not depend on p (SGN, STEP), so it must be zero.
-        const std::vector<float> analytic = grad ? elements(grad) : std::vector<float>(ggml_nelements(p), 0.0f);
+        const std::vector<float> analytic =
+            grad ? elements(grad) : std::vector<float>(ggml_nelements(p), 0.0f);
         std::vector<float> x = read_f32(p);
         for (size_t i = 0; i < x.size(); ++i) {
             // Five-point central difference: error O(step^4).
@@ -417,13 +425,14 @@ ggml_tensor * pos_of(Inputs & in, int n) {
 std::vector<GradCase> grad_cases() {
     using C = ggml_context *;
     using I = Inputs &;
-    const auto unary = [](const char * name, ggml_unary_op op, Values values = Values::kUniform, float lo = -1,
-                          float hi = 1) {
-        return GradCase{name, [op](C ctx, I in) { return ggml_unary(ctx, in.param(5, 3), op); }, values, lo, hi,
-                        values == Values::kSeparated ? 1e-3f : 1e-2f};
+    const auto unary = [](const char * name, ggml_unary_op op, Values values = Values::kUniform,
+                          float lo = -1, float hi = 1) {
+        return GradCase{name,   [op](C ctx, I in) { return ggml_unary(ctx, in.param(5, 3), op); },
+                        values, lo,
+                        hi,     values == Values::kSeparated ? 1e-3f : 1e-2f};
     };
-    const auto binary = [](const char * name, ggml_tensor * (*fn)(C, ggml_tensor *, ggml_tensor *), bool broadcast,
-                           float lo = -1, float hi = 1) {
+    const auto binary = [](const char * name, ggml_tensor * (*fn)(C, ggml_tensor *, ggml_tensor *),
+                           bool broadcast, float lo = -1, float hi = 1) {
         return GradCase{name,
                         [fn, broadcast](C ctx, I in) {
                             ggml_tensor * a = in.param(4, 3, 2, 2);
@@ -459,7 +468,8 @@ std::vector<GradCase> grad_cases() {
         {"sum_rows_of_permuted",
          [](C ctx, I in) { return ggml_sum_rows(ctx, ggml_permute(ctx, in.param(5, 3, 2), 1, 2, 0, 3)); }},
         {"mean", [](C ctx, I in) { return ggml_mean(ctx, in.param(5, 3, 2)); }},
-        {"repeat", [](C ctx, I in) { return ggml_repeat(ctx, in.param(3, 1, 2), in.constant(0, 1, 6, 4, 2)); }},
+        {"repeat",
+         [](C ctx, I in) { return ggml_repeat(ctx, in.param(3, 1, 2), in.constant(0, 1, 6, 4, 2)); }},
         {"repeat_back",
          [](C ctx, I in) { return ggml_repeat_back(ctx, in.param(6, 4, 2), in.constant(0, 1, 3, 1, 2)); }},
         {"rms_norm", [](C ctx, I in) { return ggml_rms_norm(ctx, in.param(6, 3), 1e-6f); }},
@@ -473,7 +483,8 @@ std::vector<GradCase> grad_cases() {
              return ggml_set(ctx, a, in.param(3, 2), a->nb[1], a->nb[2], a->nb[3], a->nb[1] + 8);
          }},
         {"cpy", [](C ctx, I in) { return ggml_cpy(ctx, in.param(4, 3), in.constant(0, 1, 12)); }},
-        {"cont_of_transposed", [](C ctx, I in) { return ggml_cont(ctx, ggml_transpose(ctx, in.param(4, 3))); }},
+        {"cont_of_transposed",
+         [](C ctx, I in) { return ggml_cont(ctx, ggml_transpose(ctx, in.param(4, 3))); }},
         {"reshape", [](C ctx, I in) { return ggml_reshape_3d(ctx, in.param(6, 2), 3, 2, 2); }},
         {"view",
          [](C ctx, I in) {
@@ -482,7 +493,10 @@ std::vector<GradCase> grad_cases() {
          }},
         {"permute", [](C ctx, I in) { return ggml_permute(ctx, in.param(4, 3, 2), 2, 0, 1, 3); }},
         {"transpose", [](C ctx, I in) { return ggml_transpose(ctx, in.param(4, 3)); }},
-        {"get_rows", [](C ctx, I in) { return ggml_get_rows(ctx, in.param(4, 5), in.indices({4, 0, 4})); }},
+        {"get_rows",
+         [](C ctx, I in) {
+             return ggml_get_rows(ctx, in.param(4, 5), in.indices({4, 0, 4}));
+         }},
         {"diag_mask_inf_under_soft_max",
          [](C ctx, I in) { return ggml_soft_max(ctx, ggml_diag_mask_inf(ctx, in.param(5, 5), 1)); }},
         {"diag_mask_zero", [](C ctx, I in) { return ggml_diag_mask_zero(ctx, in.param(5, 5), 1); }},
@@ -501,11 +515,13 @@ std::vector<GradCase> grad_cases() {
          }},
         {"im2col_2d",
          [](C ctx, I in) {
-             return ggml_im2col(ctx, in.constant(0, 1, 3, 3, 2, 4), in.param(6, 5, 2, 1), 1, 1, 1, 1, 1, 1, true,
-                                GGML_TYPE_F32);
+             return ggml_im2col(ctx, in.constant(0, 1, 3, 3, 2, 4), in.param(6, 5, 2, 1), 1, 1, 1, 1, 1, 1,
+                                true, GGML_TYPE_F32);
          }},
         {"pool_2d_avg",
-         [](C ctx, I in) { return ggml_pool_2d(ctx, in.param(6, 4, 2), GGML_OP_POOL_AVG, 2, 2, 2, 2, 0, 0); }},
+         [](C ctx, I in) {
+             return ggml_pool_2d(ctx, in.param(6, 4, 2), GGML_OP_POOL_AVG, 2, 2, 2, 2, 0, 0);
+         }},
         {"pool_2d_max",
          [](C ctx, I in) { return ggml_pool_2d(ctx, in.param(6, 4, 2), GGML_OP_POOL_MAX, 2, 2, 2, 2, 0, 0); },
          Values::kSeparated, -1, 1, 1e-3f},
