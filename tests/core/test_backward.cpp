@@ -123,7 +123,7 @@ TEST(BackwardApi, CopiesKeepGradientsAndViewsHaveNone) {
     EXPECT_EQ(ggml_graph_get_grad_acc(copy, m.loss), ggml_graph_get_grad_acc(m.graph, m.loss));
 
     ggml_cgraph * plain = ggml_new_graph_custom(ctx.get(), 64, false);
-    EXPECT_FALSE(ggml_graph_cpy(m.graph, plain));
+    ggml_graph_cpy(m.graph, plain);  // refused, with an error in dst's context
     EXPECT_TRUE(contains(error_of(ctx.get()), "the destination none"));
     ggml_clear_error(ctx.get());
 
@@ -331,7 +331,7 @@ void PrintTo(const GradCase & c, std::ostream * os) { *os << c.name; }
 // An allocated tensor's values in element order, whatever its strides (F32).
 std::vector<float> elements(const ggml_tensor * t) {
     std::vector<unsigned char> bytes(ggml_nbytes(t));
-    EXPECT_EQ(ggml_backend_tensor_get(t, bytes.data(), 0, bytes.size()), GGML_STATUS_SUCCESS);
+    ggml_backend_tensor_get(t, bytes.data(), 0, bytes.size());
     std::vector<float> out;
     for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
         for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
