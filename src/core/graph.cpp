@@ -214,44 +214,6 @@ bool is_mutable(const ggml_cgraph * graph, const char * op_name) {
 }  // namespace
 
 bool ggx::core::graph_is_view(const ggml_cgraph * graph) { return graph->is_view; }
-bool ggx::core::graph_has_grads(const ggml_cgraph * graph) { return graph->grads != nullptr; }
-
-ggml_tensor ** ggx::core::grad_slot(ggml_cgraph * graph, const ggml_tensor * tensor) {
-    const auto i = gradient_index(graph, tensor);
-    return i ? &graph->grads[*i] : nullptr;
-}
-
-ggml_tensor ** ggx::core::grad_acc_slot(ggml_cgraph * graph, const ggml_tensor * tensor) {
-    const auto i = gradient_index(graph, tensor);
-    return i ? &graph->grad_accs[*i] : nullptr;
-}
-
-void ggx::core::clear_grads(ggml_cgraph * graph) { clear_gradients(graph); }
-
-ggx::core::GraphState ggx::core::save_state(const ggml_cgraph * graph) {
-    GraphState state{{graph->nodes, graph->nodes + graph->n_nodes},
-                     {graph->leafs, graph->leafs + graph->n_leafs},
-                     {},
-                     {},
-                     graph->valid,
-                     graph->has_uncomputed};
-    for (const ggml_tensor * t : state.nodes)
-        state.node_uses.push_back(ggml_graph_get_use_count(graph, t));
-    for (const ggml_tensor * t : state.leafs)
-        state.leaf_uses.push_back(ggml_graph_get_use_count(graph, t));
-    return state;
-}
-
-void ggx::core::restore_state(ggml_cgraph * graph, const GraphState & state) {
-    std::unordered_map<const ggml_tensor *, int32_t> uses;
-    for (size_t i = 0; i < state.nodes.size(); ++i)
-        uses.emplace(state.nodes[i], state.node_uses[i]);
-    for (size_t i = 0; i < state.leafs.size(); ++i)
-        uses.emplace(state.leafs[i], state.leaf_uses[i]);
-    assign(graph, state.nodes, state.leafs, [&uses](const ggml_tensor * t) { return uses.at(t); });
-    graph->valid = state.valid;
-    graph->has_uncomputed = state.has_uncomputed;
-}
 
 extern "C" {
 
@@ -535,3 +497,47 @@ void ggml_graph_copy_use_counts(ggml_cgraph * segment, const ggml_cgraph * sourc
 }
 
 }  // extern "C"
+
+// Gradient slots and graph states, for core/backward.cpp.
+namespace ggx::core {
+
+bool graph_has_grads(const ggml_cgraph * graph) { return graph->grads != nullptr; }
+
+ggml_tensor ** grad_slot(ggml_cgraph * graph, const ggml_tensor * tensor) {
+    const auto i = gradient_index(graph, tensor);
+    return i ? &graph->grads[*i] : nullptr;
+}
+
+ggml_tensor ** grad_acc_slot(ggml_cgraph * graph, const ggml_tensor * tensor) {
+    const auto i = gradient_index(graph, tensor);
+    return i ? &graph->grad_accs[*i] : nullptr;
+}
+
+void clear_grads(ggml_cgraph * graph) { clear_gradients(graph); }
+
+GraphState save_state(const ggml_cgraph * graph) {
+    GraphState state{{graph->nodes, graph->nodes + graph->n_nodes},
+                     {graph->leafs, graph->leafs + graph->n_leafs},
+                     {},
+                     {},
+                     graph->valid,
+                     graph->has_uncomputed};
+    for (const ggml_tensor * t : state.nodes)
+        state.node_uses.push_back(ggml_graph_get_use_count(graph, t));
+    for (const ggml_tensor * t : state.leafs)
+        state.leaf_uses.push_back(ggml_graph_get_use_count(graph, t));
+    return state;
+}
+
+void restore_state(ggml_cgraph * graph, const GraphState & state) {
+    std::unordered_map<const ggml_tensor *, int32_t> uses;
+    for (size_t i = 0; i < state.nodes.size(); ++i)
+        uses.emplace(state.nodes[i], state.node_uses[i]);
+    for (size_t i = 0; i < state.leafs.size(); ++i)
+        uses.emplace(state.leafs[i], state.leaf_uses[i]);
+    assign(graph, state.nodes, state.leafs, [&uses](const ggml_tensor * t) { return uses.at(t); });
+    graph->valid = state.valid;
+    graph->has_uncomputed = state.has_uncomputed;
+}
+
+}  // namespace ggx::core

@@ -53,6 +53,7 @@ struct GraphPlan {
     int n_nodes = 0;
     std::unique_ptr<ggml_backend_buffer> workspace;
 };
+
 // Lets src/core write tensors that live in backend buffers (ggml_graph_reset, ggml_set_zero).
 [[maybe_unused]] const bool tensor_writer_installed = [] {
     core::set_tensor_writer([](ggml_tensor * tensor, const void * data, size_t offset, size_t size) {
@@ -208,8 +209,8 @@ ggml_status ggml_backend_tensor_get_2d(const ggml_tensor * tensor, void * data, 
 }
 
 ggml_status ggml_backend_tensor_set_2d_async(ggml_backend_t backend, ggml_tensor * tensor, const void * data,
-                                             size_t offset, size_t size, size_t n_copies,
-                                             size_t stride_tensor, size_t stride_data) {
+                                             size_t offset, size_t size, size_t n_copies, size_t stride_tensor,
+                                             size_t stride_data) {
     return transfer_2d("ggml_backend_tensor_set_2d_async", tensor, offset, size, n_copies, stride_tensor,
                        stride_data, [&](size_t at, size_t from) {
                            backend->set_tensor_async(tensor, static_cast<const char *>(data) + from, at, size);
@@ -217,8 +218,8 @@ ggml_status ggml_backend_tensor_set_2d_async(ggml_backend_t backend, ggml_tensor
 }
 
 ggml_status ggml_backend_tensor_get_2d_async(ggml_backend_t backend, const ggml_tensor * tensor, void * data,
-                                             size_t offset, size_t size, size_t n_copies,
-                                             size_t stride_tensor, size_t stride_data) {
+                                             size_t offset, size_t size, size_t n_copies, size_t stride_tensor,
+                                             size_t stride_data) {
     return transfer_2d("ggml_backend_tensor_get_2d_async", tensor, offset, size, n_copies, stride_tensor,
                        stride_data, [&](size_t at, size_t to) {
                            backend->get_tensor_async(tensor, static_cast<char *>(data) + to, at, size);
