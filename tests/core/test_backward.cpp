@@ -376,6 +376,10 @@ TEST_P(GradCheck, AnalyticGradientsMatchFiniteDifferences) {
     ggml_cgraph * backward = ggml_graph_dup(ctx.get(), forward, true);
     ggml_build_backward_expand(ctx.get(), backward, nullptr);
     ASSERT_EQ(error_of(ctx.get()), "");
+    for (const ggml_tensor * p : inputs.params) {  // checked whether or not the CPU can compute them
+        const ggml_tensor * grad = ggml_graph_get_grad(backward, p);
+        EXPECT_TRUE(!grad || ggml_are_same_shape(grad, p)) << p->name;
+    }
     if (const ggml_tensor * node = uncomputable_node(backward)) {
         GTEST_SKIP() << "the CPU backend cannot compute " << ggml_op_desc(node) << " (node '" << node->name
                      << "' of the graphs of " << c.name << ")";
@@ -512,6 +516,12 @@ std::vector<GradCase> grad_cases() {
          [](C ctx, I in) {
              return ggml_rope_ext(ctx, in.param(8, 2, 3), pos_of(in, 3), nullptr, 4, GGML_ROPE_TYPE_NEOX, 0,
                                   10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
+         }},
+        {"rope_multi",
+         [](C ctx, I in) {
+             int sections[GGML_MROPE_SECTIONS] = {2, 1, 1, 0};
+             return ggml_rope_multi(ctx, in.param(8, 2, 3), pos_of(in, 4 * 3), nullptr, 8, sections,
+                                    GGML_ROPE_TYPE_MROPE, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
          }},
         {"im2col_2d",
          [](C ctx, I in) {
