@@ -137,7 +137,8 @@ bool Backward::propagate(int i) {
 
 void Backward::record(ggml_tensor * src, ggml_tensor * gradient) {
     if (!gradient) {
-        fail(std::string("a constructor failed: ") + (ggml_get_error(ctx_) ? ggml_get_error(ctx_) : "?"));
+        const char * why = ggml_get_error(ctx_);
+        fail(std::string("a gradient's constructor failed") + (why ? std::string(": ") + why : ""));
         return;
     }
     *grad_slot(graph_, src) = gradient;
