@@ -163,25 +163,27 @@ TEST(BackwardApi, RefusalsLeaveTheGraphAsItWas) {
     ggml_build_forward_expand(no_loss, unlossed);
     expect_refused(no_loss, "no loss");
 
-    // NORM has no backward in ggml: named, with the node.
+    // A graph whose loss is sum(t * t), for each refused t.
+    const auto graph_of = [&](ggml_tensor * t) {
+        ggml_tensor * l = ggml_sum(ctx.get(), ggml_sqr(ctx.get(), t));
+        ggml_set_loss(l);
+        ggml_cgraph * graph = ggml_new_graph_custom(ctx.get(), 64, true);
+        ggml_build_forward_expand(graph, l);
+        return graph;
+    };
     ggml_tensor * normed = ggml_set_name(ggml_norm(ctx.get(), x, 1e-5f), "normed");
-    ggml_tensor * norm_loss = ggml_sum(ctx.get(), ggml_sqr(ctx.get(), normed));
-    ggml_set_loss(norm_loss);
-    ggml_cgraph * norm = ggml_new_graph_custom(ctx.get(), 64, true);
-    ggml_build_forward_expand(norm, norm_loss);
-    expect_refused(norm, "op NORM has no backward (NORM node 'normed'");
-
-    ggml_tensor * gelu = ggml_sum(ctx.get(), ggml_gelu(ctx.get(), x));
-    ggml_set_loss(gelu);
-    ggml_cgraph * unary = ggml_new_graph_custom(ctx.get(), 64, true);
-    ggml_build_forward_expand(unary, gelu);
-    expect_refused(unary, "unary op GELU has no backward");
-
-    ggml_tensor * inplace = ggml_sum(ctx.get(), ggml_sqr_inplace(ctx.get(), ggml_scale(ctx.get(), x, 2.0f)));
-    ggml_set_loss(inplace);
-    ggml_cgraph * overwritten = ggml_new_graph_custom(ctx.get(), 64, true);
-    ggml_build_forward_expand(overwritten, inplace);
-    expect_refused(overwritten, "in-place SQR node");
+    expect_refused(graph_of(normed), "op NORM has no backward (NORM node 'normed'");
+    expect_refused(graph_of(ggml_gelu(ctx.get(), x)), "unary op GELU has no backward");
+    ggml_tensor * pair = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 8);
+    ggml_set_param(pair);
+    expect_refused(graph_of(ggml_geglu(ctx.get(), pair)), "GLU op GEGLU has no backward");
+    expect_refused(graph_of(ggml_swiglu(ctx.get(), pair)), "only the split form of swiglu");
+    ggml_tensor * mask = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 4);
+    ggml_set_param(mask);
+    expect_refused(graph_of(ggml_soft_max_ext(ctx.get(), x, mask, 1.0f, 0.0f)), "no gradient for the mask");
+    expect_refused(graph_of(ggml_cross_entropy_loss(ctx.get(), x, mask)), "no gradient for the labels");
+    expect_refused(graph_of(ggml_sqr_inplace(ctx.get(), ggml_scale(ctx.get(), x, 2.0f))),
+                   "in-place SQR node");
 }
 
 // The way ggml-opt runs training graphs: parameters in a buffer of their own, everything else
