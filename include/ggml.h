@@ -973,7 +973,8 @@ struct ggml_tensor * ggml_group_norm_inplace(struct ggml_context * ctx, struct g
 /* x / max(||x||_2, eps). */
 struct ggml_tensor * ggml_l2_norm(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
 struct ggml_tensor * ggml_l2_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
-/* Gradient of ggml_rms_norm: a = x, b = dy, same shape (op RMS_NORM_BACK; no kernel yet). */
+/* Gradient of ggml_rms_norm: a = dy, b = x, same shape (op RMS_NORM_BACK; no kernel yet). ggml's header names
+ * the operands the other way round; its kernel and its backward pass use this order. */
 struct ggml_tensor * ggml_rms_norm_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                        float eps);
 
@@ -1210,7 +1211,8 @@ struct ggml_tensor * ggml_xielu(struct ggml_context * ctx, struct ggml_tensor * 
 /* x > 0 ? x : negative_slope * x (op LEAKY_RELU; no kernel yet); inplace: the result is a view of a. */
 struct ggml_tensor * ggml_leaky_relu(struct ggml_context * ctx, struct ggml_tensor * a, float negative_slope,
                                      bool inplace);
-/* Gradient of silu: a = x, b = dy, same shape and type (op SILU_BACK; no kernel yet). */
+/* Gradient of silu: a = dy, b = x, same shape and type (op SILU_BACK; no kernel yet). ggml's header names the
+ * operands the other way round; its kernel and its backward pass use this order. */
 struct ggml_tensor * ggml_silu_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 
 /* Gated linear units. Merged: a [2n, ...] -> [n, ...], x = first half, g = second half (swapped:

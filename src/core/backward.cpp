@@ -243,7 +243,7 @@ bool Backward::apply(ggml_tensor * node, ggml_tensor * g) {
             if (da) add(a, ggml_repeat(ctx_, g, a));
             return true;
         case GGML_OP_RMS_NORM:
-            if (da) add(a, ggml_rms_norm_back(ctx_, a, g, params<ggml_ext_norm_params>(node).eps));
+            if (da) add(a, ggml_rms_norm_back(ctx_, g, a, params<ggml_ext_norm_params>(node).eps));
             return true;
         case GGML_OP_MUL_MAT: {
             // node [m, p, q, r] = a [n, m, qa, ra] x b [n, p, q, r]; b's planes q share a's plane q / (q /
@@ -389,7 +389,7 @@ bool Backward::apply_unary(ggml_tensor * node, ggml_tensor * g) {
             add(a, ggml_mul(ctx_, ggml_step(ctx_, a), g));
             return true;
         case GGML_UNARY_OP_SILU:
-            add(a, ggml_silu_back(ctx_, a, g));
+            add(a, ggml_silu_back(ctx_, g, a));
             return true;
         case GGML_UNARY_OP_EXP:
             add(a, ggml_mul(ctx_, node, g));
@@ -415,7 +415,7 @@ bool Backward::apply_glu(ggml_tensor * node, ggml_tensor * g) {
     if (!b)
         return fail("only the split form of swiglu (ggml_swiglu_split) has a backward: " + node_text(node));
     // node = silu(a) * b
-    if (needs(a)) add(a, ggml_silu_back(ctx_, a, ggml_mul(ctx_, g, b)));
+    if (needs(a)) add(a, ggml_silu_back(ctx_, ggml_mul(ctx_, g, b), a));
     if (needs(b)) add(b, ggml_mul(ctx_, ggml_silu(ctx_, a), g));
     return true;
 }
