@@ -974,7 +974,8 @@ struct ggml_tensor * ggml_group_norm_inplace(struct ggml_context * ctx, struct g
 /* x / max(||x||_2, eps). */
 struct ggml_tensor * ggml_l2_norm(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
 struct ggml_tensor * ggml_l2_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
-/* Gradient of ggml_rms_norm: a = x, b = dy, same shape (op RMS_NORM_BACK; no kernel yet). */
+/* Gradient of ggml_rms_norm: a = dy, b = x, same shape (op RMS_NORM_BACK; no kernel yet). ggml's header names
+ * the operands the other way round; its kernel and its backward pass use this order. */
 struct ggml_tensor * ggml_rms_norm_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                        float eps);
 
@@ -1211,7 +1212,8 @@ struct ggml_tensor * ggml_xielu(struct ggml_context * ctx, struct ggml_tensor * 
 /* x > 0 ? x : negative_slope * x (op LEAKY_RELU; no kernel yet); inplace: the result is a view of a. */
 struct ggml_tensor * ggml_leaky_relu(struct ggml_context * ctx, struct ggml_tensor * a, float negative_slope,
                                      bool inplace);
-/* Gradient of silu: a = x, b = dy, same shape and type (op SILU_BACK; no kernel yet). */
+/* Gradient of silu: a = dy, b = x, same shape and type (op SILU_BACK; no kernel yet). ggml's header names the
+ * operands the other way round; its kernel and its backward pass use this order. */
 struct ggml_tensor * ggml_silu_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 
 /* Gated linear units. Merged: a [2n, ...] -> [n, ...], x = first half, g = second half (swapped:
@@ -1407,8 +1409,8 @@ void * ggml_get_mem_buffer(const struct ggml_context * ctx);
  * tensors; NULL with an error when the arena is full. */
 void * ggml_new_buffer(struct ggml_context * ctx, size_t nbytes);
 
-/* Trainable parameter / loss flags. ggx has no automatic differentiation: they are recorded for
- * the application (and ggml_graph_reset), nothing else reads them. */
+/* Mark tensor a trainable parameter (it must have no op; graphs hold it as a node, and
+ * ggml_build_backward_expand gives it a gradient) or a loss (one f32 value; its gradient is 1). */
 void ggml_set_param(struct ggml_tensor * tensor);
 void ggml_set_loss(struct ggml_tensor * tensor);
 
@@ -1425,7 +1427,7 @@ bool ggml_is_contiguous_to_2(const struct ggml_tensor * tensor);
 bool ggml_is_contiguous_to_3(const struct ggml_tensor * tensor);
 /* A tensor stored as C x W x H x N and permuted to W x H x C x N (channels innermost in memory). */
 bool ggml_is_contiguous_channels(const struct ggml_tensor * tensor);
-/* Sets every element to zero (host data only; tensors without data are left alone). */
+/* Sets every element to zero, in host memory or a backend buffer (tensors without data are left alone). */
 struct ggml_tensor * ggml_set_zero(struct ggml_tensor * tensor);
 
 /* ggml_type_size / ggml_blck_size (bytes per element, fractional for block types). */
@@ -1528,12 +1530,12 @@ bool ggml_threadpool_params_match(const struct ggml_threadpool_params * p0, cons
 /* ---------------------------------------------------------------------------------------------- */
 /* Graphs */
 
-/* Arena bytes of a graph of GGML_DEFAULT_GRAPH_SIZE / size nodes. grads is ggml's request for
- * gradient slots; ggx graphs hold none (ggml_new_graph_custom refuses grads), so it adds nothing. */
+/* Arena bytes of a graph of GGML_DEFAULT_GRAPH_SIZE / size nodes, with gradient slots when grads. */
 size_t ggml_graph_overhead(void);
 size_t ggml_graph_overhead_custom(size_t size, bool grads);
-/* New empty graph in ctx holding up to GGML_DEFAULT_GRAPH_SIZE (or size) nodes and as many leafs.
- * grads must be false (no training support). NULL with an error when the arena is full. */
+/* New empty graph in ctx holding up to GGML_DEFAULT_GRAPH_SIZE (or size) nodes and as many leafs;
+ * grads: with a gradient and an accumulator slot per tensor (for ggml_build_backward_expand). NULL with
+ * an error when the arena is full. */
 struct ggml_cgraph * ggml_new_graph(struct ggml_context * ctx);
 struct ggml_cgraph * ggml_new_graph_custom(struct ggml_context * ctx, size_t size, bool grads);
 /* Add tensor and everything it depends on, sources before consumers; each tensor once. A NULL tensor
@@ -1545,10 +1547,10 @@ bool ggml_graph_is_valid(const struct ggml_cgraph * cgraph);
 /* A graph over nodes [i0, i1) of cgraph, allocated in ctx. It shares cgraph's nodes and recorded
  * use counts (so consumers outside the view still count); it has no leafs. NULL on a bad range. */
 struct ggml_cgraph * ggml_graph_view(struct ggml_context * ctx, struct ggml_cgraph * cgraph, int i0, int i1);
-/* Copy nodes, leafs and use counts of src into dst. A dst too small for src is a misuse (dst
- * unchanged in the returning mode). */
+/* Copy nodes, leafs, use counts and gradients of src into dst. A dst too small for src, or without
+ * gradient slots when src has them, is a misuse (dst unchanged in the returning mode). */
 void ggml_graph_cpy(const struct ggml_cgraph * src, struct ggml_cgraph * dst);
-/* Remove every node and leaf. */
+/* Remove every node and leaf (and their gradients). */
 void ggml_graph_clear(struct ggml_cgraph * cgraph);
 
 /* Node capacity and node count. */
@@ -1572,21 +1574,28 @@ void ggml_build_forward_order(struct ggml_cgraph * cgraph, struct ggml_tensor * 
  * unselected branch needs are skipped by every backend. */
 struct ggml_tensor * ggml_build_forward_select(struct ggml_cgraph * cgraph, struct ggml_tensor ** tensors,
                                               int n_tensors, int idx);
-/* A copy of cgraph in ctx (nodes, leafs, use counts; capacity cgraph's). force_grads must be false
- * (no gradients); NULL with an error otherwise or when ctx is full. */
+/* A copy of cgraph in ctx (nodes, leafs, use counts, gradients; capacity cgraph's), with gradient slots
+ * when cgraph has them or force_grads. NULL with an error when ctx is full. */
 struct ggml_cgraph * ggml_graph_dup(struct ggml_context * ctx, struct ggml_cgraph * cgraph, bool force_grads);
-/* ggx has no automatic differentiation: graphs hold no gradients, so get_grad / get_grad_acc return
- * NULL, reset does nothing, and build_backward_expand records an error in ctx and adds nothing. */
+/* The gradient of the loss with respect to node (the tensor computing it) and node's accumulator; NULL
+ * when it has none (docs/ggml-api.md, "Automatic differentiation"). */
 struct ggml_tensor * ggml_graph_get_grad(const struct ggml_cgraph * cgraph, const struct ggml_tensor * node);
 struct ggml_tensor * ggml_graph_get_grad_acc(const struct ggml_cgraph * cgraph, const struct ggml_tensor * node);
+/* Before a backward pass: the loss's accumulator becomes 1, every other accumulator (and the moments of
+ * OPT_STEP_ADAMW nodes) 0. The graph must have gradient slots. */
 void ggml_graph_reset(struct ggml_cgraph * cgraph);
+/* Append to cgraph (made with grads, holding the forward pass) the nodes computing the gradient of its
+ * loss with respect to every tensor between the parameters and the loss, new tensors in ctx.
+ * grad_accs[i], when given and not NULL, is the accumulator of node i (the gradient is added into it in
+ * place); the loss gets one itself. A graph without parameter or loss, an op without a backward or an
+ * in-place op on the way is an error in ctx, and the graph is left as it was. */
 void ggml_build_backward_expand(struct ggml_context * ctx, struct ggml_cgraph * cgraph,
                                 struct ggml_tensor ** grad_accs);
 /* Log the graph: every node (index, op, type, shape, flags, name) and leaf. */
 void ggml_graph_print(const struct ggml_cgraph * cgraph);
 /* Write graph gb as a Graphviz dot file: nodes (op, type, shape, name; inputs, outputs and
  * parameters coloured) and leafs, with an edge from each source. gf, the forward graph of a
- * backward graph in ggml, may be NULL and is not used (ggx has no gradients). Logs an error when
+ * backward graph in ggml, may be NULL and is not used. Logs an error when
  * the file cannot be written. */
 void ggml_graph_dump_dot(const struct ggml_cgraph * gb, const struct ggml_cgraph * gf, const char * filename);
 

@@ -1,8 +1,10 @@
-// Graphs: topologically ordered nodes and leafs, a visited hash set with per-tensor use counts,
-// graph views, and the public graph access API of ggml-graph.h.
+// Graphs: topologically ordered nodes and leafs, a visited hash set with per-tensor use counts and
+// (graphs made with grads) gradient slots, graph views, and the public graph access API of
+// ggml-graph.h. The backward pass that fills the gradient slots is core/backward.cpp.
 #include <ggml-graph.h>
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -22,6 +24,8 @@ struct ggml_cgraph {
     size_t hash_capacity;  // power of two, at least 4 * size
     const ggml_tensor ** hash_keys;
     int32_t * use_counts;  // parallel to hash_keys
+    ggml_tensor ** grads;  // parallel to hash_keys; nullptr in a graph without gradients
+    ggml_tensor ** grad_accs;  // likewise: the accumulators the gradients are summed into
     bool valid;
     bool is_view;
     bool has_uncomputed;  // ggml_build_forward_order or _select added nodes not (yet) computed
@@ -128,8 +132,9 @@ void add_missing(ggml_cgraph * graph, ggml_tensor * root, bool compute) {
         }
         ggml_tensor * tensor = frame.tensor;
         stack.pop_back();
-        const bool added =
-            tensor->op == GGML_OP_NONE ? append_leaf(graph, tensor) : append_node(graph, tensor, compute);
+        // As in ggml, trainable parameters are nodes (they get gradients); other op-less tensors are leafs.
+        const bool is_leaf = tensor->op == GGML_OP_NONE && !(tensor->flags & GGML_TENSOR_FLAG_PARAM);
+        const bool added = is_leaf ? append_leaf(graph, tensor) : append_node(graph, tensor, compute);
         if (!added) return;
     }
 }
@@ -139,17 +144,42 @@ void expand(ggml_cgraph * graph, ggml_tensor * root, bool compute) {
     if (compute && graph->has_uncomputed) mark_computed(root);
 }
 
-size_t graph_bytes(size_t size) {
+size_t graph_bytes(size_t size, bool grads) {
     const size_t capacity = hash_capacity_for(size);
+    const size_t slots = align_up(capacity * sizeof(ggml_tensor *), kArenaAlign);
     return align_up(sizeof(ggml_cgraph), kArenaAlign) +
-           2 * align_up(size * sizeof(ggml_tensor *), kArenaAlign) +
-           align_up(capacity * sizeof(ggml_tensor *), kArenaAlign) +
-           align_up(capacity * sizeof(int32_t), kArenaAlign);
+           2 * align_up(size * sizeof(ggml_tensor *), kArenaAlign) + slots +
+           align_up(capacity * sizeof(int32_t), kArenaAlign) + (grads ? 2 * slots : 0);
+}
+
+void clear_gradients(ggml_cgraph * graph) {
+    if (!graph->grads) return;
+    std::fill_n(graph->grads, graph->hash_capacity, nullptr);
+    std::fill_n(graph->grad_accs, graph->hash_capacity, nullptr);
 }
 
 void clear_hash(ggml_cgraph * graph) {
     std::fill_n(graph->hash_keys, graph->hash_capacity, nullptr);
     std::fill_n(graph->use_counts, graph->hash_capacity, 0);
+    clear_gradients(graph);
+}
+
+// Slot index of tensor in graph's hash set, when the graph has gradients and holds tensor.
+std::optional<size_t> gradient_index(const ggml_cgraph * graph, const ggml_tensor * tensor) {
+    if (!graph->grads || !tensor) return std::nullopt;
+    const size_t slot = hash_slot(graph, tensor);
+    if (graph->hash_keys[slot] != tensor) return std::nullopt;
+    return slot;
+}
+
+// Copies src's gradients of the nodes dst holds too (dst has gradient slots).
+void copy_gradients(const ggml_cgraph * src, ggml_cgraph * dst) {
+    for (int i = 0; i < src->n_nodes; ++i) {
+        const auto from = gradient_index(src, src->nodes[i]), to = gradient_index(dst, src->nodes[i]);
+        if (!from || !to) continue;
+        dst->grads[*to] = src->grads[*from];
+        dst->grad_accs[*to] = src->grad_accs[*from];
+    }
 }
 
 // Replaces graph's contents with nodes, leafs and, per tensor, the given use count.
@@ -195,9 +225,16 @@ bool graph_copy(const ggml_cgraph * src, ggml_cgraph * dst) {
                                    std::to_string(src->n_leafs) + " leafs");
         return false;
     }
+    if (src->grads && !dst->grads) {
+        report_error(dst->ctx,
+                     "ggml_graph_cpy: the source has gradients, the destination none (create it "
+                     "with ggml_new_graph_custom(ctx, size, true))");
+        return false;
+    }
     const std::vector<ggml_tensor *> nodes(src->nodes, src->nodes + src->n_nodes);
     const std::vector<ggml_tensor *> leafs(src->leafs, src->leafs + src->n_leafs);
     assign(dst, nodes, leafs, [src](const ggml_tensor * t) { return ggml_graph_get_use_count(src, t); });
+    if (src->grads) copy_gradients(src, dst);
     dst->valid = src->valid;
     dst->has_uncomputed = src->has_uncomputed;
     return true;
@@ -218,15 +255,15 @@ bool graph_add_node(ggml_cgraph * cgraph, ggml_tensor * tensor) {
 
 extern "C" {
 
-size_t ggml_graph_overhead_custom(size_t size, bool grads) { return graph_bytes(size); }
-size_t ggml_graph_overhead(void) { return graph_bytes(GGML_DEFAULT_GRAPH_SIZE); }
+size_t ggml_graph_overhead_custom(size_t size, bool grads) { return graph_bytes(size, grads); }
+size_t ggml_graph_overhead(void) { return graph_bytes(GGML_DEFAULT_GRAPH_SIZE, false); }
 
 ggml_cgraph * ggml_new_graph_custom(ggml_context * ctx, size_t size, bool grads) {
     Check check(ctx, "ggml_new_graph_custom", {});
-    check.require(!grads, "gradients are not supported")
-        .require(size >= 1 && size <= INT32_MAX / 4, "bad size");
+    check.require(size >= 1 && size <= INT32_MAX / 4, "bad size");
     if (!check) return nullptr;
-    auto * block = static_cast<unsigned char *>(arena_alloc(ctx, graph_bytes(size), GGML_OBJECT_TYPE_GRAPH, "ggml_new_graph"));
+    auto * block = static_cast<unsigned char *>(
+        arena_alloc(ctx, graph_bytes(size, grads), GGML_OBJECT_TYPE_GRAPH, "ggml_new_graph"));
     if (!block) return nullptr;
     const size_t capacity = hash_capacity_for(size);
     unsigned char * cursor = block;
@@ -243,6 +280,10 @@ ggml_cgraph * ggml_new_graph_custom(ggml_context * ctx, size_t size, bool grads)
     graph->hash_capacity = capacity;
     graph->hash_keys = reinterpret_cast<const ggml_tensor **>(take(capacity * sizeof(ggml_tensor *)));
     graph->use_counts = reinterpret_cast<int32_t *>(take(capacity * sizeof(int32_t)));
+    if (grads) {
+        graph->grads = reinterpret_cast<ggml_tensor **>(take(capacity * sizeof(ggml_tensor *)));
+        graph->grad_accs = reinterpret_cast<ggml_tensor **>(take(capacity * sizeof(ggml_tensor *)));
+    }
     graph->valid = true;
     clear_hash(graph);
     return graph;
@@ -298,6 +339,8 @@ ggml_cgraph * ggml_graph_view(ggml_context * ctx, ggml_cgraph * cgraph, int i0, 
     view->n_nodes = i1 - i0;
     view->n_leafs = 0;
     view->nodes = cgraph->nodes + i0;
+    view->grads = nullptr;  // as in ggml: gradients belong to the whole graph
+    view->grad_accs = nullptr;
     view->is_view = true;
     return view;
 }
@@ -306,17 +349,45 @@ ggml_cgraph * ggml_graph_view(ggml_context * ctx, ggml_cgraph * cgraph, int i0, 
 void ggml_graph_cpy(const ggml_cgraph * src, ggml_cgraph * dst) { ggx::core::graph_copy(src, dst); }
 
 ggml_cgraph * ggml_graph_dup(ggml_context * ctx, ggml_cgraph * cgraph, bool force_grads) {
-    ggml_cgraph * copy = ggml_new_graph_custom(ctx, static_cast<size_t>(cgraph->size), force_grads);
+    ggml_cgraph * copy =
+        ggml_new_graph_custom(ctx, static_cast<size_t>(cgraph->size), cgraph->grads || force_grads);
     if (copy && !ggx::core::graph_copy(cgraph, copy)) return nullptr;
     return copy;
 }
 
-ggml_tensor * ggml_graph_get_grad(const ggml_cgraph *, const ggml_tensor *) { return nullptr; }
-ggml_tensor * ggml_graph_get_grad_acc(const ggml_cgraph *, const ggml_tensor *) { return nullptr; }
-void ggml_graph_reset(ggml_cgraph *) {}
+ggml_tensor * ggml_graph_get_grad(const ggml_cgraph * cgraph, const ggml_tensor * node) {
+    const auto i = gradient_index(cgraph, node);
+    return i ? cgraph->grads[*i] : nullptr;
+}
 
-void ggml_build_backward_expand(ggml_context * ctx, ggml_cgraph *, ggml_tensor **) {
-    report_error(ctx, "ggml_build_backward_expand: ggx has no automatic differentiation");
+ggml_tensor * ggml_graph_get_grad_acc(const ggml_cgraph * cgraph, const ggml_tensor * node) {
+    const auto i = gradient_index(cgraph, node);
+    return i ? cgraph->grad_accs[*i] : nullptr;
+}
+
+void ggml_graph_reset(ggml_cgraph * cgraph) {
+    if (!cgraph) return;
+    if (!cgraph->grads) {
+        report_error(cgraph->ctx,
+                     "ggml_graph_reset: the graph has no gradients (create it with "
+                     "ggml_new_graph_custom(ctx, size, true))");
+        return;
+    }
+    for (int i = 0; i < cgraph->n_nodes; ++i) {
+        ggml_tensor * node = cgraph->nodes[i];
+        if (node->op == GGML_OP_OPT_STEP_ADAMW) {  // the optimizer's moments start again from zero
+            ggml_set_zero(node->src[2]);
+            ggml_set_zero(node->src[3]);
+        }
+        ggml_tensor * acc = ggml_graph_get_grad_acc(cgraph, node);
+        if (!acc) continue;
+        if (node->flags & GGML_TENSOR_FLAG_LOSS) {
+            const float one = 1.0f;  // d loss / d loss
+            write_tensor(acc, &one, 0, sizeof one);
+        } else {
+            ggml_set_zero(acc);
+        }
+    }
 }
 
 void ggml_graph_clear(ggml_cgraph * cgraph) {
@@ -436,3 +507,47 @@ void ggml_graph_copy_use_counts(ggml_cgraph * segment, const ggml_cgraph * sourc
 }
 
 }  // extern "C"
+
+// Gradient slots and graph states, for core/backward.cpp.
+namespace ggx::core {
+
+bool graph_has_grads(const ggml_cgraph * graph) { return graph->grads != nullptr; }
+
+ggml_tensor ** grad_slot(ggml_cgraph * graph, const ggml_tensor * tensor) {
+    const auto i = gradient_index(graph, tensor);
+    return i ? &graph->grads[*i] : nullptr;
+}
+
+ggml_tensor ** grad_acc_slot(ggml_cgraph * graph, const ggml_tensor * tensor) {
+    const auto i = gradient_index(graph, tensor);
+    return i ? &graph->grad_accs[*i] : nullptr;
+}
+
+void clear_grads(ggml_cgraph * graph) { clear_gradients(graph); }
+
+GraphState save_state(const ggml_cgraph * graph) {
+    GraphState state{{graph->nodes, graph->nodes + graph->n_nodes},
+                     {graph->leafs, graph->leafs + graph->n_leafs},
+                     {},
+                     {},
+                     graph->valid,
+                     graph->has_uncomputed};
+    for (const ggml_tensor * t : state.nodes)
+        state.node_uses.push_back(ggml_graph_get_use_count(graph, t));
+    for (const ggml_tensor * t : state.leafs)
+        state.leaf_uses.push_back(ggml_graph_get_use_count(graph, t));
+    return state;
+}
+
+void restore_state(ggml_cgraph * graph, const GraphState & state) {
+    std::unordered_map<const ggml_tensor *, int32_t> uses;
+    for (size_t i = 0; i < state.nodes.size(); ++i)
+        uses.emplace(state.nodes[i], state.node_uses[i]);
+    for (size_t i = 0; i < state.leafs.size(); ++i)
+        uses.emplace(state.leafs[i], state.leaf_uses[i]);
+    assign(graph, state.nodes, state.leafs, [&uses](const ggml_tensor * t) { return uses.at(t); });
+    graph->valid = state.valid;
+    graph->has_uncomputed = state.has_uncomputed;
+}
+
+}  // namespace ggx::core

@@ -65,6 +65,31 @@ bool graph_is_view(const ggml_cgraph * graph);
 bool graph_copy(const ggml_cgraph * src, ggml_cgraph * dst);
 bool graph_add_node(ggml_cgraph * cgraph, ggml_tensor * tensor);
 
+// Gradients, for core/backward.cpp. A graph made with grads (ggml_new_graph_custom(..., true)) has a
+// gradient and an accumulator slot per node and leaf; the slots of tensor, or nullptr when the graph
+// has no gradients or does not hold tensor.
+bool graph_has_grads(const ggml_cgraph * graph);
+ggml_tensor ** grad_slot(ggml_cgraph * graph, const ggml_tensor * tensor);
+ggml_tensor ** grad_acc_slot(ggml_cgraph * graph, const ggml_tensor * tensor);
+void clear_grads(ggml_cgraph * graph);
+
+// A graph's nodes, leafs and use counts, to undo a build that failed halfway (restoring clears the
+// gradients).
+struct GraphState {
+    std::vector<ggml_tensor *> nodes, leafs;
+    std::vector<int32_t> node_uses, leaf_uses;
+    bool valid, has_uncomputed;
+};
+GraphState save_state(const ggml_cgraph * graph);
+void restore_state(ggml_cgraph * graph, const GraphState & state);
+
+// Writes size bytes of data at offset into tensor's storage. src/core knows no backend: the runtime
+// installs the writer for tensors in backend buffers (ggml_backend_tensor_set) when it loads; a
+// tensor of a context with host data is written directly.
+using TensorWriter = void (*)(ggml_tensor * tensor, const void * data, size_t offset, size_t size);
+void set_tensor_writer(TensorWriter writer);
+void write_tensor(ggml_tensor * tensor, const void * data, size_t offset, size_t size);
+
 // Ops that only describe storage (NONE, VIEW, RESHAPE, PERMUTE, TRANSPOSE): nothing to compute.
 constexpr bool is_layout_op(ggml_op op) {
     return op == GGML_OP_NONE || op == GGML_OP_VIEW || op == GGML_OP_RESHAPE || op == GGML_OP_PERMUTE ||

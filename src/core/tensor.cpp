@@ -151,6 +151,20 @@ ggml_tensor * new_tensor(ggml_context * ctx, const char * op_name, ggml_type typ
     return tensor;
 }
 
+namespace {
+TensorWriter tensor_writer = nullptr;
+}  // namespace
+
+void set_tensor_writer(TensorWriter writer) { tensor_writer = writer; }
+
+void write_tensor(ggml_tensor * tensor, const void * data, size_t offset, size_t size) {
+    if (tensor->buffer && tensor_writer) {
+        tensor_writer(tensor, data, offset, size);
+    } else if (tensor->data && size) {
+        std::memcpy(static_cast<char *>(tensor->data) + offset, data, size);
+    }
+}
+
 ggml_context * context_of(const ggml_tensor * tensor) {
     return reinterpret_cast<const TensorObject *>(tensor)->ctx;
 }
@@ -264,11 +278,24 @@ ggml_tensor * ggml_format_name(ggml_tensor * tensor, const char * fmt, ...) {
 
 void ggml_set_input(ggml_tensor * tensor) { tensor->flags |= GGML_TENSOR_FLAG_INPUT; }
 void ggml_set_output(ggml_tensor * tensor) { tensor->flags |= GGML_TENSOR_FLAG_OUTPUT; }
-void ggml_set_param(ggml_tensor * tensor) { tensor->flags |= GGML_TENSOR_FLAG_PARAM; }
-void ggml_set_loss(ggml_tensor * tensor) { tensor->flags |= GGML_TENSOR_FLAG_LOSS; }
+void ggml_set_param(ggml_tensor * tensor) {
+    if (!tensor) return;
+    Check check(context_of(tensor), "ggml_set_param", {{"tensor", tensor}});
+    if (check.require(tensor->op == GGML_OP_NONE, "a trainable parameter must be a tensor without an op"))
+        tensor->flags |= GGML_TENSOR_FLAG_PARAM;
+}
+
+void ggml_set_loss(ggml_tensor * tensor) {
+    if (!tensor) return;
+    Check check(context_of(tensor), "ggml_set_loss", {{"tensor", tensor}});
+    if (check.require(ggml_is_scalar(tensor) && tensor->type == GGML_TYPE_F32,
+                      "the loss must be one f32 value"))
+        tensor->flags |= GGML_TENSOR_FLAG_LOSS;
+}
 
 ggml_tensor * ggml_set_zero(ggml_tensor * tensor) {
-    if (tensor->data) std::memset(tensor->data, 0, ggml_nbytes(tensor));
+    const std::vector<unsigned char> zeros(ggml_nbytes(tensor));
+    write_tensor(tensor, zeros.data(), 0, zeros.size());
     return tensor;
 }
 

@@ -63,6 +63,15 @@ struct GraphPlan {
     int n_nodes = 0;
     std::unique_ptr<ggml_backend_buffer> workspace;
 };
+
+// Lets src/core write tensors that live in backend buffers (ggml_graph_reset, ggml_set_zero).
+[[maybe_unused]] const bool tensor_writer_installed = [] {
+    core::set_tensor_writer([](ggml_tensor * tensor, const void * data, size_t offset, size_t size) {
+        ggml_backend_tensor_set(tensor, data, offset, size);
+    });
+    return true;
+}();
+
 }  // namespace
 }  // namespace ggx::backend
 

@@ -141,8 +141,8 @@ TEST(GraphNew, DefaultAndCustomSizes) {
 
     EXPECT_EQ(ggml_graph_overhead(), ggml_graph_overhead_custom(GGML_DEFAULT_GRAPH_SIZE, false));
     EXPECT_LT(ggml_graph_overhead_custom(16, false), ggml_graph_overhead_custom(32, false));
-    // ggml's grads flag is accepted; ggx graphs keep no gradient slots, so it costs nothing.
-    EXPECT_EQ(ggml_graph_overhead_custom(16, true), ggml_graph_overhead_custom(16, false));
+    // Gradient slots (ggml's grads flag) take their room (tests/core/test_backward.cpp).
+    EXPECT_GT(ggml_graph_overhead_custom(16, true), ggml_graph_overhead_custom(16, false));
     EXPECT_EQ(ggml_get_error(ctx.get()), nullptr);
 }
 
