@@ -312,6 +312,10 @@ void add_perf_cases(CaseList & list) {
                       });
     }
     const double dw_flops = 2.0 * w * w * c * 9;
+    list.add_perf(GGML_OP_CONV_2D_DW, "perf vae f32 3x3 c=512 128x128 channels-first", dw_flops, [=](Graph & g) {
+        ggml_tensor * x = ggml_permute(g.ctx(), g.input(GGML_TYPE_F32, {c, w, w, 1}), 2, 0, 1, 3);
+        return ggml_conv_2d_dw_direct(g.ctx(), g.input(GGML_TYPE_F32, {3, 3, 1, c}), x, 1, 1, 1, 1, 1, 1);
+    });
     list.add_perf(GGML_OP_CONV_2D_DW, "perf vae f32 3x3 c=512 128x128", dw_flops, [=](Graph & g) {
         return ggml_conv_2d_dw_direct(g.ctx(), g.input(GGML_TYPE_F32, {3, 3, 1, c}),
                                       g.input(GGML_TYPE_F32, {w, w, c, 1}), 1, 1, 1, 1, 1, 1);
@@ -320,17 +324,21 @@ void add_perf_cases(CaseList & list) {
         return ggml_conv_2d_dw(g.ctx(), g.input(GGML_TYPE_F32, {3, 3, 1, c}), g.input(GGML_TYPE_F32, {w, w, c, 1}), 1,
                                1, 1, 1, 1, 1);
     });
-    // Transposed: x [64, 64, 512], 4x4 kernel, stride 2; its GEMM is [KW*KH*OC, C] x [C, W*H].
-    const int64_t tw = 64, tk = 4;
-    const double transposed_flops = 2.0 * tw * tw * c * c * tk * tk / 4;
+    // The GEMM CONV_2D computes: weights [C*9, O] times the unfolded input [C*9, W*H].
+    list.add_perf(GGML_OP_MUL_MAT, "perf vae conv_2d gemm f32 m=512 k=4608 n=16384", conv_flops, [=](Graph & g) {
+        return ggml_mul_mat(g.ctx(), g.input(GGML_TYPE_F32, {c * 9, c, 1, 1}), g.input(GGML_TYPE_F32, {c * 9, w * w, 1, 1}));
+    });
+    // Transposed: x [64, 64, 128], 4x4 kernel, stride 2; its GEMM is [C, KW*KH*OC] x [C, W*H].
+    const int64_t tw = 64, tk = 4, tc = 128;
+    const double transposed_flops = 2.0 * tw * tw * tc * tc * tk * tk;
     list.add_perf(GGML_OP_CONV_TRANSPOSE_2D, "perf vae f32 4x4 s2 c=128 64x64", transposed_flops, [=](Graph & g) {
-        return ggml_conv_transpose_2d_p0(g.ctx(), g.input(GGML_TYPE_F32, {tk, tk, c / 4, c / 4}),
-                                         g.input(GGML_TYPE_F32, {tw, tw, c / 4, 1}), 2);
+        return ggml_conv_transpose_2d_p0(g.ctx(), g.input(GGML_TYPE_F32, {tk, tk, tc, tc}),
+                                         g.input(GGML_TYPE_F32, {tw, tw, tc, 1}), 2);
     });
     list.add_perf(GGML_OP_MUL_MAT, "perf vae conv_transpose gemm f32 m=2048 k=128 n=4096", transposed_flops,
                   [=](Graph & g) {
-                      return ggml_mul_mat(g.ctx(), g.input(GGML_TYPE_F32, {c / 4, tk * tk * c / 4, 1, 1}),
-                                          g.input(GGML_TYPE_F32, {c / 4, tw * tw, 1, 1}));
+                      return ggml_mul_mat(g.ctx(), g.input(GGML_TYPE_F32, {tc, tk * tk * tc, 1, 1}),
+                                          g.input(GGML_TYPE_F32, {tc, tw * tw, 1, 1}));
                   });
     // 3-D: a video VAE's [32, 32, 8] volumes of 128 channels, 3x3x3.
     const int64_t vc = 128, vw = 32, vd = 8;

@@ -11,7 +11,8 @@
 //  * CONV_TRANSPOSE_1D/2D: the GEMM col[(kx, ky, oc), i] = sum_c k[kx, ky, oc, c] * x[i, c] over
 //    input positions i (a 1x1 convolution, same packing), a chunk of input rows at a time, then
 //    each column added into the output at (ix*s + kx, iy*s + ky).
-//  * CONV_2D_DW: per channel plane and output row, a sum over the taps of scaled input rows.
+//  * CONV_2D_DW: per channel plane and output row, a sum over the taps of scaled input rows;
+//    channels-first, per output position a sum of the taps' channel vectors.
 //  * IM2COL_BACK, COL2IM_1D, POOL_1D, POOL_2D, POOL_2D_BACK: direct loops, split over output rows or
 //    planes (the scatters over the planes they write, so that no two threads add to one element).
 #include <array>
@@ -41,7 +42,7 @@ struct Columns {
     int64_t channels, batch;
     std::array<size_t, 3> x_nb;  // input strides along w, h, d
     size_t x_c, x_n;             // between channels, samples
-    size_t dst_row;              // between the column's rows
+    size_t dst_row;              // between the rows of a column
     std::array<size_t, 3> dst_nb;
     size_t dst_n;
 };
@@ -79,35 +80,69 @@ Columns im2col_geometry(const ggml_tensor * node) {
     return g;
 }
 
-// Column (ow, oh, od) of sample n for input type In and result type Out (constant, so that the
-// conversions inline).
-template <ggml_type In, ggml_type Out>
-void column(const Columns & g, const char * x, char * dst, const std::array<int64_t, 3> & o, int64_t n) {
-    const char * sample = x + n * g.x_n;
-    char * out = dst + o[0] * g.dst_nb[0] + o[1] * g.dst_nb[1] + o[2] * g.dst_nb[2] + n * g.dst_n;
-    for (int64_t c = 0; c < g.channels; ++c)
-        for (int64_t kd = 0; kd < g.k[2]; ++kd) {
-            const int64_t id = input_pos(o[2], kd, g.s[2], g.p[2], g.d[2]);
-            for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-                const int64_t ih = input_pos(o[1], kh, g.s[1], g.p[1], g.d[1]);
-                const bool inside = id >= 0 && id < g.in[2] && ih >= 0 && ih < g.in[1];
-                const char * row = sample + c * g.x_c + id * g.x_nb[2] + ih * g.x_nb[1];
-                for (int64_t kw = 0; kw < g.k[0]; ++kw, out += g.dst_row) {
-                    const int64_t iw = input_pos(o[0], kw, g.s[0], g.p[0], g.d[0]);
-                    const float v = inside && iw >= 0 && iw < g.in[0] ? load_float(In, row + iw * g.x_nb[0]) : 0.0f;
-                    store_float(Out, out, v);
-                }
-            }
-        }
+int64_t column_rows(const Columns & g) { return g.channels * g.k[0] * g.k[1] * g.k[2]; }
+
+// Per thread: the column as F32, then the byte offsets of its input rows (kd, kh) and of its
+// elements (kw) in a row, -1 where they fall into the padding.
+size_t column_floats_bytes(const Columns & g) {
+    return (sizeof(float) * static_cast<size_t>(column_rows(g)) + 7) & ~size_t(7);
+}
+size_t column_scratch_bytes(const Columns & g) {
+    return column_floats_bytes(g) + sizeof(int64_t) * static_cast<size_t>(g.k[2] * g.k[1] + g.k[0]);
 }
 
-template <ggml_type In, ggml_type Out>
-void columns(const ComputeParams & params, const Columns & g, const char * x, char * dst) {
+// Column (ow, oh, od) of sample n as F32 into out, for input type In (constant, so that the
+// conversion inlines). The offsets are computed once per column, not per channel.
+template <ggml_type In>
+void column(const Columns & g, const char * x, float * out, int64_t * offsets, const std::array<int64_t, 3> & o,
+            int64_t n) {
+    int64_t * row_off = offsets;
+    int64_t * col_off = offsets + g.k[2] * g.k[1];
+    for (int64_t kd = 0; kd < g.k[2]; ++kd)
+        for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+            const int64_t id = input_pos(o[2], kd, g.s[2], g.p[2], g.d[2]);
+            const int64_t ih = input_pos(o[1], kh, g.s[1], g.p[1], g.d[1]);
+            const bool inside = id >= 0 && id < g.in[2] && ih >= 0 && ih < g.in[1];
+            row_off[kd * g.k[1] + kh] = inside ? id * static_cast<int64_t>(g.x_nb[2]) + ih * static_cast<int64_t>(g.x_nb[1]) : -1;
+        }
+    bool whole_rows = true;
+    for (int64_t kw = 0; kw < g.k[0]; ++kw) {
+        const int64_t iw = input_pos(o[0], kw, g.s[0], g.p[0], g.d[0]);
+        col_off[kw] = iw >= 0 && iw < g.in[0] ? iw * static_cast<int64_t>(g.x_nb[0]) : -1;
+        whole_rows = whole_rows && col_off[kw] >= 0;
+    }
+    const char * sample = x + n * g.x_n;
+    for (int64_t c = 0; c < g.channels; ++c) {
+        const char * plane = sample + c * g.x_c;
+        for (int64_t t = 0; t < g.k[2] * g.k[1]; ++t, out += g.k[0]) {
+            if (row_off[t] < 0) {
+                std::fill(out, out + g.k[0], 0.0f);
+            } else if (whole_rows) {
+                for (int64_t kw = 0; kw < g.k[0]; ++kw)
+                    out[kw] = load_float(In, plane + row_off[t] + col_off[kw]);
+            } else {
+                for (int64_t kw = 0; kw < g.k[0]; ++kw)
+                    out[kw] = col_off[kw] < 0 ? 0.0f : load_float(In, plane + row_off[t] + col_off[kw]);
+            }
+        }
+    }
+}
+
+template <ggml_type In>
+void columns(const ComputeParams & params, const Columns & g, const char * x, ggml_tensor * node) {
     const int64_t plane = g.out[0] * g.out[1] * g.out[2];
+    char * scratch = static_cast<char *>(params.workspace) + column_scratch_bytes(g) * static_cast<size_t>(params.ith());
+    float * buf = reinterpret_cast<float *>(scratch);
+    int64_t * offsets = reinterpret_cast<int64_t *>(scratch + column_floats_bytes(g));
     const auto [begin, end] = chunk_range(plane * g.batch, params.ith(), params.nth());
     for (int64_t u = begin; u < end && !params.should_stop(); ++u) {
-        const int64_t m = u % plane;
-        column<In, Out>(g, x, dst, {m % g.out[0], m / g.out[0] % g.out[1], m / (g.out[0] * g.out[1])}, u / plane);
+        const int64_t m = u % plane, n = u / plane;
+        const std::array<int64_t, 3> o{m % g.out[0], m / g.out[0] % g.out[1], m / (g.out[0] * g.out[1])};
+        column<In>(g, x, buf, offsets, o, n);
+        store_row(node->type, buf,
+                  static_cast<char *>(node->data) + o[0] * g.dst_nb[0] + o[1] * g.dst_nb[1] + o[2] * g.dst_nb[2] +
+                      n * g.dst_n,
+                  g.dst_row, column_rows(g));
     }
 }
 
@@ -125,19 +160,20 @@ bool supports_im2col(const ggml_tensor * node) {
         if (g.s[a] < 1 || g.d[a] < 1 || g.p[a] < 0) return false;
     const bool is_2d = !is_3d && core::params<ggml_ext_im2col_params>(node).is_2d != 0;
     const bool batch_ok = is_3d || (is_2d ? node->ne[3] == x->ne[3] : node->ne[2] == x->ne[2] && node->ne[3] == 1);
-    return batch_ok && node->ne[0] == g.channels * g.k[0] * g.k[1] * g.k[2];
+    return batch_ok && node->ne[0] == column_rows(g);
+}
+
+size_t workspace_im2col(const ggml_tensor * node, int n_threads) {
+    return column_scratch_bytes(im2col_geometry(node)) * static_cast<size_t>(n_threads);
 }
 
 void compute_im2col(const ComputeParams & params, ggml_tensor * node) {
     const Columns g = im2col_geometry(node);
     const char * x = static_cast<const char *>(node->src[1]->data);
-    char * dst = static_cast<char *>(node->data);
-    constexpr auto f32 = GGML_TYPE_F32, f16 = GGML_TYPE_F16;
-    const bool in32 = node->src[1]->type == f32, out32 = node->type == f32;
-    if (in32 && out32) columns<f32, f32>(params, g, x, dst);
-    if (in32 && !out32) columns<f32, f16>(params, g, x, dst);
-    if (!in32 && out32) columns<f16, f32>(params, g, x, dst);
-    if (!in32 && !out32) columns<f16, f16>(params, g, x, dst);
+    if (node->src[1]->type == GGML_TYPE_F32)
+        columns<GGML_TYPE_F32>(params, g, x, node);
+    else
+        columns<GGML_TYPE_F16>(params, g, x, node);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -170,6 +206,9 @@ struct Tap {
     }
 };
 
+// A panel's height with AVX-512 (two vectors of floats).
+constexpr int64_t kFullRun = 32;
+
 // Rows [r, r + len) of a panel: consecutive ow from ow0 at (oh, od), over taps [k0, k0 + kc).
 void pack_run(const Unfold & u, const char * sample, int64_t ow0, int64_t oh, int64_t od, int64_t len, int64_t R,
               int64_t k0, int64_t kc, float * out) {
@@ -191,7 +230,9 @@ void pack_run(const Unfold & u, const char * sample, int64_t ow0, int64_t oh, in
         }
         std::memset(out, 0, sizeof(float) * static_cast<size_t>(lo));
         const char * src = sample + t.c * u.x_c + id * u.x_nb[2] + ih * u.x_nb[1] + (iw0 + lo * u.s[0]) * u.x_nb[0];
-        if (dense_f32)
+        if (dense_f32 && hi - lo == kFullRun)  // the common case, as a copy of constant size
+            std::memcpy(out + lo, src, sizeof(float) * kFullRun);
+        else if (dense_f32)
             std::memcpy(out + lo, src, sizeof(float) * static_cast<size_t>(hi - lo));
         else
             load_row(u.x_type, src, u.x_nb[0] * u.s[0], hi - lo, out + lo);
@@ -355,7 +396,8 @@ void compute_direct_conv(const ComputeParams & params, ggml_tensor * node) {
 
 struct Transposed {
     int64_t W, H, C, N, KW, KH, OC, stride;
-    size_t x_nb[4];
+    size_t x_nb[4];  // x strides along w, h, c, n
+    size_t k_nb[4];  // kernel strides along kx, ky, oc, c
 };
 
 Transposed transposed(const ggml_tensor * node) {
@@ -363,26 +405,53 @@ Transposed transposed(const ggml_tensor * node) {
     const ggml_tensor * x = node->src[1];
     if (node->op == GGML_OP_CONV_TRANSPOSE_1D)
         return {x->ne[0], 1, x->ne[1], 1, k->ne[0], 1, k->ne[1], core::params<ggml_ext_conv_transpose_1d_params>(node).s0,
-                {x->nb[0], 0, x->nb[1], 0}};
+                {x->nb[0], 0, x->nb[1], 0}, {k->nb[0], 0, k->nb[1], k->nb[2]}};
     return {x->ne[0], x->ne[1], x->ne[2], x->ne[3], k->ne[0], k->ne[1], k->ne[2],
-            core::params<ggml_ext_conv_transpose_2d_params>(node).stride, {x->nb[0], x->nb[1], x->nb[2], x->nb[3]}};
+            core::params<ggml_ext_conv_transpose_2d_params>(node).stride, {x->nb[0], x->nb[1], x->nb[2], x->nb[3]},
+            {k->nb[0], k->nb[1], k->nb[2], k->nb[3]}};
 }
 
-// Bytes of the column buffer: input rows are taken in chunks of about this many columns' worth.
-constexpr size_t kColumnBytes = size_t{16} << 20;
+// Bytes of the column buffer: input rows are taken in chunks of about this many columns' worth,
+// so that the scatter reads the columns from cache.
+constexpr size_t kColumnBytes = size_t{4} << 20;
 
 int64_t chunk_rows(const Transposed & t) {
     const int64_t per_row = t.W * t.KW * t.KH * t.OC * static_cast<int64_t>(sizeof(float));
     return std::clamp<int64_t>(static_cast<int64_t>(kColumnBytes) / std::max<int64_t>(per_row, 1), 1, t.H);
 }
 
-gemm::Problem transposed_problem(const Transposed & t, const Weights & w, int64_t rows) {
+// B row j = (kx, ky, oc) holds the weights of every input channel: kt[j * C + c] in F32, a
+// transposed copy of the kernel in the workspace (read in place, its rows would be strided).
+gemm::Problem transposed_problem(const Transposed & t, const float * kt, int64_t rows) {
     gemm::Problem p;
     p.M = t.W * rows, p.N = t.KW * t.KH * t.OC, p.K = t.C;
     p.pack_a = pack_unfolded;
-    p.b = w.data, p.b_type = w.type, p.b_nb0 = w.nb0, p.b_nb1 = w.nb1;
+    p.b = reinterpret_cast<const char *>(kt), p.b_type = GGML_TYPE_F32;
+    p.b_nb0 = sizeof(float), p.b_nb1 = sizeof(float) * static_cast<size_t>(t.C);
     p.ldc = p.M;
     return p;
+}
+
+size_t transposed_kernel_bytes(const Transposed & t) {
+    return (sizeof(float) * static_cast<size_t>(t.KW * t.KH * t.OC * t.C) + 63) & ~size_t(63);
+}
+
+// Fills kt (see transposed_problem) in blocks of input channels, so that each block's reads run
+// along the kernel's rows; every thread returns after the copy is complete.
+void transpose_kernel(const ComputeParams & params, const ggml_tensor * k, const Transposed & t, float * kt) {
+    constexpr int64_t kBlock = 16;
+    const int64_t J = t.KW * t.KH * t.OC;
+    const auto [b0, b1] = chunk_range((t.C + kBlock - 1) / kBlock, params.ith(), params.nth());
+    for (int64_t b = b0; b < b1; ++b) {
+        const int64_t c0 = b * kBlock, c1 = std::min(t.C, c0 + kBlock);
+        for (int64_t j = 0; j < J; ++j) {
+            const int64_t kx = j % t.KW, ky = j / t.KW % t.KH, oc = j / (t.KW * t.KH);
+            const char * w = static_cast<const char *>(k->data) + kx * t.k_nb[0] + ky * t.k_nb[1] + oc * t.k_nb[2];
+            for (int64_t c = c0; c < c1; ++c)
+                kt[j * t.C + c] = load_float(k->type, w + c * t.k_nb[3]);
+        }
+    }
+    params.thread.barrier();
 }
 
 size_t column_bytes(const Transposed & t) {
@@ -403,8 +472,8 @@ bool supports_transposed(const ggml_tensor * node) {
 
 size_t workspace_transposed(const ggml_tensor * node, int n_threads) {
     const Transposed t = transposed(node);
-    return gemm::workspace(transposed_problem(t, {}, chunk_rows(t)), n_threads) + column_bytes(t) +
-           dense_copy_bytes(node->src[0]);
+    return gemm::workspace(transposed_problem(t, nullptr, chunk_rows(t)), n_threads) + column_bytes(t) +
+           transposed_kernel_bytes(t);
 }
 
 // Adds the columns of input rows [row0, row0 + rows) of sample n into this thread's output channels.
@@ -433,15 +502,12 @@ void scatter_columns(const ComputeParams & params, const Transposed & t, const f
 
 void compute_transposed(const ComputeParams & params, ggml_tensor * node) {
     const Transposed t = transposed(node);
-    const ggml_tensor * kernel = node->src[0];
     const int64_t rows = chunk_rows(t);
     char * ws = static_cast<char *>(params.workspace);
-    const size_t gemm_bytes = gemm::workspace(transposed_problem(t, {}, rows), params.nth());
+    const size_t gemm_bytes = gemm::workspace(transposed_problem(t, nullptr, rows), params.nth());
     float * col = reinterpret_cast<float *>(ws + gemm_bytes);
-    Weights w{};
-    w.data = dense_kernel(params, kernel, ws + gemm_bytes + column_bytes(t), w.type);
-    // B row j = (kx, ky, oc) is element j of each input channel's kernel block.
-    w.nb1 = ggml_type_size(w.type), w.nb0 = w.nb1 * static_cast<size_t>(t.KW * t.KH * t.OC);
+    float * kt = reinterpret_cast<float *>(ws + gemm_bytes + column_bytes(t));
+    transpose_kernel(params, node->src[0], t, kt);
     // The GEMM's A is a 1x1 convolution's: input positions against input channels.
     Unfold u;
     u.x_type = node->src[1]->type;
@@ -456,7 +522,7 @@ void compute_transposed(const ComputeParams & params, ggml_tensor * node) {
         u.x = static_cast<const char *>(node->src[1]->data) + n * t.x_nb[3];
         for (int64_t row0 = 0; row0 < t.H; row0 += rows) {
             const int64_t r = std::min(rows, t.H - row0);
-            gemm::Problem p = transposed_problem(t, w, r);
+            gemm::Problem p = transposed_problem(t, kt, r);
             u.first = row0 * t.W;
             p.a_context = &u;
             p.c = col;
@@ -487,11 +553,65 @@ size_t depthwise_row_floats(const ggml_tensor * node) {
     return static_cast<size_t>(std::max(span, node->src[1]->ne[0] + p.p0) + node->ne[0] + 16);
 }
 
+// Input and result stored channels-first (channels innermost, as ggml_conv_2d_dw_direct keeps them).
+bool channels_first(const ggml_tensor * node) {
+    const ggml_tensor * x = node->src[1];
+    return x->ne[2] > 1 && x->nb[2] == ggml_type_size(x->type) && node->nb[2] == ggml_type_size(node->type);
+}
+
+// Channels-first: the kernel transposed to F32 kt[(kh*KW + kw)*C + c], then per thread an
+// accumulator and an input converted to F32, C floats each.
 size_t workspace_depthwise(const ggml_tensor * node, int n_threads) {
+    const ggml_tensor * k = node->src[0];
+    if (channels_first(node))
+        return sizeof(float) * static_cast<size_t>(k->ne[0] * k->ne[1] * k->ne[3] + 2 * k->ne[3] * n_threads);
     return sizeof(float) * depthwise_row_floats(node) * static_cast<size_t>(n_threads);
 }
 
+// Channels-first: each output position sums its taps' channel vectors scaled by the taps' weights.
+void compute_depthwise_channels_first(const ComputeParams & params, ggml_tensor * node) {
+    const ggml_tensor * k = node->src[0];
+    const ggml_tensor * x = node->src[1];
+    const auto p = core::params<ggml_ext_conv_2d_params>(node);
+    const int64_t C = x->ne[2], KW = k->ne[0], KH = k->ne[1];
+    float * kt = static_cast<float *>(params.workspace);
+    float * acc = kt + KW * KH * C + 2 * C * params.ith();
+    float * in = acc + C;
+    const auto [t0, t1] = chunk_range(KW * KH, params.ith(), params.nth());
+    for (int64_t t = t0; t < t1; ++t)
+        load_row(k->type, element_at(k, t % KW, t / KW, 0, 0), k->nb[3], C, kt + t * C);
+    params.thread.barrier();
+    const auto [r0, r1] = chunk_range(node->ne[1] * node->ne[3], params.ith(), params.nth());
+    for (int64_t r = r0; r < r1 && !params.should_stop(); ++r) {
+        const int64_t oh = r % node->ne[1], n = r / node->ne[1];
+        for (int64_t ow = 0; ow < node->ne[0]; ++ow) {
+            std::fill(acc, acc + C, 0.0f);
+            for (int64_t kh = 0; kh < KH; ++kh) {
+                const int64_t ih = input_pos(oh, kh, p.s1, p.p1, p.d1);
+                for (int64_t kw = 0; ih >= 0 && ih < x->ne[1] && kw < KW; ++kw) {
+                    const int64_t iw = input_pos(ow, kw, p.s0, p.p0, p.d0);
+                    if (iw < 0 || iw >= x->ne[0]) continue;
+                    const char * src = element_at(x, iw, ih, 0, n);
+                    const float * v = reinterpret_cast<const float *>(src);
+                    if (x->type != GGML_TYPE_F32) {
+                        load_row(x->type, src, x->nb[2], C, in);
+                        v = in;
+                    }
+                    const float * w = kt + (kh * KW + kw) * C;
+                    for (int64_t c = 0; c < C; ++c)
+                        acc[c] += w[c] * v[c];
+                }
+            }
+            store_row(node->type, acc, element_at(node, ow, oh, 0, n), node->nb[2], C);
+        }
+    }
+}
+
 void compute_depthwise(const ComputeParams & params, ggml_tensor * node) {
+    if (channels_first(node)) {
+        compute_depthwise_channels_first(params, node);
+        return;
+    }
     const ggml_tensor * k = node->src[0];
     const ggml_tensor * x = node->src[1];
     const auto p = core::params<ggml_ext_conv_2d_params>(node);
@@ -722,7 +842,7 @@ void compute_pool_back(const ComputeParams & params, ggml_tensor * node) {
 }  // namespace
 
 namespace kernels {
-const Kernel im2col = cpu_kernel<supports_im2col, nullptr, compute_im2col>("cpu.im2col");
+const Kernel im2col = cpu_kernel<supports_im2col, workspace_im2col, compute_im2col>("cpu.im2col");
 const Kernel conv_direct = cpu_kernel<supports_direct_conv, workspace_direct_conv, compute_direct_conv>("cpu.conv_direct");
 const Kernel conv_transpose =
     cpu_kernel<supports_transposed, workspace_transposed, compute_transposed>("cpu.conv_transpose");
