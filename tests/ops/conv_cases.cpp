@@ -269,6 +269,23 @@ void add_direct_cases(CaseList & list) {
     }
 }
 
+// Empty operands the constructors accept: no input channels (empty sums), no samples, no planes.
+void add_empty_cases(CaseList & list) {
+    const Conv no_channels{6, 5, 0, 2, 3, 3, 1, 1, 1, 1, 1, 1}, no_samples{6, 5, 3, 0, 3, 3, 1, 1, 1, 1, 1, 1};
+    for (ggml_type type : kConvTypes) {
+        add_conv_2d_direct(list, no_channels, 4, type, type, Layout::Contiguous, Layout::Contiguous);
+        add_conv_2d_direct(list, no_samples, 4, type, type, Layout::Contiguous, Layout::Contiguous);
+        add_conv_2d_dw(list, no_samples, type, type, Layout::Contiguous, false);
+        add_conv_transpose_2d(list, {4, 3, 0, 1, 3, 3, 2, 2}, type, Layout::Contiguous);
+        add_im2col_3d(list, {5, 4, 3, 2, 0, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, type, type, Layout::Contiguous);
+    }
+    for (ggml_op_pool op : {GGML_OP_POOL_MAX, GGML_OP_POOL_AVG}) {
+        add_pool(list, {6, 4, 0, 1, 2, 2, 2, 2, 0, 0}, true, op, GGML_TYPE_F32, Layout::Contiguous);
+        add_pool(list, {6, 4, 0, 1, 2, 2, 2, 2, 0, 0}, false, op, GGML_TYPE_F32, Layout::Contiguous);
+        add_pool_2d_back(list, {6, 4, 0, 1, 2, 2, 2, 2, 0, 0}, op, GGML_TYPE_F32, Layout::Contiguous);
+    }
+}
+
 void add_scatter_and_pool_cases(CaseList & list) {
     for (Layout layout : {Layout::Contiguous, Layout::Permuted, Layout::Strided}) {
         for (const Conv & v : k2d)
@@ -384,6 +401,7 @@ void add_conv_cases(CaseList & list) {
     }
     add_direct_cases(list);
     add_scatter_and_pool_cases(list);
+    add_empty_cases(list);
     add_perf_cases(list);
 }
 

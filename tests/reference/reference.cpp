@@ -919,7 +919,7 @@ Output k_im2col_3d(const ggml_tensor * d, const Inputs & in) {
     const auto p = params_of<ggml_ext_im2col_3d_params>(d);
     const int32_t s[3] = {p.s0, p.s1, p.s2}, pad[3] = {p.p0, p.p1, p.p2}, dil[3] = {p.d0, p.d1, p.d2};
     const Conv3d g = conv_3d_geometry(kernel, x.t, s, pad, dil);
-    const int64_t IC = p.ic, N = x.t->ne[3] / IC, OD = d->ne[3] / N;
+    const int64_t IC = p.ic, N = x.t->ne[3] / IC, OD = N > 0 ? d->ne[3] / N : 0;
     const int64_t taps = g.k[0] * g.k[1] * g.k[2];
     require(d->ne[0] == IC * taps && d->ne[3] == OD * N, d, "result shape does not fit");
     std::vector<double> r = zeros(d);

@@ -60,7 +60,7 @@ Columns im2col_geometry(const ggml_tensor * node) {
         g.s = {p.s0, p.s1, p.s2}, g.p = {p.p0, p.p1, p.p2}, g.d = {p.d0, p.d1, p.d2};
         g.k = {k->ne[0], k->ne[1], k->ne[2]}, g.in = {x->ne[0], x->ne[1], x->ne[2]};
         g.channels = p.ic, g.batch = x->ne[3] / p.ic;
-        g.out = {node->ne[1], node->ne[2], node->ne[3] / g.batch};
+        g.out = {node->ne[1], node->ne[2], g.batch > 0 ? node->ne[3] / g.batch : 0};
         g.x_nb = {x->nb[0], x->nb[1], x->nb[2]}, g.x_c = x->nb[3], g.x_n = x->nb[3] * p.ic;
         g.dst_nb = {node->nb[1], node->nb[2], node->nb[3]}, g.dst_n = node->nb[3] * g.out[2];
         return g;
@@ -153,7 +153,7 @@ bool supports_im2col(const ggml_tensor * node) {
     const bool is_3d = node->op == GGML_OP_IM2COL_3D;
     if (is_3d) {
         const int64_t ic = core::params<ggml_ext_im2col_3d_params>(node).ic;
-        if (ic < 1 || x->ne[3] % ic != 0 || x->ne[3] == 0 || node->ne[3] % (x->ne[3] / ic) != 0) return false;
+        if (ic < 1 || x->ne[3] % ic != 0 || (x->ne[3] > 0 && node->ne[3] % (x->ne[3] / ic) != 0)) return false;
     }
     const Columns g = im2col_geometry(node);
     for (int a = 0; a < 3; ++a)
