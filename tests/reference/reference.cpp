@@ -804,34 +804,41 @@ Output k_glu(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
-// IM2COL: r[(c*KH + kh)*KW + kw, ow, oh, n] = x[ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1, c, n].
-Output k_im2col(const ggml_tensor * d, const Inputs & in) {
-    const ggml_tensor * kernel = d->src[0];
-    const Src x = src(d, in, 1);
+// IM2COL's index map (1-D: KH = H = OH = 1): calls f(column element, image element), as flat logical
+// indices of cols and image, for every element of the columns whose input position lies inside the
+// image (2-D: image [W, H, C, N], cols [C*KH*KW, OW, OH, N]; 1-D: [W, C, N], [C*KW, OW, N]).
+template <class F>
+void for_each_unfolded(const ggml_tensor * d, const ggml_tensor * kernel, const ggml_tensor * image,
+                       const ggml_tensor * cols, F && f) {
     require(kernel != nullptr, d, "missing kernel");
-    const auto conv = params_of<ggml_ext_im2col_params>(d);
-    const int64_t s0 = conv.s0, s1 = conv.s1, p0 = conv.p0, p1 = conv.p1, d0 = conv.d0, d1 = conv.d1;
-    const bool is_2d = conv.is_2d != 0;
+    const auto p = params_of<ggml_ext_im2col_params>(d);
+    const bool is_2d = p.is_2d != 0;
     const int64_t KW = kernel->ne[0], KH = is_2d ? kernel->ne[1] : 1;
-    const int64_t W = x.t->ne[0], H = is_2d ? x.t->ne[1] : 1;
-    const int64_t C = is_2d ? x.t->ne[2] : x.t->ne[1], N = is_2d ? x.t->ne[3] : x.t->ne[2];
-    const int64_t OW = d->ne[1], OH = is_2d ? d->ne[2] : 1;
-    require(d->ne[0] == C * KH * KW && (is_2d ? d->ne[3] == N : d->ne[2] == N), d,
-            "result shape does not fit");
-    std::vector<double> r = zeros(d);
+    const int64_t W = image->ne[0], H = is_2d ? image->ne[1] : 1;
+    const int64_t C = is_2d ? image->ne[2] : image->ne[1], N = is_2d ? image->ne[3] : image->ne[2];
+    const int64_t OW = cols->ne[1], OH = is_2d ? cols->ne[2] : 1;
+    require(cols->ne[0] == C * KH * KW && (is_2d ? cols->ne[3] : cols->ne[2]) == N, d,
+            "image " + shape_str(image) + " and columns " + shape_str(cols) + " do not fit");
     for (int64_t n = 0; n < N; ++n)
         for (int64_t oh = 0; oh < OH; ++oh)
             for (int64_t ow = 0; ow < OW; ++ow)
                 for (int64_t c = 0; c < C; ++c)
                     for (int64_t kh = 0; kh < KH; ++kh)
                         for (int64_t kw = 0; kw < KW; ++kw) {
-                            const int64_t iw = ow * s0 + kw * d0 - p0, ih = oh * s1 + kh * d1 - p1;
-                            double v = 0.0;
-                            if (iw >= 0 && iw < W && ih >= 0 && ih < H)
-                                v = is_2d ? x(iw, ih, c, n) : x(iw, c, n);
+                            const int64_t iw = ow * p.s0 + kw * p.d0 - p.p0;
+                            const int64_t ih = is_2d ? oh * p.s1 + kh * p.d1 - p.p1 : 0;
+                            if (iw < 0 || iw >= W || ih < 0 || ih >= H) continue;
                             const int64_t row = (c * KH + kh) * KW + kw;
-                            r[is_2d ? at(d->ne, row, ow, oh, n) : at(d->ne, row, ow, n)] = v;
+                            f(is_2d ? at(cols->ne, row, ow, oh, n) : at(cols->ne, row, ow, n),
+                              is_2d ? at(image->ne, iw, ih, c, n) : at(image->ne, iw, c, n));
                         }
+}
+
+// IM2COL: r[(c*KH + kh)*KW + kw, ow, oh, n] = x[ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1, c, n] (0 outside).
+Output k_im2col(const ggml_tensor * d, const Inputs & in) {
+    const Src x = src(d, in, 1);
+    std::vector<double> r = zeros(d);
+    for_each_unfolded(d, d->src[0], x.t, d, [&](int64_t col, int64_t image) { r[col] = x.v[image]; });
     return {r, {}};
 }
 
@@ -845,45 +852,28 @@ int64_t tap_at(int64_t o, int64_t k, int64_t stride, int64_t pad, int64_t dilati
     return i >= 0 && i < size ? i : -1;
 }
 
-// CONV_2D: r[ow, oh, o, n] = sum_{c, kh, kw} k[kw, kh, c, o] * x[ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1, c, n].
+// CONV_2D: r[ow, oh, o, n] = sum_{c, kh, kw} k[kw, kh, c, o] * x[ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1, c,
+// n]; CONV_2D_DW: the same sum over the one channel c = o, with k[kw, kh, 0, o].
 Output k_conv_2d(const ggml_tensor * d, const Inputs & in) {
     const Src k = src(d, in, 0), x = src(d, in, 1);
     const auto p = params_of<ggml_ext_conv_2d_params>(d);
-    require(k.t->ne[2] == x.t->ne[2] && d->ne[2] == k.t->ne[3] && d->ne[3] == x.t->ne[3], d,
+    const bool depthwise = d->op == GGML_OP_CONV_2D_DW;
+    const bool fits = depthwise ? k.t->ne[2] == 1 && k.t->ne[3] == x.t->ne[2] && d->ne[2] == x.t->ne[2]
+                                : k.t->ne[2] == x.t->ne[2] && d->ne[2] == k.t->ne[3];
+    require(fits && d->ne[3] == x.t->ne[3], d,
             "shapes of kernel " + shape_str(k.t) + " and input " + shape_str(x.t) + " do not fit");
     std::vector<double> r = zeros(d);
     for_each_index(d->ne, [&](int64_t ow, int64_t oh, int64_t o, int64_t n) {
         double acc = 0.0;
-        for (int64_t c = 0; c < k.t->ne[2]; ++c)
+        for (int64_t c = depthwise ? o : 0; c < (depthwise ? o + 1 : x.t->ne[2]); ++c)
             for (int64_t kh = 0; kh < k.t->ne[1]; ++kh) {
                 const int64_t ih = tap_at(oh, kh, p.s1, p.p1, p.d1, x.t->ne[1]);
                 for (int64_t kw = 0; ih >= 0 && kw < k.t->ne[0]; ++kw) {
                     const int64_t iw = tap_at(ow, kw, p.s0, p.p0, p.d0, x.t->ne[0]);
-                    if (iw >= 0) acc += k(kw, kh, c, o) * x(iw, ih, c, n);
+                    if (iw >= 0) acc += k(kw, kh, depthwise ? 0 : c, o) * x(iw, ih, c, n);
                 }
             }
         r[at(d->ne, ow, oh, o, n)] = acc;
-    });
-    return {r, {}};
-}
-
-// CONV_2D_DW: r[ow, oh, c, n] = sum_{kh, kw} k[kw, kh, 0, c] * x[ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1, c, n].
-Output k_conv_2d_dw(const ggml_tensor * d, const Inputs & in) {
-    const Src k = src(d, in, 0), x = src(d, in, 1);
-    const auto p = params_of<ggml_ext_conv_2d_params>(d);
-    require(k.t->ne[3] == x.t->ne[2] && d->ne[2] == x.t->ne[2] && d->ne[3] == x.t->ne[3], d,
-            "shapes of kernel " + shape_str(k.t) + " and input " + shape_str(x.t) + " do not fit");
-    std::vector<double> r = zeros(d);
-    for_each_index(d->ne, [&](int64_t ow, int64_t oh, int64_t c, int64_t n) {
-        double acc = 0.0;
-        for (int64_t kh = 0; kh < k.t->ne[1]; ++kh) {
-            const int64_t ih = tap_at(oh, kh, p.s1, p.p1, p.d1, x.t->ne[1]);
-            for (int64_t kw = 0; ih >= 0 && kw < k.t->ne[0]; ++kw) {
-                const int64_t iw = tap_at(ow, kw, p.s0, p.p0, p.d0, x.t->ne[0]);
-                if (iw >= 0) acc += k(kw, kh, 0, c) * x(iw, ih, c, n);
-            }
-        }
-        r[at(d->ne, ow, oh, c, n)] = acc;
     });
     return {r, {}};
 }
@@ -892,7 +882,8 @@ Output k_conv_2d_dw(const ggml_tensor * d, const Inputs & in) {
 struct Conv3d {
     std::array<int64_t, 3> s, p, dil, k, in;
     // Input element (iw, ih, id) of output (ow, oh, od) and tap (kw, kh, kd); false when padding.
-    bool tap(const std::array<int64_t, 3> & o, const std::array<int64_t, 3> & t, std::array<int64_t, 3> & i) const {
+    bool tap(const std::array<int64_t, 3> & o, const std::array<int64_t, 3> & t,
+             std::array<int64_t, 3> & i) const {
         for (int a = 0; a < 3; ++a) {
             i[a] = tap_at(o[a], t[a], s[a], p[a], dil[a], in[a]);
             if (i[a] < 0) return false;
@@ -932,7 +923,8 @@ Output k_im2col_3d(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
-// CONV_3D: r[ow, oh, od, n*OC + oc] = sum_{ic, kd, kh, kw} k[kw, kh, kd, oc*IC + ic] * x[iw, ih, id, n*IC + ic].
+// CONV_3D: r[ow, oh, od, n*OC + oc] = sum_{ic, kd, kh, kw} k[kw, kh, kd, oc*IC + ic] * x[iw, ih, id, n*IC +
+// ic].
 Output k_conv_3d(const ggml_tensor * d, const Inputs & in) {
     const Src k = src(d, in, 0), x = src(d, in, 1);
     const auto p = params_of<ggml_ext_conv_3d_params>(d);
@@ -961,34 +953,9 @@ Output k_conv_3d(const ggml_tensor * d, const Inputs & in) {
 // input position it was read from (2-D: b [C*KH*KW, OW, OH, N] -> [W, H, C, N]; 1-D: b [C*KW, OW, N]
 // -> [W, C, N]).
 Output k_im2col_back(const ggml_tensor * d, const Inputs & in) {
-    const ggml_tensor * kernel = d->src[0];
     const Src b = src(d, in, 1);
-    require(kernel != nullptr, d, "missing kernel");
-    const auto p = params_of<ggml_ext_im2col_params>(d);
-    const bool is_2d = p.is_2d != 0;
-    const int64_t KW = kernel->ne[0], KH = is_2d ? kernel->ne[1] : 1;
-    const int64_t W = d->ne[0], H = is_2d ? d->ne[1] : 1, C = is_2d ? d->ne[2] : d->ne[1];
-    const int64_t N = is_2d ? d->ne[3] : d->ne[2];
-    const int64_t OW = b.t->ne[1], OH = is_2d ? b.t->ne[2] : 1;
-    require(b.t->ne[0] == C * KH * KW && (is_2d ? b.t->ne[3] : b.t->ne[2]) == N, d,
-            "gradient " + shape_str(b.t) + " does not fit the result");
     std::vector<double> r = zeros(d);
-    for (int64_t n = 0; n < N; ++n)
-        for (int64_t oh = 0; oh < OH; ++oh)
-            for (int64_t ow = 0; ow < OW; ++ow)
-                for (int64_t c = 0; c < C; ++c)
-                    for (int64_t kh = 0; kh < KH; ++kh) {
-                        const int64_t ih = is_2d ? tap_at(oh, kh, p.s1, p.p1, p.d1, H) : 0;
-                        for (int64_t kw = 0; ih >= 0 && kw < KW; ++kw) {
-                            const int64_t iw = tap_at(ow, kw, p.s0, p.p0, p.d0, W);
-                            if (iw < 0) continue;
-                            const int64_t row = (c * KH + kh) * KW + kw;
-                            if (is_2d)
-                                r[at(d->ne, iw, ih, c, n)] += b(row, ow, oh, n);
-                            else
-                                r[at(d->ne, iw, c, n)] += b(row, ow, n);
-                        }
-                    }
+    for_each_unfolded(d, d->src[0], d, b.t, [&](int64_t col, int64_t image) { r[image] += b.v[col]; });
     return {r, {}};
 }
 
@@ -1012,8 +979,9 @@ Output k_col2im_1d(const ggml_tensor * d, const Inputs & in) {
 Output k_conv_transpose_1d(const ggml_tensor * d, const Inputs & in) {
     const Src k = src(d, in, 0), x = src(d, in, 1);
     const int64_t s0 = params_of<ggml_ext_conv_transpose_1d_params>(d).s0;
-    require(k.t->ne[2] == x.t->ne[1] && d->ne[1] == k.t->ne[1] && d->ne[0] == (x.t->ne[0] - 1) * s0 + k.t->ne[0],
-            d, "shapes do not fit");
+    require(
+        k.t->ne[2] == x.t->ne[1] && d->ne[1] == k.t->ne[1] && d->ne[0] == (x.t->ne[0] - 1) * s0 + k.t->ne[0],
+        d, "shapes do not fit");
     std::vector<double> r = zeros(d);
     for (int64_t ic = 0; ic < x.t->ne[1]; ++ic)
         for (int64_t i = 0; i < x.t->ne[0]; ++i)
@@ -1027,7 +995,8 @@ Output k_conv_transpose_1d(const ggml_tensor * d, const Inputs & in) {
 Output k_conv_transpose_2d(const ggml_tensor * d, const Inputs & in) {
     const Src k = src(d, in, 0), x = src(d, in, 1);
     const int64_t s = params_of<ggml_ext_conv_transpose_2d_params>(d).stride;
-    require(k.t->ne[3] == x.t->ne[2] && d->ne[2] == k.t->ne[2] && d->ne[3] == x.t->ne[3], d, "shapes do not fit");
+    require(k.t->ne[3] == x.t->ne[2] && d->ne[2] == k.t->ne[2] && d->ne[3] == x.t->ne[3], d,
+            "shapes do not fit");
     std::vector<double> r = zeros(d);
     for_each_index(x.t->ne, [&](int64_t ix, int64_t iy, int64_t ic, int64_t n) {
         const double v = x(ix, iy, ic, n);
@@ -1059,7 +1028,8 @@ PoolWindow pool_window(const ggml_tensor * d) {
 Output k_pool(const ggml_tensor * d, const Inputs & in) {
     const Src a = src(d, in, 0);
     const PoolWindow w = pool_window(d);
-    require(d->ne[2] == a.t->ne[2] && d->ne[3] == a.t->ne[3] && (d->op == GGML_OP_POOL_2D || d->ne[1] == a.t->ne[1]),
+    require(d->ne[2] == a.t->ne[2] && d->ne[3] == a.t->ne[3] &&
+                (d->op == GGML_OP_POOL_2D || d->ne[1] == a.t->ne[1]),
             d, "result shape does not fit");
     const bool is_max = w.op == GGML_OP_POOL_MAX;
     std::vector<double> r = zeros(d);
@@ -1250,9 +1220,8 @@ Kernel kernel_for(ggml_op op) {
         case GGML_OP_COL2IM_1D:
             return k_col2im_1d;
         case GGML_OP_CONV_2D:
-            return k_conv_2d;
         case GGML_OP_CONV_2D_DW:
-            return k_conv_2d_dw;
+            return k_conv_2d;
         case GGML_OP_CONV_3D:
             return k_conv_3d;
         case GGML_OP_CONV_TRANSPOSE_1D:
@@ -1315,7 +1284,8 @@ struct Evaluator::Storage {
             permuted = permuted && (owner->ne[k] == 1 || owner->nb[k] == expect);
             expect *= static_cast<size_t>(owner->ne[k]);
         }
-        if (!permuted) fail(owner, "storage owner is neither contiguous nor a permutation of a contiguous layout");
+        if (!permuted)
+            fail(owner, "storage owner is neither contiguous nor a permutation of a contiguous layout");
     }
 
     // Owner element index of every logical element of t.

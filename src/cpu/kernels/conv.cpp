@@ -94,8 +94,8 @@ size_t column_scratch_bytes(const Columns & g) {
 // Column (ow, oh, od) of sample n as F32 into out, for input type In (constant, so that the
 // conversion inlines). The offsets are computed once per column, not per channel.
 template <ggml_type In>
-void column(const Columns & g, const char * x, float * out, int64_t * offsets, const std::array<int64_t, 3> & o,
-            int64_t n) {
+void column(const Columns & g, const char * x, float * out, int64_t * offsets,
+            const std::array<int64_t, 3> & o, int64_t n) {
     int64_t * row_off = offsets;
     int64_t * col_off = offsets + g.k[2] * g.k[1];
     for (int64_t kd = 0; kd < g.k[2]; ++kd)
@@ -103,7 +103,8 @@ void column(const Columns & g, const char * x, float * out, int64_t * offsets, c
             const int64_t id = input_pos(o[2], kd, g.s[2], g.p[2], g.d[2]);
             const int64_t ih = input_pos(o[1], kh, g.s[1], g.p[1], g.d[1]);
             const bool inside = id >= 0 && id < g.in[2] && ih >= 0 && ih < g.in[1];
-            row_off[kd * g.k[1] + kh] = inside ? id * static_cast<int64_t>(g.x_nb[2]) + ih * static_cast<int64_t>(g.x_nb[1]) : -1;
+            row_off[kd * g.k[1] + kh] =
+                inside ? id * static_cast<int64_t>(g.x_nb[2]) + ih * static_cast<int64_t>(g.x_nb[1]) : -1;
         }
     bool whole_rows = true;
     for (int64_t kw = 0; kw < g.k[0]; ++kw) {
@@ -131,7 +132,8 @@ void column(const Columns & g, const char * x, float * out, int64_t * offsets, c
 template <ggml_type In>
 void columns(const ComputeParams & params, const Columns & g, const char * x, ggml_tensor * node) {
     const int64_t plane = g.out[0] * g.out[1] * g.out[2];
-    char * scratch = static_cast<char *>(params.workspace) + column_scratch_bytes(g) * static_cast<size_t>(params.ith());
+    char * scratch =
+        static_cast<char *>(params.workspace) + column_scratch_bytes(g) * static_cast<size_t>(params.ith());
     float * buf = reinterpret_cast<float *>(scratch);
     int64_t * offsets = reinterpret_cast<int64_t *>(scratch + column_floats_bytes(g));
     const auto [begin, end] = chunk_range(plane * g.batch, params.ith(), params.nth());
@@ -140,8 +142,8 @@ void columns(const ComputeParams & params, const Columns & g, const char * x, gg
         const std::array<int64_t, 3> o{m % g.out[0], m / g.out[0] % g.out[1], m / (g.out[0] * g.out[1])};
         column<In>(g, x, buf, offsets, o, n);
         store_row(node->type, buf,
-                  static_cast<char *>(node->data) + o[0] * g.dst_nb[0] + o[1] * g.dst_nb[1] + o[2] * g.dst_nb[2] +
-                      n * g.dst_n,
+                  static_cast<char *>(node->data) + o[0] * g.dst_nb[0] + o[1] * g.dst_nb[1] +
+                      o[2] * g.dst_nb[2] + n * g.dst_n,
                   g.dst_row, column_rows(g));
     }
 }
@@ -153,13 +155,15 @@ bool supports_im2col(const ggml_tensor * node) {
     const bool is_3d = node->op == GGML_OP_IM2COL_3D;
     if (is_3d) {
         const int64_t ic = core::params<ggml_ext_im2col_3d_params>(node).ic;
-        if (ic < 1 || x->ne[3] % ic != 0 || (x->ne[3] > 0 && node->ne[3] % (x->ne[3] / ic) != 0)) return false;
+        if (ic < 1 || x->ne[3] % ic != 0 || (x->ne[3] > 0 && node->ne[3] % (x->ne[3] / ic) != 0))
+            return false;
     }
     const Columns g = im2col_geometry(node);
     for (int a = 0; a < 3; ++a)
         if (g.s[a] < 1 || g.d[a] < 1 || g.p[a] < 0) return false;
     const bool is_2d = !is_3d && core::params<ggml_ext_im2col_params>(node).is_2d != 0;
-    const bool batch_ok = is_3d || (is_2d ? node->ne[3] == x->ne[3] : node->ne[2] == x->ne[2] && node->ne[3] == 1);
+    const bool batch_ok =
+        is_3d || (is_2d ? node->ne[3] == x->ne[3] : node->ne[2] == x->ne[2] && node->ne[3] == 1);
     return batch_ok && node->ne[0] == column_rows(g);
 }
 
@@ -193,7 +197,9 @@ struct Unfold {
 struct Tap {
     int64_t kw, kh, kd, c;
     Tap(const Unfold & u, int64_t k)
-        : kw(k % u.k[0]), kh(k / u.k[0] % u.k[1]), kd(k / (u.k[0] * u.k[1]) % u.k[2]),
+        : kw(k % u.k[0]),
+          kh(k / u.k[0] % u.k[1]),
+          kd(k / (u.k[0] * u.k[1]) % u.k[2]),
           c(k / (u.k[0] * u.k[1] * u.k[2])) {}
     void next(const Unfold & u) {
         if (++kw < u.k[0]) return;
@@ -210,8 +216,8 @@ struct Tap {
 constexpr int64_t kFullRun = 32;
 
 // Rows [r, r + len) of a panel: consecutive ow from ow0 at (oh, od), over taps [k0, k0 + kc).
-void pack_run(const Unfold & u, const char * sample, int64_t ow0, int64_t oh, int64_t od, int64_t len, int64_t R,
-              int64_t k0, int64_t kc, float * out) {
+void pack_run(const Unfold & u, const char * sample, int64_t ow0, int64_t oh, int64_t od, int64_t len,
+              int64_t R, int64_t k0, int64_t kc, float * out) {
     const bool dense_f32 = u.x_type == GGML_TYPE_F32 && u.x_nb[0] == sizeof(float) && u.s[0] == 1;
     Tap t(u, k0);
     for (int64_t k = 0; k < kc; ++k, t.next(u), out += R) {
@@ -220,7 +226,8 @@ void pack_run(const Unfold & u, const char * sample, int64_t ow0, int64_t oh, in
         const int64_t iw0 = input_pos(ow0, t.kw, u.s[0], u.p[0], u.d[0]);
         // Rows [lo, hi) read inside the input row.
         int64_t lo = 0, hi = 0;
-        if (ih >= 0 && ih < u.in[1] && id >= 0 && id < u.in[2] && iw0 + (len - 1) * u.s[0] >= 0 && iw0 < u.in[0]) {
+        if (ih >= 0 && ih < u.in[1] && id >= 0 && id < u.in[2] && iw0 + (len - 1) * u.s[0] >= 0 &&
+            iw0 < u.in[0]) {
             lo = iw0 >= 0 ? 0 : (-iw0 + u.s[0] - 1) / u.s[0];
             hi = std::min(len, (u.in[0] - iw0 + u.s[0] - 1) / u.s[0]);
         }
@@ -229,7 +236,8 @@ void pack_run(const Unfold & u, const char * sample, int64_t ow0, int64_t oh, in
             continue;
         }
         std::memset(out, 0, sizeof(float) * static_cast<size_t>(lo));
-        const char * src = sample + t.c * u.x_c + id * u.x_nb[2] + ih * u.x_nb[1] + (iw0 + lo * u.s[0]) * u.x_nb[0];
+        const char * src =
+            sample + t.c * u.x_c + id * u.x_nb[2] + ih * u.x_nb[1] + (iw0 + lo * u.s[0]) * u.x_nb[0];
         if (dense_f32 && hi - lo == kFullRun)  // the common case, as a copy of constant size
             std::memcpy(out + lo, src, sizeof(float) * kFullRun);
         else if (dense_f32)
@@ -240,8 +248,8 @@ void pack_run(const Unfold & u, const char * sample, int64_t ow0, int64_t oh, in
     }
 }
 
-void pack_unfolded(const void * context, int64_t batch, int64_t r0, int64_t rows, int64_t R, int64_t k0, int64_t kc,
-                   float * out) {
+void pack_unfolded(const void * context, int64_t batch, int64_t r0, int64_t rows, int64_t R, int64_t k0,
+                   int64_t kc, float * out) {
     const Unfold & u = *static_cast<const Unfold *>(context);
     const char * sample = u.x + batch * u.x_n;
     for (int64_t r = 0; r < rows;) {
@@ -269,19 +277,22 @@ struct Weights {
 bool needs_dense_copy(const ggml_tensor * kernel) { return !ggml_is_contiguous(kernel); }
 
 size_t dense_copy_bytes(const ggml_tensor * kernel) {
-    return needs_dense_copy(kernel) ? (sizeof(float) * static_cast<size_t>(ggml_nelements(kernel)) + 63) & ~size_t(63)
-                                    : 0;
+    return needs_dense_copy(kernel)
+               ? (sizeof(float) * static_cast<size_t>(ggml_nelements(kernel)) + 63) & ~size_t(63)
+               : 0;
 }
 
 // The kernel's data in logical order (the tensor's own, or the copy at ws); every thread returns
 // after the copy is complete.
-const char * dense_kernel(const ComputeParams & params, const ggml_tensor * kernel, char * ws, ggml_type & type) {
+const char * dense_kernel(const ComputeParams & params, const ggml_tensor * kernel, char * ws,
+                          ggml_type & type) {
     type = kernel->type;
     if (!needs_dense_copy(kernel)) return static_cast<const char *>(kernel->data);
     float * copy = reinterpret_cast<float *>(ws);
     for_each_row(params, kernel, [&](int64_t i1, int64_t i2, int64_t i3) {
         const int64_t row = i1 + kernel->ne[1] * (i2 + kernel->ne[2] * i3);
-        load_row(kernel->type, row_at(kernel, i1, i2, i3), kernel->nb[0], kernel->ne[0], copy + row * kernel->ne[0]);
+        load_row(kernel->type, row_at(kernel, i1, i2, i3), kernel->nb[0], kernel->ne[0],
+                 copy + row * kernel->ne[0]);
     });
     params.thread.barrier();
     type = GGML_TYPE_F32;
@@ -307,7 +318,8 @@ DirectConv direct_conv(const ggml_tensor * node) {
         u.s = {p.s0, p.s1, p.s2}, u.p = {p.p0, p.p1, p.p2}, u.d = {p.d0, p.d1, p.d2};
         u.k = {k->ne[0], k->ne[1], k->ne[2]}, u.in = {x->ne[0], x->ne[1], x->ne[2]};
         u.out = {node->ne[0], node->ne[1], node->ne[2]};
-        u.x_nb = {x->nb[0], x->nb[1], x->nb[2]}, u.x_c = x->nb[3], u.x_n = x->nb[3] * static_cast<size_t>(p.c);
+        u.x_nb = {x->nb[0], x->nb[1], x->nb[2]}, u.x_c = x->nb[3],
+        u.x_n = x->nb[3] * static_cast<size_t>(p.c);
         c.taps = u.k[0] * u.k[1] * u.k[2] * p.c, c.out_channels = p.oc, c.samples = p.n;
     } else {
         const auto p = core::params<ggml_ext_conv_2d_params>(node);
@@ -333,13 +345,16 @@ gemm::Problem direct_problem(const DirectConv & c, const Weights & w) {
 
 // An F16 result is computed into an F32 buffer in the workspace, then converted.
 size_t direct_result_bytes(const ggml_tensor * node) {
-    return node->type == GGML_TYPE_F32 ? 0 : (sizeof(float) * static_cast<size_t>(ggml_nelements(node)) + 63) & ~size_t(63);
+    return node->type == GGML_TYPE_F32
+               ? 0
+               : (sizeof(float) * static_cast<size_t>(ggml_nelements(node)) + 63) & ~size_t(63);
 }
 
 bool supports_direct_conv(const ggml_tensor * node) {
     const ggml_tensor * k = node->src[0];
     const ggml_tensor * x = node->src[1];
-    if (k == nullptr || x == nullptr || !f32_or_f16(k->type) || !f32_or_f16(x->type) || !f32_or_f16(node->type))
+    if (k == nullptr || x == nullptr || !f32_or_f16(k->type) || !f32_or_f16(x->type) ||
+        !f32_or_f16(node->type))
         return false;
     if (!ggml_is_contiguous(node)) return false;
     const DirectConv c = direct_conv(node);
@@ -351,7 +366,8 @@ bool supports_direct_conv(const ggml_tensor * node) {
         return node->type == GGML_TYPE_F32 && p.c >= 1 && k->ne[3] == int64_t{p.c} * p.oc &&
                x->ne[3] == int64_t{p.c} * p.n && node->ne[3] == int64_t{p.oc} * p.n;
     }
-    return node->type == x->type && k->ne[2] == x->ne[2] && node->ne[2] == k->ne[3] && node->ne[3] == x->ne[3];
+    return node->type == x->type && k->ne[2] == x->ne[2] && node->ne[2] == k->ne[3] &&
+           node->ne[3] == x->ne[3];
 }
 
 size_t workspace_direct_conv(const ggml_tensor * node, int n_threads) {
@@ -404,10 +420,25 @@ Transposed transposed(const ggml_tensor * node) {
     const ggml_tensor * k = node->src[0];
     const ggml_tensor * x = node->src[1];
     if (node->op == GGML_OP_CONV_TRANSPOSE_1D)
-        return {x->ne[0], 1, x->ne[1], 1, k->ne[0], 1, k->ne[1], core::params<ggml_ext_conv_transpose_1d_params>(node).s0,
-                {x->nb[0], 0, x->nb[1], 0}, {k->nb[0], 0, k->nb[1], k->nb[2]}};
-    return {x->ne[0], x->ne[1], x->ne[2], x->ne[3], k->ne[0], k->ne[1], k->ne[2],
-            core::params<ggml_ext_conv_transpose_2d_params>(node).stride, {x->nb[0], x->nb[1], x->nb[2], x->nb[3]},
+        return {x->ne[0],
+                1,
+                x->ne[1],
+                1,
+                k->ne[0],
+                1,
+                k->ne[1],
+                core::params<ggml_ext_conv_transpose_1d_params>(node).s0,
+                {x->nb[0], 0, x->nb[1], 0},
+                {k->nb[0], 0, k->nb[1], k->nb[2]}};
+    return {x->ne[0],
+            x->ne[1],
+            x->ne[2],
+            x->ne[3],
+            k->ne[0],
+            k->ne[1],
+            k->ne[2],
+            core::params<ggml_ext_conv_transpose_2d_params>(node).stride,
+            {x->nb[0], x->nb[1], x->nb[2], x->nb[3]},
             {k->nb[0], k->nb[1], k->nb[2], k->nb[3]}};
 }
 
@@ -446,7 +477,8 @@ void transpose_kernel(const ComputeParams & params, const ggml_tensor * k, const
         const int64_t c0 = b * kBlock, c1 = std::min(t.C, c0 + kBlock);
         for (int64_t j = 0; j < J; ++j) {
             const int64_t kx = j % t.KW, ky = j / t.KW % t.KH, oc = j / (t.KW * t.KH);
-            const char * w = static_cast<const char *>(k->data) + kx * t.k_nb[0] + ky * t.k_nb[1] + oc * t.k_nb[2];
+            const char * w =
+                static_cast<const char *>(k->data) + kx * t.k_nb[0] + ky * t.k_nb[1] + oc * t.k_nb[2];
             for (int64_t c = c0; c < c1; ++c)
                 kt[j * t.C + c] = load_float(k->type, w + c * t.k_nb[3]);
         }
@@ -467,7 +499,8 @@ bool supports_transposed(const ggml_tensor * node) {
     const Transposed t = transposed(node);
     const bool is_1d = node->op == GGML_OP_CONV_TRANSPOSE_1D;
     return t.stride >= 1 && (is_1d ? k->ne[2] == t.C && k->ne[3] == 1 : k->ne[3] == t.C) &&
-           node->ne[0] == (t.W - 1) * t.stride + t.KW && node->ne[1] == (is_1d ? t.OC : (t.H - 1) * t.stride + t.KH);
+           node->ne[0] == (t.W - 1) * t.stride + t.KW &&
+           node->ne[1] == (is_1d ? t.OC : (t.H - 1) * t.stride + t.KH);
 }
 
 size_t workspace_transposed(const ggml_tensor * node, int n_threads) {
@@ -477,8 +510,8 @@ size_t workspace_transposed(const ggml_tensor * node, int n_threads) {
 }
 
 // Adds the columns of input rows [row0, row0 + rows) of sample n into this thread's output channels.
-void scatter_columns(const ComputeParams & params, const Transposed & t, const float * col, int64_t ldc, int64_t row0,
-                     int64_t rows, int64_t n, ggml_tensor * dst) {
+void scatter_columns(const ComputeParams & params, const Transposed & t, const float * col, int64_t ldc,
+                     int64_t row0, int64_t rows, int64_t n, ggml_tensor * dst) {
     const auto [o0, o1] = chunk_range(t.OC, params.ith(), params.nth());
     const int64_t OW = dst->ne[0];
     const int64_t OH = dst->op == GGML_OP_CONV_TRANSPOSE_1D ? 1 : dst->ne[1];
@@ -534,7 +567,8 @@ void compute_transposed(const ComputeParams & params, ggml_tensor * node) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// CONV_2D_DW: r[ow, oh, c, n] = sum_{kh, kw} k[kw, kh, 0, c] * x[ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1, c, n].
+// CONV_2D_DW: r[ow, oh, c, n] = sum_{kh, kw} k[kw, kh, 0, c] * x[ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1, c,
+// n].
 
 bool supports_depthwise(const ggml_tensor * node) {
     const ggml_tensor * k = node->src[0];
@@ -658,7 +692,8 @@ Im2colBack im2col_back(const ggml_tensor * node) {
     g.p = core::params<ggml_ext_im2col_params>(node);
     g.is_2d = g.p.is_2d != 0;
     g.KW = k->ne[0], g.KH = g.is_2d ? k->ne[1] : 1, g.W = node->ne[0];
-    g.H = g.is_2d ? node->ne[1] : 1, g.C = g.is_2d ? node->ne[2] : node->ne[1], g.N = g.is_2d ? node->ne[3] : node->ne[2];
+    g.H = g.is_2d ? node->ne[1] : 1, g.C = g.is_2d ? node->ne[2] : node->ne[1],
+    g.N = g.is_2d ? node->ne[3] : node->ne[2];
     g.OW = b->ne[1], g.OH = g.is_2d ? b->ne[2] : 1;
     if (!g.is_2d) g.p.s1 = 1, g.p.p1 = 0, g.p.d1 = 1;
     return g;
@@ -672,7 +707,8 @@ bool supports_im2col_back(const ggml_tensor * node) {
         return false;
     const Im2colBack g = im2col_back(node);
     return g.p.s0 >= 1 && g.p.s1 >= 1 && g.p.d0 >= 1 && g.p.d1 >= 1 && g.p.p0 >= 0 && g.p.p1 >= 0 &&
-           b->ne[0] == g.C * g.KH * g.KW && (g.is_2d ? b->ne[3] == g.N && node->ne[3] >= 1 : b->ne[2] == g.N && node->ne[3] == 1);
+           b->ne[0] == g.C * g.KH * g.KW &&
+           (g.is_2d ? b->ne[3] == g.N && node->ne[3] >= 1 : b->ne[2] == g.N && node->ne[3] == 1);
 }
 
 void compute_im2col_back(const ComputeParams & params, ggml_tensor * node) {
@@ -691,7 +727,8 @@ void compute_im2col_back(const ComputeParams & params, ggml_tensor * node) {
                     for (int64_t kw = 0; ih >= 0 && ih < g.H && kw < g.KW; ++kw) {
                         const int64_t iw = input_pos(ow, kw, g.p.s0, g.p.p0, g.p.d0);
                         if (iw >= 0 && iw < g.W)
-                            plane[ih * g.W + iw] += load_float(GGML_TYPE_F32, col + ((c * g.KH + kh) * g.KW + kw) * b->nb[0]);
+                            plane[ih * g.W + iw] +=
+                                load_float(GGML_TYPE_F32, col + ((c * g.KH + kh) * g.KW + kw) * b->nb[0]);
                     }
                 }
             }
@@ -709,7 +746,8 @@ bool supports_col2im_1d(const ggml_tensor * node) {
 }
 
 size_t workspace_col2im_1d(const ggml_tensor * node, int n_threads) {
-    return sizeof(float) * static_cast<size_t>(node->ne[0] + node->src[0]->ne[0]) * static_cast<size_t>(n_threads);
+    return sizeof(float) * static_cast<size_t>(node->ne[0] + node->src[0]->ne[0]) *
+           static_cast<size_t>(n_threads);
 }
 
 void compute_col2im_1d(const ComputeParams & params, ggml_tensor * node) {
@@ -747,7 +785,13 @@ Window window_of(const ggml_tensor * node) {
     }
     const auto p = core::params<ggml_ext_pool_2d_params>(node);
     // ggml truncates the float paddings to an integer offset.
-    return {p.k0, p.k1, p.s0, p.s1, static_cast<int64_t>(p.p0), static_cast<int64_t>(p.p1), p.op == GGML_OP_POOL_MAX};
+    return {p.k0,
+            p.k1,
+            p.s0,
+            p.s1,
+            static_cast<int64_t>(p.p0),
+            static_cast<int64_t>(p.p1),
+            p.op == GGML_OP_POOL_MAX};
 }
 
 bool valid_window(const ggml_tensor * node) {
@@ -761,12 +805,14 @@ bool valid_window(const ggml_tensor * node) {
 bool supports_pool(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     return a != nullptr && is_float(a->type) && node->type == GGML_TYPE_F32 && valid_window(node) &&
-           node->ne[2] == a->ne[2] && node->ne[3] == a->ne[3] && (node->op == GGML_OP_POOL_2D || node->ne[1] == a->ne[1]);
+           node->ne[2] == a->ne[2] && node->ne[3] == a->ne[3] &&
+           (node->op == GGML_OP_POOL_2D || node->ne[1] == a->ne[1]);
 }
 
 // Per thread: the k1 input rows of a window row as F32.
 size_t workspace_pool(const ggml_tensor * node, int n_threads) {
-    return sizeof(float) * static_cast<size_t>(node->src[0]->ne[0] * window_of(node).k1) * static_cast<size_t>(n_threads);
+    return sizeof(float) * static_cast<size_t>(node->src[0]->ne[0] * window_of(node).k1) *
+           static_cast<size_t>(n_threads);
 }
 
 void compute_pool(const ComputeParams & params, ggml_tensor * node) {
@@ -801,8 +847,9 @@ void compute_pool(const ComputeParams & params, ggml_tensor * node) {
 bool supports_pool_back(const ggml_tensor * node) {
     const ggml_tensor * g = node->src[0];
     const ggml_tensor * af = node->src[1];
-    return g != nullptr && af != nullptr && is_float(g->type) && is_float(af->type) && node->type == GGML_TYPE_F32 &&
-           ggml_is_contiguous(node) && valid_window(node) && g->ne[2] == node->ne[2] && g->ne[3] == node->ne[3];
+    return g != nullptr && af != nullptr && is_float(g->type) && is_float(af->type) &&
+           node->type == GGML_TYPE_F32 && ggml_is_contiguous(node) && valid_window(node) &&
+           g->ne[2] == node->ne[2] && g->ne[3] == node->ne[3];
 }
 
 void compute_pool_back(const ComputeParams & params, ggml_tensor * node) {
@@ -843,12 +890,15 @@ void compute_pool_back(const ComputeParams & params, ggml_tensor * node) {
 
 namespace kernels {
 const Kernel im2col = cpu_kernel<supports_im2col, workspace_im2col, compute_im2col>("cpu.im2col");
-const Kernel conv_direct = cpu_kernel<supports_direct_conv, workspace_direct_conv, compute_direct_conv>("cpu.conv_direct");
+const Kernel conv_direct =
+    cpu_kernel<supports_direct_conv, workspace_direct_conv, compute_direct_conv>("cpu.conv_direct");
 const Kernel conv_transpose =
     cpu_kernel<supports_transposed, workspace_transposed, compute_transposed>("cpu.conv_transpose");
-const Kernel conv_2d_dw = cpu_kernel<supports_depthwise, workspace_depthwise, compute_depthwise>("cpu.conv_2d_dw");
+const Kernel conv_2d_dw =
+    cpu_kernel<supports_depthwise, workspace_depthwise, compute_depthwise>("cpu.conv_2d_dw");
 const Kernel im2col_back = cpu_kernel<supports_im2col_back, nullptr, compute_im2col_back>("cpu.im2col_back");
-const Kernel col2im_1d = cpu_kernel<supports_col2im_1d, workspace_col2im_1d, compute_col2im_1d>("cpu.col2im_1d");
+const Kernel col2im_1d =
+    cpu_kernel<supports_col2im_1d, workspace_col2im_1d, compute_col2im_1d>("cpu.col2im_1d");
 const Kernel pool = cpu_kernel<supports_pool, workspace_pool, compute_pool>("cpu.pool");
 const Kernel pool_2d_back = cpu_kernel<supports_pool_back, nullptr, compute_pool_back>("cpu.pool_2d_back");
 }  // namespace kernels

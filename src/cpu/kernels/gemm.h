@@ -14,8 +14,8 @@ namespace ggx::cpu::gemm {
 
 // Writes rows [r0, r0 + rows) of batch `batch`'s A over k in [k0, k0 + kc) as out[k * R + r]
 // (r < R; the rows from `rows` to R must be written as zeros). Called concurrently by all threads.
-using PackRows = void (*)(const void * context, int64_t batch, int64_t r0, int64_t rows, int64_t R, int64_t k0,
-                          int64_t kc, float * out);
+using PackRows = void (*)(const void * context, int64_t batch, int64_t r0, int64_t rows, int64_t R,
+                          int64_t k0, int64_t kc, float * out);
 
 // C[n * ldc + m] = sum_k A[m, k] * B[n, k] for each of `batches` products (M x N x K each).
 struct Problem {

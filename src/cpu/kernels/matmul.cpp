@@ -1120,7 +1120,8 @@ void ImplicitCompute(const Exec & ex, const gemm::Problem & p) {
     if (p.K == 0) {  // empty sums
         const auto [r0, r1] = chunk_range(p.N * p.batches, ex.ith, ex.nth);
         for (int64_t r = r0; r < r1; ++r)
-            std::memset(p.c + r / p.N * p.c_batch + r % p.N * p.ldc, 0, static_cast<size_t>(p.M) * sizeof(float));
+            std::memset(p.c + r / p.N * p.c_batch + r % p.N * p.ldc, 0,
+                        static_cast<size_t>(p.M) * sizeof(float));
     } else if (p.M > 0 && p.N > 0 && p.batches > 0) {
         const Layout l = layout_for(p.M, p.N, p.K, p.batches, ex.nth);
         if (l.solo)
@@ -1170,7 +1171,9 @@ namespace gemm {
 size_t workspace(const Problem & problem, int n_threads) {
     return HWY_DYNAMIC_DISPATCH(mm::ImplicitWorkspace)(problem, std::max(n_threads, 1));
 }
-void compute(const Exec & ex, const Problem & problem) { HWY_DYNAMIC_DISPATCH(mm::ImplicitCompute)(ex, problem); }
+void compute(const Exec & ex, const Problem & problem) {
+    HWY_DYNAMIC_DISPATCH(mm::ImplicitCompute)(ex, problem);
+}
 }  // namespace gemm
 
 namespace kernels {
