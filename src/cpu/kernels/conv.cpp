@@ -3,7 +3,8 @@
 //  * IM2COL, IM2COL_3D: unfold input x (F32/F16, any strides) into columns of type F32/F16:
 //    dst[((c*KD + kd)*KH + kh)*KW + kw, ow, oh, n*OD + od] = x[ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1,
 //    od*s2 + kd*d2 - p2, c (of sample n)]; 2-D is KD = D = OD = 1, 1-D also KH = H = OH = 1. Positions
-//    outside the input read as 0. Work is split over the columns.
+//    outside the input read as 0. Columns are packed in blocks exactly as the GEMM's A below, then
+//    transposed; work is split over the blocks.
 //  * CONV_2D, CONV_3D: implicit GEMMs on the MUL_MAT kernel's driver (gemm.h). The rows of A are the
 //    output positions of one sample, its columns the taps (c, kd, kh, kw); A is never built: each
 //    panel is packed straight from x (runs of consecutive output positions read runs of x, a copy
@@ -31,153 +32,6 @@ bool f32_or_f16(ggml_type type) { return type == GGML_TYPE_F32 || type == GGML_T
 // Input position of output o and tap k along one axis (may lie outside the input).
 int64_t input_pos(int64_t o, int64_t k, int64_t stride, int64_t pad, int64_t dilation) {
     return o * stride + k * dilation - pad;
-}
-
-// ---------------------------------------------------------------------------------------------
-// IM2COL, IM2COL_3D
-
-// Sizes and byte strides with 1-D and 2-D mapped onto 3-D (missing axes of size 1).
-struct Columns {
-    std::array<int64_t, 3> s, p, d, k, in, out;
-    int64_t channels, batch;
-    std::array<size_t, 3> x_nb;  // input strides along w, h, d
-    size_t x_c, x_n;             // between channels, samples
-    size_t dst_row;              // between the rows of a column
-    std::array<size_t, 3> dst_nb;
-    size_t dst_n;
-};
-
-Columns im2col_geometry(const ggml_tensor * node) {
-    const ggml_tensor * k = node->src[0];
-    const ggml_tensor * x = node->src[1];
-    Columns g{};
-    g.dst_row = node->nb[0];
-    g.d = {1, 1, 1}, g.s = {1, 1, 1}, g.k = {k->ne[0], 1, 1}, g.in = {x->ne[0], 1, 1};
-    g.out = {node->ne[1], 1, 1};
-    g.x_nb[0] = x->nb[0], g.dst_nb[0] = node->nb[1];
-    if (node->op == GGML_OP_IM2COL_3D) {
-        const auto p = core::params<ggml_ext_im2col_3d_params>(node);
-        g.s = {p.s0, p.s1, p.s2}, g.p = {p.p0, p.p1, p.p2}, g.d = {p.d0, p.d1, p.d2};
-        g.k = {k->ne[0], k->ne[1], k->ne[2]}, g.in = {x->ne[0], x->ne[1], x->ne[2]};
-        g.channels = p.ic, g.batch = x->ne[3] / p.ic;
-        g.out = {node->ne[1], node->ne[2], g.batch > 0 ? node->ne[3] / g.batch : 0};
-        g.x_nb = {x->nb[0], x->nb[1], x->nb[2]}, g.x_c = x->nb[3], g.x_n = x->nb[3] * p.ic;
-        g.dst_nb = {node->nb[1], node->nb[2], node->nb[3]}, g.dst_n = node->nb[3] * g.out[2];
-        return g;
-    }
-    const auto p = core::params<ggml_ext_im2col_params>(node);
-    g.s[0] = p.s0, g.p[0] = p.p0, g.d[0] = p.d0;
-    if (p.is_2d != 0) {
-        g.s[1] = p.s1, g.p[1] = p.p1, g.d[1] = p.d1;
-        g.k[1] = k->ne[1], g.in[1] = x->ne[1], g.out[1] = node->ne[2];
-        g.channels = x->ne[2], g.batch = node->ne[3];
-        g.x_nb[1] = x->nb[1], g.x_c = x->nb[2], g.x_n = x->nb[3];
-        g.dst_nb[1] = node->nb[2], g.dst_n = node->nb[3];
-    } else {
-        g.channels = x->ne[1], g.batch = node->ne[2];
-        g.x_c = x->nb[1], g.x_n = x->nb[2], g.dst_n = node->nb[2];
-    }
-    return g;
-}
-
-int64_t column_rows(const Columns & g) { return g.channels * g.k[0] * g.k[1] * g.k[2]; }
-
-// Per thread: the column as F32, then the byte offsets of its input rows (kd, kh) and of its
-// elements (kw) in a row, -1 where they fall into the padding.
-size_t column_floats_bytes(const Columns & g) {
-    return (sizeof(float) * static_cast<size_t>(column_rows(g)) + 7) & ~size_t(7);
-}
-size_t column_scratch_bytes(const Columns & g) {
-    return column_floats_bytes(g) + sizeof(int64_t) * static_cast<size_t>(g.k[2] * g.k[1] + g.k[0]);
-}
-
-// Column (ow, oh, od) of sample n as F32 into out, for input type In (constant, so that the
-// conversion inlines). The offsets are computed once per column, not per channel.
-template <ggml_type In>
-void column(const Columns & g, const char * x, float * out, int64_t * offsets,
-            const std::array<int64_t, 3> & o, int64_t n) {
-    int64_t * row_off = offsets;
-    int64_t * col_off = offsets + g.k[2] * g.k[1];
-    for (int64_t kd = 0; kd < g.k[2]; ++kd)
-        for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-            const int64_t id = input_pos(o[2], kd, g.s[2], g.p[2], g.d[2]);
-            const int64_t ih = input_pos(o[1], kh, g.s[1], g.p[1], g.d[1]);
-            const bool inside = id >= 0 && id < g.in[2] && ih >= 0 && ih < g.in[1];
-            row_off[kd * g.k[1] + kh] =
-                inside ? id * static_cast<int64_t>(g.x_nb[2]) + ih * static_cast<int64_t>(g.x_nb[1]) : -1;
-        }
-    bool whole_rows = true;
-    for (int64_t kw = 0; kw < g.k[0]; ++kw) {
-        const int64_t iw = input_pos(o[0], kw, g.s[0], g.p[0], g.d[0]);
-        col_off[kw] = iw >= 0 && iw < g.in[0] ? iw * static_cast<int64_t>(g.x_nb[0]) : -1;
-        whole_rows = whole_rows && col_off[kw] >= 0;
-    }
-    const char * sample = x + n * g.x_n;
-    for (int64_t c = 0; c < g.channels; ++c) {
-        const char * plane = sample + c * g.x_c;
-        for (int64_t t = 0; t < g.k[2] * g.k[1]; ++t, out += g.k[0]) {
-            if (row_off[t] < 0) {
-                std::fill(out, out + g.k[0], 0.0f);
-            } else if (whole_rows) {
-                for (int64_t kw = 0; kw < g.k[0]; ++kw)
-                    out[kw] = load_float(In, plane + row_off[t] + col_off[kw]);
-            } else {
-                for (int64_t kw = 0; kw < g.k[0]; ++kw)
-                    out[kw] = col_off[kw] < 0 ? 0.0f : load_float(In, plane + row_off[t] + col_off[kw]);
-            }
-        }
-    }
-}
-
-template <ggml_type In>
-void columns(const ComputeParams & params, const Columns & g, const char * x, ggml_tensor * node) {
-    const int64_t plane = g.out[0] * g.out[1] * g.out[2];
-    char * scratch =
-        static_cast<char *>(params.workspace) + column_scratch_bytes(g) * static_cast<size_t>(params.ith());
-    float * buf = reinterpret_cast<float *>(scratch);
-    int64_t * offsets = reinterpret_cast<int64_t *>(scratch + column_floats_bytes(g));
-    const auto [begin, end] = chunk_range(plane * g.batch, params.ith(), params.nth());
-    for (int64_t u = begin; u < end && !params.should_stop(); ++u) {
-        const int64_t m = u % plane, n = u / plane;
-        const std::array<int64_t, 3> o{m % g.out[0], m / g.out[0] % g.out[1], m / (g.out[0] * g.out[1])};
-        column<In>(g, x, buf, offsets, o, n);
-        store_row(node->type, buf,
-                  static_cast<char *>(node->data) + o[0] * g.dst_nb[0] + o[1] * g.dst_nb[1] +
-                      o[2] * g.dst_nb[2] + n * g.dst_n,
-                  g.dst_row, column_rows(g));
-    }
-}
-
-bool supports_im2col(const ggml_tensor * node) {
-    const ggml_tensor * k = node->src[0];
-    const ggml_tensor * x = node->src[1];
-    if (k == nullptr || x == nullptr || !f32_or_f16(x->type) || !f32_or_f16(node->type)) return false;
-    const bool is_3d = node->op == GGML_OP_IM2COL_3D;
-    if (is_3d) {
-        const int64_t ic = core::params<ggml_ext_im2col_3d_params>(node).ic;
-        if (ic < 1 || x->ne[3] % ic != 0 || (x->ne[3] > 0 && node->ne[3] % (x->ne[3] / ic) != 0))
-            return false;
-    }
-    const Columns g = im2col_geometry(node);
-    for (int a = 0; a < 3; ++a)
-        if (g.s[a] < 1 || g.d[a] < 1 || g.p[a] < 0) return false;
-    const bool is_2d = !is_3d && core::params<ggml_ext_im2col_params>(node).is_2d != 0;
-    const bool batch_ok =
-        is_3d || (is_2d ? node->ne[3] == x->ne[3] : node->ne[2] == x->ne[2] && node->ne[3] == 1);
-    return batch_ok && node->ne[0] == column_rows(g);
-}
-
-size_t workspace_im2col(const ggml_tensor * node, int n_threads) {
-    return column_scratch_bytes(im2col_geometry(node)) * static_cast<size_t>(n_threads);
-}
-
-void compute_im2col(const ComputeParams & params, ggml_tensor * node) {
-    const Columns g = im2col_geometry(node);
-    const char * x = static_cast<const char *>(node->src[1]->data);
-    if (node->src[1]->type == GGML_TYPE_F32)
-        columns<GGML_TYPE_F32>(params, g, x, node);
-    else
-        columns<GGML_TYPE_F16>(params, g, x, node);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -212,7 +66,7 @@ struct Tap {
     }
 };
 
-// A panel's height with AVX-512 (two vectors of floats).
+// A panel's height with AVX-512 (two vectors of floats); IM2COL's block of columns.
 constexpr int64_t kFullRun = 32;
 
 // Rows [r, r + len) of a panel: consecutive ow from ow0 at (oh, od), over taps [k0, k0 + kc).
@@ -232,19 +86,23 @@ void pack_run(const Unfold & u, const char * sample, int64_t ow0, int64_t oh, in
             hi = std::min(len, (u.in[0] - iw0 + u.s[0] - 1) / u.s[0]);
         }
         if (lo >= hi) {
-            std::memset(out, 0, sizeof(float) * static_cast<size_t>(len));
+            std::fill(out, out + len, 0.0f);
             continue;
         }
-        std::memset(out, 0, sizeof(float) * static_cast<size_t>(lo));
+        std::fill(out, out + lo, 0.0f);
         const char * src =
             sample + t.c * u.x_c + id * u.x_nb[2] + ih * u.x_nb[1] + (iw0 + lo * u.s[0]) * u.x_nb[0];
-        if (dense_f32 && hi - lo == kFullRun)  // the common case, as a copy of constant size
-            std::memcpy(out + lo, src, sizeof(float) * kFullRun);
+        // Runs are short: inline loops (a full panel's of constant length) beat a call of memcpy.
+        const float * run = reinterpret_cast<const float *>(src);
+        if (dense_f32 && hi - lo == kFullRun)
+            for (int64_t r = 0; r < kFullRun; ++r)
+                out[r] = run[r];
         else if (dense_f32)
-            std::memcpy(out + lo, src, sizeof(float) * static_cast<size_t>(hi - lo));
+            for (int64_t r = lo; r < hi; ++r)
+                out[r] = run[r - lo];
         else
             load_row(u.x_type, src, u.x_nb[0] * u.s[0], hi - lo, out + lo);
-        std::memset(out + hi, 0, sizeof(float) * static_cast<size_t>(len - hi));
+        std::fill(out + hi, out + len, 0.0f);
     }
 }
 
@@ -261,6 +119,110 @@ void pack_unfolded(const void * context, int64_t batch, int64_t r0, int64_t rows
     }
     for (int64_t k = 0; k < kc && rows < R; ++k)
         std::memset(out + k * R + rows, 0, sizeof(float) * static_cast<size_t>(R - rows));
+}
+
+// ---------------------------------------------------------------------------------------------
+// IM2COL, IM2COL_3D: the implicit GEMM's A made explicit. Blocks of kRun consecutive columns are
+// packed tap-major as for the GEMM (input rows read as runs), kBlockTaps taps at a time, then
+// transposed into the columns and stored with one row conversion per column.
+
+// Both blocks of a thread (2 x 16 KiB) stay in L1.
+constexpr int64_t kBlockTaps = 128;
+
+struct Columns {
+    Unfold unfold;
+    int64_t channels, batch, taps;
+    size_t dst_row;  // between the rows of a column
+    std::array<size_t, 3> dst_nb;
+    size_t dst_n;
+};
+
+Columns im2col_geometry(const ggml_tensor * node) {
+    const ggml_tensor * k = node->src[0];
+    const ggml_tensor * x = node->src[1];
+    Columns g{};
+    Unfold & u = g.unfold;
+    u.x = static_cast<const char *>(x->data), u.x_type = x->type;
+    g.dst_row = node->nb[0];
+    u.k[0] = k->ne[0], u.in[0] = x->ne[0], u.out[0] = node->ne[1];
+    u.x_nb[0] = x->nb[0], g.dst_nb[0] = node->nb[1];
+    if (node->op == GGML_OP_IM2COL_3D) {
+        const auto p = core::params<ggml_ext_im2col_3d_params>(node);
+        u.s = {p.s0, p.s1, p.s2}, u.p = {p.p0, p.p1, p.p2}, u.d = {p.d0, p.d1, p.d2};
+        u.k = {k->ne[0], k->ne[1], k->ne[2]}, u.in = {x->ne[0], x->ne[1], x->ne[2]};
+        g.channels = p.ic, g.batch = x->ne[3] / p.ic;
+        u.out = {node->ne[1], node->ne[2], g.batch > 0 ? node->ne[3] / g.batch : 0};
+        u.x_nb = {x->nb[0], x->nb[1], x->nb[2]}, u.x_c = x->nb[3],
+        u.x_n = x->nb[3] * static_cast<size_t>(p.ic);
+        g.dst_nb = {node->nb[1], node->nb[2], node->nb[3]},
+        g.dst_n = node->nb[3] * static_cast<size_t>(u.out[2]);
+    } else {
+        const auto p = core::params<ggml_ext_im2col_params>(node);
+        u.s[0] = p.s0, u.p[0] = p.p0, u.d[0] = p.d0;
+        if (p.is_2d != 0) {
+            u.s[1] = p.s1, u.p[1] = p.p1, u.d[1] = p.d1;
+            u.k[1] = k->ne[1], u.in[1] = x->ne[1], u.out[1] = node->ne[2];
+            g.channels = x->ne[2], g.batch = node->ne[3];
+            u.x_nb[1] = x->nb[1], u.x_c = x->nb[2], u.x_n = x->nb[3];
+            g.dst_nb[1] = node->nb[2], g.dst_n = node->nb[3];
+        } else {
+            g.channels = x->ne[1], g.batch = node->ne[2];
+            u.x_c = x->nb[1], u.x_n = x->nb[2], g.dst_n = node->nb[2];
+        }
+    }
+    g.taps = g.channels * u.k[0] * u.k[1] * u.k[2];
+    return g;
+}
+
+// Per thread: a packed block (taps x kRun) and its transpose (kRun x taps).
+size_t workspace_im2col(const ggml_tensor *, int n_threads) {
+    return 2 * sizeof(float) * static_cast<size_t>(kBlockTaps * kFullRun) * static_cast<size_t>(n_threads);
+}
+
+void compute_im2col(const ComputeParams & params, ggml_tensor * node) {
+    const Columns g = im2col_geometry(node);
+    const Unfold & u = g.unfold;
+    const int64_t plane = u.out[0] * u.out[1] * u.out[2];
+    const int64_t blocks = (plane + kFullRun - 1) / kFullRun;
+    float * packed = static_cast<float *>(params.workspace) + 2 * kBlockTaps * kFullRun * params.ith();
+    float * cols = packed + kBlockTaps * kFullRun;
+    const auto [begin, end] = chunk_range(blocks * g.batch, params.ith(), params.nth());
+    for (int64_t b = begin; b < end && !params.should_stop(); ++b) {
+        const int64_t n = b / blocks, m0 = b % blocks * kFullRun, rows = std::min(kFullRun, plane - m0);
+        for (int64_t k0 = 0; k0 < g.taps; k0 += kBlockTaps) {
+            const int64_t kc = std::min(kBlockTaps, g.taps - k0);
+            pack_unfolded(&u, n, m0, rows, kFullRun, k0, kc, packed);
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t k = 0; k < kc; ++k)
+                    cols[r * kc + k] = packed[k * kFullRun + r];
+            for (int64_t r = 0; r < rows; ++r) {
+                const int64_t m = m0 + r;
+                char * dst = static_cast<char *>(node->data) + (m % u.out[0]) * g.dst_nb[0] +
+                             (m / u.out[0] % u.out[1]) * g.dst_nb[1] +
+                             m / (u.out[0] * u.out[1]) * g.dst_nb[2] + n * g.dst_n + k0 * g.dst_row;
+                store_row(node->type, cols + r * kc, dst, g.dst_row, kc);
+            }
+        }
+    }
+}
+
+bool supports_im2col(const ggml_tensor * node) {
+    const ggml_tensor * k = node->src[0];
+    const ggml_tensor * x = node->src[1];
+    if (k == nullptr || x == nullptr || !f32_or_f16(x->type) || !f32_or_f16(node->type)) return false;
+    const bool is_3d = node->op == GGML_OP_IM2COL_3D;
+    if (is_3d) {
+        const int64_t ic = core::params<ggml_ext_im2col_3d_params>(node).ic;
+        if (ic < 1 || x->ne[3] % ic != 0 || (x->ne[3] > 0 && node->ne[3] % (x->ne[3] / ic) != 0))
+            return false;
+    }
+    const Columns g = im2col_geometry(node);
+    for (int a = 0; a < 3; ++a)
+        if (g.unfold.s[a] < 1 || g.unfold.d[a] < 1 || g.unfold.p[a] < 0) return false;
+    const bool is_2d = !is_3d && core::params<ggml_ext_im2col_params>(node).is_2d != 0;
+    const bool batch_ok =
+        is_3d || (is_2d ? node->ne[3] == x->ne[3] : node->ne[2] == x->ne[2] && node->ne[3] == 1);
+    return batch_ok && node->ne[0] == g.taps;
 }
 
 // ---------------------------------------------------------------------------------------------
