@@ -465,33 +465,43 @@ bool supports_transposed(const ggml_tensor * node) {
            node->ne[1] == (is_1d ? t.OC : (t.H - 1) * t.stride + t.KH);
 }
 
+// Per thread: the phase sums of one output row (scatter_columns).
+int64_t phase_floats(const Transposed & t) { return t.stride * (t.W + t.KW); }
+
 size_t workspace_transposed(const ggml_tensor * node, int n_threads) {
     const Transposed t = transposed(node);
     return gemm::workspace(transposed_problem(t, nullptr, chunk_rows(t)), n_threads) + column_bytes(t) +
-           transposed_kernel_bytes(t);
+           transposed_kernel_bytes(t) + sizeof(float) * static_cast<size_t>(phase_floats(t) * n_threads);
 }
 
 // Adds the columns of input rows [row0, row0 + rows) of sample n into this thread's output channels.
+// Output position q*s + px of a row takes the taps kx = px (mod s), column kx shifted by (kx - px)/s:
+// those are summed per phase with contiguous adds, then each phase is added into the row once.
 void scatter_columns(const ComputeParams & params, const Transposed & t, const float * col, int64_t ldc,
-                     int64_t row0, int64_t rows, int64_t n, ggml_tensor * dst) {
+                     int64_t row0, int64_t rows, int64_t n, ggml_tensor * dst, float * phases) {
     const auto [o0, o1] = chunk_range(t.OC, params.ith(), params.nth());
-    const int64_t OW = dst->ne[0];
+    const int64_t OW = dst->ne[0], s = t.stride, span = t.W + t.KW;
     const int64_t OH = dst->op == GGML_OP_CONV_TRANSPOSE_1D ? 1 : dst->ne[1];
     float * out = static_cast<float *>(dst->data) + n * t.OC * OW * OH;
     for (int64_t oc = o0; oc < o1; ++oc)
         for (int64_t ky = 0; ky < t.KH; ++ky)
-            for (int64_t kx = 0; kx < t.KW; ++kx) {
-                const float * c = col + ((oc * t.KH + ky) * t.KW + kx) * ldc;
-                for (int64_t r = 0; r < rows; ++r) {
-                    float * o = out + (oc * OH + (row0 + r) * t.stride + ky) * OW + kx;
-                    const float * v = c + r * t.W;
-                    if (t.stride == 1)
-                        for (int64_t ix = 0; ix < t.W; ++ix)
-                            o[ix] += v[ix];
-                    else
-                        for (int64_t ix = 0; ix < t.W; ++ix)
-                            o[ix * t.stride] += v[ix];
+            for (int64_t r = 0; r < rows; ++r) {
+                std::fill(phases, phases + s * span, 0.0f);
+                for (int64_t kx = 0; kx < t.KW; ++kx) {
+                    const float * v = col + ((oc * t.KH + ky) * t.KW + kx) * ldc + r * t.W;
+                    float * phase = phases + (kx % s) * span + kx / s;
+                    for (int64_t ix = 0; ix < t.W; ++ix)
+                        phase[ix] += v[ix];
                 }
+                float * o = out + (oc * OH + (row0 + r) * s + ky) * OW;
+                if (s == 1) {
+                    for (int64_t q = 0; q < OW; ++q)
+                        o[q] += phases[q];
+                    continue;
+                }
+                for (int64_t px = 0; px < s; ++px)
+                    for (int64_t q = 0; q * s + px < OW; ++q)
+                        o[q * s + px] += phases[px * span + q];
             }
 }
 
@@ -503,6 +513,9 @@ void compute_transposed(const ComputeParams & params, ggml_tensor * node) {
     float * col = reinterpret_cast<float *>(ws + gemm_bytes);
     float * kt = reinterpret_cast<float *>(ws + gemm_bytes + column_bytes(t));
     transpose_kernel(params, node->src[0], t, kt);
+    float * phases =
+        reinterpret_cast<float *>(ws + gemm_bytes + column_bytes(t) + transposed_kernel_bytes(t)) +
+        phase_floats(t) * params.ith();
     // The GEMM's A is a 1x1 convolution's: input positions against input channels.
     Unfold u;
     u.x_type = node->src[1]->type;
@@ -522,7 +535,7 @@ void compute_transposed(const ComputeParams & params, ggml_tensor * node) {
             p.a_context = &u;
             p.c = col;
             gemm::compute(Exec::of(params), p);
-            scatter_columns(params, t, col, p.ldc, row0, r, n, node);
+            scatter_columns(params, t, col, p.ldc, row0, r, n, node, phases);
             params.thread.barrier();
         }
     }
