@@ -501,6 +501,10 @@ HWY_INLINE Layout layout_for(int64_t M, int64_t N, int64_t K, int64_t nbatch, in
     return l;
 }
 
+HWY_INLINE Layout layout_for(const ggml_tensor * a, const ggml_tensor * b, int64_t nbatch, int nth) {
+    return layout_for(a->ne[1], b->ne[1], a->ne[0], nbatch, nth);
+}
+
 struct Batches {
     const ggml_tensor *a, *b;
     ggml_tensor * dst;
@@ -616,6 +620,43 @@ HWY_NOINLINE void gemm_solo(const Exec & ex, const Source & bt, const Layout & l
             }
         }
     }
+}
+
+// The batches of a gemm::Problem.
+struct ImplicitBatches {
+    const gemm::Problem * p;
+    int64_t nbatch;
+
+    Gemm gemm(int64_t bi) const {
+        Gemm g;
+        g.a = {nullptr, GGML_TYPE_F32, sizeof(float), 0, 1};
+        g.b = {p->b, p->b_type, p->b_nb0, p->b_nb1, 1};
+        g.c = p->c + bi * p->c_batch;
+        g.ldc = p->ldc;
+        g.M = p->M, g.N = p->N, g.K = p->K;
+        g.pack_a = p->pack_a, g.a_context = p->a_context, g.batch = bi;
+        return g;
+    }
+};
+
+size_t ImplicitWorkspace(const gemm::Problem & p, int n_threads) {
+    return layout_for(p.M, p.N, p.K, p.batches, n_threads).total(n_threads) + 64;
+}
+
+void ImplicitCompute(const Exec & ex, const gemm::Problem & p) {
+    if (p.K == 0) {  // empty sums
+        const auto [r0, r1] = chunk_range(p.N * p.batches, ex.ith, ex.nth);
+        for (int64_t r = r0; r < r1; ++r)
+            std::memset(p.c + r / p.N * p.c_batch + r % p.N * p.ldc, 0,
+                        static_cast<size_t>(p.M) * sizeof(float));
+    } else if (p.M > 0 && p.N > 0 && p.batches > 0) {
+        const Layout l = layout_for(p.M, p.N, p.K, p.batches, ex.nth);
+        if (l.solo)
+            gemm_solo(ex, ImplicitBatches{&p, p.batches}, l);
+        else
+            gemm_shared(ex, ImplicitBatches{&p, p.batches}, l);
+    }
+    ex.sync();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1057,7 +1098,7 @@ size_t Workspace(const ggml_tensor * node, int n_threads) {
     const Batches bt = batches_of(node);
     if (use_gemv(bt.a, bt.b)) return gemv_per_thread(bt.a) * static_cast<size_t>(n_threads) + 64;
     if (use_small_n(bt.a, bt.b)) return small_n_per_thread(bt.a, bt.b) * static_cast<size_t>(n_threads) + 64;
-    return layout_for(bt.a->ne[1], bt.b->ne[1], bt.a->ne[0], bt.nbatch, n_threads).total(n_threads) + 64;
+    return layout_for(bt.a, bt.b, bt.nbatch, n_threads).total(n_threads) + 64;
 }
 
 void Compute(const Exec & ex, ggml_tensor * dst) {
@@ -1088,48 +1129,11 @@ void Compute(const Exec & ex, ggml_tensor * dst) {
         small_n(ex, bt);
         return;
     }
-    const Layout l = layout_for(M, N, K, bt.nbatch, ex.nth);
+    const Layout l = layout_for(bt.a, bt.b, bt.nbatch, ex.nth);
     if (l.solo)
         gemm_solo(ex, bt, l);
     else
         gemm_shared(ex, bt, l);
-}
-
-// The batches of a gemm::Problem.
-struct ImplicitBatches {
-    const gemm::Problem * p;
-    int64_t nbatch;
-
-    Gemm gemm(int64_t bi) const {
-        Gemm g;
-        g.a = {nullptr, GGML_TYPE_F32, sizeof(float), 0, 1};
-        g.b = {p->b, p->b_type, p->b_nb0, p->b_nb1, 1};
-        g.c = p->c + bi * p->c_batch;
-        g.ldc = p->ldc;
-        g.M = p->M, g.N = p->N, g.K = p->K;
-        g.pack_a = p->pack_a, g.a_context = p->a_context, g.batch = bi;
-        return g;
-    }
-};
-
-size_t ImplicitWorkspace(const gemm::Problem & p, int n_threads) {
-    return layout_for(p.M, p.N, p.K, p.batches, n_threads).total(n_threads) + 64;
-}
-
-void ImplicitCompute(const Exec & ex, const gemm::Problem & p) {
-    if (p.K == 0) {  // empty sums
-        const auto [r0, r1] = chunk_range(p.N * p.batches, ex.ith, ex.nth);
-        for (int64_t r = r0; r < r1; ++r)
-            std::memset(p.c + r / p.N * p.c_batch + r % p.N * p.ldc, 0,
-                        static_cast<size_t>(p.M) * sizeof(float));
-    } else if (p.M > 0 && p.N > 0 && p.batches > 0) {
-        const Layout l = layout_for(p.M, p.N, p.K, p.batches, ex.nth);
-        if (l.solo)
-            gemm_solo(ex, ImplicitBatches{&p, p.batches}, l);
-        else
-            gemm_shared(ex, ImplicitBatches{&p, p.batches}, l);
-    }
-    ex.sync();
 }
 
 }  // namespace ggx::cpu::mm::HWY_NAMESPACE
