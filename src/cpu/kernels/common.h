@@ -103,8 +103,9 @@ extern const Kernel norm, rms_norm, group_norm, l2_norm;
 extern const Kernel soft_max, rope;
 extern const Kernel get_rows, set_rows, im2col;
 extern const Kernel mul_mat, flash_attn_ext;
-extern const Kernel custom;          // CPU callback nodes
-extern const Kernel map_custom;      // MAP_CUSTOM1..3
+extern const Kernel custom;      // CPU callback nodes
+extern const Kernel map_custom;  // MAP_CUSTOM1..3
+
 extern const Kernel conv_direct;     // CONV_2D, CONV_3D (im2col: IM2COL and IM2COL_3D)
 extern const Kernel conv_transpose;  // CONV_TRANSPOSE_1D, CONV_TRANSPOSE_2D
 extern const Kernel conv_2d_dw, im2col_back, col2im_1d;
