@@ -1683,34 +1683,276 @@ Output k_glu(const ggml_tensor * d, const Inputs & in) {
     return {r, {}};
 }
 
-// IM2COL: r[(c*KH + kh)*KW + kw, ow, oh, n] = x[ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1, c, n].
-Output k_im2col(const ggml_tensor * d, const Inputs & in) {
-    const ggml_tensor * kernel = d->src[0];
-    const Src x = src(d, in, 1);
+// IM2COL's index map (1-D: KH = H = OH = 1): calls f(column element, image element), as flat logical
+// indices of cols and image, for every element of the columns whose input position lies inside the
+// image (2-D: image [W, H, C, N], cols [C*KH*KW, OW, OH, N]; 1-D: [W, C, N], [C*KW, OW, N]).
+template <class F>
+void for_each_unfolded(const ggml_tensor * d, const ggml_tensor * kernel, const ggml_tensor * image,
+                       const ggml_tensor * cols, F && f) {
     require(kernel != nullptr, d, "missing kernel");
-    const auto conv = params_of<ggml_ext_im2col_params>(d);
-    const int64_t s0 = conv.s0, s1 = conv.s1, p0 = conv.p0, p1 = conv.p1, d0 = conv.d0, d1 = conv.d1;
-    const bool is_2d = conv.is_2d != 0;
+    const auto p = params_of<ggml_ext_im2col_params>(d);
+    const bool is_2d = p.is_2d != 0;
     const int64_t KW = kernel->ne[0], KH = is_2d ? kernel->ne[1] : 1;
-    const int64_t W = x.t->ne[0], H = is_2d ? x.t->ne[1] : 1;
-    const int64_t C = is_2d ? x.t->ne[2] : x.t->ne[1], N = is_2d ? x.t->ne[3] : x.t->ne[2];
-    const int64_t OW = d->ne[1], OH = is_2d ? d->ne[2] : 1;
-    require(d->ne[0] == C * KH * KW && (is_2d ? d->ne[3] == N : d->ne[2] == N), d,
-            "result shape does not fit");
-    std::vector<double> r = zeros(d);
+    const int64_t W = image->ne[0], H = is_2d ? image->ne[1] : 1;
+    const int64_t C = is_2d ? image->ne[2] : image->ne[1], N = is_2d ? image->ne[3] : image->ne[2];
+    const int64_t OW = cols->ne[1], OH = is_2d ? cols->ne[2] : 1;
+    require(cols->ne[0] == C * KH * KW && (is_2d ? cols->ne[3] : cols->ne[2]) == N, d,
+            "image " + shape_str(image) + " and columns " + shape_str(cols) + " do not fit");
     for (int64_t n = 0; n < N; ++n)
         for (int64_t oh = 0; oh < OH; ++oh)
             for (int64_t ow = 0; ow < OW; ++ow)
                 for (int64_t c = 0; c < C; ++c)
                     for (int64_t kh = 0; kh < KH; ++kh)
                         for (int64_t kw = 0; kw < KW; ++kw) {
-                            const int64_t iw = ow * s0 + kw * d0 - p0, ih = oh * s1 + kh * d1 - p1;
-                            double v = 0.0;
-                            if (iw >= 0 && iw < W && ih >= 0 && ih < H)
-                                v = is_2d ? x(iw, ih, c, n) : x(iw, c, n);
+                            const int64_t iw = ow * p.s0 + kw * p.d0 - p.p0;
+                            const int64_t ih = is_2d ? oh * p.s1 + kh * p.d1 - p.p1 : 0;
+                            if (iw < 0 || iw >= W || ih < 0 || ih >= H) continue;
                             const int64_t row = (c * KH + kh) * KW + kw;
-                            r[is_2d ? at(d->ne, row, ow, oh, n) : at(d->ne, row, ow, n)] = v;
+                            f(is_2d ? at(cols->ne, row, ow, oh, n) : at(cols->ne, row, ow, n),
+                              is_2d ? at(image->ne, iw, ih, c, n) : at(image->ne, iw, c, n));
                         }
+}
+
+// IM2COL: r[(c*KH + kh)*KW + kw, ow, oh, n] = x[ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1, c, n] (0 outside).
+Output k_im2col(const ggml_tensor * d, const Inputs & in) {
+    const Src x = src(d, in, 1);
+    std::vector<double> r = zeros(d);
+    for_each_unfolded(d, d->src[0], x.t, d, [&](int64_t col, int64_t image) { r[col] = x.v[image]; });
+    return {r, {}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Convolution family beyond IM2COL: direct and transposed convolutions, the 3-D unfold, the
+// scatters (IM2COL_BACK, COL2IM_1D) and pooling. Index conventions are ggml's (docs/ops.md).
+
+// Input position of output position o and tap k along one axis, or -1 outside [0, size).
+int64_t tap_at(int64_t o, int64_t k, int64_t stride, int64_t pad, int64_t dilation, int64_t size) {
+    const int64_t i = o * stride + k * dilation - pad;
+    return i >= 0 && i < size ? i : -1;
+}
+
+// CONV_2D: r[ow, oh, o, n] = sum_{c, kh, kw} k[kw, kh, c, o] * x[ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1, c,
+// n]; CONV_2D_DW: the same sum over the one channel c = o, with k[kw, kh, 0, o].
+Output k_conv_2d(const ggml_tensor * d, const Inputs & in) {
+    const Src k = src(d, in, 0), x = src(d, in, 1);
+    const auto p = params_of<ggml_ext_conv_2d_params>(d);
+    const bool depthwise = d->op == GGML_OP_CONV_2D_DW;
+    const bool fits = depthwise ? k.t->ne[2] == 1 && k.t->ne[3] == x.t->ne[2] && d->ne[2] == x.t->ne[2]
+                                : k.t->ne[2] == x.t->ne[2] && d->ne[2] == k.t->ne[3];
+    require(fits && d->ne[3] == x.t->ne[3], d,
+            "shapes of kernel " + shape_str(k.t) + " and input " + shape_str(x.t) + " do not fit");
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t ow, int64_t oh, int64_t o, int64_t n) {
+        double acc = 0.0;
+        for (int64_t c = depthwise ? o : 0; c < (depthwise ? o + 1 : x.t->ne[2]); ++c)
+            for (int64_t kh = 0; kh < k.t->ne[1]; ++kh) {
+                const int64_t ih = tap_at(oh, kh, p.s1, p.p1, p.d1, x.t->ne[1]);
+                for (int64_t kw = 0; ih >= 0 && kw < k.t->ne[0]; ++kw) {
+                    const int64_t iw = tap_at(ow, kw, p.s0, p.p0, p.d0, x.t->ne[0]);
+                    if (iw >= 0) acc += k(kw, kh, depthwise ? 0 : c, o) * x(iw, ih, c, n);
+                }
+            }
+        r[at(d->ne, ow, oh, o, n)] = acc;
+    });
+    return {r, {}};
+}
+
+// The 3-D geometry shared by IM2COL_3D and CONV_3D: k [KW, KH, KD, OC*IC], x [W, H, D, N*IC].
+struct Conv3d {
+    std::array<int64_t, 3> s, p, dil, k, in;
+    // Input element (iw, ih, id) of output (ow, oh, od) and tap (kw, kh, kd); false when padding.
+    bool tap(const std::array<int64_t, 3> & o, const std::array<int64_t, 3> & t,
+             std::array<int64_t, 3> & i) const {
+        for (int a = 0; a < 3; ++a) {
+            i[a] = tap_at(o[a], t[a], s[a], p[a], dil[a], in[a]);
+            if (i[a] < 0) return false;
+        }
+        return true;
+    }
+};
+
+Conv3d conv_3d_geometry(const ggml_tensor * k, const ggml_tensor * x, const int32_t * s, const int32_t * p,
+                        const int32_t * dil) {
+    Conv3d g{};
+    for (int a = 0; a < 3; ++a) {
+        g.s[a] = s[a], g.p[a] = p[a], g.dil[a] = dil[a];
+        g.k[a] = k->ne[a], g.in[a] = x->ne[a];
+    }
+    return g;
+}
+
+// IM2COL_3D: r[((ic*KD + kd)*KH + kh)*KW + kw, ow, oh, n*OD + od] = x[iw, ih, id, n*IC + ic] (0 outside).
+Output k_im2col_3d(const ggml_tensor * d, const Inputs & in) {
+    const ggml_tensor * kernel = d->src[0];
+    const Src x = src(d, in, 1);
+    require(kernel != nullptr, d, "missing kernel");
+    const auto p = params_of<ggml_ext_im2col_3d_params>(d);
+    const int32_t s[3] = {p.s0, p.s1, p.s2}, pad[3] = {p.p0, p.p1, p.p2}, dil[3] = {p.d0, p.d1, p.d2};
+    const Conv3d g = conv_3d_geometry(kernel, x.t, s, pad, dil);
+    const int64_t IC = p.ic, N = x.t->ne[3] / IC, OD = N > 0 ? d->ne[3] / N : 0;
+    const int64_t taps = g.k[0] * g.k[1] * g.k[2];
+    require(d->ne[0] == IC * taps && d->ne[3] == OD * N, d, "result shape does not fit");
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t row, int64_t ow, int64_t oh, int64_t nd) {
+        const int64_t ic = row / taps, t = row % taps, n = nd / OD, od = nd % OD;
+        std::array<int64_t, 3> i{};
+        if (g.tap({ow, oh, od}, {t % g.k[0], t / g.k[0] % g.k[1], t / (g.k[0] * g.k[1])}, i))
+            r[at(d->ne, row, ow, oh, nd)] = x(i[0], i[1], i[2], n * IC + ic);
+    });
+    return {r, {}};
+}
+
+// CONV_3D: r[ow, oh, od, n*OC + oc] = sum_{ic, kd, kh, kw} k[kw, kh, kd, oc*IC + ic] * x[iw, ih, id, n*IC +
+// ic].
+Output k_conv_3d(const ggml_tensor * d, const Inputs & in) {
+    const Src k = src(d, in, 0), x = src(d, in, 1);
+    const auto p = params_of<ggml_ext_conv_3d_params>(d);
+    const int32_t s[3] = {p.s0, p.s1, p.s2}, pad[3] = {p.p0, p.p1, p.p2}, dil[3] = {p.d0, p.d1, p.d2};
+    const Conv3d g = conv_3d_geometry(k.t, x.t, s, pad, dil);
+    const int64_t IC = p.c, OC = p.oc;
+    require(k.t->ne[3] == IC * OC && x.t->ne[3] == IC * p.n && d->ne[3] == OC * p.n, d, "shapes do not fit");
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t ow, int64_t oh, int64_t od, int64_t no) {
+        const int64_t n = no / OC, oc = no % OC;
+        double acc = 0.0;
+        for (int64_t ic = 0; ic < IC; ++ic)
+            for (int64_t kd = 0; kd < g.k[2]; ++kd)
+                for (int64_t kh = 0; kh < g.k[1]; ++kh)
+                    for (int64_t kw = 0; kw < g.k[0]; ++kw) {
+                        std::array<int64_t, 3> i{};
+                        if (g.tap({ow, oh, od}, {kw, kh, kd}, i))
+                            acc += k(kw, kh, kd, oc * IC + ic) * x(i[0], i[1], i[2], n * IC + ic);
+                    }
+        r[at(d->ne, ow, oh, od, no)] = acc;
+    });
+    return {r, {}};
+}
+
+// IM2COL_BACK: the transpose of IM2COL; every column element of the gradient b is added to the
+// input position it was read from (2-D: b [C*KH*KW, OW, OH, N] -> [W, H, C, N]; 1-D: b [C*KW, OW, N]
+// -> [W, C, N]).
+Output k_im2col_back(const ggml_tensor * d, const Inputs & in) {
+    const Src b = src(d, in, 1);
+    std::vector<double> r = zeros(d);
+    for_each_unfolded(d, d->src[0], d, b.t, [&](int64_t col, int64_t image) { r[image] += b.v[col]; });
+    return {r, {}};
+}
+
+// COL2IM_1D: r[t*s0 + k - p0, oc] += a[oc*K + k, t] for the positions inside the result.
+Output k_col2im_1d(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    const auto p = params_of<ggml_ext_col2im_1d_params>(d);
+    const int64_t K = a.t->ne[0] / p.oc;
+    require(d->ne[1] == p.oc && K * p.oc == a.t->ne[0], d, "columns " + shape_str(a.t) + " do not fit");
+    std::vector<double> r = zeros(d);
+    for (int64_t t = 0; t < a.t->ne[1]; ++t)
+        for (int64_t oc = 0; oc < p.oc; ++oc)
+            for (int64_t k = 0; k < K; ++k) {
+                const int64_t o = tap_at(t, k, p.s0, p.p0, 1, d->ne[0]);
+                if (o >= 0) r[at(d->ne, o, oc)] += a(oc * K + k, t);
+            }
+    return {r, {}};
+}
+
+// CONV_TRANSPOSE_1D: r[i*s0 + k, oc] += k[k, oc, ic] * x[i, ic].
+Output k_conv_transpose_1d(const ggml_tensor * d, const Inputs & in) {
+    const Src k = src(d, in, 0), x = src(d, in, 1);
+    const int64_t s0 = params_of<ggml_ext_conv_transpose_1d_params>(d).s0;
+    require(
+        k.t->ne[2] == x.t->ne[1] && d->ne[1] == k.t->ne[1] && d->ne[0] == (x.t->ne[0] - 1) * s0 + k.t->ne[0],
+        d, "shapes do not fit");
+    std::vector<double> r = zeros(d);
+    for (int64_t ic = 0; ic < x.t->ne[1]; ++ic)
+        for (int64_t i = 0; i < x.t->ne[0]; ++i)
+            for (int64_t oc = 0; oc < k.t->ne[1]; ++oc)
+                for (int64_t t = 0; t < k.t->ne[0]; ++t)
+                    r[at(d->ne, i * s0 + t, oc)] += k(t, oc, ic) * x(i, ic);
+    return {r, {}};
+}
+
+// CONV_TRANSPOSE_2D: r[ix*s + kx, iy*s + ky, oc, n] += k[kx, ky, oc, ic] * x[ix, iy, ic, n].
+Output k_conv_transpose_2d(const ggml_tensor * d, const Inputs & in) {
+    const Src k = src(d, in, 0), x = src(d, in, 1);
+    const int64_t s = params_of<ggml_ext_conv_transpose_2d_params>(d).stride;
+    require(k.t->ne[3] == x.t->ne[2] && d->ne[2] == k.t->ne[2] && d->ne[3] == x.t->ne[3], d,
+            "shapes do not fit");
+    std::vector<double> r = zeros(d);
+    for_each_index(x.t->ne, [&](int64_t ix, int64_t iy, int64_t ic, int64_t n) {
+        const double v = x(ix, iy, ic, n);
+        for (int64_t oc = 0; oc < k.t->ne[2]; ++oc)
+            for (int64_t ky = 0; ky < k.t->ne[1]; ++ky)
+                for (int64_t kx = 0; kx < k.t->ne[0]; ++kx)
+                    r[at(d->ne, ix * s + kx, iy * s + ky, oc, n)] += k(kx, ky, oc, ic) * v;
+    });
+    return {r, {}};
+}
+
+// A pooling window: size, stride and padding (truncated to an integer offset, as ggml) per axis.
+struct PoolWindow {
+    int64_t k0, k1, s0, s1, p0, p1;
+    int op;
+};
+
+PoolWindow pool_window(const ggml_tensor * d) {
+    if (d->op == GGML_OP_POOL_1D) {
+        const auto p = params_of<ggml_ext_pool_1d_params>(d);
+        return {p.k0, 1, p.s0, 1, p.p0, 0, p.op};
+    }
+    const auto p = params_of<ggml_ext_pool_2d_params>(d);
+    return {p.k0, p.k1, p.s0, p.s1, static_cast<int64_t>(p.p0), static_cast<int64_t>(p.p1), p.op};
+}
+
+// POOL_1D, POOL_2D: max or mean of each window over dims 0 (and 1); positions in the padding are
+// skipped by max (an all-padding window gives -FLT_MAX) and count as 0 for the mean (divided by k0*k1).
+Output k_pool(const ggml_tensor * d, const Inputs & in) {
+    const Src a = src(d, in, 0);
+    const PoolWindow w = pool_window(d);
+    require(d->ne[2] == a.t->ne[2] && d->ne[3] == a.t->ne[3] &&
+                (d->op == GGML_OP_POOL_2D || d->ne[1] == a.t->ne[1]),
+            d, "result shape does not fit");
+    const bool is_max = w.op == GGML_OP_POOL_MAX;
+    std::vector<double> r = zeros(d);
+    for_each_index(d->ne, [&](int64_t ox, int64_t oy, int64_t i2, int64_t i3) {
+        double acc = is_max ? -FLT_MAX : 0.0;
+        for (int64_t ky = 0; ky < w.k1; ++ky) {
+            const int64_t iy = d->op == GGML_OP_POOL_2D ? tap_at(oy, ky, w.s1, w.p1, 1, a.t->ne[1]) : oy;
+            for (int64_t kx = 0; iy >= 0 && kx < w.k0; ++kx) {
+                const int64_t ix = tap_at(ox, kx, w.s0, w.p0, 1, a.t->ne[0]);
+                if (ix < 0) continue;
+                const double v = a(ix, iy, i2, i3);
+                acc = is_max ? std::max(acc, v) : acc + v;
+            }
+        }
+        r[at(d->ne, ox, oy, i2, i3)] = is_max ? acc : acc / static_cast<double>(w.k0 * w.k1);
+    });
+    return {r, {}};
+}
+
+// POOL_2D_BACK: each gradient element of a goes to the first maximum of its window of af (max) or is
+// spread as a / (k0*k1) over the window's positions inside af (avg).
+Output k_pool_2d_back(const ggml_tensor * d, const Inputs & in) {
+    const Src g = src(d, in, 0), af = src(d, in, 1);
+    const PoolWindow w = pool_window(d);
+    require(same_shape(af.t, d), d, "result shape differs from af");
+    std::vector<double> r = zeros(d);
+    for_each_index(g.t->ne, [&](int64_t ox, int64_t oy, int64_t i2, int64_t i3) {
+        const double grad = g(ox, oy, i2, i3);
+        int64_t best = -1;
+        double best_value = -FLT_MAX;
+        for (int64_t ky = 0; ky < w.k1; ++ky) {
+            const int64_t iy = tap_at(oy, ky, w.s1, w.p1, 1, d->ne[1]);
+            for (int64_t kx = 0; iy >= 0 && kx < w.k0; ++kx) {
+                const int64_t ix = tap_at(ox, kx, w.s0, w.p0, 1, d->ne[0]);
+                if (ix < 0) continue;
+                const int64_t o = at(d->ne, ix, iy, i2, i3);
+                if (w.op != GGML_OP_POOL_MAX)
+                    r[o] += grad / static_cast<double>(w.k0 * w.k1);
+                else if (af(ix, iy, i2, i3) > best_value || best < 0)
+                    best = o, best_value = af(ix, iy, i2, i3);
+            }
+        }
+        if (best >= 0) r[best] += grad;
+    });
     return {r, {}};
 }
 
@@ -1910,6 +2152,26 @@ Kernel kernel_for(ggml_op op) {
             return k_glu;
         case GGML_OP_IM2COL:
             return k_im2col;
+        case GGML_OP_IM2COL_BACK:
+            return k_im2col_back;
+        case GGML_OP_IM2COL_3D:
+            return k_im2col_3d;
+        case GGML_OP_COL2IM_1D:
+            return k_col2im_1d;
+        case GGML_OP_CONV_2D:
+        case GGML_OP_CONV_2D_DW:
+            return k_conv_2d;
+        case GGML_OP_CONV_3D:
+            return k_conv_3d;
+        case GGML_OP_CONV_TRANSPOSE_1D:
+            return k_conv_transpose_1d;
+        case GGML_OP_CONV_TRANSPOSE_2D:
+            return k_conv_transpose_2d;
+        case GGML_OP_POOL_1D:
+        case GGML_OP_POOL_2D:
+            return k_pool;
+        case GGML_OP_POOL_2D_BACK:
+            return k_pool_2d_back;
         case GGML_OP_PAD:
             return k_pad;
         case GGML_OP_UPSCALE:
@@ -1959,14 +2221,32 @@ struct Evaluator::Storage {
         return t->view_src != nullptr ? t->view_src : t;
     }
 
-    // Owners are contiguous: each element sits at its dense byte offset.
-    static void check_owner(const ggml_tensor * owner) {
+    // Whether each element of the owner sits at its dense byte offset.
+    static bool dense(const ggml_tensor * owner) {
         const int64_t bs = ggml_blck_size(owner->type);
         size_t expect = ggml_type_size(owner->type);
         for (int k = 0; k < GGML_MAX_DIMS; ++k) {
-            if (owner->ne[k] != 1 && owner->nb[k] != expect) fail(owner, "storage owner is not contiguous");
+            if (owner->ne[k] != 1 && owner->nb[k] != expect) return false;
             expect *= static_cast<size_t>(k == 0 ? owner->ne[0] / bs : owner->ne[k]);
         }
+        return true;
+    }
+
+    // Owners are dense, or (results that keep an operand's layout, such as a channels-first
+    // CONV_2D_DW) a permutation of dense dims of an unquantized type; storage holds the values in
+    // byte order.
+    static void check_owner(const ggml_tensor * owner) {
+        if (dense(owner)) return;
+        std::array<int, GGML_MAX_DIMS> order{0, 1, 2, 3};
+        std::sort(order.begin(), order.end(), [&](int a, int b) { return owner->nb[a] < owner->nb[b]; });
+        size_t expect = ggml_type_size(owner->type);
+        bool permuted = !is_block_type(owner->type);
+        for (int k : order) {
+            permuted = permuted && (owner->ne[k] == 1 || owner->nb[k] == expect);
+            expect *= static_cast<size_t>(owner->ne[k]);
+        }
+        if (!permuted)
+            fail(owner, "storage owner is neither contiguous nor a permutation of a contiguous layout");
     }
 
     // Owner element index of every logical element of t.
@@ -1974,7 +2254,7 @@ struct Evaluator::Storage {
         const ggml_tensor * owner = owner_of(t);
         check_owner(owner);
         std::vector<size_t> idx(static_cast<size_t>(count(t)));
-        if (t == owner) {
+        if (t == owner && dense(owner)) {
             for (size_t i = 0; i < idx.size(); ++i)
                 idx[i] = i;
             return idx;
@@ -1985,7 +2265,7 @@ struct Evaluator::Storage {
         const size_t ts = ggml_type_size(t->type);
         const size_t n_owner = static_cast<size_t>(count(owner));
         for_each_index(t->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-            const size_t byte = t->view_offs + byte_offset(t, i0, i1, i2, i3);
+            const size_t byte = (t == owner ? 0 : t->view_offs) + byte_offset(t, i0, i1, i2, i3);
             if (byte % ts != 0) fail(t, "view element not aligned to an owner element");
             const size_t o = (byte / ts) * static_cast<size_t>(bs) + static_cast<size_t>(i0 % bs);
             if (o >= n_owner) fail(t, "view element outside its owner " + describe(owner));
@@ -1998,7 +2278,7 @@ struct Evaluator::Storage {
         if (auto it = ev.inputs_.find(owner); it != ev.inputs_.end()) {
             ev.owners_[owner] = it->second;
         } else if (owner->data != nullptr) {
-            check_owner(owner);
+            if (!dense(owner)) fail(owner, "leaf storage is not contiguous");
             ev.owners_[owner] = read_tensor(owner);
         } else {
             fail(owner, "leaf has neither set_input values nor host data");
@@ -2016,7 +2296,7 @@ struct Evaluator::Storage {
     static std::vector<double> get(Evaluator & ev, const ggml_tensor * t) {
         const ggml_tensor * owner = owner_of(t);
         const std::vector<double> & s = ensure(ev, owner);
-        if (t == owner) return s;
+        if (t == owner && dense(owner)) return s;
         const std::vector<size_t> idx = map(t);
         std::vector<double> out(idx.size());
         for (size_t i = 0; i < idx.size(); ++i)
@@ -2118,7 +2398,7 @@ std::vector<double> Evaluator::values(const ggml_tensor * tensor) const {
     const ggml_tensor * owner = Storage::owner_of(tensor);
     const auto it = owners_.find(owner);
     if (it == owners_.end()) fail(tensor, "no values known (not computed, no input)");
-    if (tensor == owner) return it->second;
+    if (tensor == owner && Storage::dense(owner)) return it->second;
     const std::vector<size_t> idx = Storage::map(tensor);
     std::vector<double> out(idx.size());
     for (size_t i = 0; i < idx.size(); ++i)

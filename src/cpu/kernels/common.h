@@ -119,6 +119,12 @@ extern const Kernel ssm_conv, ssm_scan, rwkv_wkv6, gated_linear_attn, rwkv_wkv7,
 extern const Kernel get_rows_back;
 extern const Kernel custom;      // CPU callback nodes
 extern const Kernel map_custom;  // MAP_CUSTOM1..3
+
+extern const Kernel conv_direct;     // CONV_2D, CONV_3D (im2col: IM2COL and IM2COL_3D)
+extern const Kernel conv_transpose;  // CONV_TRANSPOSE_1D, CONV_TRANSPOSE_2D
+extern const Kernel conv_2d_dw, im2col_back, col2im_1d;
+extern const Kernel pool;  // POOL_1D, POOL_2D
+extern const Kernel pool_2d_back;
 }  // namespace kernels
 
 }  // namespace ggx::cpu

@@ -1,101 +1,881 @@
-// CPU kernel of IM2COL: unfolds input x (F32/F16, any strides) for a kernel of shape src[0] into
-// columns of type F32/F16. 2-D: dst[(c*KH + kh)*KW + kw, ow, oh, n] = x[ow*s0 + kw*d0 - p0,
-// oh*s1 + kh*d1 - p1, c, n]; 1-D is the same with KH = H = OH = 1 and x [W, C, N]. Positions
-// outside the input read as 0. Work is split over the (ow, oh, n) columns.
+// CPU kernels of the convolution family.
+//
+//  * IM2COL, IM2COL_3D: unfold input x (F32/F16, any strides) into columns of type F32/F16:
+//    dst[((c*KD + kd)*KH + kh)*KW + kw, ow, oh, n*OD + od] = x[ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1,
+//    od*s2 + kd*d2 - p2, c (of sample n)]; 2-D is KD = D = OD = 1, 1-D also KH = H = OH = 1. Positions
+//    outside the input read as 0. Columns are packed in blocks exactly as the GEMM's A below, then
+//    transposed; work is split over the blocks.
+//  * CONV_2D, CONV_3D: implicit GEMMs on the MUL_MAT kernel's driver (gemm.h). The rows of A are the
+//    output positions of one sample, its columns the taps (c, kd, kh, kw); A is never built: each
+//    panel is packed straight from x (runs of consecutive output positions read runs of x, a copy
+//    per tap when the stride is 1). B is the weights, one row per output channel, packed once.
+//  * CONV_TRANSPOSE_1D/2D: the GEMM col[(kx, ky, oc), i] = sum_c k[kx, ky, oc, c] * x[i, c] over
+//    input positions i (a 1x1 convolution, same packing), a chunk of input rows at a time, then
+//    each column added into the output at (ix*s + kx, iy*s + ky).
+//  * CONV_2D_DW: per channel plane and output row, a sum over the taps of scaled input rows;
+//    channels-first, per output position a sum of the taps' channel vectors.
+//  * IM2COL_BACK, COL2IM_1D, POOL_1D, POOL_2D, POOL_2D_BACK: direct loops, split over output rows or
+//    planes (the scatters over the planes they write, so that no two threads add to one element).
+#include <array>
+#include <cfloat>
+#include <vector>
+
 #include "core/internal.h"
 #include "cpu/kernels/common.h"
+#include "cpu/kernels/gemm.h"
 
 namespace ggx::cpu {
 namespace {
 
-// Sizes and byte strides with the 1-D case mapped onto the 2-D one (KH = H = OH = 1).
-struct Geometry {
-    int64_t s0, s1, p0, p1, d0, d1;
-    int64_t kw, kh, width, height, channels, ow, oh, batch;
-    size_t x_w, x_h, x_c, x_n;            // input strides of w, h, c, n
-    size_t dst_row, dst_w, dst_h, dst_n;  // result strides of the column row, ow, oh, n
+bool f32_or_f16(ggml_type type) { return type == GGML_TYPE_F32 || type == GGML_TYPE_F16; }
+
+// Input position of output o and tap k along one axis (may lie outside the input).
+int64_t input_pos(int64_t o, int64_t k, int64_t stride, int64_t pad, int64_t dilation) {
+    return o * stride + k * dilation - pad;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The implicit GEMM's A: output positions m = ow + OW*(oh + OH*od) (plus `first`) of one sample
+// against taps k = ((c*KD + kd)*KH + kh)*KW + kw.
+
+struct Unfold {
+    std::array<int64_t, 3> s{1, 1, 1}, p{}, d{1, 1, 1}, k{1, 1, 1}, in{1, 1, 1}, out{1, 1, 1};
+    std::array<size_t, 3> x_nb{};
+    size_t x_c = 0, x_n = 0;
+    const char * x = nullptr;
+    ggml_type x_type = GGML_TYPE_F32;
+    int64_t first = 0;  // position of row 0 (a chunk of the positions)
 };
 
-Geometry geometry(const ggml_tensor * node) {
+// Tap k decoded into (kw, kh, kd, c), stepped one k at a time.
+struct Tap {
+    int64_t kw, kh, kd, c;
+    Tap(const Unfold & u, int64_t k)
+        : kw(k % u.k[0]),
+          kh(k / u.k[0] % u.k[1]),
+          kd(k / (u.k[0] * u.k[1]) % u.k[2]),
+          c(k / (u.k[0] * u.k[1] * u.k[2])) {}
+    void next(const Unfold & u) {
+        if (++kw < u.k[0]) return;
+        kw = 0;
+        if (++kh < u.k[1]) return;
+        kh = 0;
+        if (++kd < u.k[2]) return;
+        kd = 0;
+        ++c;
+    }
+};
+
+// A panel's height with AVX-512 (two vectors of floats); IM2COL's block of columns.
+constexpr int64_t kFullRun = 32;
+
+// Rows [r, r + len) of a panel: consecutive ow from ow0 at (oh, od), over taps [k0, k0 + kc).
+void pack_run(const Unfold & u, const char * sample, int64_t ow0, int64_t oh, int64_t od, int64_t len,
+              int64_t R, int64_t k0, int64_t kc, float * out) {
+    const bool dense_f32 = u.x_type == GGML_TYPE_F32 && u.x_nb[0] == sizeof(float) && u.s[0] == 1;
+    Tap t(u, k0);
+    for (int64_t k = 0; k < kc; ++k, t.next(u), out += R) {
+        const int64_t ih = input_pos(oh, t.kh, u.s[1], u.p[1], u.d[1]);
+        const int64_t id = input_pos(od, t.kd, u.s[2], u.p[2], u.d[2]);
+        const int64_t iw0 = input_pos(ow0, t.kw, u.s[0], u.p[0], u.d[0]);
+        // Rows [lo, hi) read inside the input row.
+        int64_t lo = 0, hi = 0;
+        if (ih >= 0 && ih < u.in[1] && id >= 0 && id < u.in[2] && iw0 + (len - 1) * u.s[0] >= 0 &&
+            iw0 < u.in[0]) {
+            lo = iw0 >= 0 ? 0 : (-iw0 + u.s[0] - 1) / u.s[0];
+            hi = std::min(len, (u.in[0] - iw0 + u.s[0] - 1) / u.s[0]);
+        }
+        if (lo >= hi) {
+            std::fill(out, out + len, 0.0f);
+            continue;
+        }
+        std::fill(out, out + lo, 0.0f);
+        const char * src =
+            sample + t.c * u.x_c + id * u.x_nb[2] + ih * u.x_nb[1] + (iw0 + lo * u.s[0]) * u.x_nb[0];
+        // Runs are short: inline loops (a full panel's of constant length) beat a call of memcpy.
+        const float * run = reinterpret_cast<const float *>(src);
+        if (dense_f32 && hi - lo == kFullRun)
+            for (int64_t r = 0; r < kFullRun; ++r)
+                out[r] = run[r];
+        else if (dense_f32)
+            for (int64_t r = lo; r < hi; ++r)
+                out[r] = run[r - lo];
+        else
+            load_row(u.x_type, src, u.x_nb[0] * u.s[0], hi - lo, out + lo);
+        std::fill(out + hi, out + len, 0.0f);
+    }
+}
+
+void pack_unfolded(const void * context, int64_t batch, int64_t r0, int64_t rows, int64_t R, int64_t k0,
+                   int64_t kc, float * out) {
+    const Unfold & u = *static_cast<const Unfold *>(context);
+    const char * sample = u.x + batch * u.x_n;
+    for (int64_t r = 0; r < rows;) {
+        const int64_t m = u.first + r0 + r;
+        const int64_t ow = m % u.out[0], oh = m / u.out[0] % u.out[1], od = m / (u.out[0] * u.out[1]);
+        const int64_t len = std::min(rows - r, u.out[0] - ow);
+        pack_run(u, sample, ow, oh, od, len, R, k0, kc, out + r);
+        r += len;
+    }
+    for (int64_t k = 0; k < kc && rows < R; ++k)
+        std::memset(out + k * R + rows, 0, sizeof(float) * static_cast<size_t>(R - rows));
+}
+
+// ---------------------------------------------------------------------------------------------
+// IM2COL, IM2COL_3D: the implicit GEMM's A made explicit. Blocks of kRun consecutive columns are
+// packed tap-major as for the GEMM (input rows read as runs), kBlockTaps taps at a time, then
+// transposed into the columns and stored with one row conversion per column.
+
+// Both blocks of a thread (2 x 16 KiB) stay in L1.
+constexpr int64_t kBlockTaps = 128;
+
+struct Columns {
+    Unfold unfold;
+    int64_t channels, batch, taps;
+    size_t dst_row;  // between the rows of a column
+    std::array<size_t, 3> dst_nb;
+    size_t dst_n;
+};
+
+Columns im2col_geometry(const ggml_tensor * node) {
     const ggml_tensor * k = node->src[0];
     const ggml_tensor * x = node->src[1];
-    const auto p = core::params<ggml_ext_im2col_params>(node);
-    Geometry g{};
-    g.s0 = p.s0, g.p0 = p.p0, g.d0 = p.d0;
-    g.kw = k->ne[0], g.width = x->ne[0], g.ow = node->ne[1];
-    g.x_w = x->nb[0], g.dst_row = node->nb[0], g.dst_w = node->nb[1];
-    if (p.is_2d != 0) {
-        g.s1 = p.s1, g.p1 = p.p1, g.d1 = p.d1;
-        g.kh = k->ne[1], g.height = x->ne[1], g.channels = x->ne[2], g.oh = node->ne[2],
-        g.batch = node->ne[3];
-        g.x_h = x->nb[1], g.x_c = x->nb[2], g.x_n = x->nb[3];
-        g.dst_h = node->nb[2], g.dst_n = node->nb[3];
+    Columns g{};
+    Unfold & u = g.unfold;
+    u.x = static_cast<const char *>(x->data), u.x_type = x->type;
+    g.dst_row = node->nb[0];
+    u.k[0] = k->ne[0], u.in[0] = x->ne[0], u.out[0] = node->ne[1];
+    u.x_nb[0] = x->nb[0], g.dst_nb[0] = node->nb[1];
+    if (node->op == GGML_OP_IM2COL_3D) {
+        const auto p = core::params<ggml_ext_im2col_3d_params>(node);
+        u.s = {p.s0, p.s1, p.s2}, u.p = {p.p0, p.p1, p.p2}, u.d = {p.d0, p.d1, p.d2};
+        u.k = {k->ne[0], k->ne[1], k->ne[2]}, u.in = {x->ne[0], x->ne[1], x->ne[2]};
+        g.channels = p.ic, g.batch = x->ne[3] / p.ic;
+        u.out = {node->ne[1], node->ne[2], g.batch > 0 ? node->ne[3] / g.batch : 0};
+        u.x_nb = {x->nb[0], x->nb[1], x->nb[2]}, u.x_c = x->nb[3],
+        u.x_n = x->nb[3] * static_cast<size_t>(p.ic);
+        g.dst_nb = {node->nb[1], node->nb[2], node->nb[3]},
+        g.dst_n = node->nb[3] * static_cast<size_t>(u.out[2]);
     } else {
-        g.s1 = 1, g.p1 = 0, g.d1 = 1;
-        g.kh = 1, g.height = 1, g.channels = x->ne[1], g.oh = 1, g.batch = node->ne[2];
-        g.x_h = 0, g.x_c = x->nb[1], g.x_n = x->nb[2];
-        g.dst_h = 0, g.dst_n = node->nb[2];
+        const auto p = core::params<ggml_ext_im2col_params>(node);
+        u.s[0] = p.s0, u.p[0] = p.p0, u.d[0] = p.d0;
+        if (p.is_2d != 0) {
+            u.s[1] = p.s1, u.p[1] = p.p1, u.d[1] = p.d1;
+            u.k[1] = k->ne[1], u.in[1] = x->ne[1], u.out[1] = node->ne[2];
+            g.channels = x->ne[2], g.batch = node->ne[3];
+            u.x_nb[1] = x->nb[1], u.x_c = x->nb[2], u.x_n = x->nb[3];
+            g.dst_nb[1] = node->nb[2], g.dst_n = node->nb[3];
+        } else {
+            g.channels = x->ne[1], g.batch = node->ne[2];
+            u.x_c = x->nb[1], u.x_n = x->nb[2], g.dst_n = node->nb[2];
+        }
     }
+    g.taps = g.channels * u.k[0] * u.k[1] * u.k[2];
     return g;
 }
 
-// Column (ow, oh, n) for input type In and result type Out (constant, so the conversions inline).
-template <ggml_type In, ggml_type Out>
-void column(const Geometry & g, const char * x, char * dst, int64_t ow, int64_t oh, int64_t n) {
-    const char * sample = x + n * g.x_n;
-    char * out = dst + ow * g.dst_w + oh * g.dst_h + n * g.dst_n;
-    for (int64_t c = 0; c < g.channels; ++c)
-        for (int64_t kh = 0; kh < g.kh; ++kh) {
-            const int64_t ih = oh * g.s1 + kh * g.d1 - g.p1;
-            const bool row_inside = ih >= 0 && ih < g.height;
-            for (int64_t kw = 0; kw < g.kw; ++kw, out += g.dst_row) {
-                const int64_t iw = ow * g.s0 + kw * g.d0 - g.p0;
-                const float v = row_inside && iw >= 0 && iw < g.width
-                                    ? load_float(In, sample + c * g.x_c + ih * g.x_h + iw * g.x_w)
-                                    : 0.0f;
-                store_float(Out, out, v);
+// Per thread: a packed block (taps x kRun) and its transpose (kRun x taps).
+size_t workspace_im2col(const ggml_tensor *, int n_threads) {
+    return 2 * sizeof(float) * static_cast<size_t>(kBlockTaps * kFullRun) * static_cast<size_t>(n_threads);
+}
+
+void compute_im2col(const ComputeParams & params, ggml_tensor * node) {
+    const Columns g = im2col_geometry(node);
+    const Unfold & u = g.unfold;
+    const int64_t plane = u.out[0] * u.out[1] * u.out[2];
+    const int64_t blocks = (plane + kFullRun - 1) / kFullRun;
+    float * packed = static_cast<float *>(params.workspace) + 2 * kBlockTaps * kFullRun * params.ith();
+    float * cols = packed + kBlockTaps * kFullRun;
+    const auto [begin, end] = chunk_range(blocks * g.batch, params.ith(), params.nth());
+    for (int64_t b = begin; b < end && !params.should_stop(); ++b) {
+        const int64_t n = b / blocks, m0 = b % blocks * kFullRun, rows = std::min(kFullRun, plane - m0);
+        for (int64_t k0 = 0; k0 < g.taps; k0 += kBlockTaps) {
+            const int64_t kc = std::min(kBlockTaps, g.taps - k0);
+            pack_unfolded(&u, n, m0, rows, kFullRun, k0, kc, packed);
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t k = 0; k < kc; ++k)
+                    cols[r * kc + k] = packed[k * kFullRun + r];
+            for (int64_t r = 0; r < rows; ++r) {
+                const int64_t m = m0 + r;
+                char * dst = static_cast<char *>(node->data) + (m % u.out[0]) * g.dst_nb[0] +
+                             (m / u.out[0] % u.out[1]) * g.dst_nb[1] +
+                             m / (u.out[0] * u.out[1]) * g.dst_nb[2] + n * g.dst_n + k0 * g.dst_row;
+                store_row(node->type, cols + r * kc, dst, g.dst_row, kc);
             }
         }
+    }
 }
 
-template <ggml_type In, ggml_type Out>
-void columns(const ComputeParams & params, const Geometry & g, const char * x, char * dst) {
-    const auto [begin, end] = chunk_range(g.ow * g.oh * g.batch, params.ith(), params.nth());
-    for (int64_t u = begin; u < end && !params.should_stop(); ++u)
-        column<In, Out>(g, x, dst, u % g.ow, u / g.ow % g.oh, u / (g.ow * g.oh));
-}
-
-bool f32_or_f16(ggml_type type) { return type == GGML_TYPE_F32 || type == GGML_TYPE_F16; }
-
-bool supports(const ggml_tensor * node) {
+bool supports_im2col(const ggml_tensor * node) {
     const ggml_tensor * k = node->src[0];
     const ggml_tensor * x = node->src[1];
     if (k == nullptr || x == nullptr || !f32_or_f16(x->type) || !f32_or_f16(node->type)) return false;
-    const bool is_2d = core::params<ggml_ext_im2col_params>(node).is_2d != 0;
-    const Geometry g = geometry(node);
-    const bool params_ok = g.s0 >= 1 && g.s1 >= 1 && g.d0 >= 1 && g.d1 >= 1 && g.p0 >= 0 && g.p1 >= 0;
-    const bool shape_ok =
-        is_2d ? node->ne[0] == g.channels * g.kh * g.kw && node->ne[3] == x->ne[3]
-              : node->ne[0] == g.channels * g.kw && node->ne[2] == x->ne[2] && node->ne[3] == 1;
-    return params_ok && shape_ok;
+    const bool is_3d = node->op == GGML_OP_IM2COL_3D;
+    if (is_3d) {
+        const int64_t ic = core::params<ggml_ext_im2col_3d_params>(node).ic;
+        if (ic < 1 || x->ne[3] % ic != 0 || (x->ne[3] > 0 && node->ne[3] % (x->ne[3] / ic) != 0))
+            return false;
+    }
+    const Columns g = im2col_geometry(node);
+    for (int a = 0; a < 3; ++a)
+        if (g.unfold.s[a] < 1 || g.unfold.d[a] < 1 || g.unfold.p[a] < 0) return false;
+    const bool is_2d = !is_3d && core::params<ggml_ext_im2col_params>(node).is_2d != 0;
+    const bool batch_ok =
+        is_3d || (is_2d ? node->ne[3] == x->ne[3] : node->ne[2] == x->ne[2] && node->ne[3] == 1);
+    return batch_ok && node->ne[0] == g.taps;
 }
 
-void compute(const ComputeParams & params, ggml_tensor * node) {
-    const Geometry g = geometry(node);
-    const char * x = static_cast<const char *>(node->src[1]->data);
-    char * dst = static_cast<char *>(node->data);
-    constexpr auto f32 = GGML_TYPE_F32, f16 = GGML_TYPE_F16;
-    const bool in32 = node->src[1]->type == f32, out32 = node->type == f32;
-    if (in32 && out32) columns<f32, f32>(params, g, x, dst);
-    if (in32 && !out32) columns<f32, f16>(params, g, x, dst);
-    if (!in32 && out32) columns<f16, f32>(params, g, x, dst);
-    if (!in32 && !out32) columns<f16, f16>(params, g, x, dst);
+// ---------------------------------------------------------------------------------------------
+// Weights as the GEMM's B, and the workspace around the GEMM.
+
+// Element (n, k) of the weights at data + n * nb1 + k * nb0.
+struct Weights {
+    const char * data;
+    ggml_type type;
+    size_t nb0, nb1;
+};
+
+// A kernel that is not contiguous is first copied into the workspace as a contiguous F32 tensor.
+bool needs_dense_copy(const ggml_tensor * kernel) { return !ggml_is_contiguous(kernel); }
+
+size_t dense_copy_bytes(const ggml_tensor * kernel) {
+    return needs_dense_copy(kernel)
+               ? (sizeof(float) * static_cast<size_t>(ggml_nelements(kernel)) + 63) & ~size_t(63)
+               : 0;
+}
+
+// The kernel's data in logical order (the tensor's own, or the copy at ws); every thread returns
+// after the copy is complete.
+const char * dense_kernel(const ComputeParams & params, const ggml_tensor * kernel, char * ws,
+                          ggml_type & type) {
+    type = kernel->type;
+    if (!needs_dense_copy(kernel)) return static_cast<const char *>(kernel->data);
+    float * copy = reinterpret_cast<float *>(ws);
+    for_each_row(params, kernel, [&](int64_t i1, int64_t i2, int64_t i3) {
+        const int64_t row = i1 + kernel->ne[1] * (i2 + kernel->ne[2] * i3);
+        load_row(kernel->type, row_at(kernel, i1, i2, i3), kernel->nb[0], kernel->ne[0],
+                 copy + row * kernel->ne[0]);
+    });
+    params.thread.barrier();
+    type = GGML_TYPE_F32;
+    return ws;
+}
+
+// ---------------------------------------------------------------------------------------------
+// CONV_2D, CONV_3D
+
+struct DirectConv {
+    Unfold unfold;
+    int64_t positions, taps, out_channels, samples;
+};
+
+DirectConv direct_conv(const ggml_tensor * node) {
+    const ggml_tensor * k = node->src[0];
+    const ggml_tensor * x = node->src[1];
+    DirectConv c;
+    Unfold & u = c.unfold;
+    u.x = static_cast<const char *>(x->data), u.x_type = x->type;
+    if (node->op == GGML_OP_CONV_3D) {
+        const auto p = core::params<ggml_ext_conv_3d_params>(node);
+        u.s = {p.s0, p.s1, p.s2}, u.p = {p.p0, p.p1, p.p2}, u.d = {p.d0, p.d1, p.d2};
+        u.k = {k->ne[0], k->ne[1], k->ne[2]}, u.in = {x->ne[0], x->ne[1], x->ne[2]};
+        u.out = {node->ne[0], node->ne[1], node->ne[2]};
+        u.x_nb = {x->nb[0], x->nb[1], x->nb[2]}, u.x_c = x->nb[3],
+        u.x_n = x->nb[3] * static_cast<size_t>(p.c);
+        c.taps = u.k[0] * u.k[1] * u.k[2] * p.c, c.out_channels = p.oc, c.samples = p.n;
+    } else {
+        const auto p = core::params<ggml_ext_conv_2d_params>(node);
+        u.s = {p.s0, p.s1, 1}, u.p = {p.p0, p.p1, 0}, u.d = {p.d0, p.d1, 1};
+        u.k = {k->ne[0], k->ne[1], 1}, u.in = {x->ne[0], x->ne[1], 1}, u.out = {node->ne[0], node->ne[1], 1};
+        u.x_nb = {x->nb[0], x->nb[1], 0}, u.x_c = x->nb[2], u.x_n = x->nb[3];
+        c.taps = u.k[0] * u.k[1] * x->ne[2], c.out_channels = k->ne[3], c.samples = x->ne[3];
+    }
+    c.positions = u.out[0] * u.out[1] * u.out[2];
+    return c;
+}
+
+// The GEMM of a direct convolution, without data pointers (the weights of output channel o are
+// taps consecutive elements).
+gemm::Problem direct_problem(const DirectConv & c, const Weights & w) {
+    gemm::Problem p;
+    p.M = c.positions, p.N = c.out_channels, p.K = c.taps, p.batches = c.samples;
+    p.pack_a = pack_unfolded;
+    p.b = w.data, p.b_type = w.type, p.b_nb0 = w.nb0, p.b_nb1 = w.nb1;
+    p.ldc = c.positions, p.c_batch = c.positions * c.out_channels;
+    return p;
+}
+
+// An F16 result is computed into an F32 buffer in the workspace, then converted.
+size_t direct_result_bytes(const ggml_tensor * node) {
+    return node->type == GGML_TYPE_F32
+               ? 0
+               : (sizeof(float) * static_cast<size_t>(ggml_nelements(node)) + 63) & ~size_t(63);
+}
+
+bool supports_direct_conv(const ggml_tensor * node) {
+    const ggml_tensor * k = node->src[0];
+    const ggml_tensor * x = node->src[1];
+    if (k == nullptr || x == nullptr || !f32_or_f16(k->type) || !f32_or_f16(x->type) ||
+        !f32_or_f16(node->type))
+        return false;
+    if (!ggml_is_contiguous(node)) return false;
+    const DirectConv c = direct_conv(node);
+    const Unfold & u = c.unfold;
+    for (int a = 0; a < 3; ++a)
+        if (u.s[a] < 1 || u.d[a] < 1 || u.p[a] < 0) return false;
+    if (node->op == GGML_OP_CONV_3D) {
+        const auto p = core::params<ggml_ext_conv_3d_params>(node);
+        return node->type == GGML_TYPE_F32 && p.c >= 1 && k->ne[3] == int64_t{p.c} * p.oc &&
+               x->ne[3] == int64_t{p.c} * p.n && node->ne[3] == int64_t{p.oc} * p.n;
+    }
+    return node->type == x->type && k->ne[2] == x->ne[2] && node->ne[2] == k->ne[3] &&
+           node->ne[3] == x->ne[3];
+}
+
+size_t workspace_direct_conv(const ggml_tensor * node, int n_threads) {
+    const DirectConv c = direct_conv(node);
+    return gemm::workspace(direct_problem(c, {}), n_threads) + dense_copy_bytes(node->src[0]) +
+           direct_result_bytes(node);
+}
+
+// Converts this thread's share of the F32 result buffer into dst.
+void store_result(const ComputeParams & params, const float * result, ggml_tensor * dst) {
+    const int64_t n = ggml_nelements(dst);
+    constexpr int64_t kPiece = 4096;
+    const auto [p0, p1] = chunk_range((n + kPiece - 1) / kPiece, params.ith(), params.nth());
+    for (int64_t p = p0; p < p1; ++p) {
+        const int64_t i = p * kPiece;
+        store_row(dst->type, result + i, static_cast<char *>(dst->data) + i * ggml_type_size(dst->type),
+                  ggml_type_size(dst->type), std::min(kPiece, n - i));
+    }
+}
+
+void compute_direct_conv(const ComputeParams & params, ggml_tensor * node) {
+    const DirectConv c = direct_conv(node);
+    const ggml_tensor * kernel = node->src[0];
+    char * ws = static_cast<char *>(params.workspace);
+    const size_t gemm_bytes = gemm::workspace(direct_problem(c, {}), params.nth());
+    Weights w{};
+    w.data = dense_kernel(params, kernel, ws + gemm_bytes, w.type);
+    w.nb0 = ggml_type_size(w.type), w.nb1 = w.nb0 * static_cast<size_t>(c.taps);
+    gemm::Problem p = direct_problem(c, w);
+    p.a_context = &c.unfold;
+    float * result = node->type == GGML_TYPE_F32
+                         ? static_cast<float *>(node->data)
+                         : reinterpret_cast<float *>(ws + gemm_bytes + dense_copy_bytes(kernel));
+    p.c = result;
+    gemm::compute(Exec::of(params), p);
+    if (node->type != GGML_TYPE_F32) store_result(params, result, node);
+}
+
+// ---------------------------------------------------------------------------------------------
+// CONV_TRANSPOSE_1D, CONV_TRANSPOSE_2D: both seen as x [W, H, C, N], kernel [KW, KH, OC, C],
+// result [OW, OH, OC, N] (1-D: H = KH = OH = N = 1).
+
+struct Transposed {
+    int64_t W, H, C, N, KW, KH, OC, stride;
+    size_t x_nb[4];  // x strides along w, h, c, n
+    size_t k_nb[4];  // kernel strides along kx, ky, oc, c
+};
+
+Transposed transposed(const ggml_tensor * node) {
+    const ggml_tensor * k = node->src[0];
+    const ggml_tensor * x = node->src[1];
+    if (node->op == GGML_OP_CONV_TRANSPOSE_1D)
+        return {x->ne[0],
+                1,
+                x->ne[1],
+                1,
+                k->ne[0],
+                1,
+                k->ne[1],
+                core::params<ggml_ext_conv_transpose_1d_params>(node).s0,
+                {x->nb[0], 0, x->nb[1], 0},
+                {k->nb[0], 0, k->nb[1], k->nb[2]}};
+    return {x->ne[0],
+            x->ne[1],
+            x->ne[2],
+            x->ne[3],
+            k->ne[0],
+            k->ne[1],
+            k->ne[2],
+            core::params<ggml_ext_conv_transpose_2d_params>(node).stride,
+            {x->nb[0], x->nb[1], x->nb[2], x->nb[3]},
+            {k->nb[0], k->nb[1], k->nb[2], k->nb[3]}};
+}
+
+// Bytes of the column buffer: input rows are taken in chunks of about this many columns' worth,
+// so that the scatter reads the columns from cache.
+constexpr size_t kColumnBytes = size_t{4} << 20;
+
+int64_t chunk_rows(const Transposed & t) {
+    const int64_t per_row = t.W * t.KW * t.KH * t.OC * static_cast<int64_t>(sizeof(float));
+    return std::clamp<int64_t>(static_cast<int64_t>(kColumnBytes) / std::max<int64_t>(per_row, 1), 1, t.H);
+}
+
+// B row j = (kx, ky, oc) holds the weights of every input channel: kt[j * C + c] in F32, a
+// transposed copy of the kernel in the workspace (read in place, its rows would be strided).
+gemm::Problem transposed_problem(const Transposed & t, const float * kt, int64_t rows) {
+    gemm::Problem p;
+    p.M = t.W * rows, p.N = t.KW * t.KH * t.OC, p.K = t.C;
+    p.pack_a = pack_unfolded;
+    p.b = reinterpret_cast<const char *>(kt), p.b_type = GGML_TYPE_F32;
+    p.b_nb0 = sizeof(float), p.b_nb1 = sizeof(float) * static_cast<size_t>(t.C);
+    p.ldc = p.M;
+    return p;
+}
+
+size_t transposed_kernel_bytes(const Transposed & t) {
+    return (sizeof(float) * static_cast<size_t>(t.KW * t.KH * t.OC * t.C) + 63) & ~size_t(63);
+}
+
+// Fills kt (see transposed_problem) in blocks of input channels, so that each block's reads run
+// along the kernel's rows; every thread returns after the copy is complete.
+void transpose_kernel(const ComputeParams & params, const ggml_tensor * k, const Transposed & t, float * kt) {
+    constexpr int64_t kBlock = 16;
+    const int64_t J = t.KW * t.KH * t.OC;
+    const auto [b0, b1] = chunk_range((t.C + kBlock - 1) / kBlock, params.ith(), params.nth());
+    for (int64_t b = b0; b < b1; ++b) {
+        const int64_t c0 = b * kBlock, c1 = std::min(t.C, c0 + kBlock);
+        for (int64_t j = 0; j < J; ++j) {
+            const int64_t kx = j % t.KW, ky = j / t.KW % t.KH, oc = j / (t.KW * t.KH);
+            const char * w =
+                static_cast<const char *>(k->data) + kx * t.k_nb[0] + ky * t.k_nb[1] + oc * t.k_nb[2];
+            for (int64_t c = c0; c < c1; ++c)
+                kt[j * t.C + c] = load_float(k->type, w + c * t.k_nb[3]);
+        }
+    }
+    params.thread.barrier();
+}
+
+size_t column_bytes(const Transposed & t) {
+    return (sizeof(float) * static_cast<size_t>(t.W * chunk_rows(t) * t.KW * t.KH * t.OC) + 63) & ~size_t(63);
+}
+
+bool supports_transposed(const ggml_tensor * node) {
+    const ggml_tensor * k = node->src[0];
+    const ggml_tensor * x = node->src[1];
+    if (k == nullptr || x == nullptr || !f32_or_f16(k->type) || x->type != GGML_TYPE_F32 ||
+        node->type != GGML_TYPE_F32 || !ggml_is_contiguous(node))
+        return false;
+    const Transposed t = transposed(node);
+    const bool is_1d = node->op == GGML_OP_CONV_TRANSPOSE_1D;
+    return t.stride >= 1 && (is_1d ? k->ne[2] == t.C && k->ne[3] == 1 : k->ne[3] == t.C) &&
+           node->ne[0] == (t.W - 1) * t.stride + t.KW &&
+           node->ne[1] == (is_1d ? t.OC : (t.H - 1) * t.stride + t.KH);
+}
+
+// Per thread: the phase sums of one output row (scatter_columns).
+int64_t phase_floats(const Transposed & t) { return t.stride * (t.W + t.KW); }
+
+size_t workspace_transposed(const ggml_tensor * node, int n_threads) {
+    const Transposed t = transposed(node);
+    return gemm::workspace(transposed_problem(t, nullptr, chunk_rows(t)), n_threads) + column_bytes(t) +
+           transposed_kernel_bytes(t) + sizeof(float) * static_cast<size_t>(phase_floats(t) * n_threads);
+}
+
+// Adds the columns of input rows [row0, row0 + rows) of sample n into this thread's output channels.
+// Output position q*s + px of a row takes the taps kx = px (mod s), column kx shifted by (kx - px)/s:
+// those are summed per phase with contiguous adds, then each phase is added into the row once.
+void scatter_columns(const ComputeParams & params, const Transposed & t, const float * col, int64_t ldc,
+                     int64_t row0, int64_t rows, int64_t n, ggml_tensor * dst, float * phases) {
+    const auto [o0, o1] = chunk_range(t.OC, params.ith(), params.nth());
+    const int64_t OW = dst->ne[0], s = t.stride, span = t.W + t.KW;
+    const int64_t OH = dst->op == GGML_OP_CONV_TRANSPOSE_1D ? 1 : dst->ne[1];
+    float * out = static_cast<float *>(dst->data) + n * t.OC * OW * OH;
+    for (int64_t oc = o0; oc < o1; ++oc)
+        for (int64_t ky = 0; ky < t.KH; ++ky)
+            for (int64_t r = 0; r < rows; ++r) {
+                std::fill(phases, phases + s * span, 0.0f);
+                for (int64_t kx = 0; kx < t.KW; ++kx) {
+                    const float * v = col + ((oc * t.KH + ky) * t.KW + kx) * ldc + r * t.W;
+                    float * phase = phases + (kx % s) * span + kx / s;
+                    for (int64_t ix = 0; ix < t.W; ++ix)
+                        phase[ix] += v[ix];
+                }
+                float * o = out + (oc * OH + (row0 + r) * s + ky) * OW;
+                if (s == 1) {
+                    for (int64_t q = 0; q < OW; ++q)
+                        o[q] += phases[q];
+                    continue;
+                }
+                for (int64_t px = 0; px < s; ++px)
+                    for (int64_t q = 0; q * s + px < OW; ++q)
+                        o[q * s + px] += phases[px * span + q];
+            }
+}
+
+void compute_transposed(const ComputeParams & params, ggml_tensor * node) {
+    const Transposed t = transposed(node);
+    const int64_t rows = chunk_rows(t);
+    char * ws = static_cast<char *>(params.workspace);
+    const size_t gemm_bytes = gemm::workspace(transposed_problem(t, nullptr, rows), params.nth());
+    float * col = reinterpret_cast<float *>(ws + gemm_bytes);
+    float * kt = reinterpret_cast<float *>(ws + gemm_bytes + column_bytes(t));
+    transpose_kernel(params, node->src[0], t, kt);
+    float * phases =
+        reinterpret_cast<float *>(ws + gemm_bytes + column_bytes(t) + transposed_kernel_bytes(t)) +
+        phase_floats(t) * params.ith();
+    // The GEMM's A is a 1x1 convolution's: input positions against input channels.
+    Unfold u;
+    u.x_type = node->src[1]->type;
+    u.in = {t.W, t.H, 1}, u.out = {t.W, t.H, 1};
+    u.x_nb = {t.x_nb[0], t.x_nb[1], 0}, u.x_c = t.x_nb[2];
+    // Each thread zeroes and adds into the planes of its own output channels (scatter_columns).
+    const auto [o0, o1] = chunk_range(t.OC, params.ith(), params.nth());
+    const int64_t plane = node->ne[0] * (node->op == GGML_OP_CONV_TRANSPOSE_1D ? 1 : node->ne[1]);
+    for (int64_t n = 0; n < t.N && !params.should_stop(); ++n) {
+        std::memset(static_cast<float *>(node->data) + (n * t.OC + o0) * plane, 0,
+                    sizeof(float) * static_cast<size_t>((o1 - o0) * plane));
+        u.x = static_cast<const char *>(node->src[1]->data) + n * t.x_nb[3];
+        for (int64_t row0 = 0; row0 < t.H; row0 += rows) {
+            const int64_t r = std::min(rows, t.H - row0);
+            gemm::Problem p = transposed_problem(t, kt, r);
+            u.first = row0 * t.W;
+            p.a_context = &u;
+            p.c = col;
+            gemm::compute(Exec::of(params), p);
+            scatter_columns(params, t, col, p.ldc, row0, r, n, node, phases);
+            params.thread.barrier();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CONV_2D_DW: r[ow, oh, c, n] = sum_{kh, kw} k[kw, kh, 0, c] * x[ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1, c,
+// n].
+
+bool supports_depthwise(const ggml_tensor * node) {
+    const ggml_tensor * k = node->src[0];
+    const ggml_tensor * x = node->src[1];
+    if (k == nullptr || x == nullptr || !f32_or_f16(k->type) || !f32_or_f16(x->type) || node->type != x->type)
+        return false;
+    const auto p = core::params<ggml_ext_conv_2d_params>(node);
+    return p.s0 >= 1 && p.s1 >= 1 && p.d0 >= 1 && p.d1 >= 1 && p.p0 >= 0 && p.p1 >= 0 && k->ne[2] == 1 &&
+           k->ne[3] == x->ne[2] && node->ne[2] == x->ne[2] && node->ne[3] == x->ne[3];
+}
+
+// Per thread: an input row with its padding (span of every tap) and an output row, as F32.
+size_t depthwise_row_floats(const ggml_tensor * node) {
+    const auto p = core::params<ggml_ext_conv_2d_params>(node);
+    const int64_t span = (node->ne[0] - 1) * p.s0 + (node->src[0]->ne[0] - 1) * p.d0 + 1;
+    return static_cast<size_t>(std::max(span, node->src[1]->ne[0] + p.p0) + node->ne[0] + 16);
+}
+
+// Input and result stored channels-first (channels innermost, as ggml_conv_2d_dw_direct keeps them).
+bool channels_first(const ggml_tensor * node) {
+    const ggml_tensor * x = node->src[1];
+    return x->ne[2] > 1 && x->nb[2] == ggml_type_size(x->type) && node->nb[2] == ggml_type_size(node->type);
+}
+
+// Channels-first: the kernel transposed to F32 kt[(kh*KW + kw)*C + c], then per thread an
+// accumulator and an input converted to F32, C floats each.
+size_t workspace_depthwise(const ggml_tensor * node, int n_threads) {
+    const ggml_tensor * k = node->src[0];
+    if (channels_first(node))
+        return sizeof(float) * static_cast<size_t>(k->ne[0] * k->ne[1] * k->ne[3] + 2 * k->ne[3] * n_threads);
+    return sizeof(float) * depthwise_row_floats(node) * static_cast<size_t>(n_threads);
+}
+
+// Channels-first: each output position sums its taps' channel vectors scaled by the taps' weights.
+void compute_depthwise_channels_first(const ComputeParams & params, ggml_tensor * node) {
+    const ggml_tensor * k = node->src[0];
+    const ggml_tensor * x = node->src[1];
+    const auto p = core::params<ggml_ext_conv_2d_params>(node);
+    const int64_t C = x->ne[2], KW = k->ne[0], KH = k->ne[1];
+    float * kt = static_cast<float *>(params.workspace);
+    float * acc = kt + KW * KH * C + 2 * C * params.ith();
+    float * in = acc + C;
+    const auto [t0, t1] = chunk_range(KW * KH, params.ith(), params.nth());
+    for (int64_t t = t0; t < t1; ++t)
+        load_row(k->type, element_at(k, t % KW, t / KW, 0, 0), k->nb[3], C, kt + t * C);
+    params.thread.barrier();
+    const auto [r0, r1] = chunk_range(node->ne[1] * node->ne[3], params.ith(), params.nth());
+    for (int64_t r = r0; r < r1 && !params.should_stop(); ++r) {
+        const int64_t oh = r % node->ne[1], n = r / node->ne[1];
+        for (int64_t ow = 0; ow < node->ne[0]; ++ow) {
+            std::fill(acc, acc + C, 0.0f);
+            for (int64_t kh = 0; kh < KH; ++kh) {
+                const int64_t ih = input_pos(oh, kh, p.s1, p.p1, p.d1);
+                for (int64_t kw = 0; ih >= 0 && ih < x->ne[1] && kw < KW; ++kw) {
+                    const int64_t iw = input_pos(ow, kw, p.s0, p.p0, p.d0);
+                    if (iw < 0 || iw >= x->ne[0]) continue;
+                    const char * src = element_at(x, iw, ih, 0, n);
+                    const float * v = reinterpret_cast<const float *>(src);
+                    if (x->type != GGML_TYPE_F32) {
+                        load_row(x->type, src, x->nb[2], C, in);
+                        v = in;
+                    }
+                    const float * w = kt + (kh * KW + kw) * C;
+                    for (int64_t c = 0; c < C; ++c)
+                        acc[c] += w[c] * v[c];
+                }
+            }
+            store_row(node->type, acc, element_at(node, ow, oh, 0, n), node->nb[2], C);
+        }
+    }
+}
+
+void compute_depthwise(const ComputeParams & params, ggml_tensor * node) {
+    if (channels_first(node)) {
+        compute_depthwise_channels_first(params, node);
+        return;
+    }
+    const ggml_tensor * k = node->src[0];
+    const ggml_tensor * x = node->src[1];
+    const auto p = core::params<ggml_ext_conv_2d_params>(node);
+    const int64_t OW = node->ne[0], W = x->ne[0], H = x->ne[1], KW = k->ne[0], KH = k->ne[1];
+    const size_t row_floats = depthwise_row_floats(node);
+    float * padded = static_cast<float *>(params.workspace) + row_floats * static_cast<size_t>(params.ith());
+    float * acc = padded + row_floats - static_cast<size_t>(OW) - 16;
+    const int64_t span = static_cast<int64_t>(row_floats) - OW - 16;
+    for_each_row(params, node, [&](int64_t oh, int64_t c, int64_t n) {
+        std::fill(acc, acc + OW, 0.0f);
+        for (int64_t kh = 0; kh < KH; ++kh) {
+            const int64_t ih = input_pos(oh, kh, p.s1, p.p1, p.d1);
+            if (ih < 0 || ih >= H) continue;
+            std::fill(padded, padded + span, 0.0f);
+            load_row(x->type, row_at(x, ih, c, n), x->nb[0], std::min(W, span - p.p0), padded + p.p0);
+            for (int64_t kw = 0; kw < KW; ++kw) {
+                const float weight = load_float(k->type, element_at(k, kw, kh, 0, c));
+                const float * in = padded + kw * p.d0;
+                if (p.s0 == 1)
+                    for (int64_t ow = 0; ow < OW; ++ow)
+                        acc[ow] += weight * in[ow];
+                else
+                    for (int64_t ow = 0; ow < OW; ++ow)
+                        acc[ow] += weight * in[ow * p.s0];
+            }
+        }
+        store_row(node->type, acc, row_at(node, oh, c, n), node->nb[0], OW);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// IM2COL_BACK: result [W, H, C, N] (1-D: [W, C, N]); gradient b [C*KH*KW, OW, OH, N] ([C*KW, OW, N]).
+
+struct Im2colBack {
+    int64_t KW, KH, W, H, C, N, OW, OH;
+    ggml_ext_im2col_params p;
+    bool is_2d;
+};
+
+Im2colBack im2col_back(const ggml_tensor * node) {
+    const ggml_tensor * k = node->src[0];
+    const ggml_tensor * b = node->src[1];
+    Im2colBack g{};
+    g.p = core::params<ggml_ext_im2col_params>(node);
+    g.is_2d = g.p.is_2d != 0;
+    g.KW = k->ne[0], g.KH = g.is_2d ? k->ne[1] : 1, g.W = node->ne[0];
+    g.H = g.is_2d ? node->ne[1] : 1, g.C = g.is_2d ? node->ne[2] : node->ne[1],
+    g.N = g.is_2d ? node->ne[3] : node->ne[2];
+    g.OW = b->ne[1], g.OH = g.is_2d ? b->ne[2] : 1;
+    if (!g.is_2d) g.p.s1 = 1, g.p.p1 = 0, g.p.d1 = 1;
+    return g;
+}
+
+bool supports_im2col_back(const ggml_tensor * node) {
+    const ggml_tensor * k = node->src[0];
+    const ggml_tensor * b = node->src[1];
+    if (k == nullptr || b == nullptr || b->type != GGML_TYPE_F32 || node->type != GGML_TYPE_F32 ||
+        !ggml_is_contiguous(node))
+        return false;
+    const Im2colBack g = im2col_back(node);
+    return g.p.s0 >= 1 && g.p.s1 >= 1 && g.p.d0 >= 1 && g.p.d1 >= 1 && g.p.p0 >= 0 && g.p.p1 >= 0 &&
+           b->ne[0] == g.C * g.KH * g.KW &&
+           (g.is_2d ? b->ne[3] == g.N && node->ne[3] >= 1 : b->ne[2] == g.N && node->ne[3] == 1);
+}
+
+void compute_im2col_back(const ComputeParams & params, ggml_tensor * node) {
+    const Im2colBack g = im2col_back(node);
+    const ggml_tensor * b = node->src[1];
+    const auto [begin, end] = chunk_range(g.C * g.N, params.ith(), params.nth());
+    for (int64_t u = begin; u < end && !params.should_stop(); ++u) {
+        const int64_t c = u % g.C, n = u / g.C;
+        float * plane = static_cast<float *>(node->data) + u * g.W * g.H;
+        std::fill(plane, plane + g.W * g.H, 0.0f);
+        for (int64_t oh = 0; oh < g.OH; ++oh)
+            for (int64_t ow = 0; ow < g.OW; ++ow) {
+                const char * col = g.is_2d ? element_at(b, 0, ow, oh, n) : element_at(b, 0, ow, n);
+                for (int64_t kh = 0; kh < g.KH; ++kh) {
+                    const int64_t ih = input_pos(oh, kh, g.p.s1, g.p.p1, g.p.d1);
+                    for (int64_t kw = 0; ih >= 0 && ih < g.H && kw < g.KW; ++kw) {
+                        const int64_t iw = input_pos(ow, kw, g.p.s0, g.p.p0, g.p.d0);
+                        if (iw >= 0 && iw < g.W)
+                            plane[ih * g.W + iw] +=
+                                load_float(GGML_TYPE_F32, col + ((c * g.KH + kh) * g.KW + kw) * b->nb[0]);
+                    }
+                }
+            }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// COL2IM_1D: r[t*s0 + k - p0, oc] += a[oc*K + k, t].
+
+bool supports_col2im_1d(const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    if (a == nullptr || !is_float(a->type) || node->type != a->type) return false;
+    const auto p = core::params<ggml_ext_col2im_1d_params>(node);
+    return p.s0 >= 1 && p.p0 >= 0 && p.oc >= 1 && a->ne[0] % p.oc == 0 && node->ne[1] == p.oc;
+}
+
+size_t workspace_col2im_1d(const ggml_tensor * node, int n_threads) {
+    return sizeof(float) * static_cast<size_t>(node->ne[0] + node->src[0]->ne[0]) *
+           static_cast<size_t>(n_threads);
+}
+
+void compute_col2im_1d(const ComputeParams & params, ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    const auto p = core::params<ggml_ext_col2im_1d_params>(node);
+    const int64_t K = a->ne[0] / p.oc, T = node->ne[0];
+    float * acc = static_cast<float *>(params.workspace) + (T + a->ne[0]) * params.ith();
+    float * column = acc + T;
+    const auto [o0, o1] = chunk_range(p.oc, params.ith(), params.nth());
+    for (int64_t oc = o0; oc < o1; ++oc) {
+        std::fill(acc, acc + T, 0.0f);
+        for (int64_t t = 0; t < a->ne[1]; ++t) {
+            load_row(a->type, element_at(a, oc * K, t), a->nb[0], K, column);
+            for (int64_t k = 0; k < K; ++k) {
+                const int64_t o = input_pos(t, k, p.s0, p.p0, 1);
+                if (o >= 0 && o < T) acc[o] += column[k];
+            }
+        }
+        store_row(node->type, acc, row_at(node, oc), node->nb[0], T);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// POOL_1D, POOL_2D, POOL_2D_BACK
+
+struct Window {
+    int64_t k0, k1, s0, s1, p0, p1;
+    bool is_max;
+};
+
+Window window_of(const ggml_tensor * node) {
+    if (node->op == GGML_OP_POOL_1D) {
+        const auto p = core::params<ggml_ext_pool_1d_params>(node);
+        return {p.k0, 1, p.s0, 1, p.p0, 0, p.op == GGML_OP_POOL_MAX};
+    }
+    const auto p = core::params<ggml_ext_pool_2d_params>(node);
+    // ggml truncates the float paddings to an integer offset.
+    return {p.k0,
+            p.k1,
+            p.s0,
+            p.s1,
+            static_cast<int64_t>(p.p0),
+            static_cast<int64_t>(p.p1),
+            p.op == GGML_OP_POOL_MAX};
+}
+
+bool valid_window(const ggml_tensor * node) {
+    const int op = node->op == GGML_OP_POOL_1D ? core::params<ggml_ext_pool_1d_params>(node).op
+                                               : core::params<ggml_ext_pool_2d_params>(node).op;
+    const Window w = window_of(node);
+    return (op == GGML_OP_POOL_MAX || op == GGML_OP_POOL_AVG) && w.k0 >= 1 && w.k1 >= 1 && w.s0 >= 1 &&
+           w.s1 >= 1 && w.p0 >= 0 && w.p1 >= 0;
+}
+
+bool supports_pool(const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    return a != nullptr && is_float(a->type) && node->type == GGML_TYPE_F32 && valid_window(node) &&
+           node->ne[2] == a->ne[2] && node->ne[3] == a->ne[3] &&
+           (node->op == GGML_OP_POOL_2D || node->ne[1] == a->ne[1]);
+}
+
+// Per thread: the k1 input rows of a window row as F32.
+size_t workspace_pool(const ggml_tensor * node, int n_threads) {
+    return sizeof(float) * static_cast<size_t>(node->src[0]->ne[0] * window_of(node).k1) *
+           static_cast<size_t>(n_threads);
+}
+
+void compute_pool(const ComputeParams & params, ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    const Window w = window_of(node);
+    const bool is_2d = node->op == GGML_OP_POOL_2D;
+    const int64_t W = a->ne[0], H = a->ne[1], OW = node->ne[0];
+    float * rows = static_cast<float *>(params.workspace) + W * w.k1 * params.ith();
+    const float init = w.is_max ? -FLT_MAX : 0.0f;
+    const float scale = 1.0f / static_cast<float>(w.k0 * w.k1);
+    for_each_row(params, node, [&](int64_t oy, int64_t i2, int64_t i3) {
+        int64_t n_rows = 0;
+        for (int64_t ky = 0; ky < w.k1; ++ky) {
+            const int64_t iy = is_2d ? input_pos(oy, ky, w.s1, w.p1, 1) : oy;
+            if (iy >= 0 && iy < H) load_row(a->type, row_at(a, iy, i2, i3), a->nb[0], W, rows + W * n_rows++);
+        }
+        float * out = reinterpret_cast<float *>(row_at(node, oy, i2, i3));
+        for (int64_t ox = 0; ox < OW; ++ox) {
+            const int64_t ix0 = input_pos(ox, 0, w.s0, w.p0, 1);
+            const int64_t lo = std::max<int64_t>(ix0, 0), hi = std::min(ix0 + w.k0, W);
+            float v = init;
+            for (int64_t r = 0; r < n_rows; ++r)
+                for (int64_t ix = lo; ix < hi; ++ix) {
+                    const float e = rows[r * W + ix];
+                    v = w.is_max ? (e > v ? e : v) : v + e;
+                }
+            out[ox] = w.is_max ? v : v * scale;
+        }
+    });
+}
+
+bool supports_pool_back(const ggml_tensor * node) {
+    const ggml_tensor * g = node->src[0];
+    const ggml_tensor * af = node->src[1];
+    return g != nullptr && af != nullptr && is_float(g->type) && is_float(af->type) &&
+           node->type == GGML_TYPE_F32 && ggml_is_contiguous(node) && valid_window(node) &&
+           g->ne[2] == node->ne[2] && g->ne[3] == node->ne[3];
+}
+
+void compute_pool_back(const ComputeParams & params, ggml_tensor * node) {
+    const ggml_tensor * g = node->src[0];
+    const ggml_tensor * af = node->src[1];
+    const Window w = window_of(node);
+    const int64_t W = node->ne[0], H = node->ne[1];
+    const float share = 1.0f / static_cast<float>(w.k0 * w.k1);
+    const auto [begin, end] = chunk_range(node->ne[2] * node->ne[3], params.ith(), params.nth());
+    for (int64_t u = begin; u < end && !params.should_stop(); ++u) {
+        const int64_t i2 = u % node->ne[2], i3 = u / node->ne[2];
+        float * plane = static_cast<float *>(node->data) + u * W * H;
+        std::fill(plane, plane + W * H, 0.0f);
+        for (int64_t oy = 0; oy < g->ne[1]; ++oy)
+            for (int64_t ox = 0; ox < g->ne[0]; ++ox) {
+                const float grad = load_float(g->type, element_at(g, ox, oy, i2, i3));
+                int64_t best = -1;
+                float best_value = -FLT_MAX;
+                for (int64_t ky = 0; ky < w.k1; ++ky) {
+                    const int64_t iy = input_pos(oy, ky, w.s1, w.p1, 1);
+                    for (int64_t kx = 0; iy >= 0 && iy < H && kx < w.k0; ++kx) {
+                        const int64_t ix = input_pos(ox, kx, w.s0, w.p0, 1);
+                        if (ix < 0 || ix >= W) continue;
+                        if (!w.is_max) {
+                            plane[iy * W + ix] += grad * share;
+                            continue;
+                        }
+                        const float v = load_float(af->type, element_at(af, ix, iy, i2, i3));
+                        if (v > best_value || best < 0) best = iy * W + ix, best_value = v;
+                    }
+                }
+                if (best >= 0) plane[best] += grad;
+            }
+    }
 }
 
 }  // namespace
 
 namespace kernels {
-const Kernel im2col = cpu_kernel<supports, nullptr, compute>("cpu.im2col");
+const Kernel im2col = cpu_kernel<supports_im2col, workspace_im2col, compute_im2col>("cpu.im2col");
+const Kernel conv_direct =
+    cpu_kernel<supports_direct_conv, workspace_direct_conv, compute_direct_conv>("cpu.conv_direct");
+const Kernel conv_transpose =
+    cpu_kernel<supports_transposed, workspace_transposed, compute_transposed>("cpu.conv_transpose");
+const Kernel conv_2d_dw =
+    cpu_kernel<supports_depthwise, workspace_depthwise, compute_depthwise>("cpu.conv_2d_dw");
+const Kernel im2col_back = cpu_kernel<supports_im2col_back, nullptr, compute_im2col_back>("cpu.im2col_back");
+const Kernel col2im_1d =
+    cpu_kernel<supports_col2im_1d, workspace_col2im_1d, compute_col2im_1d>("cpu.col2im_1d");
+const Kernel pool = cpu_kernel<supports_pool, workspace_pool, compute_pool>("cpu.pool");
+const Kernel pool_2d_back = cpu_kernel<supports_pool_back, nullptr, compute_pool_back>("cpu.pool_2d_back");
 }  // namespace kernels
 
 }  // namespace ggx::cpu

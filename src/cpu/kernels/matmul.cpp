@@ -44,6 +44,7 @@
 #include "core/op_params.h"
 #include "cpu/kernels/common.h"
 #include "cpu/kernels/exec.h"
+#include "cpu/kernels/gemm.h"
 
 #if HWY_ARCH_X86
 #include <immintrin.h>
@@ -407,6 +408,10 @@ struct Gemm {
     float * c;  // dst of the batch: row n at c + n * ldc
     int64_t ldc;
     int64_t M, N, K;
+    // An implicit a (gemm.h) packed by the caller instead of read through `a`.
+    gemm::PackRows pack_a = nullptr;
+    const void * a_context = nullptr;
+    int64_t batch = 0;
 };
 
 // Spreads prefetches of the source rows of the next a block over the current block's computation,
@@ -472,7 +477,11 @@ HWY_INLINE void pack_a_block(const Gemm & g, int64_t mp0, int64_t mp1, int64_t k
     const int64_t MR = mr_of();
     for (int64_t p = mp0; p < mp1; ++p) {
         const int64_t m0 = p * MR;
-        pack_panel(g.a, m0, std::min(MR, g.M - m0), MR, k0, kc, abuf + (p - mp0) * MR * kc, tmp);
+        float * out = abuf + (p - mp0) * MR * kc;
+        if (g.pack_a)
+            g.pack_a(g.a_context, g.batch, m0, std::min(MR, g.M - m0), MR, k0, kc, out);
+        else
+            pack_panel(g.a, m0, std::min(MR, g.M - m0), MR, k0, kc, out, tmp);
     }
 }
 
@@ -486,9 +495,9 @@ struct Layout {
     size_t total(int nth) const { return shared + per_thread * static_cast<size_t>(nth); }
 };
 
-HWY_INLINE Layout layout_for(const ggml_tensor * a, const ggml_tensor * b, int64_t nbatch, int nth) {
+HWY_INLINE Layout layout_for(int64_t M, int64_t N, int64_t K, int64_t nbatch, int nth) {
     const int64_t MR = mr_of();
-    const int64_t M = a->ne[1], N = std::max<int64_t>(b->ne[1], 1), K = std::max<int64_t>(a->ne[0], 1);
+    N = std::max<int64_t>(N, 1), K = std::max<int64_t>(K, 1);
     Layout l;
     // Threads take whole batches when there are plenty of them, or enough of them and each is small.
     const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
@@ -508,6 +517,10 @@ HWY_INLINE Layout layout_for(const ggml_tensor * a, const ggml_tensor * b, int64
     }
     l.per_thread = l.abuf + l.tmp + l.bsolo;
     return l;
+}
+
+HWY_INLINE Layout layout_for(const ggml_tensor * a, const ggml_tensor * b, int64_t nbatch, int nth) {
+    return layout_for(a->ne[1], b->ne[1], a->ne[0], nbatch, nth);
 }
 
 struct Batches {
@@ -533,8 +546,10 @@ struct Batches {
 };
 
 // All threads cooperate on each batch: they pack b (nc columns, all of K) together, then take
-// (m block, n chunk) tiles from a shared counter, each computed over all of K.
-HWY_NOINLINE void gemm_shared(const Exec & ex, const Batches & bt, const Layout & l) {
+// (m block, n chunk) tiles from a shared counter, each computed over all of K. Source: Batches or
+// ImplicitBatches (nbatch, gemm(bi)).
+template <class Source>
+HWY_NOINLINE void gemm_shared(const Exec & ex, const Source & bt, const Layout & l) {
     const int64_t MR = mr_of();
     char * ws = ex.workspace;
     std::atomic_ref<int64_t> counter(*reinterpret_cast<int64_t *>(ws));
@@ -579,9 +594,11 @@ HWY_NOINLINE void gemm_shared(const Exec & ex, const Batches & bt, const Layout 
                     const int64_t kc = std::min(kKC, g.K - k0);
                     pack_a_block(g, mp0, mp1, k0, kc, abuf, tmp);
                     const int64_t k1 = k0 + kKC;
-                    prefetch.start(g.a, mp0 * MR, std::min(g.M, mp1 * MR) - mp0 * MR, k1,
-                                   std::max<int64_t>(0, std::min(kKC, g.K - k1)));
-                    macro_tile(g, abuf, mp0, mp1, bpack + k0 * nq * kNR, n0, q0, q1, kc, k0 > 0, &prefetch);
+                    if (!g.pack_a)
+                        prefetch.start(g.a, mp0 * MR, std::min(g.M, mp1 * MR) - mp0 * MR, k1,
+                                       std::max<int64_t>(0, std::min(kKC, g.K - k1)));
+                    macro_tile(g, abuf, mp0, mp1, bpack + k0 * nq * kNR, n0, q0, q1, kc, k0 > 0,
+                               g.pack_a ? nullptr : &prefetch);
                 }
                 stop = ex.should_stop();
             }
@@ -592,7 +609,8 @@ HWY_NOINLINE void gemm_shared(const Exec & ex, const Batches & bt, const Layout 
 }
 
 // Each thread computes whole batches alone.
-HWY_NOINLINE void gemm_solo(const Exec & ex, const Batches & bt, const Layout & l) {
+template <class Source>
+HWY_NOINLINE void gemm_solo(const Exec & ex, const Source & bt, const Layout & l) {
     const int64_t MR = mr_of();
     char * mine = ex.workspace + l.shared + static_cast<size_t>(ex.ith) * l.per_thread;
     float * abuf = reinterpret_cast<float *>(mine);
@@ -621,6 +639,43 @@ HWY_NOINLINE void gemm_solo(const Exec & ex, const Batches & bt, const Layout & 
             }
         }
     }
+}
+
+// The batches of a gemm::Problem.
+struct ImplicitBatches {
+    const gemm::Problem * p;
+    int64_t nbatch;
+
+    Gemm gemm(int64_t bi) const {
+        Gemm g;
+        g.a = {nullptr, GGML_TYPE_F32, sizeof(float), 0, 1};
+        g.b = {p->b, p->b_type, p->b_nb0, p->b_nb1, 1};
+        g.c = p->c + bi * p->c_batch;
+        g.ldc = p->ldc;
+        g.M = p->M, g.N = p->N, g.K = p->K;
+        g.pack_a = p->pack_a, g.a_context = p->a_context, g.batch = bi;
+        return g;
+    }
+};
+
+size_t ImplicitWorkspace(const gemm::Problem & p, int n_threads) {
+    return layout_for(p.M, p.N, p.K, p.batches, n_threads).total(n_threads) + 64;
+}
+
+void ImplicitCompute(const Exec & ex, const gemm::Problem & p) {
+    if (p.K == 0) {  // empty sums
+        const auto [r0, r1] = chunk_range(p.N * p.batches, ex.ith, ex.nth);
+        for (int64_t r = r0; r < r1; ++r)
+            std::memset(p.c + r / p.N * p.c_batch + r % p.N * p.ldc, 0,
+                        static_cast<size_t>(p.M) * sizeof(float));
+    } else if (p.M > 0 && p.N > 0 && p.batches > 0) {
+        const Layout l = layout_for(p.M, p.N, p.K, p.batches, ex.nth);
+        if (l.solo)
+            gemm_solo(ex, ImplicitBatches{&p, p.batches}, l);
+        else
+            gemm_shared(ex, ImplicitBatches{&p, p.batches}, l);
+    }
+    ex.sync();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1328,6 +1383,8 @@ namespace ggx::cpu {
 namespace mm {
 HWY_EXPORT(Workspace);
 HWY_EXPORT(Compute);
+HWY_EXPORT(ImplicitWorkspace);
+HWY_EXPORT(ImplicitCompute);
 
 // A weight type the products read: float, or Q8_0/Q4_0 rows of whole dense blocks.
 static bool weights_ok(const ggml_tensor * a) {
@@ -1378,6 +1435,15 @@ static void compute(const ComputeParams & params, ggml_tensor * node) {
     HWY_DYNAMIC_DISPATCH(Compute)(Exec::of(params), node);
 }
 }  // namespace mm
+
+namespace gemm {
+size_t workspace(const Problem & problem, int n_threads) {
+    return HWY_DYNAMIC_DISPATCH(mm::ImplicitWorkspace)(problem, std::max(n_threads, 1));
+}
+void compute(const Exec & ex, const Problem & problem) {
+    HWY_DYNAMIC_DISPATCH(mm::ImplicitCompute)(ex, problem);
+}
+}  // namespace gemm
 
 namespace kernels {
 const Kernel mul_mat = cpu_kernel<mm::supports, mm::workspace, mm::compute>("cpu.mul_mat");

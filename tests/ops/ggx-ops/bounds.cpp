@@ -120,6 +120,17 @@ constexpr Row kTable[] = {
     {GGML_OP_GET_ROWS,             {0,     0,     0,     0,     0}},
     {GGML_OP_SET_ROWS,             {0,     0,     0,     0,     0}},
     {GGML_OP_IM2COL,               {0,     0,     na,    na,    na}},
+    {GGML_OP_IM2COL_3D,            {0,     0,     na,    na,    na}},
+    {GGML_OP_IM2COL_BACK,          {1e-12, na,    na,    na,    na}},
+    {GGML_OP_COL2IM_1D,            {1e-12, 2e-6,  1e-4,  na,    na}},
+    {GGML_OP_CONV_2D,              {1e-8,  2e-6,  na,    na,    na}},
+    {GGML_OP_CONV_2D_DW,           {1e-8,  2e-6,  na,    na,    na}},
+    {GGML_OP_CONV_3D,              {1e-8,  2e-6,  na,    na,    na}},
+    {GGML_OP_CONV_TRANSPOSE_1D,    {1e-8,  2e-6,  na,    na,    na}},
+    {GGML_OP_CONV_TRANSPOSE_2D,    {1e-8,  2e-6,  na,    na,    na}},
+    {GGML_OP_POOL_1D,              {1e-12, 1e-12, 1e-12, na,    na}},
+    {GGML_OP_POOL_2D,              {1e-12, 1e-12, 1e-12, na,    na}},
+    {GGML_OP_POOL_2D_BACK,         {1e-12, 1e-12, 1e-12, na,    na}},
     {GGML_OP_CUSTOM,               {0,     0,     0,     0,     0}},
 };
 // clang-format on
