@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "common/plan_steps.h"
-#include "gguf.h"
+#include "gguf/file.h"
 #include "ggx-run/model.h"
 #include "ggx-run/report.h"
 #include "sd-ggml-ext.h"

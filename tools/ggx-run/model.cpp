@@ -8,7 +8,7 @@
 #include <cstring>
 #include <span>
 
-#include "gguf.h"
+#include "gguf/file.h"
 #include "sd-ggml-ext.h"
 
 namespace ggx::run {
