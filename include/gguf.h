@@ -69,7 +69,8 @@ GGML_API struct gguf_context * gguf_init_from_file_ptr(FILE * file, struct gguf_
 /* Reads the file fname (mapped, not copied, while it is read); NULL for a malformed or missing file. */
 GGML_API struct gguf_context * gguf_init_from_file(const char * fname, struct gguf_init_params params);
 /* Reads a file held in memory (size bytes at data, only read during the call); NULL if malformed. */
-GGML_API struct gguf_context * gguf_init_from_buffer(const void * data, size_t size, struct gguf_init_params params);
+GGML_API struct gguf_context * gguf_init_from_buffer(const void * data, size_t size,
+                                                     struct gguf_init_params params);
 /* Reads a file through callback, in reads of at most max_chunk_read bytes (0: no limit), up to
  * max_expected_size bytes (0: until a read returns fewer bytes than asked); NULL if malformed. */
 GGML_API struct gguf_context * gguf_init_from_callback(gguf_reader_callback_t callback, void * userdata,
@@ -136,6 +137,8 @@ GGML_API size_t gguf_get_tensor_offset(const struct gguf_context * ctx, int64_t 
 GGML_API const char * gguf_get_tensor_name(const struct gguf_context * ctx, int64_t tensor_id);
 /* Tensor tensor_id's type. */
 GGML_API enum ggml_type gguf_get_tensor_type(const struct gguf_context * ctx, int64_t tensor_id);
+/* Tensor tensor_id's shape: GGML_MAX_DIMS values, 1 past its dimensions (owned by ctx). */
+GGML_API const int64_t * gguf_get_tensor_ne(const struct gguf_context * ctx, int64_t tensor_id);
 /* Tensor tensor_id's data size in bytes. */
 GGML_API size_t gguf_get_tensor_size(const struct gguf_context * ctx, int64_t tensor_id);
 
@@ -157,8 +160,8 @@ GGML_API void gguf_set_val_bool(struct gguf_context * ctx, const char * key, boo
 GGML_API void gguf_set_val_str(struct gguf_context * ctx, const char * key, const char * val);
 
 /* Sets key to an array of n elements of type (neither string nor array), copied from data. */
-GGML_API void gguf_set_arr_data(struct gguf_context * ctx, const char * key, enum gguf_type type, const void * data,
-                                size_t n);
+GGML_API void gguf_set_arr_data(struct gguf_context * ctx, const char * key, enum gguf_type type,
+                                const void * data, size_t n);
 
 /* Sets key to an array of the n strings data[0..n), copied. */
 GGML_API void gguf_set_arr_str(struct gguf_context * ctx, const char * key, const char ** data, size_t n);

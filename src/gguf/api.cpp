@@ -1,7 +1,7 @@
 // gguf.h on ggx's validating reader and writer (gguf/file.h): a gguf_context owns copies of a file's
 // metadata and tensor infos; files are read by File (every bound checked) and written by Writer.
-#include <gguf.h>
 #include <ggml-ext.h>
+#include <gguf.h>
 
 #include <algorithm>
 #include <bit>
@@ -42,9 +42,9 @@ struct TensorInfo {
     ggml_type type = GGML_TYPE_F32;
     int n_dims = 1;
     int64_t ne[GGML_MAX_DIMS] = {1, 1, 1, 1};
-    uint64_t offset = 0;             // in the data section
-    size_t size = 0;                 // bytes, from type and shape
-    const void * data = nullptr;     // kept by pointer (gguf_add_tensor, gguf_set_tensor_data)
+    uint64_t offset = 0;          // in the data section
+    size_t size = 0;              // bytes, from type and shape
+    const void * data = nullptr;  // kept by pointer (gguf_add_tensor, gguf_set_tensor_data)
 };
 
 }  // namespace
@@ -110,7 +110,9 @@ const Pair * array_pair(const gguf_context * ctx, int64_t key_id, const char * f
     if (!p) return nullptr;
     const bool ok = p->is_array() && (strings < 0 || (p->element_type == GGUF_TYPE_STRING) == (strings == 1));
     if (ok) return p;
-    const char * wanted = strings < 0 ? "an array" : strings == 1 ? "an array of strings" : "an array of fixed-size values";
+    const char * wanted = strings < 0    ? "an array"
+                          : strings == 1 ? "an array of strings"
+                                         : "an array of fixed-size values";
     return misuse<const Pair *>(nullptr, std::string(function) + ": key '" + p->key + "' has type " +
                                              type_text(*p) + ", not " + wanted);
 }
@@ -136,7 +138,8 @@ const TensorInfo * tensor_at(const gguf_context * ctx, int64_t tensor_id, const 
 TensorInfo * tensor_named(gguf_context * ctx, const char * name, const char * function) {
     const int64_t id = ctx && name ? gguf_find_tensor(ctx, name) : -1;
     if (id < 0) {
-        return misuse<TensorInfo *>(nullptr, std::string(function) + ": " + (ctx ? "no tensor " + quoted(name) : "ctx is NULL"));
+        return misuse<TensorInfo *>(
+            nullptr, std::string(function) + ": " + (ctx ? "no tensor " + quoted(name) : "ctx is NULL"));
     }
     return &ctx->tensors[static_cast<size_t>(id)];
 }
@@ -170,16 +173,16 @@ bool tensor_size(ggml_type type, const int64_t * ne, size_t * size, std::string 
 
 // The alignment a pair general.alignment gives, or 0 when it is not a nonzero power of two integer.
 size_t alignment_of(const Pair & p) {
-    if (p.is_array() || p.type == GGUF_TYPE_BOOL || p.type == GGUF_TYPE_STRING || p.type == GGUF_TYPE_FLOAT32 ||
-        p.type == GGUF_TYPE_FLOAT64)
+    if (p.is_array() || p.type == GGUF_TYPE_BOOL || p.type == GGUF_TYPE_STRING ||
+        p.type == GGUF_TYPE_FLOAT32 || p.type == GGUF_TYPE_FLOAT64)
         return 0;
     uint64_t u = 0;
     std::memcpy(&u, p.bytes.data(), p.bytes.size());
-    const bool is_signed = p.type == GGUF_TYPE_INT8 || p.type == GGUF_TYPE_INT16 || p.type == GGUF_TYPE_INT32 ||
-                           p.type == GGUF_TYPE_INT64;
+    const bool is_signed = p.type == GGUF_TYPE_INT8 || p.type == GGUF_TYPE_INT16 ||
+                           p.type == GGUF_TYPE_INT32 || p.type == GGUF_TYPE_INT64;
     if (is_signed && p.bytes.size() < 8 && (u >> (8 * p.bytes.size() - 1)) != 0) return 0;  // negative
     if (is_signed && static_cast<int64_t>(u) < 0) return 0;
-    return u != 0 && u <= UINT32_MAX && std::has_single_bit(u) ? static_cast<size_t>(u) : 0;
+    return std::has_single_bit(u) ? static_cast<size_t>(u) : 0;
 }
 
 // Sets a pair: the old pair of its key goes, the new one goes last (general.alignment also sets the
@@ -189,7 +192,8 @@ void set_pair(gguf_context * ctx, Pair p, const char * function) {
     if (p.key.empty()) return misuse(std::string(function) + ": the key is NULL or empty");
     size_t alignment = 0;
     if (p.key == GGUF_KEY_GENERAL_ALIGNMENT && (alignment = alignment_of(p)) == 0) {
-        return misuse(std::string(function) + ": " GGUF_KEY_GENERAL_ALIGNMENT " must be an integer power of two, not " +
+        return misuse(std::string(function) +
+                      ": " GGUF_KEY_GENERAL_ALIGNMENT " must be an integer power of two, not " +
                       type_text(p) + (p.is_array() ? "" : " of that value"));
     }
     gguf_remove_key(ctx, p.key.c_str());
@@ -216,8 +220,8 @@ std::vector<uint8_t> scalar_bytes(const Value & v) {
     } else if (v.type == ValueType::F64) {
         std::memcpy(out.data(), &v.f, sizeof v.f);
     } else {
-        const bool is_signed = v.type == ValueType::I8 || v.type == ValueType::I16 || v.type == ValueType::I32 ||
-                               v.type == ValueType::I64;
+        const bool is_signed = v.type == ValueType::I8 || v.type == ValueType::I16 ||
+                               v.type == ValueType::I32 || v.type == ValueType::I64;
         const uint64_t bits = is_signed ? static_cast<uint64_t>(v.i) : v.u;
         std::memcpy(out.data(), &bits, out.size());
     }
@@ -234,7 +238,8 @@ bool pair_from(const ggx::gguf::KeyValue & kv, size_t index, Pair * p, std::stri
     } else if (v.type != ValueType::ARRAY) {
         p->bytes = scalar_bytes(v);
     } else if (v.element_type == ValueType::ARRAY) {
-        *why = "kv " + std::to_string(index) + " '" + p->key + "': arrays of arrays are not supported by gguf.h";
+        *why =
+            "kv " + std::to_string(index) + " '" + p->key + "': arrays of arrays are not supported by gguf.h";
         return false;
     } else {
         p->element_type = static_cast<gguf_type>(v.element_type);
@@ -289,7 +294,8 @@ gguf_context * context_from(const File & f, gguf_init_params params, const char 
             delete ctx;
             return input_error(function, "gguf: tensor " + std::to_string(k) + " '" + std::string(t.name) +
                                              "': the name has " + std::to_string(t.name.size()) +
-                                             " bytes, a ggml tensor name at most " + std::to_string(GGML_MAX_NAME - 1));
+                                             " bytes, a ggml tensor name at most " +
+                                             std::to_string(GGML_MAX_NAME - 1));
         }
         TensorInfo info{std::string(t.name), t.type, t.n_dims, {}, t.offset, t.bytes, nullptr};
         std::copy(t.ne, t.ne + GGML_MAX_DIMS, info.ne);
@@ -303,7 +309,8 @@ gguf_context * context_from(const File & f, gguf_init_params params, const char 
         }
         if (!params.no_alloc) {
             int k = 0;
-            for (ggml_tensor * t = ggml_get_first_tensor(*params.ctx); t; t = ggml_get_next_tensor(*params.ctx, t))
+            for (ggml_tensor * t = ggml_get_first_tensor(*params.ctx); t;
+                 t = ggml_get_next_tensor(*params.ctx, t))
                 ctx->tensors[static_cast<size_t>(k++)].data = t->data;
         }
     }
@@ -322,7 +329,8 @@ gguf_context * init_from(std::unique_ptr<File> f, const std::string & error, ggu
     }
 }
 
-gguf_context * init_from_bytes(const std::vector<uint8_t> & bytes, gguf_init_params params, const char * function) {
+gguf_context * init_from_bytes(const std::vector<uint8_t> & bytes, gguf_init_params params,
+                               const char * function) {
     std::string error;
     std::unique_ptr<File> f = File::parse(bytes.data(), bytes.size(), &error);
     return init_from(std::move(f), error, params, function);
@@ -351,7 +359,8 @@ std::vector<uint8_t> meta_bytes(const gguf_context * ctx, const char * function)
     std::vector<uint8_t> out;
     std::string error;
     if (!ctx) return misuse(out, std::string(function) + ": ctx is NULL");
-    if (!writer_of(ctx).write_to(&out, &error, true)) return misuse(std::vector<uint8_t>{}, function + std::string(": ") + error);
+    if (!writer_of(ctx).write_to(&out, &error, true))
+        return misuse(std::vector<uint8_t>{}, function + std::string(": ") + error);
     return out;
 }
 
@@ -386,30 +395,34 @@ gguf_context * gguf_init_from_file_ptr(FILE * file, gguf_init_params params) {
             got = std::fread(bytes.data() + bytes.size() - kChunk, 1, kChunk, file);
             bytes.resize(bytes.size() - kChunk + got);
         } while (got == kChunk);
-        if (std::ferror(file)) return input_error(__func__, std::string("gguf: read failed: ") + std::strerror(errno));
+        if (std::ferror(file))
+            return input_error(__func__, std::string("gguf: read failed: ") + std::strerror(errno));
     } catch (const std::bad_alloc &) {
         return input_error(__func__, "out of memory");
     }
     return init_from_bytes(bytes, params, __func__);
 }
 
-gguf_context * gguf_init_from_callback(gguf_reader_callback_t callback, void * userdata, size_t max_chunk_read,
-                                       uint64_t max_expected_size, gguf_init_params params) {
+gguf_context * gguf_init_from_callback(gguf_reader_callback_t callback, void * userdata,
+                                       size_t max_chunk_read, uint64_t max_expected_size,
+                                       gguf_init_params params) {
     if (params.ctx) *params.ctx = nullptr;
     if (!callback) return input_error(__func__, "gguf: callback is NULL");
     // Reads of at most max_chunk_read bytes; without a limit, in 64 MiB steps, so that a large
     // max_expected_size costs memory only as the data arrives.
-    const size_t chunk = max_chunk_read ? std::min<size_t>(max_chunk_read, size_t(64) << 20) : size_t(64) << 20;
+    const size_t chunk =
+        max_chunk_read ? std::min<size_t>(max_chunk_read, size_t(64) << 20) : size_t(64) << 20;
     std::vector<uint8_t> bytes;
     try {
         for (uint64_t offset = 0; max_expected_size == 0 || offset < max_expected_size;) {
-            const size_t want = static_cast<size_t>(max_expected_size == 0 ? chunk
-                                                                            : std::min<uint64_t>(chunk, max_expected_size - offset));
+            const size_t want = static_cast<size_t>(
+                max_expected_size == 0 ? chunk : std::min<uint64_t>(chunk, max_expected_size - offset));
             bytes.resize(static_cast<size_t>(offset) + want);
             const size_t got = callback(userdata, bytes.data() + offset, offset, want);
             if (got > want) {
-                return input_error(__func__, "gguf: the callback returned " + std::to_string(got) + " bytes for a read of " +
-                                                 std::to_string(want) + " at offset " + std::to_string(offset));
+                return input_error(__func__, "gguf: the callback returned " + std::to_string(got) +
+                                                 " bytes for a read of " + std::to_string(want) +
+                                                 " at offset " + std::to_string(offset));
             }
             offset += got;
             bytes.resize(static_cast<size_t>(offset));
@@ -444,7 +457,8 @@ int64_t gguf_get_n_kv(const gguf_context * ctx) {
 }
 
 int64_t gguf_find_key(const gguf_context * ctx, const char * key) {
-    if (!ctx || !key) return misuse(int64_t(-1), std::string("gguf_find_key: ") + (ctx ? "key" : "ctx") + " is NULL");
+    if (!ctx || !key)
+        return misuse(int64_t(-1), std::string("gguf_find_key: ") + (ctx ? "key" : "ctx") + " is NULL");
     for (size_t k = 0; k < ctx->pairs.size(); ++k) {
         if (ctx->pairs[k].key == key) return static_cast<int64_t>(k);
     }
@@ -508,8 +522,8 @@ const char * gguf_get_val_str(const gguf_context * ctx, int64_t key_id) {
 const void * gguf_get_val_data(const gguf_context * ctx, int64_t key_id) {
     const Pair * p = pair_at(ctx, key_id, __func__);
     if (p && (p->is_array() || p->type == GGUF_TYPE_STRING)) {
-        return misuse<const void *>(nullptr, "gguf_get_val_data: key '" + p->key + "' has type " + type_text(*p) +
-                                                 ", not a fixed-size value");
+        return misuse<const void *>(nullptr, "gguf_get_val_data: key '" + p->key + "' has type " +
+                                                 type_text(*p) + ", not a fixed-size value");
     }
     return p ? p->bytes.data() : nullptr;
 }
@@ -527,18 +541,21 @@ const void * gguf_get_arr_data(const gguf_context * ctx, int64_t key_id) {
 const char * gguf_get_arr_str(const gguf_context * ctx, int64_t key_id, size_t i) {
     const Pair * p = array_pair(ctx, key_id, __func__, 1);
     if (p && i >= p->strings.size()) {
-        return misuse<const char *>(nullptr, "gguf_get_arr_str: index " + std::to_string(i) + " is out of range (key '" +
-                                                 p->key + "' has " + std::to_string(p->strings.size()) + " strings)");
+        return misuse<const char *>(nullptr, "gguf_get_arr_str: index " + std::to_string(i) +
+                                                 " is out of range (key '" + p->key + "' has " +
+                                                 std::to_string(p->strings.size()) + " strings)");
     }
     return p ? p->strings[i].c_str() : nullptr;
 }
 
 int64_t gguf_get_n_tensors(const gguf_context * ctx) {
-    return ctx ? static_cast<int64_t>(ctx->tensors.size()) : misuse(int64_t(0), "gguf_get_n_tensors: ctx is NULL");
+    return ctx ? static_cast<int64_t>(ctx->tensors.size())
+               : misuse(int64_t(0), "gguf_get_n_tensors: ctx is NULL");
 }
 
 int64_t gguf_find_tensor(const gguf_context * ctx, const char * name) {
-    if (!ctx || !name) return misuse(int64_t(-1), std::string("gguf_find_tensor: ") + (ctx ? "name" : "ctx") + " is NULL");
+    if (!ctx || !name)
+        return misuse(int64_t(-1), std::string("gguf_find_tensor: ") + (ctx ? "name" : "ctx") + " is NULL");
     for (size_t k = 0; k < ctx->tensors.size(); ++k) {
         if (ctx->tensors[k].name == name) return static_cast<int64_t>(k);
     }
@@ -556,6 +573,10 @@ const char * gguf_get_tensor_name(const gguf_context * ctx, int64_t tensor_id) {
 enum ggml_type gguf_get_tensor_type(const gguf_context * ctx, int64_t tensor_id) {
     const TensorInfo * t = tensor_at(ctx, tensor_id, __func__);
     return t ? t->type : GGML_TYPE_COUNT;
+}
+const int64_t * gguf_get_tensor_ne(const gguf_context * ctx, int64_t tensor_id) {
+    const TensorInfo * t = tensor_at(ctx, tensor_id, __func__);
+    return t ? t->ne : nullptr;
 }
 size_t gguf_get_tensor_size(const gguf_context * ctx, int64_t tensor_id) {
     const TensorInfo * t = tensor_at(ctx, tensor_id, __func__);
@@ -612,13 +633,19 @@ void gguf_set_val_str(gguf_context * ctx, const char * key, const char * val) {
     set_pair(ctx, Pair{key ? key : "", GGUF_TYPE_STRING, GGUF_TYPE_UINT8, {}, {val}}, __func__);
 }
 
-void gguf_set_arr_data(gguf_context * ctx, const char * key, enum gguf_type type, const void * data, size_t n) {
-    const size_t size = type >= 0 && type < GGUF_TYPE_COUNT ? ggx::gguf::value_type_size(static_cast<ValueType>(type)) : 0;
-    if (size == 0) return misuse("gguf_set_arr_data: element type " + std::to_string(static_cast<int>(type)) + " is not a fixed-size type");
+void gguf_set_arr_data(gguf_context * ctx, const char * key, enum gguf_type type, const void * data,
+                       size_t n) {
+    const size_t size =
+        type >= 0 && type < GGUF_TYPE_COUNT ? ggx::gguf::value_type_size(static_cast<ValueType>(type)) : 0;
+    if (size == 0)
+        return misuse("gguf_set_arr_data: element type " + std::to_string(static_cast<int>(type)) +
+                      " is not a fixed-size type");
     if (n > 0 && !data) return misuse("gguf_set_arr_data: data is NULL");
     if (n > std::numeric_limits<size_t>::max() / size) return misuse("gguf_set_arr_data: n overflows");
     const auto * bytes = static_cast<const uint8_t *>(data);
-    set_pair(ctx, Pair{key ? key : "", GGUF_TYPE_ARRAY, type, std::vector<uint8_t>(bytes, bytes + n * size), {}}, __func__);
+    set_pair(ctx,
+             Pair{key ? key : "", GGUF_TYPE_ARRAY, type, std::vector<uint8_t>(bytes, bytes + n * size), {}},
+             __func__);
 }
 
 void gguf_set_arr_str(gguf_context * ctx, const char * key, const char ** data, size_t n) {
@@ -639,7 +666,8 @@ void gguf_set_kv(gguf_context * ctx, const gguf_context * src) {
 }
 
 void gguf_add_tensor(gguf_context * ctx, const ggml_tensor * tensor) {
-    if (!ctx || !tensor) return misuse(std::string("gguf_add_tensor: ") + (ctx ? "tensor" : "ctx") + " is NULL");
+    if (!ctx || !tensor)
+        return misuse(std::string("gguf_add_tensor: ") + (ctx ? "tensor" : "ctx") + " is NULL");
     if (gguf_find_tensor(ctx, tensor->name) >= 0)
         return misuse("gguf_add_tensor: duplicate tensor name '" + std::string(tensor->name) + "'");
     if (tensor->name[0] == '\0') return misuse("gguf_add_tensor: the tensor has no name");
@@ -657,7 +685,8 @@ void gguf_set_tensor_type(gguf_context * ctx, const char * name, enum ggml_type 
     if (!t) return;
     size_t size = 0;
     std::string why;
-    if (!tensor_size(type, t->ne, &size, &why)) return misuse("gguf_set_tensor_type: tensor '" + t->name + "': " + why);
+    if (!tensor_size(type, t->ne, &size, &why))
+        return misuse("gguf_set_tensor_type: tensor '" + t->name + "': " + why);
     t->type = type;
     t->size = size;
     relayout(ctx, static_cast<size_t>(t - ctx->tensors.data()) + 1);
@@ -669,7 +698,8 @@ void gguf_set_tensor_data(gguf_context * ctx, const char * name, const void * da
 }
 
 bool gguf_write_to_file_ptr(const gguf_context * ctx, FILE * file, bool only_meta) {
-    if (!ctx || !file) return misuse(false, std::string("gguf_write_to_file_ptr: ") + (ctx ? "file" : "ctx") + " is NULL");
+    if (!ctx || !file)
+        return misuse(false, std::string("gguf_write_to_file_ptr: ") + (ctx ? "file" : "ctx") + " is NULL");
     std::string error;
     if (writer_of(ctx).write(file, &error, only_meta)) return true;
     input_error(__func__, error);
@@ -677,7 +707,8 @@ bool gguf_write_to_file_ptr(const gguf_context * ctx, FILE * file, bool only_met
 }
 
 bool gguf_write_to_file(const gguf_context * ctx, const char * fname, bool only_meta) {
-    if (!ctx || !fname) return misuse(false, std::string("gguf_write_to_file: ") + (ctx ? "fname" : "ctx") + " is NULL");
+    if (!ctx || !fname)
+        return misuse(false, std::string("gguf_write_to_file: ") + (ctx ? "fname" : "ctx") + " is NULL");
     std::string error;
     if (writer_of(ctx).write(fname, &error, only_meta)) return true;
     input_error(__func__, error);

@@ -766,13 +766,13 @@ std::string Writer::add_alignment_key(ValueType type, const std::vector<uint8_t>
     Value v;
     if (value_type_size(type) == encoded.size()) decode_scalar(type, encoded.data(), &v);
     v.type = type;
-    if (!v.is_integer()) return cat("gguf writer: ", kAlignmentKey, " must be an integer, not ", value_type_name(type));
-    if ((is_signed_int(type) && v.i <= 0) || v.u == 0 || !std::has_single_bit(v.u) || v.u > UINT32_MAX)
-        return cat("gguf writer: ", kAlignmentKey, " ", is_signed_int(type) ? std::to_string(v.i) : std::to_string(v.u),
+    if (!v.is_integer())
+        return cat("gguf writer: ", kAlignmentKey, " must be an integer, not ", value_type_name(type));
+    if ((is_signed_int(type) && v.i <= 0) || v.u == 0 || !std::has_single_bit(v.u))
+        return cat("gguf writer: ", kAlignmentKey, " ",
+                   is_signed_int(type) ? std::to_string(v.i) : std::to_string(v.u),
                    " is not a nonzero power of two");
-    const std::string before = error_;
-    set_alignment(static_cast<size_t>(v.u));
-    if (error_ != before) return error_;
+    alignment_ = static_cast<size_t>(v.u);
     alignment_key_added_ = true;
     return {};
 }
@@ -782,7 +782,8 @@ void Writer::set_alignment(size_t alignment) {
     if (alignment == 0 || !std::has_single_bit(alignment) || alignment > UINT32_MAX) {
         e = cat("gguf writer: alignment ", alignment, " is not a nonzero power of two");
     } else if (alignment_key_added_ && alignment != alignment_) {
-        e = cat("gguf writer: alignment ", alignment, " differs from the ", kAlignmentKey, " added, ", alignment_);
+        e = cat("gguf writer: alignment ", alignment, " differs from the ", kAlignmentKey, " added, ",
+                alignment_);
     }
     if (!e.empty()) {
         if (error_.empty()) error_ = e;

@@ -15,14 +15,12 @@
 #include <vector>
 
 #include "ggml-backend.h"
+#include "ggml-cpp.h"
 #include "support/test_util.h"
 
 namespace {
 
-struct GgufDeleter {
-    void operator()(gguf_context * ctx) const { gguf_free(ctx); }
-};
-using Gguf = std::unique_ptr<gguf_context, GgufDeleter>;
+using Gguf = gguf_context_ptr;
 using Context = std::unique_ptr<ggml_context, ggx::test::ContextDeleter>;
 
 std::string temp_file(const std::string & name) {
@@ -131,6 +129,8 @@ void expect_tensor_infos(const gguf_context * ctx, const Tensors & tensors) {
         EXPECT_STREQ(gguf_get_tensor_name(ctx, id), t->name);
         EXPECT_EQ(gguf_get_tensor_type(ctx, id), t->type);
         EXPECT_EQ(gguf_get_tensor_size(ctx, id), ggml_nbytes(t));
+        for (int d = 0; d < GGML_MAX_DIMS; ++d)
+            EXPECT_EQ(gguf_get_tensor_ne(ctx, id)[d], t->ne[d]);
         EXPECT_EQ(gguf_get_tensor_offset(ctx, id), offset) << t->name;
         offset = GGML_PAD(offset + ggml_nbytes(t), GGUF_DEFAULT_ALIGNMENT);
     }
@@ -168,7 +168,8 @@ std::vector<uint8_t> read_all(const std::string & path) {
 }
 
 TEST(GgufApi, TypeNames) {
-    const char * names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "str", "arr", "u64", "i64", "f64"};
+    const char * names[] = {"u8",   "i8",  "u16", "i16", "u32", "i32", "f32",
+                            "bool", "str", "arr", "u64", "i64", "f64"};
     for (int t = 0; t < GGUF_TYPE_COUNT; ++t)
         EXPECT_STREQ(gguf_type_name(gguf_type(t)), names[t]);
     EXPECT_EQ(gguf_type_name(GGUF_TYPE_COUNT), nullptr);
@@ -205,9 +206,10 @@ TEST(GgufApi, WriteAndReadEveryValueAndTensor) {
         // The data of a tensor in the file, where gguf_get_data_offset + gguf_get_tensor_offset say.
         const std::vector<uint8_t> bytes = read_all(path);
         const int64_t id = gguf_find_tensor(in.get(), "w.i16");
-        EXPECT_EQ(std::memcmp(bytes.data() + gguf_get_data_offset(in.get()) + gguf_get_tensor_offset(in.get(), id),
-                              tensors.list[4]->data, ggml_nbytes(tensors.list[4])),
-                  0);
+        EXPECT_EQ(
+            std::memcmp(bytes.data() + gguf_get_data_offset(in.get()) + gguf_get_tensor_offset(in.get(), id),
+                        tensors.list[4]->data, ggml_nbytes(tensors.list[4])),
+            0);
     }
     Gguf bare(gguf_init_from_file(path.c_str(), {true, nullptr}));
     ASSERT_NE(bare, nullptr);
@@ -366,10 +368,11 @@ TEST(GgufApi, MalformedFilesReturnNull) {
         std::vector<uint8_t> bytes;
         const char * needle;
     };
-    std::vector<uint8_t> nested = {'G', 'G', 'U', 'F', 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
-                                   1, 0, 0, 0, 0, 0, 0, 0, 'k', 9, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    std::vector<uint8_t> long_name = {'G', 'G', 'U', 'F', 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                      70, 0, 0, 0, 0, 0, 0, 0};
+    std::vector<uint8_t> nested = {'G', 'G', 'U', 'F', 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,   1,
+                                   0,   0,   0,   0,   0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 'k', 9,
+                                   0,   0,   0,   9,   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    std::vector<uint8_t> long_name = {'G', 'G', 'U', 'F', 3, 0, 0, 0, 1,  0, 0, 0, 0, 0, 0, 0,
+                                      0,   0,   0,   0,   0, 0, 0, 0, 70, 0, 0, 0, 0, 0, 0, 0};
     long_name.resize(long_name.size() + 70, 'n');
     const uint8_t info[] = {1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     long_name.insert(long_name.end(), info, info + sizeof info);  // n_dims 1, ne 1, F32, offset 0
@@ -392,7 +395,9 @@ TEST(GgufApi, MalformedFilesReturnNull) {
     }
     EXPECT_EQ(gguf_init_from_file(temp_file("missing.gguf").c_str(), {true, nullptr}), nullptr);
     EXPECT_NE(last_error().find("cannot open"), std::string::npos) << last_error();
-    const gguf_reader_callback_t too_much = [](void *, void *, uint64_t, size_t size) -> size_t { return size + 1; };
+    const gguf_reader_callback_t too_much = [](void *, void *, uint64_t, size_t size) -> size_t {
+        return size + 1;
+    };
     EXPECT_EQ(gguf_init_from_callback(too_much, nullptr, 0, 0, {true, nullptr}), nullptr);
     EXPECT_NE(last_error().find("the callback returned"), std::string::npos) << last_error();
     EXPECT_EQ(gguf_init_from_callback(nullptr, nullptr, 0, 0, {true, nullptr}), nullptr);
@@ -407,7 +412,8 @@ TEST(GgufApi, WriteFailuresReturnFalse) {
     EXPECT_FALSE(gguf_write_to_file(ctx.get(), temp_file("nodata.gguf").c_str(), false));
     EXPECT_NE(last_error().find("tensor 'w.f32' has no data"), std::string::npos) << last_error();
     EXPECT_FALSE(std::filesystem::exists(temp_file("nodata.gguf")));
-    EXPECT_TRUE(gguf_write_to_file(ctx.get(), temp_file("nodata.gguf").c_str(), true));  // metadata needs none
+    EXPECT_TRUE(
+        gguf_write_to_file(ctx.get(), temp_file("nodata.gguf").c_str(), true));  // metadata needs none
     std::filesystem::remove(temp_file("nodata.gguf"));
     EXPECT_FALSE(gguf_write_to_file(ctx.get(), "/nonexistent-dir/x.gguf", true));
     EXPECT_NE(last_error().find("cannot create"), std::string::npos) << last_error();
@@ -418,8 +424,8 @@ TEST(GgufApi, MisuseReportsInTheReturningMode) {
     const Tensors tensors;
     Gguf ctx = full_context(tensors);
     gguf_context * c = ctx.get();
-    const int64_t u8 = gguf_find_key(c, "u8"), str = gguf_find_key(c, "str"), arr = gguf_find_key(c, "arr.i32"),
-                  strs = gguf_find_key(c, "arr.str");
+    const int64_t u8 = gguf_find_key(c, "u8"), str = gguf_find_key(c, "str"),
+                  arr = gguf_find_key(c, "arr.i32"), strs = gguf_find_key(c, "arr.str");
     struct Case {
         bool (*call)(gguf_context *, int64_t, int64_t, int64_t, int64_t);
         const char * needle;
@@ -429,7 +435,8 @@ TEST(GgufApi, MisuseReportsInTheReturningMode) {
          "gguf_get_val_i8: key 'u8' has type u8, not i8"},
         {[](gguf_context * x, auto, auto, auto, auto) { return gguf_get_val_u8(x, 99) == 0; },
          "gguf_get_val_u8: key_id 99 is out of range (14 pairs)"},
-        {[](gguf_context * x, auto, auto, auto, auto) { return gguf_get_key(x, -1) == nullptr; }, "key_id -1"},
+        {[](gguf_context * x, auto, auto, auto, auto) { return gguf_get_key(x, -1) == nullptr; },
+         "key_id -1"},
         {[](gguf_context * x, auto, auto, auto, auto) { return gguf_get_kv_type(x, 14) == GGUF_TYPE_COUNT; },
          "gguf_get_kv_type: key_id 14"},
         {[](gguf_context * x, auto, int64_t s, auto, auto) { return gguf_get_val_data(x, s) == nullptr; },
@@ -438,7 +445,9 @@ TEST(GgufApi, MisuseReportsInTheReturningMode) {
          "key 'arr.i32' has type arr of i32, not str"},
         {[](gguf_context * x, int64_t k, auto, auto, auto) { return gguf_get_arr_n(x, k) == 0; },
          "gguf_get_arr_n: key 'u8' has type u8, not an array"},
-        {[](gguf_context * x, int64_t k, auto, auto, auto) { return gguf_get_arr_type(x, k) == GGUF_TYPE_COUNT; },
+        {[](gguf_context * x, int64_t k, auto, auto, auto) {
+             return gguf_get_arr_type(x, k) == GGUF_TYPE_COUNT;
+         },
          "gguf_get_arr_type: key 'u8'"},
         {[](gguf_context * x, auto, auto, auto, int64_t s) { return gguf_get_arr_data(x, s) == nullptr; },
          "has type arr of str, not an array of fixed-size values"},
@@ -448,9 +457,14 @@ TEST(GgufApi, MisuseReportsInTheReturningMode) {
          "gguf_get_arr_str: index 3 is out of range (key 'arr.str' has 3 strings)"},
         {[](gguf_context * x, auto, auto, auto, auto) { return gguf_get_tensor_name(x, 8) == nullptr; },
          "gguf_get_tensor_name: tensor_id 8 is out of range (8 tensors)"},
-        {[](gguf_context * x, auto, auto, auto, auto) { return gguf_get_tensor_offset(x, -1) == 0; }, "tensor_id -1"},
-        {[](gguf_context * x, auto, auto, auto, auto) { return gguf_get_tensor_type(x, 9) == GGML_TYPE_COUNT; },
+        {[](gguf_context * x, auto, auto, auto, auto) { return gguf_get_tensor_offset(x, -1) == 0; },
+         "tensor_id -1"},
+        {[](gguf_context * x, auto, auto, auto, auto) {
+             return gguf_get_tensor_type(x, 9) == GGML_TYPE_COUNT;
+         },
          "gguf_get_tensor_type: tensor_id 9"},
+        {[](gguf_context * x, auto, auto, auto, auto) { return gguf_get_tensor_ne(x, 8) == nullptr; },
+         "gguf_get_tensor_ne: tensor_id 8"},
         {[](gguf_context * x, auto, auto, auto, auto) { return gguf_get_tensor_size(x, 9) == 0; },
          "gguf_get_tensor_size: tensor_id 9"},
         {[](gguf_context * x, auto, auto, auto, auto) { return gguf_find_key(x, nullptr) == -1; },
@@ -462,7 +476,8 @@ TEST(GgufApi, MisuseReportsInTheReturningMode) {
     };
     for (const Case & k : cases) {
         EXPECT_TRUE(k.call(c, u8, str, arr, strs)) << k.needle;
-        EXPECT_NE(last_error().find(k.needle), std::string::npos) << last_error() << "\nexpected: " << k.needle;
+        EXPECT_NE(last_error().find(k.needle), std::string::npos)
+            << last_error() << "\nexpected: " << k.needle;
     }
     struct Change {
         void (*call)(gguf_context *, const ggml_tensor *);
@@ -473,9 +488,12 @@ TEST(GgufApi, MisuseReportsInTheReturningMode) {
          "gguf_add_tensor: duplicate tensor name 'w.f32'"},
         {[](gguf_context * x, const ggml_tensor *) { gguf_set_val_u32(x, GGUF_KEY_GENERAL_ALIGNMENT, 48); },
          "general.alignment must be an integer power of two"},
-        {[](gguf_context * x, const ggml_tensor *) { gguf_set_val_f32(x, GGUF_KEY_GENERAL_ALIGNMENT, 32.0f); },
+        {[](gguf_context * x, const ggml_tensor *) {
+             gguf_set_val_f32(x, GGUF_KEY_GENERAL_ALIGNMENT, 32.0f);
+         },
          "general.alignment must be an integer power of two, not f32"},
-        {[](gguf_context * x, const ggml_tensor *) { gguf_set_val_u32(x, "", 1); }, "the key is NULL or empty"},
+        {[](gguf_context * x, const ggml_tensor *) { gguf_set_val_u32(x, "", 1); },
+         "the key is NULL or empty"},
         {[](gguf_context * x, const ggml_tensor *) { gguf_set_val_str(x, "s", nullptr); },
          "gguf_set_val_str: val is NULL"},
         {[](gguf_context * x, const ggml_tensor *) { gguf_set_arr_data(x, "a", GGUF_TYPE_STRING, "", 1); },
@@ -498,7 +516,8 @@ TEST(GgufApi, MisuseReportsInTheReturningMode) {
     const int64_t n_kv = gguf_get_n_kv(c), n_tensors = gguf_get_n_tensors(c);
     for (const Change & k : changes) {
         k.call(c, tensors.list[0]);
-        EXPECT_NE(last_error().find(k.needle), std::string::npos) << last_error() << "\nexpected: " << k.needle;
+        EXPECT_NE(last_error().find(k.needle), std::string::npos)
+            << last_error() << "\nexpected: " << k.needle;
         EXPECT_EQ(gguf_get_n_kv(c), n_kv) << k.needle;
         EXPECT_EQ(gguf_get_n_tensors(c), n_tensors) << k.needle;
     }
