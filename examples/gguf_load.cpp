@@ -44,7 +44,8 @@ bool read_tensor_data(const char * path, const gguf_context * gguf, ggml_context
         ggml_tensor * t = ggml_get_tensor(meta, gguf_get_tensor_name(gguf, i));
         bytes.resize(gguf_get_tensor_size(gguf, i));
         const long at = static_cast<long>(gguf_get_data_offset(gguf) + gguf_get_tensor_offset(gguf, i));
-        ok = t && std::fseek(f, at, SEEK_SET) == 0 && std::fread(bytes.data(), 1, bytes.size(), f) == bytes.size();
+        ok = t && std::fseek(f, at, SEEK_SET) == 0 &&
+             std::fread(bytes.data(), 1, bytes.size(), f) == bytes.size();
         if (ok) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
     }
     std::fclose(f);
@@ -67,8 +68,8 @@ int main(int argc, char ** argv) {
     std::printf("architecture: %s, %lld tensors\n", arch >= 0 ? gguf_get_val_str(gguf, arch) : "?",
                 static_cast<long long>(gguf_get_n_tensors(gguf)));
     for (ggml_tensor * t = ggml_get_first_tensor(meta); t; t = ggml_get_next_tensor(meta, t))
-        std::printf("  %s: %s [%lld, %lld]\n", t->name, ggml_type_name(t->type), static_cast<long long>(t->ne[0]),
-                    static_cast<long long>(t->ne[1]));
+        std::printf("  %s: %s [%lld, %lld]\n", t->name, ggml_type_name(t->type),
+                    static_cast<long long>(t->ne[0]), static_cast<long long>(t->ne[1]));
 
     ggml_backend_t backend = ggml_backend_cpu_init();
     ggml_backend_buffer_t weights = ggml_backend_alloc_ctx_tensors(meta, backend);
@@ -76,8 +77,8 @@ int main(int argc, char ** argv) {
 
     ggml_context * ctx = ggml_init({.mem_size = 1 << 20, .mem_buffer = nullptr, .no_alloc = true});
     ggml_tensor * x = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 3);
-    ggml_tensor * y =
-        ggml_add(ctx, ggml_mul_mat(ctx, ggml_get_tensor(meta, "linear.weight"), x), ggml_get_tensor(meta, "linear.bias"));
+    ggml_tensor * y = ggml_add(ctx, ggml_mul_mat(ctx, ggml_get_tensor(meta, "linear.weight"), x),
+                               ggml_get_tensor(meta, "linear.bias"));
     ggml_cgraph * graph = ggml_new_graph(ctx);
     ggml_build_forward_expand(graph, y);
     ggml_backend_buffer_t activations = ggml_backend_alloc_ctx_tensors(ctx, backend);

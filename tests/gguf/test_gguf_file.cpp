@@ -781,6 +781,26 @@ TEST(Gguf, DISABLED_WriteCorpus) {
         save("valid_all_types.gguf", out);
     }
     {
+        // Every tensor type and scalar value type, without the nesting gguf.h refuses: the public
+        // API's read, get and write-back path.
+        Writer w(64);
+        std::vector<std::vector<uint8_t>> storage;
+        add_all_tensors(w, storage);
+        w.add_i8("i8", -1);
+        w.add_u16("u16", 2);
+        w.add_u32("u32", 3);
+        w.add_i32("i32", -4);
+        w.add_i64("i64", -5);
+        w.add_f32("f32", 0.25f);
+        const std::vector<std::string> s = {"a", "bc"};
+        w.add_string_array("strings", s);
+        const float f[] = {1.0f, -2.0f};
+        w.add_array("f32s", std::span<const float>(f));
+        std::vector<uint8_t> out;
+        w.write_to(&out, nullptr);
+        save("valid_public_api.gguf", out);
+    }
+    {
         Writer w;
         w.add_u8("u8", 1);
         w.add_i16("i16", -2);
