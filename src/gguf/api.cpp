@@ -231,6 +231,11 @@ std::vector<uint8_t> scalar_bytes(const Value & v) {
 // The pair of a key/value the reader read; false with the reason for one gguf.h cannot hold.
 bool pair_from(const ggx::gguf::KeyValue & kv, size_t index, Pair * p, std::string * why) {
     p->key = std::string(kv.key);
+    if (p->key.find('\0') != std::string::npos) {
+        *why = "kv " + std::to_string(index) +
+               ": the key contains a NUL byte, which gguf.h's C strings cannot hold";
+        return false;
+    }
     const Value & v = kv.value;
     p->type = static_cast<gguf_type>(v.type);
     if (v.type == ValueType::STRING) {
@@ -290,6 +295,12 @@ gguf_context * context_from(const File & f, gguf_init_params params, const char 
     }
     for (size_t k = 0; k < f.tensors().size(); ++k) {
         const ggx::gguf::Tensor & t = f.tensors()[k];
+        if (t.name.find('\0') != std::string_view::npos) {
+            delete ctx;
+            return input_error(function,
+                               "gguf: tensor " + std::to_string(k) +
+                                   ": the name contains a NUL byte, which gguf.h's C strings cannot hold");
+        }
         if (t.name.size() >= GGML_MAX_NAME) {
             delete ctx;
             return input_error(function, "gguf: tensor " + std::to_string(k) + " '" + std::string(t.name) +

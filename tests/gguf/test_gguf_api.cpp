@@ -379,12 +379,16 @@ TEST(GgufApi, MalformedFilesReturnNull) {
     while (long_name.size() % 32)
         long_name.push_back(0);
     long_name.resize(long_name.size() + 4, 0);
+    const std::vector<uint8_t> nul_key = {'G', 'G', 'U', 'F', 3,   0, 0,   0, 0, 0, 0, 0, 0, 0,
+                                          0,   0,   1,   0,   0,   0, 0,   0, 0, 0, 3, 0, 0, 0,
+                                          0,   0,   0,   0,   'a', 0, 'b', 0, 0, 0, 0, 7};  // u8 7
     const Case cases[] = {
         {{'G', 'G', 'U'}, "truncated: magic"},
         {{'G', 'G', 'U', 'X', 3, 0, 0, 0}, "bad magic"},
         {{'G', 'G', 'U', 'F', 9, 0, 0, 0}, "unsupported version 9"},
         {nested, "arrays of arrays are not supported by gguf.h"},
         {long_name, "the name has 70 bytes, a ggml tensor name at most 63"},
+        {nul_key, "kv 0: the key contains a NUL byte"},
     };
     for (const Case & c : cases) {
         ggml_context * made = reinterpret_cast<ggml_context *>(1);
