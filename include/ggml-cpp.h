@@ -1,6 +1,5 @@
 /* ggx — C++ ownership of ggml objects: std::unique_ptr aliases whose deleters call the matching
- * free function (ggml_free, ggml_gallocr_free, ggml_backend_free, ...). C++ only. gguf_context_ptr
- * comes with gguf.h. */
+ * free function (ggml_free, ggml_gallocr_free, ggml_backend_free, gguf_free, ...). C++ only. */
 #ifndef GGML_CPP_H
 #define GGML_CPP_H
 
@@ -13,7 +12,11 @@
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml.h"
+#include "gguf.h"
 
+struct gguf_context_deleter {
+    void operator()(gguf_context * ctx) const { gguf_free(ctx); }
+};
 struct ggml_context_deleter {
     void operator()(ggml_context * ctx) const { ggml_free(ctx); }
 };
@@ -33,6 +36,7 @@ struct ggml_backend_sched_deleter {
     void operator()(ggml_backend_sched_t sched) const { ggml_backend_sched_free(sched); }
 };
 
+typedef std::unique_ptr<gguf_context, gguf_context_deleter> gguf_context_ptr;
 typedef std::unique_ptr<ggml_context, ggml_context_deleter> ggml_context_ptr;
 typedef std::unique_ptr<ggml_gallocr, ggml_gallocr_deleter> ggml_gallocr_ptr;
 typedef std::unique_ptr<ggml_backend, ggml_backend_deleter> ggml_backend_ptr;

@@ -1,5 +1,5 @@
 # Configures a clang build with GGX_FUZZ=ON (libFuzzer + ASan + UBSan) in WORK_DIR, builds only the
-# libraries, ggx_gguf and the fuzz target NAME, and runs it for SECONDS over a fresh copy of CORPUS
+# libraries (with the GGUF sources instrumented) and the fuzz target NAME, and runs it for SECONDS over a fresh copy of CORPUS
 # (the repo's corpus is never modified). New crashes are written to WORK_DIR/artifacts.
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)

@@ -30,7 +30,6 @@
 #include <vector>
 
 #include "common/plan_steps.h"
-#include "gguf.h"
 #include "ggx-run/model.h"
 #include "ggx-run/report.h"
 #include "sd-ggml-ext.h"
@@ -244,8 +243,8 @@ struct Progressor {
     void step(const std::string & phase) { bar.set(phase, done++); }
 };
 
-bool run_variant(const Options & o, const Backends & b, bool ext, const ggx::gguf::File * file,
-                 VariantResult & v, Progressor & progress, std::string & error) {
+bool run_variant(const Options & o, const Backends & b, bool ext, const ModelFile * file, VariantResult & v,
+                 Progressor & progress, std::string & error) {
     const char * label = ext ? "ext on" : "ext off";
     set_ext_enabled(b, ext);
     v.ext = ext;
@@ -359,10 +358,10 @@ int main(int argc, char ** argv) {
     Options o;
     if (const int rc = parse(argc, argv, o)) return rc == 1 ? 0 : 2;
     std::string error;
-    std::unique_ptr<ggx::gguf::File> file;
+    std::unique_ptr<ModelFile> file;
     if (!o.model_path.empty()) {
-        file = ggx::gguf::File::open(o.model_path, &error);
-        if (!file || !config_from_gguf(*file, o.cfg, error)) {
+        file = std::make_unique<ModelFile>();
+        if (!file->open(o.model_path, error) || !config_from_gguf(*file, o.cfg, error)) {
             std::fprintf(stderr, "ggx-run: %s: %s\n", o.model_path.c_str(), error.c_str());
             return 2;
         }

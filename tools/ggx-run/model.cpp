@@ -1,14 +1,14 @@
 #include "ggx-run/model.h"
 
 #include <ggml-alloc.h>
+#include <gguf.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <span>
+#include <optional>
 
-#include "gguf.h"
 #include "sd-ggml-ext.h"
 
 namespace ggx::run {
@@ -220,8 +220,8 @@ std::string shape_text(const int64_t * ne, int n) {
 
 // Copies p's values from the file, checking type and shape. For the ext-off variant of INT8 weights
 // the I8 codes and the row scales are dequantized and rotated back to the input basis.
-bool load(const Pending & p, const gguf::File & file, WeightType type, bool ext, std::string & error) {
-    const gguf::Tensor * t = file.find(p.name);
+bool load(const Pending & p, const ModelFile & file, WeightType type, bool ext, std::string & error) {
+    const ggml_tensor * t = ggml_get_tensor(file.tensors.get(), p.name.c_str());
     if (!t) {
         error = "the model has no tensor '" + p.name + "'";
         return false;
@@ -231,15 +231,15 @@ bool load(const Pending & p, const gguf::File & file, WeightType type, bool ext,
     const ggml_type want = dequantize ? GGML_TYPE_I8 : p.tensor->type;
     const int64_t ne[2] = {k, n};
     if (t->type != want || t->ne[0] != k || t->ne[1] != n || t->ne[2] != 1 || t->ne[3] != 1) {
-        error = "tensor '" + p.name + "' is " + ggml_type_name(t->type) + " " + shape_text(t->ne, t->n_dims) +
-                ", expected " + ggml_type_name(want) + " " +
+        error = "tensor '" + p.name + "' is " + ggml_type_name(t->type) + " " +
+                shape_text(t->ne, ggml_n_dims(t)) + ", expected " + ggml_type_name(want) + " " +
                 shape_text(ne, p.kind == Pending::kMatrix ? 2 : 1);
         return false;
     }
     if (p.kind == Pending::kMatrix && type == WeightType::Int8ConvRot) {
         const std::string module = p.name.substr(0, p.name.size() - std::string(".weight").size());
-        const gguf::Tensor * cq = file.find(module + ".comfy_quant");
-        const std::string json = cq ? std::string(static_cast<const char *>(cq->data), cq->bytes) : "";
+        const ggml_tensor * cq = ggml_get_tensor(file.tensors.get(), (module + ".comfy_quant").c_str());
+        const std::string json = cq ? std::string(static_cast<const char *>(cq->data), ggml_nbytes(cq)) : "";
         const size_t at = json.find("\"convrot_groupsize\":");
         const int group = at == std::string::npos ? -1 : std::atoi(json.c_str() + at + 20);
         if (group != p.group) {
@@ -248,10 +248,10 @@ bool load(const Pending & p, const gguf::File & file, WeightType type, bool ext,
             return false;
         }
     }
-    const gguf::Tensor * s = nullptr;
+    const ggml_tensor * s = nullptr;
     if (p.scale || dequantize) {
-        s = file.find(p.name + "_scale");
-        if (!s || s->type != GGML_TYPE_F32 || s->nelements() != n) {
+        s = ggml_get_tensor(file.tensors.get(), (p.name + "_scale").c_str());
+        if (!s || s->type != GGML_TYPE_F32 || ggml_nelements(s) != n) {
             error =
                 "tensor '" + p.name + "_scale' is missing or not F32 with " + std::to_string(n) + " values";
             return false;
@@ -300,7 +300,7 @@ void convrot_rows(float * row, int64_t n, int g) {
 }
 
 bool create_model(Model & m, const ModelConfig & cfg, bool ext, ggml_backend_t backend, std::string & error,
-                  const gguf::File * file) {
+                  const ModelFile * file) {
     m.cfg = cfg;
     m.ext = ext;
     const size_t n_tensors = 16 + static_cast<size_t>(cfg.layers) * 24;
@@ -427,8 +427,9 @@ struct GraphBuilder {
 bool build_forward(Forward & f, const Model & m, std::string & error) {
     const ModelConfig & c = m.cfg;
     const size_t graph_size = 256 + static_cast<size_t>(c.layers) * 160;
-    f.ctx = ggml_init(
-        {ggml_tensor_overhead() * graph_size * 2 + ggml_graph_overhead_custom(graph_size, false), nullptr, true});
+    f.ctx =
+        ggml_init({ggml_tensor_overhead() * graph_size * 2 + ggml_graph_overhead_custom(graph_size, false),
+                   nullptr, true});
     if (!f.ctx) {
         error = "ggml_init failed";
         return false;
@@ -480,27 +481,37 @@ bool export_model(const Model & m, const std::string & path, std::string & error
         return false;
     }
     const ModelConfig & c = m.cfg;
-    gguf::Writer w;
-    w.add_string("general.architecture", kArch);
-    w.add_string("general.name", "ggx-run built-in DiT (synthetic weights)");
-    w.add_u32("ggx-dit.block_count", static_cast<uint32_t>(c.layers));
-    w.add_u32("ggx-dit.hidden_size", static_cast<uint32_t>(c.hidden));
-    w.add_u32("ggx-dit.head_count", static_cast<uint32_t>(c.heads));
-    w.add_u32("ggx-dit.ffn_size", static_cast<uint32_t>(c.ffn));
-    w.add_u32("ggx-dit.patch_dim", static_cast<uint32_t>(c.patch_dim));
-    w.add_u32("ggx-dit.time_dim", static_cast<uint32_t>(c.time_dim));
-    w.add_f32("ggx-dit.rope.theta", c.rope_theta);
+    gguf_context_ptr out(gguf_init_empty());
+    gguf_context * g = out.get();
+    gguf_set_val_str(g, "general.architecture", kArch);
+    gguf_set_val_str(g, "general.name", "ggx-run built-in DiT (synthetic weights)");
+    gguf_set_val_u32(g, "ggx-dit.block_count", static_cast<uint32_t>(c.layers));
+    gguf_set_val_u32(g, "ggx-dit.hidden_size", static_cast<uint32_t>(c.hidden));
+    gguf_set_val_u32(g, "ggx-dit.head_count", static_cast<uint32_t>(c.heads));
+    gguf_set_val_u32(g, "ggx-dit.ffn_size", static_cast<uint32_t>(c.ffn));
+    gguf_set_val_u32(g, "ggx-dit.patch_dim", static_cast<uint32_t>(c.patch_dim));
+    gguf_set_val_u32(g, "ggx-dit.time_dim", static_cast<uint32_t>(c.time_dim));
+    gguf_set_val_f32(g, "ggx-dit.rope.theta", c.rope_theta);
     const int32_t axes[3] = {c.axes_dim[0], c.axes_dim[1], c.axes_dim[2]};
-    w.add_array("ggx-dit.rope.axes_dim", std::span<const int32_t>(axes, 3));
-    w.add_string("ggx-dit.weight_type", weight_type_name(c.weights));
-    w.add_u64("ggx-dit.seed", c.seed);
-    std::vector<std::vector<uint8_t>> data;  // must outlive w.write
+    gguf_set_arr_data(g, "ggx-dit.rope.axes_dim", GGUF_TYPE_INT32, axes, 3);
+    gguf_set_val_str(g, "ggx-dit.weight_type", weight_type_name(c.weights));
+    gguf_set_val_u64(g, "ggx-dit.seed", c.seed);
+    // The file's tensors, under their GGUF names, with host copies of their data (until written).
+    ggml_context_ptr infos(ggml_init({ggml_tensor_overhead() * m.named.size() * 2, nullptr, true}));
+    std::vector<std::vector<uint8_t>> data;
     data.reserve(m.named.size() * 2);
+    auto add = [&](const std::string & name, ggml_type type, const int64_t * ne, std::vector<uint8_t> bytes) {
+        ggml_tensor * t = ggml_new_tensor(infos.get(), type, ne[1] > 1 ? 2 : 1, ne);
+        ggml_set_name(t, name.c_str());
+        data.push_back(std::move(bytes));
+        gguf_add_tensor(g, t);
+        gguf_set_tensor_data(g, name.c_str(), data.back().data());
+    };
     for (const Model::Named & n : m.named) {
         const ggml_tensor * t = n.tensor;
-        data.emplace_back(ggml_nbytes(t));
-        ggml_backend_tensor_get(t, data.back().data(), 0, data.back().size());
-        w.add_tensor(n.name, t->type, t->ne[1] > 1 ? 2 : 1, t->ne, data.back().data(), data.back().size());
+        std::vector<uint8_t> bytes(ggml_nbytes(t));
+        ggml_backend_tensor_get(t, bytes.data(), 0, bytes.size());
+        add(n.name, t->type, t->ne, std::move(bytes));
         const std::string suffix = ".weight";
         if (t->type == GGML_TYPE_I8 && n.name.ends_with(suffix)) {
             // ComfyUI's int8_tensorwise marker (sd-ops.md 3.1): the JSON bytes, as I8 (GGUF has no U8
@@ -508,25 +519,144 @@ bool export_model(const Model & m, const std::string & path, std::string & error
             const std::string json =
                 "{\"format\":\"int8_tensorwise\",\"convrot\":" + std::string(n.group > 1 ? "true" : "false") +
                 ",\"convrot_groupsize\":" + std::to_string(n.group) + "}";
-            data.emplace_back(json.begin(), json.end());
-            const int64_t ne[1] = {static_cast<int64_t>(json.size())};
-            w.add_tensor(n.name.substr(0, n.name.size() - suffix.size()) + ".comfy_quant", GGML_TYPE_I8, 1,
-                         ne, data.back().data(), data.back().size());
+            const int64_t ne[2] = {static_cast<int64_t>(json.size()), 1};
+            add(n.name.substr(0, n.name.size() - suffix.size()) + ".comfy_quant", GGML_TYPE_I8, ne,
+                std::vector<uint8_t>(json.begin(), json.end()));
         }
     }
-    return w.write(path, &error);
+    if (gguf_write_to_file(g, path.c_str(), false)) return true;
+    error = ggml_backend_get_last_error();
+    return false;
 }
 
-bool config_from_gguf(const gguf::File & file, ModelConfig & cfg, std::string & error) {
-    const auto arch = file.get_string("general.architecture", &error);
+bool ModelFile::open(const std::string & path, std::string & error) {
+    ggml_context * data = nullptr;
+    gguf.reset(gguf_init_from_file(path.c_str(), {false, &data}));
+    tensors.reset(data);
+    if (!gguf) error = ggml_backend_get_last_error();
+    return gguf != nullptr;
+}
+
+namespace {
+
+// An integer of type at p; nullopt when the type is not an integer (or a u64 past INT64_MAX).
+std::optional<int64_t> integer_at(gguf_type type, const void * p) {
+    auto load = [p](auto v) {
+        std::memcpy(&v, p, sizeof v);
+        return v;
+    };
+    switch (type) {
+        case GGUF_TYPE_UINT8:
+            return load(uint8_t{});
+        case GGUF_TYPE_INT8:
+            return load(int8_t{});
+        case GGUF_TYPE_UINT16:
+            return load(uint16_t{});
+        case GGUF_TYPE_INT16:
+            return load(int16_t{});
+        case GGUF_TYPE_UINT32:
+            return load(uint32_t{});
+        case GGUF_TYPE_INT32:
+            return load(int32_t{});
+        case GGUF_TYPE_INT64:
+            return load(int64_t{});
+        case GGUF_TYPE_UINT64: {
+            const uint64_t v = load(uint64_t{});
+            if (v > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+            return static_cast<int64_t>(v);
+        }
+        default:
+            return std::nullopt;
+    }
+}
+
+// The id of key, or -1 with error saying it is absent.
+int64_t key_id(const gguf_context * g, const char * key, std::string & error) {
+    const int64_t id = gguf_find_key(g, key);
+    if (id < 0) error = "absent";
+    return id;
+}
+
+std::string type_of(const gguf_context * g, int64_t id) {
+    const gguf_type type = gguf_get_kv_type(g, id);
+    if (type != GGUF_TYPE_ARRAY) return gguf_type_name(type);
+    return std::string("arr of ") + gguf_type_name(gguf_get_arr_type(g, id));
+}
+
+std::optional<std::string> get_string(const gguf_context * g, const char * key, std::string & error) {
+    const int64_t id = key_id(g, key, error);
+    if (id < 0) return std::nullopt;
+    if (gguf_get_kv_type(g, id) != GGUF_TYPE_STRING) {
+        error = "has type " + type_of(g, id) + ", expected str";
+        return std::nullopt;
+    }
+    return gguf_get_val_str(g, id);
+}
+
+std::optional<int64_t> get_int(const gguf_context * g, const char * key, std::string & error) {
+    const int64_t id = key_id(g, key, error);
+    if (id < 0) return std::nullopt;
+    const gguf_type type = gguf_get_kv_type(g, id);
+    const std::optional<int64_t> v = type == GGUF_TYPE_ARRAY || type == GGUF_TYPE_STRING
+                                         ? std::nullopt
+                                         : integer_at(type, gguf_get_val_data(g, id));
+    if (!v) error = "has type " + type_of(g, id) + ", expected an integer";
+    return v;
+}
+
+std::optional<double> get_float(const gguf_context * g, const char * key, std::string & error) {
+    const int64_t id = key_id(g, key, error);
+    if (id < 0) return std::nullopt;
+    const gguf_type type = gguf_get_kv_type(g, id);
+    if (type == GGUF_TYPE_FLOAT32) return gguf_get_val_f32(g, id);
+    if (type == GGUF_TYPE_FLOAT64) return gguf_get_val_f64(g, id);
+    error = "has type " + type_of(g, id) + ", expected f32 or f64";
+    return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> get_int_array(const gguf_context * g, const char * key,
+                                                  std::string & error) {
+    const int64_t id = key_id(g, key, error);
+    if (id < 0) return std::nullopt;
+    const gguf_type element =
+        gguf_get_kv_type(g, id) == GGUF_TYPE_ARRAY ? gguf_get_arr_type(g, id) : GGUF_TYPE_COUNT;
+    const bool integers = element != GGUF_TYPE_COUNT && element != GGUF_TYPE_STRING &&
+                          element != GGUF_TYPE_BOOL && element != GGUF_TYPE_FLOAT32 &&
+                          element != GGUF_TYPE_FLOAT64;
+    if (!integers) {
+        error = "has type " + type_of(g, id) + ", expected an array of integers";
+        return std::nullopt;
+    }
+    const size_t size = element == GGUF_TYPE_UINT8 || element == GGUF_TYPE_INT8     ? 1
+                        : element == GGUF_TYPE_UINT16 || element == GGUF_TYPE_INT16 ? 2
+                        : element == GGUF_TYPE_UINT32 || element == GGUF_TYPE_INT32 ? 4
+                                                                                    : 8;
+    std::vector<int64_t> out;
+    const auto * bytes = static_cast<const uint8_t *>(gguf_get_arr_data(g, id));
+    for (size_t k = 0; k < gguf_get_arr_n(g, id); ++k) {
+        const std::optional<int64_t> v = integer_at(element, bytes + k * size);
+        if (!v) {
+            error = "element " + std::to_string(k) + " does not fit int64";
+            return std::nullopt;
+        }
+        out.push_back(*v);
+    }
+    return out;
+}
+
+}  // namespace
+
+bool config_from_gguf(const ModelFile & file, ModelConfig & cfg, std::string & error) {
+    const gguf_context * g = file.gguf.get();
+    const auto arch = get_string(g, "general.architecture", error);
     if (!arch || *arch != kArch) {
         error = "general.architecture: " + (arch ? "'" + std::string(*arch) + "'" : error) + ", expected '" +
                 kArch + "'";
         return false;
     }
     const auto get = [&](const char * key, int & out) {
-        const auto v = file.get_uint(key, &error);
-        if (!v || *v < 1 || *v > (1u << 20)) {
+        const auto v = get_int(g, key, error);
+        if (!v || *v < 1 || *v > (1 << 20)) {
             error = std::string(key) + ": " + (v ? "out of range" : error);
             return false;
         }
@@ -537,13 +667,13 @@ bool config_from_gguf(const gguf::File & file, ModelConfig & cfg, std::string & 
         !get("ggx-dit.head_count", cfg.heads) || !get("ggx-dit.ffn_size", cfg.ffn) ||
         !get("ggx-dit.patch_dim", cfg.patch_dim) || !get("ggx-dit.time_dim", cfg.time_dim))
         return false;
-    const auto theta = file.get_float("ggx-dit.rope.theta", &error);
+    const auto theta = get_float(g, "ggx-dit.rope.theta", error);
     if (!theta || !(*theta > 0.0)) {
         error = "ggx-dit.rope.theta: " + (theta ? std::string("not positive") : error);
         return false;
     }
     cfg.rope_theta = static_cast<float>(*theta);
-    const auto axes = file.get_int_array("ggx-dit.rope.axes_dim", &error);
+    const auto axes = get_int_array(g, "ggx-dit.rope.axes_dim", error);
     if (!axes || axes->size() != 3) {
         error = "ggx-dit.rope.axes_dim: " + (axes ? std::string("needs 3 values") : error);
         return false;
@@ -555,7 +685,7 @@ bool config_from_gguf(const gguf::File & file, ModelConfig & cfg, std::string & 
         }
         cfg.axes_dim[i] = static_cast<int>((*axes)[static_cast<size_t>(i)]);
     }
-    const auto type = file.get_string("ggx-dit.weight_type", &error);
+    const auto type = get_string(g, "ggx-dit.weight_type", error);
     if (!type || !parse_weight_type(std::string(*type), cfg.weights)) {
         error = "ggx-dit.weight_type: " + (type ? "unknown '" + std::string(*type) + "'" : error);
         return false;

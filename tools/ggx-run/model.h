@@ -11,6 +11,7 @@
 #pragma once
 
 #include <ggml-backend.h>
+#include <ggml-cpp.h>
 #include <ggml.h>
 
 #include <cstdint>
@@ -18,11 +19,15 @@
 #include <unordered_map>
 #include <vector>
 
-namespace ggx::gguf {
-class File;
-}
-
 namespace ggx::run {
+
+// A model file read through gguf.h: its metadata, and a ggml_context holding every tensor's data.
+struct ModelFile {
+    gguf_context_ptr gguf;
+    ggml_context_ptr tensors;
+    // Reads path; false with gguf.h's message when it cannot be read or is malformed.
+    bool open(const std::string & path, std::string & error);
+};
 
 enum class WeightType { F32, F16, BF16, Q8_0, Int8ConvRot };
 
@@ -88,7 +93,7 @@ struct Model {
 // cfg.seed (both variants derive from the same F32 master weights), or from file when given (the
 // names, types and shapes export_model writes). false with a message on error.
 bool create_model(Model & model, const ModelConfig & cfg, bool ext, ggml_backend_t backend,
-                  std::string & error, const gguf::File * file = nullptr);
+                  std::string & error, const ModelFile * file = nullptr);
 
 // Writes the model (made for the ext variant) as GGUF: the configuration under "ggx-dit.*" and
 // every tensor by name; INT8 weights with their "<m>.weight_scale" and "<m>.comfy_quant".
@@ -96,7 +101,7 @@ bool export_model(const Model & model, const std::string & path, std::string & e
 
 // The configuration stored in a GGUF file written by export_model (tokens and seed are not part of
 // it); weights type from the file. false with a message when keys are missing or inconsistent.
-bool config_from_gguf(const gguf::File & file, ModelConfig & cfg, std::string & error);
+bool config_from_gguf(const ModelFile & file, ModelConfig & cfg, std::string & error);
 
 // Stages of the forward pass, for the profile's breakdown.
 inline constexpr const char * kStageLinear = "linears (+ bias, act. quantization)";

@@ -6,6 +6,7 @@
 #include <ggml-cpu.h>
 #include <ggml-graph.h>
 #include <ggml.h>
+#include <gguf.h>
 #include <stdio.h>
 #ifdef CONSUMER_HAS_VULKAN
 #include <ggml-vulkan.h>
@@ -22,6 +23,10 @@ static int headers_answer(void) {
     ggml_gallocr_t galloc = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
     ok = ok && galloc != NULL;
     ggml_gallocr_free(galloc);
+    struct gguf_context * gguf = gguf_init_empty();
+    gguf_set_val_u32(gguf, "general.alignment", 64);
+    ok = ok && gguf_get_n_kv(gguf) == 1 && gguf_get_alignment(gguf) == 64;
+    gguf_free(gguf);
 #ifdef CONSUMER_HAS_VULKAN
     ok = ok && ggml_backend_vk_get_device_count() >= 0;
 #endif
@@ -45,8 +50,8 @@ int main(void) {
         if (ggml_backend_graph_compute(cpu, graph) == GGML_STATUS_SUCCESS)
             ggml_backend_tensor_get(sum, result, 0, sizeof result);
     }
-    int ok = ggml_graph_is_valid(graph) && ggml_graph_n_nodes(graph) == 1 && result[3] == 8.0f &&
-             headers_answer();
+    int ok =
+        ggml_graph_is_valid(graph) && ggml_graph_n_nodes(graph) == 1 && result[3] == 8.0f && headers_answer();
     printf("consumer (C): %s\n", ok ? "ok" : "FAILED");
     ggml_backend_buffer_free(buffer);
     ggml_backend_free(cpu);

@@ -1,4 +1,4 @@
-// ggx's GGUF reader and writer (tools/gguf): round trips of every tensor and value type, and a suite of
+// ggx's GGUF reader and writer (src/gguf/file.h): round trips of every tensor and value type, and a suite of
 // malformed files (truncations at every byte, huge counts, bad lengths, shapes, types, alignments,
 // offsets, overlaps, duplicates, nesting) each of which must fail with an error naming the problem.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "gguf.h"
+#include "gguf/file.h"
 #include "support/test_util.h"
 
 namespace {
@@ -250,6 +250,40 @@ TEST(Gguf, RoundTripAlignment) {
     }
 }
 
+// general.alignment added as a pair is written in its place and sets the alignment.
+TEST(Gguf, AlignmentKeyKeepsItsPlace) {
+    Writer w;
+    w.add_string("a", "x");
+    w.add_u64("general.alignment", 64);
+    const std::vector<uint8_t> data = pattern(16, 1);
+    const int64_t ne[] = {4};
+    w.add_tensor("t", GGML_TYPE_F32, 1, ne, data.data(), data.size());
+    std::vector<uint8_t> bytes;
+    std::string error;
+    ASSERT_TRUE(w.write_to(&bytes, &error)) << error;
+    std::unique_ptr<File> f = expect_ok(bytes);
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(f->metadata().size(), 2u);
+    EXPECT_EQ(f->metadata()[1].key, "general.alignment");
+    EXPECT_EQ(f->alignment(), 64u);
+    EXPECT_EQ(f->data_offset() % 64, 0u);
+}
+
+// only_meta writes the bytes before the data section: a prefix of the whole file, up to its data.
+TEST(Gguf, OnlyMetaIsThePrefixBeforeTheData) {
+    Writer w;
+    std::vector<std::vector<uint8_t>> storage;
+    add_all_tensors(w, storage);
+    std::vector<uint8_t> full, meta;
+    std::string error;
+    ASSERT_TRUE(w.write_to(&full, &error)) << error;
+    ASSERT_TRUE(w.write_to(&meta, &error, true)) << error;
+    std::unique_ptr<File> f = expect_ok(full);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(meta.size(), f->data_offset());
+    EXPECT_TRUE(std::equal(meta.begin(), meta.end(), full.begin()));
+}
+
 TEST(Gguf, RoundTripEveryValueType) {
     Writer w;
     w.add_u8("u8", 200);
@@ -403,7 +437,17 @@ TEST(Gguf, WriterRefusesBadInput) {
              w.add_u32("k", 1);
              w.add_string("k", "x");
          }},
-        {"set_alignment", [](Writer & w, auto, auto, auto, auto) { w.add_u32("general.alignment", 64); }},
+        {"general.alignment 48 is not a nonzero power of two",
+         [](Writer & w, auto, auto, auto, auto) { w.add_u32("general.alignment", 48); }},
+        {"general.alignment must be an integer, not string",
+         [](Writer & w, auto, auto, auto, auto) { w.add_string("general.alignment", "64"); }},
+        {"alignment 16 differs from the general.alignment added, 64",
+         [](Writer & w, auto, auto, auto, auto) {
+             w.add_u32("general.alignment", 64);
+             w.set_alignment(16);
+         }},
+        {"tensor 't' has no data", [](Writer & w, auto, const int64_t * n, auto,
+                                      auto) { w.add_tensor("t", GGML_TYPE_F32, 1, n, nullptr, 64); }},
         {"alignment 3", [](Writer & w, auto, auto, auto, auto) { w.set_alignment(3); }},
         {"alignment 0", [](Writer & w, auto, auto, auto, auto) { w.set_alignment(0); }},
         {"fixed-size elements, not string",
@@ -735,6 +779,26 @@ TEST(Gguf, DISABLED_WriteCorpus) {
         std::vector<uint8_t> out;
         w.write_to(&out, nullptr);
         save("valid_all_types.gguf", out);
+    }
+    {
+        // Every tensor type and scalar value type, without the nesting gguf.h refuses: the public
+        // API's read, get and write-back path.
+        Writer w(64);
+        std::vector<std::vector<uint8_t>> storage;
+        add_all_tensors(w, storage);
+        w.add_i8("i8", -1);
+        w.add_u16("u16", 2);
+        w.add_u32("u32", 3);
+        w.add_i32("i32", -4);
+        w.add_i64("i64", -5);
+        w.add_f32("f32", 0.25f);
+        const std::vector<std::string> s = {"a", "bc"};
+        w.add_string_array("strings", s);
+        const float f[] = {1.0f, -2.0f};
+        w.add_array("f32s", std::span<const float>(f));
+        std::vector<uint8_t> out;
+        w.write_to(&out, nullptr);
+        save("valid_public_api.gguf", out);
     }
     {
         Writer w;

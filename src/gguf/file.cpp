@@ -1,5 +1,5 @@
 // ggx's GGUF reader and writer: see gguf.h and docs/gguf.md.
-#include "gguf.h"
+#include "gguf/file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -762,10 +762,31 @@ bool pad_to(Sink & sink, uint64_t offset) {
 
 Writer::Writer(size_t alignment) : alignment_(kDefaultAlignment) { set_alignment(alignment); }
 
+std::string Writer::add_alignment_key(ValueType type, const std::vector<uint8_t> & encoded) {
+    Value v;
+    if (value_type_size(type) == encoded.size()) decode_scalar(type, encoded.data(), &v);
+    v.type = type;
+    if (!v.is_integer())
+        return cat("gguf writer: ", kAlignmentKey, " must be an integer, not ", value_type_name(type));
+    if ((is_signed_int(type) && v.i <= 0) || v.u == 0 || !std::has_single_bit(v.u))
+        return cat("gguf writer: ", kAlignmentKey, " ",
+                   is_signed_int(type) ? std::to_string(v.i) : std::to_string(v.u),
+                   " is not a nonzero power of two");
+    alignment_ = static_cast<size_t>(v.u);
+    alignment_key_added_ = true;
+    return {};
+}
+
 void Writer::set_alignment(size_t alignment) {
+    std::string e;
     if (alignment == 0 || !std::has_single_bit(alignment) || alignment > UINT32_MAX) {
-        if (error_.empty())
-            error_ = cat("gguf writer: alignment ", alignment, " is not a nonzero power of two");
+        e = cat("gguf writer: alignment ", alignment, " is not a nonzero power of two");
+    } else if (alignment_key_added_ && alignment != alignment_) {
+        e = cat("gguf writer: alignment ", alignment, " differs from the ", kAlignmentKey, " added, ",
+                alignment_);
+    }
+    if (!e.empty()) {
+        if (error_.empty()) error_ = e;
         return;
     }
     alignment_ = alignment;
@@ -775,10 +796,10 @@ void Writer::add_kv(std::string_view key, ValueType type, std::vector<uint8_t> e
     std::string e;
     if (key.empty()) {
         e = "gguf writer: empty key";
-    } else if (key == kAlignmentKey) {
-        e = cat("gguf writer: ", kAlignmentKey, " is set through set_alignment");
     } else if (std::find(keys_.begin(), keys_.end(), key) != keys_.end()) {
         e = cat("gguf writer: duplicate key ", quote(key));
+    } else if (key == kAlignmentKey) {
+        e = add_alignment_key(type, encoded);
     }
     if (!e.empty()) {
         if (error_.empty()) error_ = e;
@@ -867,17 +888,27 @@ void Writer::add_tensor(std::string_view name, ggml_type type, int n_dims, const
         overflow = mul_overflow(expect, t.ne[d], &expect);
     if (overflow) return fail("byte size overflows");
     if (expect != bytes) return fail(cat(bytes, " bytes given, the type and shape need ", expect));
-    if (bytes > 0 && !data) return fail("no data");
     tensors_.push_back(std::move(t));
 }
 
+bool Writer::check(bool only_meta, std::string * error) const {
+    std::string e = error_;
+    for (size_t k = 0; e.empty() && !only_meta && k < tensors_.size(); ++k) {
+        if (tensors_[k].bytes > 0 && !tensors_[k].data)
+            e = cat("gguf writer: tensor ", quote(tensors_[k].name), " has no data");
+    }
+    if (e.empty()) return true;
+    if (error) *error = e;
+    return false;
+}
+
 template <typename Sink>
-bool Writer::emit(Sink & sink, std::string * error) const {
+bool Writer::emit(Sink & sink, bool only_meta, std::string * error) const {
     auto io_fail = [error]() {
         if (error) *error = cat("gguf writer: write failed: ", std::strerror(errno));
         return false;
     };
-    const bool write_alignment = alignment_ != kDefaultAlignment;
+    const bool write_alignment = !alignment_key_added_ && alignment_ != kDefaultAlignment;
     std::vector<uint8_t> head;
     head.insert(head.end(), {'G', 'G', 'U', 'F'});
     put<uint32_t>(head, 3);
@@ -909,6 +940,7 @@ bool Writer::emit(Sink & sink, std::string * error) const {
     uint64_t data_offset = 0;
     align_up(sink.written(), alignment_, &data_offset);
     if (!tensors_.empty() && !pad_to(sink, data_offset)) return io_fail();
+    if (only_meta) return true;
     for (size_t k = 0; k < tensors_.size(); ++k) {
         if (!pad_to(sink, data_offset + offsets[k])) return io_fail();
         if (!sink.write(tensors_[k].data, tensors_[k].bytes)) return io_fail();
@@ -916,28 +948,27 @@ bool Writer::emit(Sink & sink, std::string * error) const {
     return true;
 }
 
-bool Writer::write_to(std::vector<uint8_t> * out, std::string * error) const {
-    if (!error_.empty()) {
-        if (error) *error = error_;
-        return false;
-    }
+bool Writer::write_to(std::vector<uint8_t> * out, std::string * error, bool only_meta) const {
+    if (!check(only_meta, error)) return false;
     out->clear();
     MemorySink sink{out};
-    return emit(sink, error);
+    return emit(sink, only_meta, error);
 }
 
-bool Writer::write(const std::string & path, std::string * error) const {
-    if (!error_.empty()) {
-        if (error) *error = error_;
-        return false;
-    }
+bool Writer::write(std::FILE * file, std::string * error, bool only_meta) const {
+    if (!check(only_meta, error)) return false;
+    FileSink sink{file};
+    return emit(sink, only_meta, error);
+}
+
+bool Writer::write(const std::string & path, std::string * error, bool only_meta) const {
+    if (!check(only_meta, error)) return false;
     std::FILE * f = std::fopen(path.c_str(), "wb");
     if (!f) {
         if (error) *error = cat("gguf writer: cannot create '", path, "': ", std::strerror(errno));
         return false;
     }
-    FileSink sink{f};
-    bool ok = emit(sink, error);
+    bool ok = write(f, error, only_meta);
     if (std::fclose(f) != 0 && ok) {
         ok = false;
         if (error) *error = cat("gguf writer: closing '", path, "' failed: ", std::strerror(errno));

@@ -1,4 +1,5 @@
-// ggx's own GGUF (version 2 and 3, little-endian) reader and writer. See docs/gguf.md.
+// ggx's GGUF (version 2 and 3, little-endian) reader and writer, under the public gguf.h (api.cpp)
+// and used directly by ggx's tools and tests. See docs/gguf.md.
 //
 // Reading: File::open maps a file read-only; File::parse reads a caller's buffer in place (no copy;
 // the buffer must outlive the File). Every count, length, offset, size and type is validated against
@@ -8,11 +9,13 @@
 // stay valid while the File lives; names and strings are not NUL-terminated.
 //
 // Writing: Writer collects metadata and tensors (pointers to the caller's data, which must stay valid
-// until write) and writes a version 3 file with every tensor's data aligned to the alignment.
+// until write) and writes a version 3 file with every tensor's data aligned to the alignment, or only
+// its metadata (header, key/value pairs, tensor infos and the padding up to the data section).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <span>
@@ -170,7 +173,8 @@ public:
     explicit Writer(size_t alignment = kDefaultAlignment);
 
     // Alignment of the data section and each tensor (a nonzero power of two). A value other than the
-    // default is written as the u32 kv general.alignment; that key cannot be added directly.
+    // default is written first as the u32 kv general.alignment, unless that key was added as an
+    // integer (then it is written in its place and sets the alignment, as set_alignment does).
     void set_alignment(size_t alignment);
 
     // Metadata, written in the order added. A duplicate or empty key is an error reported by write.
@@ -207,13 +211,17 @@ public:
 
     // A tensor of type and shape ne[0..n_dims) (1 <= n_dims <= 4) whose data (bytes, which must equal
     // the size the type and shape imply) stays valid until write. Names must be unique and non-empty.
+    // data may be nullptr for a file written with only_meta; writing its data is then an error.
     void add_tensor(std::string_view name, ggml_type type, int n_dims, const int64_t * ne, const void * data,
                     size_t bytes);
 
-    // Writes the file (version 3); false and *error on a recorded add error or an I/O error.
-    bool write(const std::string & path, std::string * error) const;
+    // Writes the file (version 3), or only its metadata; false and *error on a recorded add error, a
+    // tensor without data or an I/O error (the file is then removed).
+    bool write(const std::string & path, std::string * error, bool only_meta = false) const;
+    // The same bytes to an open stream, from its current position (offsets are relative to it).
+    bool write(std::FILE * file, std::string * error, bool only_meta = false) const;
     // The same bytes into memory.
-    bool write_to(std::vector<uint8_t> * out, std::string * error) const;
+    bool write_to(std::vector<uint8_t> * out, std::string * error, bool only_meta = false) const;
 
 private:
     struct PendingTensor {
@@ -226,14 +234,18 @@ private:
     };
     void add_kv(std::string_view key, ValueType type, std::vector<uint8_t> encoded);
     template <typename Sink>
-    bool emit(Sink & sink, std::string * error) const;
+    bool emit(Sink & sink, bool only_meta, std::string * error) const;
+    bool check(bool only_meta, std::string * error) const;
+    // Validates an added general.alignment and takes its value; the error, or empty.
+    std::string add_alignment_key(ValueType type, const std::vector<uint8_t> & encoded);
 
     size_t alignment_;
     std::vector<uint8_t> kv_bytes_;  // encoded key/value pairs
     uint64_t kv_count_ = 0;
     std::vector<std::string> keys_;
     std::vector<PendingTensor> tensors_;
-    std::string error_;  // the first add error
+    bool alignment_key_added_ = false;  // general.alignment is among the added pairs
+    std::string error_;                 // the first add error
 };
 
 }  // namespace ggx::gguf
