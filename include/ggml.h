@@ -199,7 +199,7 @@ enum ggml_status {
 /* Tensor element types. The values are the GGUF type ids; ids 4, 5, 31-33 and 36-38 belong to
  * removed formats. ggx computes with F32, F16, BF16, I8, I16, I32, Q8_0 and Q4_0; every other
  * type has its traits (name, block size and bytes) and tensors of it can be created and moved, but
- * no kernel accepts it yet. */
+ * no kernel accepts it yet (issue 19 adds them). */
 enum ggml_type {
     GGML_TYPE_F32 = 0,
     GGML_TYPE_F16 = 1,
@@ -351,8 +351,8 @@ bool ggml_dequantize_row(enum ggml_type type, const void * x, float * y, int64_t
 /* ---------------------------------------------------------------------------------------------- */
 /* Operators                                                                                       */
 
-/* Every ggml operator, in ggml's order. docs/ops.md says what each one ggx implements computes;
- * the others (listed there too) can be named but no device has a kernel for them yet. */
+/* Every ggml operator, in ggml's order. docs/ops.md says what each one computes and which devices
+ * compute it (the CPU computes all of them; FLASH_ATTN_BACK cannot be built, as in ggml). */
 enum ggml_op {
     GGML_OP_NONE = 0,
 
@@ -822,7 +822,7 @@ struct ggml_tensor * ggml_mul_inplace(struct ggml_context * ctx, struct ggml_ten
                                       struct ggml_tensor * b);
 struct ggml_tensor * ggml_div_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
                                       struct ggml_tensor * b);
-/* a + b for a one-element b (op ADD1; no kernel yet). */
+/* a + b for a one-element b (op ADD1). */
 struct ggml_tensor * ggml_add1(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 struct ggml_tensor * ggml_add1_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
                                        struct ggml_tensor * b);
@@ -830,11 +830,11 @@ struct ggml_tensor * ggml_add1_inplace(struct ggml_context * ctx, struct ggml_te
 struct ggml_tensor * ggml_add_cast(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                    enum ggml_type type);
 /* result[i0, i1, i2] = a[i0, i1, i2] + b[i0, ids[i1, i2]]: a [ne0, n, t], b [ne0, n_b], ids I32 [n, t]
- * (op ADD_ID; no kernel yet). */
+ * (op ADD_ID). */
 struct ggml_tensor * ggml_add_id(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                  struct ggml_tensor * ids);
 /* a with b added to (acc, F32) or written over (set, b of a's type) the view of a with b's shape, byte
- * strides nb1..nb3 and byte offset, which must lie inside a (ops ACC, SET; no kernels yet). _1d/_2d
+ * strides nb1..nb3 and byte offset, which must lie inside a (ops ACC, SET). _1d/_2d
  * take a's own strides for the ones they omit. */
 struct ggml_tensor * ggml_acc(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                               size_t nb1, size_t nb2, size_t nb3, size_t offset);
@@ -863,14 +863,14 @@ struct ggml_tensor * ggml_sqr(struct ggml_context * ctx, struct ggml_tensor * a)
 struct ggml_tensor * ggml_sqr_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_sqrt(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_sqrt_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
-/* Natural logarithm, sine, cosine (ops LOG, SIN, COS; no kernels yet). */
+/* Natural logarithm, sine, cosine (ops LOG, SIN, COS). */
 struct ggml_tensor * ggml_log(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_log_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_sin(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_sin_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_cos(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_cos_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
-/* Every element set to c (op FILL; no kernel yet). */
+/* Every element set to c (op FILL). */
 struct ggml_tensor * ggml_fill(struct ggml_context * ctx, struct ggml_tensor * a, float c);
 struct ggml_tensor * ggml_fill_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float c);
 /* min(max(a, min), max); requires min <= max. */
@@ -880,7 +880,7 @@ struct ggml_tensor * ggml_clamp_inplace(struct ggml_context * ctx, struct ggml_t
 
 /* Optimizer steps updating a (flagged GGML_TENSOR_FLAG_PARAM) in place from its gradient: AdamW with
  * moments m, v (a's shape) and adamw_params (7 F32: alpha, beta1, beta2, eps, wd, beta1h, beta2h); SGD
- * with sgd_params (2 F32: alpha, wd). The result is a view of a (no kernels yet). */
+ * with sgd_params (2 F32: alpha, wd). The result is a view of a. */
 struct ggml_tensor * ggml_opt_step_adamw(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * grad,
                                          struct ggml_tensor * m, struct ggml_tensor * v,
                                          struct ggml_tensor * adamw_params);
@@ -897,18 +897,18 @@ struct ggml_tensor * ggml_sum_rows(struct ggml_context * ctx, struct ggml_tensor
 struct ggml_tensor * ggml_mean(struct ggml_context * ctx, struct ggml_tensor * a);
 /* Index of the first maximum of each row of a matrix a (F32), I32 shape [ne1]. */
 struct ggml_tensor * ggml_argmax(struct ggml_context * ctx, struct ggml_tensor * a);
-/* Running sum along each row, a's shape (op CUMSUM; no kernel yet). */
+/* Running sum along each row, a's shape (op CUMSUM). */
 struct ggml_tensor * ggml_cumsum(struct ggml_context * ctx, struct ggml_tensor * a);
-/* Number of equal elements of a and b (same shape and type), I64 [1] (op COUNT_EQUAL; no kernel yet). */
+/* Number of equal elements of a and b (same shape and type), I64 [1] (op COUNT_EQUAL). */
 struct ggml_tensor * ggml_count_equal(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
-/* Indices sorting each row, I32 of a's shape (op ARGSORT; no kernel yet); _top_k: the first k of a
+/* Indices sorting each row, I32 of a's shape (op ARGSORT); _top_k: the first k of a
  * descending argsort (a view [k, ne1, ne2, ne3]); top_k: the indices of the k largest of each row in no
- * particular order, I32 [k, ne1, ne2, ne3] (op TOP_K; no kernel yet). 1 <= k <= ne0. */
+ * particular order, I32 [k, ne1, ne2, ne3] (op TOP_K). 1 <= k <= ne0. */
 struct ggml_tensor * ggml_argsort(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_sort_order order);
 struct ggml_tensor * ggml_argsort_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k);
 struct ggml_tensor * ggml_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k);
-/* Cross-entropy of logits a against labels b (same shape), [1] (no kernel yet). _back, as ggml builds it:
- * a the loss gradient (one element), b the logits, c the labels; result b's shape (no kernel yet). */
+/* Cross-entropy of logits a against labels b (same shape), [1]. _back, as ggml builds it:
+ * a the loss gradient (one element), b the logits, c the labels; result b's shape. */
 struct ggml_tensor * ggml_cross_entropy_loss(struct ggml_context * ctx, struct ggml_tensor * a,
                                              struct ggml_tensor * b);
 struct ggml_tensor * ggml_cross_entropy_loss_back(struct ggml_context * ctx, struct ggml_tensor * a,
@@ -974,7 +974,7 @@ struct ggml_tensor * ggml_group_norm_inplace(struct ggml_context * ctx, struct g
 /* x / max(||x||_2, eps). */
 struct ggml_tensor * ggml_l2_norm(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
 struct ggml_tensor * ggml_l2_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float eps);
-/* Gradient of ggml_rms_norm: a = dy, b = x, same shape (op RMS_NORM_BACK; no kernel yet). ggml's header names
+/* Gradient of ggml_rms_norm: a = dy, b = x, same shape (op RMS_NORM_BACK). ggml's header names
  * the operands the other way round; its kernel and its backward pass use this order. */
 struct ggml_tensor * ggml_rms_norm_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                        float eps);
@@ -993,11 +993,11 @@ void ggml_mul_mat_set_prec(struct ggml_tensor * a, enum ggml_prec prec);
 void ggml_mul_mat_set_hint(struct ggml_tensor * a, enum ggml_op_hint hint);
 /* Expert matmul: as [K, M, n_as] holds n_as matrices, b [K, n_b, n_tokens] (n_b 1 or n_used), ids I32
  * [n_used, n_tokens] picks them; result F32 [M, n_used, n_tokens], result[:, e, t] = as[ids[e, t]] *
- * b[:, e % n_b, t]. No kernel yet. */
+ * b[:, e % n_b, t]. */
 struct ggml_tensor * ggml_mul_mat_id(struct ggml_context * ctx, struct ggml_tensor * as, struct ggml_tensor * b,
                                      struct ggml_tensor * ids);
 /* Outer products summed over dim 1: a [M, N, A2, A3], b [P, N, B2, B3] -> F32 [M, P, B2, B3],
- * result[m, p] = sum_n a[m, n] * b[p, n] (a broadcast as in mul_mat). No kernel yet. */
+ * result[m, p] = sum_n a[m, n] * b[p, n] (a broadcast as in mul_mat). */
 struct ggml_tensor * ggml_out_prod(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 
 /* softmax over rows of a * scale + slope * mask (an all -inf row gives zeros; mask optional, F16/F32, [ne0,
@@ -1010,16 +1010,15 @@ struct ggml_tensor * ggml_soft_max_ext_inplace(struct ggml_context * ctx, struct
                                                struct ggml_tensor * mask, float scale, float max_bias);
 /* Attach sinks (F32 [a's source ne2], one logit per head joining each row's normalisation) to a
  * SOFT_MAX node as its src[2]; NULL detaches them. Misuse aborts with a message (there is no context to
- * report into). No device computes a softmax with sinks yet. */
+ * report into). The CPU computes sinks; Vulkan refuses such a node. */
 void ggml_soft_max_add_sinks(struct ggml_tensor * a, struct ggml_tensor * sinks);
-/* Gradient of ggml_soft_max_ext: a = dy, b = the softmax output, same shape (op SOFT_MAX_BACK; no
- * kernel yet). */
+/* Gradient of ggml_soft_max_ext: a = dy, b = the softmax output, same shape (op SOFT_MAX_BACK). */
 struct ggml_tensor * ggml_soft_max_ext_back(struct ggml_context * ctx, struct ggml_tensor * a,
                                             struct ggml_tensor * b, float scale, float max_bias);
 struct ggml_tensor * ggml_soft_max_ext_back_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
                                                     struct ggml_tensor * b, float scale, float max_bias);
 /* Elements above the diagonal shifted by n_past (column > row + n_past, per matrix) set to -inf / 0
- * (ops DIAG_MASK_INF, DIAG_MASK_ZERO; no kernels yet). */
+ * (ops DIAG_MASK_INF, DIAG_MASK_ZERO). */
 struct ggml_tensor * ggml_diag_mask_inf(struct ggml_context * ctx, struct ggml_tensor * a, int n_past);
 struct ggml_tensor * ggml_diag_mask_inf_inplace(struct ggml_context * ctx, struct ggml_tensor * a, int n_past);
 struct ggml_tensor * ggml_diag_mask_zero(struct ggml_context * ctx, struct ggml_tensor * a, int n_past);
@@ -1052,7 +1051,7 @@ struct ggml_tensor * ggml_rope_custom_inplace(struct ggml_context * ctx, struct 
                                               float freq_base, float freq_scale, float ext_factor,
                                               float attn_factor, float beta_fast, float beta_slow);
 /* Multi-axis RoPE (MROPE, IMROPE, VISION modes): b holds 4 positions per token (I32 [4 * n_tokens]),
- * sections the rotation pairs each position axis drives; VISION needs n_dims = head_dim / 2. No kernel yet. */
+ * sections the rotation pairs each position axis drives; VISION needs n_dims = head_dim / 2. */
 struct ggml_tensor * ggml_rope_multi(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                      struct ggml_tensor * c, int n_dims, int sections[GGML_MROPE_SECTIONS], int mode,
                                      int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
@@ -1063,7 +1062,7 @@ struct ggml_tensor * ggml_rope_multi_inplace(struct ggml_context * ctx, struct g
                                              float freq_base, float freq_scale, float ext_factor,
                                              float attn_factor, float beta_fast, float beta_slow);
 /* The gradient of ggml_rope_ext / ggml_rope_multi: a is the gradient of their result (GGML_OP_ROPE_BACK,
- * the same parameters). No kernel yet. */
+ * the same parameters). */
 struct ggml_tensor * ggml_rope_ext_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                         struct ggml_tensor * c, int n_dims, int mode, int n_ctx_orig,
                                         float freq_base, float freq_scale, float ext_factor, float attn_factor,
@@ -1073,8 +1072,8 @@ struct ggml_tensor * ggml_rope_multi_back(struct ggml_context * ctx, struct ggml
                                           int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
                                           float attn_factor, float beta_fast, float beta_slow);
 /* Rotate elements [n_offs, n_offs + n_dims) of each row instead of [0, n_dims) (n_offs even; not VISION).
- * a must be a ROPE or ROPE_BACK node; returns a, or NULL with the error in a's context. ggx's kernels do
- * not compute offsets yet. */
+ * a must be a ROPE or ROPE_BACK node; returns a, or NULL with the error in a's context. Vulkan does not
+ * compute offsets. */
 struct ggml_tensor * ggml_rope_set_offset(struct ggml_tensor * a, int n_offs);
 /* YaRN's correction range: dims[0] = max(0, floor(c(beta_fast))), dims[1] = min(n_dims - 1,
  * ceil(c(beta_slow))), c(r) = n_dims * ln(n_ctx_orig / (2 pi r)) / (2 ln(freq_base)). */
@@ -1094,13 +1093,13 @@ struct ggml_tensor * ggml_flash_attn_ext(struct ggml_context * ctx, struct ggml_
 void ggml_flash_attn_ext_set_prec(struct ggml_tensor * a, enum ggml_prec prec);
 enum ggml_prec ggml_flash_attn_ext_get_prec(const struct ggml_tensor * a);
 /* Attention sinks: sinks (F32 [n_head]) become src[4] of a flash_attn_ext result (NULL sinks: nothing).
- * ggx's kernels do not compute sinks yet: such a node is unsupported. */
+ * The CPU computes sinks; Vulkan refuses such a node. */
 void ggml_flash_attn_ext_add_sinks(struct ggml_tensor * a, struct ggml_tensor * sinks);
 /* Always an error, as in ggml, which has not adapted it to ggml_flash_attn_ext's layout. */
 struct ggml_tensor * ggml_flash_attn_back(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
                                           struct ggml_tensor * v, struct ggml_tensor * d, bool masked);
 
-/* Recurrent and model-specific attention (no kernels yet; shapes as in ggml, docs/ops.md). */
+/* Recurrent and model-specific attention (shapes as in ggml, docs/ops.md). */
 /* Mamba's convolution: sx [d_conv - 1 + n_t, d_inner, n_s], c [d_conv, d_inner] -> F32 [d_inner, n_t, n_s]. */
 struct ggml_tensor * ggml_ssm_conv(struct ggml_context * ctx, struct ggml_tensor * sx, struct ggml_tensor * c);
 /* Mamba's selective scan: s [d_state, head_dim, n_head, ...], x [head_dim, n_head, n_tokens, n_seqs], dt
@@ -1147,7 +1146,7 @@ struct ggml_tensor * ggml_dsv4_hc_post(struct ggml_context * ctx, struct ggml_te
  * a is I32). a: F32/F16/BF16/Q8_0/Q4_0/I32. */
 struct ggml_tensor * ggml_get_rows(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 /* Gradient of ggml_get_rows: rows of a (F32 [ne0, n]) summed into the rows b (I32 [n]) of an F32 result of
- * c's shape (c a matrix, only its shape is used) (op GET_ROWS_BACK; no kernel yet). */
+ * c's shape (c a matrix, only its shape is used) (op GET_ROWS_BACK). */
 struct ggml_tensor * ggml_get_rows_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                         struct ggml_tensor * c);
 /* Write rows of b (F32 [ne0, n, B2, B3]) into a ([ne0, R, B2, B3], F32/F16/BF16/Q8_0/Q4_0) at rows c
@@ -1174,7 +1173,7 @@ struct ggml_tensor * ggml_gelu_inplace(struct ggml_context * ctx, struct ggml_te
 struct ggml_tensor * ggml_gelu_quick_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_sigmoid_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_tanh_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
-/* Unary sub-ops without kernels yet: |x|, sign, -x, step (x > 0), elu, gelu (erf form), hardswish
+/* More unary sub-ops: |x|, sign, -x, step (x > 0), elu, gelu (erf form), hardswish
  * x * relu6(x + 3) / 6, hardsigmoid relu6(x + 3) / 6, e^x, e^x - 1, softplus ln(1 + e^x), floor,
  * ceil, round (half away from zero), trunc. */
 struct ggml_tensor * ggml_abs(struct ggml_context * ctx, struct ggml_tensor * a);
@@ -1206,13 +1205,13 @@ struct ggml_tensor * ggml_round_inplace(struct ggml_context * ctx, struct ggml_t
 struct ggml_tensor * ggml_trunc(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_trunc_inplace(struct ggml_context * ctx, struct ggml_tensor * a);
 /* xIELU: x > 0: ap x^2 + beta x, else (expm1(min(x, eps)) - x) an + beta x with ap = softplus(alpha_p),
- * an = beta + softplus(alpha_n) (UNARY XIELU; no kernel yet). */
+ * an = beta + softplus(alpha_n) (UNARY XIELU). */
 struct ggml_tensor * ggml_xielu(struct ggml_context * ctx, struct ggml_tensor * a, float alpha_n, float alpha_p,
                                 float beta, float eps);
-/* x > 0 ? x : negative_slope * x (op LEAKY_RELU; no kernel yet); inplace: the result is a view of a. */
+/* x > 0 ? x : negative_slope * x (op LEAKY_RELU); inplace: the result is a view of a. */
 struct ggml_tensor * ggml_leaky_relu(struct ggml_context * ctx, struct ggml_tensor * a, float negative_slope,
                                      bool inplace);
-/* Gradient of silu: a = dy, b = x, same shape and type (op SILU_BACK; no kernel yet). ggml's header names the
+/* Gradient of silu: a = dy, b = x, same shape and type (op SILU_BACK). ggml's header names the
  * operands the other way round; its kernel and its backward pass use this order. */
 struct ggml_tensor * ggml_silu_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
 
@@ -1230,7 +1229,7 @@ struct ggml_tensor * ggml_geglu(struct ggml_context * ctx, struct ggml_tensor * 
 struct ggml_tensor * ggml_geglu_swapped(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_geglu_split(struct ggml_context * ctx, struct ggml_tensor * a,
                                       struct ggml_tensor * b);
-/* GLU sub-ops without kernels yet: relu (REGLU), erf gelu (GEGLU_ERF), quick gelu (GEGLU_QUICK). */
+/* More GLU sub-ops: relu (REGLU), erf gelu (GEGLU_ERF), quick gelu (GEGLU_QUICK). */
 struct ggml_tensor * ggml_reglu(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_reglu_swapped(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_reglu_split(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b);
@@ -1242,7 +1241,7 @@ struct ggml_tensor * ggml_geglu_quick(struct ggml_context * ctx, struct ggml_ten
 struct ggml_tensor * ggml_geglu_quick_swapped(struct ggml_context * ctx, struct ggml_tensor * a);
 struct ggml_tensor * ggml_geglu_quick_split(struct ggml_context * ctx, struct ggml_tensor * a,
                                             struct ggml_tensor * b);
-/* gpt-oss SwiGLU with alpha and clamping limit; b NULL: merged like ggml_glu (SWIGLU_OAI; no kernel yet). */
+/* gpt-oss SwiGLU with alpha and clamping limit; b NULL: merged like ggml_glu (SWIGLU_OAI). */
 struct ggml_tensor * ggml_swiglu_oai(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                      float alpha, float limit);
 
@@ -1256,16 +1255,15 @@ struct ggml_tensor * ggml_im2col(struct ggml_context * ctx, struct ggml_tensor *
                                  int s0, int s1, int p0, int p1, int d0, int d1, bool is_2d,
                                  enum ggml_type dst_type);
 /* The gradient of ggml_im2col: b is the gradient of its result, ne the shape of its input (F32 result of
- * that shape). No kernel yet. */
+ * that shape). */
 struct ggml_tensor * ggml_im2col_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                       int64_t * ne, int s0, int s1, int p0, int p1, int d0, int d1, bool is_2d);
-/* 3-D unfold: a [KW, KH, KD, OC * IC], b [W, H, D, N * IC] -> [IC * KD * KH * KW, OW, OH, OD * N] of dst_type.
- * No kernel yet. */
+/* 3-D unfold: a [KW, KH, KD, OC * IC], b [W, H, D, N * IC] -> [IC * KD * KH * KW, OW, OH, OD * N] of dst_type. */
 struct ggml_tensor * ggml_im2col_3d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                     int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1,
                                     int d2, enum ggml_type dst_type);
-/* Scatter-add of columns back to a signal: a [K * oc, T_in] -> [(T_in - 1) * s0 + K - 2 * p0, oc] of a's type.
- * No kernel yet. */
+/* Scatter-add of columns back to a signal: a [K * oc, T_in] -> [(T_in - 1) * s0 + K - 2 * p0, oc] of a's
+ * type. */
 struct ggml_tensor * ggml_col2im_1d(struct ggml_context * ctx, struct ggml_tensor * a, int s0, int oc, int p0);
 /* 2-D convolution, kernel a [KW, KH, IC, OC] (F32/F16), input b [IW, IH, IC, N] (F32) ->
  * F32 [OW, OH, OC, N]; built as im2col followed by mul_mat. */
@@ -1289,7 +1287,7 @@ struct ggml_tensor * ggml_conv_2d_s1_ph(struct ggml_context * ctx, struct ggml_t
  * [IW, IH, C, N] (F32) -> F32 [OW, OH, C, N]. */
 struct ggml_tensor * ggml_conv_2d_dw(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                      int s0, int s1, int p0, int p1, int d0, int d1);
-/* Direct convolutions (single ops, no kernels yet). 2-D: a [KW, KH, IC, OC], b [IW, IH, IC, N] -> [OW, OH, OC, N]
+/* Direct convolutions (single ops). 2-D: a [KW, KH, IC, OC], b [IW, IH, IC, N] -> [OW, OH, OC, N]
  * of b's type. Depthwise: a [KW, KH, 1, C], b [IW, IH, C, N] -> [OW, OH, C, N] of b's type (stored channels-first
  * when b is). 3-D: a [KW, KH, KD, IC * OC], b [IW, IH, ID, IC * N] -> F32 [OW, OH, OD, OC * N]. */
 struct ggml_tensor * ggml_conv_2d_direct(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
@@ -1304,14 +1302,14 @@ struct ggml_tensor * ggml_conv_3d_direct(struct ggml_context * ctx, struct ggml_
  * [OW, OH, OD, OC * N]. */
 struct ggml_tensor * ggml_conv_3d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                   int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2);
-/* Transposed convolutions (no kernels yet). 1-D: a [K, OC, IC], b [IW, IC] -> F32 [(IW - 1) * s0 + K, OC]
+/* Transposed convolutions. 1-D: a [K, OC, IC], b [IW, IC] -> F32 [(IW - 1) * s0 + K, OC]
  * (p0 = 0, d0 = 1 only). 2-D: a [KW, KH, OC, IC], b [IW, IH, IC, N] -> F32 [(IW - 1) * stride + KW,
  * (IH - 1) * stride + KH, OC, N]. */
 struct ggml_tensor * ggml_conv_transpose_1d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                             int s0, int p0, int d0);
 struct ggml_tensor * ggml_conv_transpose_2d_p0(struct ggml_context * ctx, struct ggml_tensor * a,
                                                struct ggml_tensor * b, int stride);
-/* Pooling over dim 0 (1-D) or dims 0, 1 (2-D): O = (I + 2p - k) / s + 1, F32 (no kernels yet). _back: a is the
+/* Pooling over dim 0 (1-D) or dims 0, 1 (2-D): O = (I + 2p - k) / s + 1, F32. _back: a is the
  * gradient of pool_2d's result, af its input; the result has af's shape. */
 struct ggml_tensor * ggml_pool_1d(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_op_pool op, int k0,
                                   int s0, int p0);
