@@ -2334,6 +2334,10 @@ struct Evaluator::Storage {
     }
 
     static void eval(Evaluator & ev, const ggml_tensor * node) {
+        if (node->op == GGML_OP_NONE) {  // a parameter (ggml_set_param): an input listed among the nodes
+            if (ev.written_.count(node) == 0) load_leaf(ev, node);
+            return;
+        }
         if (is_view_op(node->op)) {
             if (node->view_src == nullptr) fail(node, "view node without a storage owner");
             ensure(ev, node->view_src);
