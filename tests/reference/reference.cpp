@@ -1999,7 +1999,46 @@ Output k_extension(const ggml_tensor * d, const Inputs & in) {
     return {kernel(d, std::span<const std::vector<double>>(in.v.data(), in.v.size())), {}};
 }
 
-// CUSTOM (CPU callback): run the callback on host copies of the sources.
+// A node rebuilt in host memory: copies of d's sources holding their logical values and a zeroed
+// result with d's op and parameters, for running an application's CPU callback on.
+struct HostNode {
+    std::unique_ptr<ggml_context, decltype(&ggml_free)> ctx{nullptr, &ggml_free};
+    std::array<ggml_tensor *, GGML_MAX_SRC> src{};
+    ggml_tensor * dst = nullptr;
+};
+
+HostNode host_node(const ggml_tensor * d, const Inputs & in) {
+    size_t mem = 1 << 16;
+    for (int i = 0; i < GGML_MAX_SRC; ++i)
+        if (d->src[i] != nullptr)
+            mem +=
+                ggml_tensor_overhead() + 2 * GGML_MEM_ALIGN +
+                ggml_row_size(d->src[i]->type, d->src[i]->ne[0]) * static_cast<size_t>(ggml_nrows(d->src[i]));
+    mem += ggml_tensor_overhead() + 2 * GGML_MEM_ALIGN +
+           ggml_row_size(d->type, d->ne[0]) * static_cast<size_t>(ggml_nrows(d));
+    HostNode h;
+    h.ctx.reset(ggml_init({mem, nullptr, false}));
+    require(h.ctx != nullptr, d, "cannot create a host context for the callback");
+    for (int i = 0; i < GGML_MAX_SRC; ++i) {
+        const ggml_tensor * s = d->src[i];
+        if (s == nullptr) continue;
+        h.src[i] = ggml_new_tensor(h.ctx.get(), s->type, GGML_MAX_DIMS, s->ne);
+        require(h.src[i] != nullptr, d, "cannot materialise source " + std::to_string(i));
+        ggml_set_name(h.src[i], s->name);
+        write_tensor(h.src[i], in[i]);
+    }
+    h.dst = ggml_new_tensor(h.ctx.get(), d->type, GGML_MAX_DIMS, d->ne);
+    require(h.dst != nullptr, d, "cannot materialise the result");
+    std::memset(h.dst->data, 0, ggml_nbytes(h.dst));
+    ggml_set_name(h.dst, d->name);
+    h.dst->op = d->op;
+    std::memcpy(h.dst->op_params, d->op_params, sizeof h.dst->op_params);
+    for (int i = 0; i < GGML_MAX_SRC; ++i)
+        h.dst->src[i] = h.src[i];
+    return h;
+}
+
+// CUSTOM (CPU callback): run the callback on host copies of the sources, as one task.
 Output k_custom(const ggml_tensor * d, const Inputs & in) {
     const ggml_custom_kind kind = ggml_get_custom_kind(d);
     if (kind == GGML_CUSTOM_KIND_EXTENSION) return k_extension(d, in);
@@ -2009,37 +2048,25 @@ Output k_custom(const ggml_tensor * d, const Inputs & in) {
     if (kind != GGML_CUSTOM_KIND_CPU_CALLBACK || !ggml_get_custom_callback(d, &fun, &n_tasks, &userdata) ||
         fun == nullptr)
         fail(d, "not a CPU-callback custom node");
+    const HostNode h = host_node(d, in);
+    fun(h.dst, 0, 1, userdata);
+    return {read_tensor(h.dst), {}};
+}
 
-    size_t mem = 1 << 16;
-    for (int i = 0; i < GGML_MAX_SRC; ++i)
-        if (d->src[i] != nullptr)
-            mem +=
-                ggml_tensor_overhead() + 2 * GGML_MEM_ALIGN +
-                ggml_row_size(d->src[i]->type, d->src[i]->ne[0]) * static_cast<size_t>(ggml_nrows(d->src[i]));
-    mem += ggml_tensor_overhead() + 2 * GGML_MEM_ALIGN +
-           ggml_row_size(d->type, d->ne[0]) * static_cast<size_t>(ggml_nrows(d));
-    std::unique_ptr<ggml_context, decltype(&ggml_free)> ctx(ggml_init({mem, nullptr, false}), &ggml_free);
-    require(ctx != nullptr, d, "cannot create a host context for the callback");
-
-    std::array<ggml_tensor *, GGML_MAX_SRC> copies{};
-    for (int i = 0; i < GGML_MAX_SRC; ++i) {
-        const ggml_tensor * s = d->src[i];
-        if (s == nullptr) continue;
-        copies[i] = ggml_new_tensor(ctx.get(), s->type, GGML_MAX_DIMS, s->ne);
-        require(copies[i] != nullptr, d, "cannot materialise source " + std::to_string(i));
-        ggml_set_name(copies[i], s->name);
-        write_tensor(copies[i], in[i]);
+// MAP_CUSTOM1..3: the callback on host copies of a (, b, c), as one task.
+Output k_map_custom(const ggml_tensor * d, const Inputs & in) {
+    const HostNode h = host_node(d, in);
+    if (d->op == GGML_OP_MAP_CUSTOM1) {
+        const auto p = params_of<ggml_ext_map_custom1_params>(d);
+        p.fun(h.dst, h.src[0], 0, 1, p.userdata);
+    } else if (d->op == GGML_OP_MAP_CUSTOM2) {
+        const auto p = params_of<ggml_ext_map_custom2_params>(d);
+        p.fun(h.dst, h.src[0], h.src[1], 0, 1, p.userdata);
+    } else {
+        const auto p = params_of<ggml_ext_map_custom3_params>(d);
+        p.fun(h.dst, h.src[0], h.src[1], h.src[2], 0, 1, p.userdata);
     }
-    ggml_tensor * dst = ggml_new_tensor(ctx.get(), d->type, GGML_MAX_DIMS, d->ne);
-    require(dst != nullptr, d, "cannot materialise the result");
-    std::memset(dst->data, 0, ggml_nbytes(dst));
-    ggml_set_name(dst, d->name);
-    dst->op = d->op;
-    std::memcpy(dst->op_params, d->op_params, sizeof dst->op_params);
-    for (int i = 0; i < GGML_MAX_SRC; ++i)
-        dst->src[i] = copies[i];
-    fun(dst, 0, 1, userdata);
-    return {read_tensor(dst), {}};
+    return {read_tensor(h.dst), {}};
 }
 
 using Kernel = Output (*)(const ggml_tensor *, const Inputs &);
@@ -2202,6 +2229,10 @@ Kernel kernel_for(ggml_op op) {
             return k_solve_tri;
         case GGML_OP_CUSTOM:
             return k_custom;
+        case GGML_OP_MAP_CUSTOM1:
+        case GGML_OP_MAP_CUSTOM2:
+        case GGML_OP_MAP_CUSTOM3:
+            return k_map_custom;
         default:
             return nullptr;
     }

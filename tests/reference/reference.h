@@ -47,9 +47,9 @@ private:
     friend struct EvaluatorAccess;
 };
 
-// Whether the oracle evaluates nodes of op (or of a UNARY / GLU sub-op). The ggml ops and sub-ops
-// outside are those no device has a kernel for yet (docs/ops.md lists them); each one enters when
-// its kernel does, with its oracle implementation and its cases.
+// Whether the oracle evaluates nodes of op (or of a UNARY / GLU sub-op): every ggml op and sub-op
+// except FLASH_ATTN_BACK, which no graph can hold (docs/ops.md); ggx-ops's coverage check holds it
+// to that.
 bool evaluates(ggml_op op);
 bool evaluates(ggml_unary_op op);
 bool evaluates(ggml_glu_op op);

@@ -132,6 +132,9 @@ constexpr Row kTable[] = {
     {GGML_OP_POOL_2D,              {1e-12, 1e-12, 1e-12, na,    na}},
     {GGML_OP_POOL_2D_BACK,         {1e-12, 1e-12, 1e-12, na,    na}},
     {GGML_OP_CUSTOM,               {0,     0,     0,     0,     0}},
+    {GGML_OP_MAP_CUSTOM1,          {0,     0,     0,     0,     0}},
+    {GGML_OP_MAP_CUSTOM2,          {0,     0,     0,     0,     0}},
+    {GGML_OP_MAP_CUSTOM3,          {0,     0,     0,     0,     0}},
 };
 // clang-format on
 
