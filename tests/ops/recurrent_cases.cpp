@@ -172,8 +172,8 @@ void add_gated_delta_net_cases(CaseList & list) {
     };
     for (const Delta & d : deltas)
         add_gated_delta_net(list, d);
-    // Every combination of head size, value/key heads, tokens, sequences (q/k shared by 1, 2 or all),
-    // states kept (up to the tokens), gate kind and layout.
+    // Every combination of head size, value/key heads, tokens, sequences (q/k batches one per sequence,
+    // one per two, or one for all), states kept (up to the tokens), gate kind and layout.
     const std::pair<int64_t, int64_t> heads[] = {{1, 1}, {4, 2}, {3, 3}, {6, 2}};
     const std::pair<int64_t, int64_t> seqs[] = {{1, 1}, {2, 2}, {4, 2}, {3, 1}};
     for (int64_t S : {1, 5, 16})

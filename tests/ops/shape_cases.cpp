@@ -1,9 +1,7 @@
 // ggx-ops case table: the shape family (REPEAT(_BACK), CONCAT, PAD, PAD_REFLECT_1D, ROLL, UPSCALE, ARANGE,
 // TIMESTEP_EMBEDDING, WIN_PART/UNPART, GET_REL_POS, ADD_REL_POS, TRI, DIAG, SOLVE_TRI), over their dtypes,
 // modes, odd and zero-size shapes and every input layout their constructors accept.
-#include <array>
 #include <cstdlib>
-#include <iterator>
 #include <tuple>
 
 #include "ggx-ops/case.h"
@@ -129,27 +127,19 @@ void add_circular_pad_cases(CaseList & list) {
     }
 }
 
-// The pads of PAD_REFLECT_1D cases: every pair of {0, 1, 2, 4, 7, 8, 15, 30, 63, 128}.
-constexpr auto kReflectPads = [] {
-    constexpr int pads[] = {0, 1, 2, 4, 7, 8, 15, 30, 63, 128};
-    std::array<std::pair<int, int>, std::size(pads) * std::size(pads)> pairs{};
-    size_t i = 0;
-    for (int p0 : pads)
-        for (int p1 : pads)
-            pairs[i++] = {p0, p1};
-    return pairs;
-}();
-
+// Every pair of pads below ne0: none, one side, both, and (but for ne0 = 7) the whole row but its edge.
 void add_pad_reflect_cases(CaseList & list) {
-    // Every pair of pads below ne0: none, one side, both, the whole row but its edge (ne0 - 1).
     const Shape shapes[] = {{5, 3, 1, 1}, {16, 2, 3, 2}, {1, 4, 1, 1},  {9, 0, 1, 1}, {2, 3, 1, 1},
                             {7, 5, 2, 1}, {31, 3, 1, 2}, {64, 1, 1, 1}, {3, 2, 2, 3}, {129, 2, 1, 1}};
+    const int pads[] = {0, 1, 2, 4, 7, 8, 15, 30, 63, 128};
     for (const Shape & ne : shapes) {
-        for (auto [p0, p1] : kReflectPads) {
-            if (p0 >= ne[0] || p1 >= ne[0]) continue;
-            list.add(GGML_OP_PAD_REFLECT_1D, str(ne) + format(" p %d %d", p0, p1), [=](Graph & g) {
-                return ggml_pad_reflect_1d(g.ctx(), g.input(GGML_TYPE_F32, ne), p0, p1);
-            });
+        for (int p0 : pads) {
+            for (int p1 : pads) {
+                if (p0 >= ne[0] || p1 >= ne[0]) continue;
+                list.add(GGML_OP_PAD_REFLECT_1D, str(ne) + format(" p %d %d", p0, p1), [=](Graph & g) {
+                    return ggml_pad_reflect_1d(g.ctx(), g.input(GGML_TYPE_F32, ne), p0, p1);
+                });
+            }
         }
     }
 }
