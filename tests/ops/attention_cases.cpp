@@ -3,6 +3,8 @@
 // sinks (with the precision setter) and strided/permuted operands; LIGHTNING_INDEXER and the DeepSeek-V4
 // hyper-connection ops DSV4_HC_COMB, DSV4_HC_PRE and DSV4_HC_POST.
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "ggx-ops/case.h"
 
@@ -122,76 +124,74 @@ void add_sink_sweep(CaseList & list) {
 }
 
 // LIGHTNING_INDEXER over head sizes, key counts past one key block of the kernel (64), batches
-// sharing a mask or not, F16/F32 keys and strided or permuted queries.
+// sharing a mask or not, F16/F32 keys (dense or strided) and queries in every layout.
 void add_indexer_cases(CaseList & list) {
     struct Indexer {
-        int64_t e, h, n_batch, b, n_kv, mask_b;
-        ggml_type k_type;
-        Layout q_layout;
+        int64_t e, h, n_batch, b, n_kv;
     };
-    const Indexer cases[] = {
-        {32, 4, 3, 1, 16, 1, GGML_TYPE_F16, Layout::Contiguous},
-        {32, 4, 3, 1, 16, 1, GGML_TYPE_F32, Layout::Strided},
-        {17, 3, 5, 2, 70, 1, GGML_TYPE_F16, Layout::Permuted},
-        {17, 3, 5, 2, 70, 2, GGML_TYPE_F32, Layout::Contiguous},
-        {64, 2, 1, 1, 1, 1, GGML_TYPE_F16, Layout::Strided},
-        {8, 1, 2, 3, 129, 3, GGML_TYPE_F32, Layout::Permuted},
-    };
-    for (const Indexer & c : cases) {
-        list.add(
-            GGML_OP_LIGHTNING_INDEXER,
-            "q=" + str(Shape{c.e, c.h, c.n_batch, c.b}) + " kv " + std::to_string(c.n_kv) + " " +
-                str(c.k_type) + " mask batches " + std::to_string(c.mask_b) + " q:" + layout_name(c.q_layout),
-            [c](Graph & g) {
-                ggml_tensor * q = g.input(GGML_TYPE_F32, {c.e, c.h, c.n_batch, c.b}, c.q_layout);
-                ggml_tensor * k = g.input(c.k_type, {c.e, 1, c.n_kv, c.b}, Layout::Strided);
-                ggml_tensor * w = g.input(GGML_TYPE_F32, {c.h, c.n_batch, 1, c.b});
-                ggml_tensor * mask =
-                    g.input(GGML_TYPE_F16, {c.n_kv, c.n_batch, 1, c.mask_b}, Layout::Contiguous, Gen::mask());
-                return ggml_lightning_indexer(g.ctx(), q, k, w, mask);
-            });
+    const Indexer shapes[] = {{32, 4, 3, 1, 16}, {17, 3, 5, 2, 70}, {64, 2, 1, 1, 1},  {8, 1, 2, 3, 129},
+                              {1, 1, 1, 1, 1},   {5, 7, 4, 2, 64},  {16, 2, 9, 1, 65}, {3, 5, 2, 4, 200}};
+    for (const Indexer & c : shapes) {
+        const std::vector<int64_t> mask_batches =
+            c.b == 1 ? std::vector<int64_t>{1} : std::vector{int64_t{1}, c.b};
+        for (int64_t mask_b : mask_batches)
+            for (ggml_type k_type : {GGML_TYPE_F16, GGML_TYPE_F32})
+                for (Layout k_layout : {Layout::Contiguous, Layout::Strided})
+                    for (Layout q_layout : kAllLayouts) {
+                        list.add(
+                            GGML_OP_LIGHTNING_INDEXER,
+                            "q=" + str(Shape{c.e, c.h, c.n_batch, c.b}) + " kv " + std::to_string(c.n_kv) +
+                                " " + str(k_type) + " mask batches " + std::to_string(mask_b) +
+                                " q:" + layout_name(q_layout) + " k:" + layout_name(k_layout),
+                            [=](Graph & g) {
+                                ggml_tensor * q =
+                                    g.input(GGML_TYPE_F32, {c.e, c.h, c.n_batch, c.b}, q_layout);
+                                ggml_tensor * k = g.input(k_type, {c.e, 1, c.n_kv, c.b}, k_layout);
+                                ggml_tensor * w = g.input(GGML_TYPE_F32, {c.h, c.n_batch, 1, c.b});
+                                ggml_tensor * mask = g.input(GGML_TYPE_F16, {c.n_kv, c.n_batch, 1, mask_b},
+                                                             Layout::Contiguous, Gen::mask());
+                                return ggml_lightning_indexer(g.ctx(), q, k, w, mask);
+                            });
+                    }
     }
 }
 
-// The hyper-connection ops: hc streams of 1..4, Sinkhorn iterations and eps, strided inputs.
+// The hyper-connection ops: hc streams of 1..5, Sinkhorn iterations and eps, mixes in each matrix
+// layout; PRE and POST over row lengths, streams and tokens with every input layout.
 void add_hyper_connection_cases(CaseList & list) {
     const ggml_type f32 = GGML_TYPE_F32;
-    struct Comb {
-        int64_t hc, n_t;
-        float eps;
-        int32_t n_iter;
-    };
-    for (const Comb & c : {Comb{4, 5, 1e-6f, 20}, Comb{4, 1, 0.01f, 1}, Comb{2, 3, 0.0f, 3},
-                           Comb{1, 2, 1e-6f, 2}, Comb{3, 4, 0.1f, 5}}) {
-        const int64_t width = (2 + c.hc) * c.hc;
-        list.add(GGML_OP_DSV4_HC_COMB,
-                 "hc " + std::to_string(c.hc) + " tokens " + std::to_string(c.n_t) + " eps " + str(c.eps) +
-                     " iterations " + std::to_string(c.n_iter),
-                 [=](Graph & g) {
-                     return ggml_dsv4_hc_comb(
-                         g.ctx(), g.input(f32, {width, c.n_t, 1, 1}, Layout::Strided),
-                         g.input(f32, {3, 1, 1, 1}, Layout::Contiguous, Gen::uniform(0.5, 2.0)),
-                         g.input(f32, {width, 1, 1, 1}), c.eps, c.n_iter);
-                 });
-    }
-    struct Streams {
-        int64_t e, hc, n_t;
-        Layout layout;
-    };
-    for (const Streams & c : {Streams{64, 4, 3, Layout::Contiguous}, Streams{7, 3, 5, Layout::Strided},
-                              Streams{33, 1, 2, Layout::Transposed}, Streams{16, 2, 1, Layout::Permuted}}) {
-        const std::string shape = "x=" + str(Shape{c.e, c.hc, c.n_t, 1}) + " " + layout_name(c.layout);
-        list.add(GGML_OP_DSV4_HC_PRE, shape, [=](Graph & g) {
-            return ggml_dsv4_hc_pre(g.ctx(), g.input(f32, {c.e, c.hc, c.n_t, 1}, c.layout),
-                                    g.input(f32, {c.hc, c.n_t, 1, 1}, c.layout));
-        });
-        list.add(GGML_OP_DSV4_HC_POST, shape, [=](Graph & g) {
-            return ggml_dsv4_hc_post(g.ctx(), g.input(f32, {c.e, c.n_t, 1, 1}, c.layout),
-                                     g.input(f32, {c.e, c.hc, c.n_t, 1}, c.layout),
-                                     g.input(f32, {c.hc, c.n_t, 1, 1}),
-                                     g.input(f32, {c.hc, c.hc, c.n_t, 1}, c.layout));
-        });
-    }
+    for (int64_t hc : {1, 2, 3, 4, 5})
+        for (int64_t n_t : {1, 5})
+            for (auto [eps, n_iter] : {std::pair{1e-6f, 20}, {0.01f, 1}, {0.0f, 3}, {0.1f, 5}})
+                for (Layout layout : {Layout::Contiguous, Layout::Strided, Layout::Transposed}) {
+                    const int64_t width = (2 + hc) * hc;
+                    list.add(GGML_OP_DSV4_HC_COMB,
+                             "hc " + std::to_string(hc) + " tokens " + std::to_string(n_t) + " eps " +
+                                 str(eps) + " iterations " + std::to_string(n_iter) + " " +
+                                 layout_name(layout),
+                             [=](Graph & g) {
+                                 return ggml_dsv4_hc_comb(
+                                     g.ctx(), g.input(f32, {width, n_t, 1, 1}, layout),
+                                     g.input(f32, {3, 1, 1, 1}, Layout::Contiguous, Gen::uniform(0.5, 2.0)),
+                                     g.input(f32, {width, 1, 1, 1}), eps, n_iter);
+                             });
+                }
+    for (int64_t e : {1, 7, 33, 64})
+        for (int64_t hc : {1, 2, 3, 4})
+            for (int64_t n_t : {1, 3})
+                for (Layout layout : kAllLayouts) {
+                    const std::string shape = "x=" + str(Shape{e, hc, n_t, 1}) + " " + layout_name(layout);
+                    list.add(GGML_OP_DSV4_HC_PRE, shape, [=](Graph & g) {
+                        return ggml_dsv4_hc_pre(g.ctx(), g.input(f32, {e, hc, n_t, 1}, layout),
+                                                g.input(f32, {hc, n_t, 1, 1}, layout));
+                    });
+                    list.add(GGML_OP_DSV4_HC_POST, shape, [=](Graph & g) {
+                        return ggml_dsv4_hc_post(g.ctx(), g.input(f32, {e, n_t, 1, 1}, layout),
+                                                 g.input(f32, {e, hc, n_t, 1}, layout),
+                                                 g.input(f32, {hc, n_t, 1, 1}),
+                                                 g.input(f32, {hc, hc, n_t, 1}, layout));
+                    });
+                }
 }
 
 // Perf: head size 128, 32 query heads over 8 K/V heads, F16 K/V; one query (decoding) and 512

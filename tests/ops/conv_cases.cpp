@@ -97,7 +97,12 @@ const Conv3 k3d[] = {{5, 4, 3, 2, 1, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
                      {7, 5, 4, 3, 2, 2, 3, 2, 2, 2, 1, 2, 0, 1, 1, 1, 1, 1},
                      {6, 6, 5, 1, 1, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1},
                      {9, 5, 6, 2, 1, 3, 2, 2, 3, 1, 2, 1, 2, 0, 1, 2, 1, 2},
-                     {33, 3, 2, 4, 2, 13, 3, 1, 2, 1, 1, 1, 1, 0, 1, 1, 1, 1}};
+                     {33, 3, 2, 4, 2, 13, 3, 1, 2, 1, 1, 1, 1, 0, 1, 1, 1, 1},
+                     {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1},
+                     {4, 6, 2, 3, 2, 2, 1, 3, 1, 1, 2, 1, 0, 1, 0, 1, 1, 1},
+                     {8, 3, 7, 2, 1, 5, 2, 2, 3, 2, 1, 3, 1, 1, 1, 1, 1, 1},
+                     {5, 5, 5, 1, 3, 2, 3, 3, 3, 1, 1, 1, 2, 2, 2, 2, 2, 2},
+                     {12, 2, 3, 5, 1, 3, 4, 1, 2, 3, 1, 1, 0, 0, 1, 1, 1, 1}};
 
 std::string describe(const Conv3 & v) {
     return format(
@@ -139,9 +144,11 @@ struct Transposed {
     int64_t w, h, c, n, kw, kh, oc;
     int stride;
 };
-const Transposed kTransposed[] = {{5, 4, 2, 1, 3, 3, 2, 1},  {6, 3, 3, 2, 3, 2, 4, 2},
-                                  {4, 4, 1, 1, 1, 1, 1, 1},  {7, 5, 4, 1, 4, 4, 3, 3},
-                                  {3, 2, 5, 2, 2, 3, 13, 2}, {37, 2, 3, 1, 3, 3, 2, 1}};
+const Transposed kTransposed[] = {
+    {5, 4, 2, 1, 3, 3, 2, 1}, {6, 3, 3, 2, 3, 2, 4, 2},  {4, 4, 1, 1, 1, 1, 1, 1},
+    {7, 5, 4, 1, 4, 4, 3, 3}, {3, 2, 5, 2, 2, 3, 13, 2}, {37, 2, 3, 1, 3, 3, 2, 1},
+    {1, 1, 1, 1, 1, 1, 1, 1}, {9, 1, 2, 1, 5, 1, 3, 4},  {2, 7, 3, 2, 3, 5, 1, 2},
+    {8, 8, 2, 1, 2, 2, 2, 2}, {5, 5, 6, 1, 3, 3, 5, 1},  {13, 3, 1, 3, 7, 2, 2, 5}};
 
 void add_conv_transpose_2d(CaseList & list, const Transposed & v, ggml_type k_type, Layout layout) {
     list.add(GGML_OP_CONV_TRANSPOSE_2D,
@@ -200,6 +207,16 @@ void add_col2im_1d(CaseList & list, ggml_type type, int64_t k, int64_t oc, int64
                                        static_cast<int>(oc), p0);
              });
 }
+
+// COL2IM_1D columns: one tap, more taps than the stride (overlaps) and fewer (gaps), paddings that
+// crop up to all but one output of an edge.
+struct Col2im {
+    int64_t k, oc, t;
+    int s0, p0;
+};
+const Col2im kCol2im[] = {{3, 2, 5, 1, 0}, {4, 3, 6, 2, 1},  {5, 1, 7, 3, 2},  {2, 4, 9, 2, 0},
+                          {1, 1, 1, 1, 0}, {1, 5, 4, 1, 0},  {7, 2, 3, 1, 3},  {3, 3, 8, 5, 0},
+                          {6, 1, 2, 2, 2}, {4, 16, 5, 4, 0}, {9, 2, 11, 2, 4}, {2, 1, 33, 1, 0}};
 
 struct Pool {
     int64_t w, h, c, n;
@@ -277,11 +294,10 @@ void add_direct_cases(CaseList & list) {
         for (const Conv3 & v : k3d)
             add_conv_3d_composite(list, v, k_type);
         for (const Transposed & v : kTransposed)
-            for (Layout layout : {Layout::Contiguous, Layout::Permuted, Layout::Strided})
+            for (Layout layout : kAllLayouts) {
                 add_conv_transpose_2d(list, v, k_type, layout);
-        for (const Transposed & v : kTransposed)
-            for (Layout layout : {Layout::Contiguous, Layout::Strided})
                 add_conv_transpose_1d(list, v, k_type, layout);
+            }
     }
 }
 
@@ -305,19 +321,16 @@ void add_empty_cases(CaseList & list) {
 }
 
 void add_scatter_and_pool_cases(CaseList & list) {
-    for (Layout layout : {Layout::Contiguous, Layout::Permuted, Layout::Strided}) {
+    for (Layout layout : kAllLayouts) {
         for (const Conv & v : k2d)
             add_im2col_back(list, v, true, layout);
         for (const Conv & v : k1d)
             add_im2col_back(list, v, false, layout);
     }
     for (ggml_type type : kFloatTypes)
-        for (Layout layout : {Layout::Contiguous, Layout::Strided}) {
-            add_col2im_1d(list, type, 3, 2, 5, 1, 0, layout);
-            add_col2im_1d(list, type, 4, 3, 6, 2, 1, layout);
-            add_col2im_1d(list, type, 5, 1, 7, 3, 2, layout);
-            add_col2im_1d(list, type, 2, 4, 9, 2, 0, layout);
-        }
+        for (Layout layout : {Layout::Contiguous, Layout::Strided, Layout::Transposed})
+            for (const Col2im & c : kCol2im)
+                add_col2im_1d(list, type, c.k, c.oc, c.t, c.s0, c.p0, layout);
     for (ggml_type type : kFloatTypes)
         for (ggml_op_pool op : {GGML_OP_POOL_MAX, GGML_OP_POOL_AVG})
             for (Layout layout : {Layout::Contiguous, Layout::Permuted, Layout::Strided})

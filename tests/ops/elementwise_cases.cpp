@@ -288,9 +288,12 @@ void add_region_cases(CaseList & list) {
         Shape a, b;
         int64_t row, offset;  // the region's row stride and offset, in elements (row 0: a's ne0)
     };
-    const Region regions[] = {{{7, 3, 1, 1}, {7, 3, 1, 1}, 0, 0},    {{16, 5, 3, 1}, {5, 2, 2, 1}, 0, 18},
-                              {{33, 2, 3, 2}, {33, 1, 3, 2}, 0, 33}, {{40, 6, 1, 1}, {3, 4, 1, 1}, 9, 5},
-                              {{12, 4, 1, 1}, {0, 2, 1, 1}, 0, 0},   {{65, 3, 1, 1}, {20, 1, 1, 1}, 0, 40}};
+    const Region regions[] = {{{7, 3, 1, 1}, {7, 3, 1, 1}, 0, 0},     {{16, 5, 3, 1}, {5, 2, 2, 1}, 0, 18},
+                              {{33, 2, 3, 2}, {33, 1, 3, 2}, 0, 33},  {{40, 6, 1, 1}, {3, 4, 1, 1}, 9, 5},
+                              {{12, 4, 1, 1}, {0, 2, 1, 1}, 0, 0},    {{65, 3, 1, 1}, {20, 1, 1, 1}, 0, 40},
+                              {{1, 1, 1, 1}, {1, 1, 1, 1}, 0, 0},     {{9, 5, 4, 3}, {4, 3, 2, 2}, 0, 10},
+                              {{128, 2, 1, 1}, {127, 2, 1, 1}, 0, 1}, {{5, 7, 3, 1}, {5, 7, 1, 1}, 0, 35},
+                              {{20, 3, 2, 1}, {7, 3, 2, 1}, 7, 13},   {{64, 4, 2, 1}, {1, 1, 1, 1}, 0, 500}};
     const auto build = [](ggml_op op, ggml_type type, const Region & r, Layout lb, bool inplace) {
         return [=](Graph & g) {
             ggml_tensor * a = g.input(type, r.a);
@@ -310,7 +313,7 @@ void add_region_cases(CaseList & list) {
     for (const auto & [op, types] : ops) {
         for (ggml_type type : types) {
             for (const Region & r : regions) {
-                for (Layout lb : {Layout::Contiguous, Layout::Strided, Layout::Permuted}) {
+                for (Layout lb : kAllLayouts) {
                     for (bool inplace : {false, true}) {
                         list.add(op,
                                  str(type) + " a=" + str(r.a) + " b=" + str(r.b) + " row " +
@@ -339,8 +342,9 @@ void add_region_cases(CaseList & list) {
 void add_opt_step_cases(CaseList & list) {
     const Gen hyper = Gen::uniform(0.1, 0.9);
     for (const Shape & ne :
-         {Shape{1, 1, 1, 1}, Shape{7, 3, 1, 1}, Shape{33, 2, 3, 2}, Shape{1031, 2, 1, 1}}) {
-        for (Layout layout : {Layout::Contiguous, Layout::Strided}) {
+         {Shape{1, 1, 1, 1}, Shape{2, 1, 1, 1}, Shape{5, 1, 1, 1}, Shape{7, 3, 1, 1}, Shape{16, 16, 1, 1},
+          Shape{17, 3, 5, 1}, Shape{33, 2, 3, 2}, Shape{64, 1, 1, 3}, Shape{1031, 2, 1, 1}}) {
+        for (Layout layout : kAllLayouts) {
             const std::string detail = "f32 " + str(ne) + " " + layout_name(layout);
             list.add(GGML_OP_OPT_STEP_ADAMW, detail, [=](Graph & g) {
                 ggml_tensor * a = g.input(GGML_TYPE_F32, ne);  // a leaf: only leaves are parameters

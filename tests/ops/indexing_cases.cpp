@@ -81,10 +81,13 @@ void add_get_rows_back_cases(CaseList & list) {
     struct Back {
         int64_t e, n, r;  // row length, gradient rows (indices), result rows
     };
-    const Back cases[] = {{1, 1, 1}, {7, 5, 3}, {33, 9, 12}, {65, 20, 4}, {6, 0, 5}};
+    const Back cases[] = {{1, 1, 1}, {7, 5, 3},   {33, 9, 12}, {65, 20, 4}, {6, 0, 5},
+                          {2, 8, 1}, {128, 3, 3}, {3, 17, 17}, {16, 1, 40}, {5, 33, 2}};
     for (const Back & s : cases) {
         for (auto [la, li] : {std::pair{Layout::Contiguous, Layout::Contiguous},
-                              std::pair{Layout::Transposed, Layout::Strided}}) {
+                              {Layout::Transposed, Layout::Strided},
+                              {Layout::Strided, Layout::Contiguous},
+                              {Layout::Contiguous, Layout::Strided}}) {
             list.add(GGML_OP_GET_ROWS_BACK,
                      "f32 e " + std::to_string(s.e) + " n " + std::to_string(s.n) + " rows " +
                          std::to_string(s.r) + " a:" + layout_name(la) + " idx:" + layout_name(li),

@@ -42,7 +42,12 @@ void add_group_norm_cases(CaseList & list) {
     const std::pair<Shape, std::vector<int>> configs[] = {{{4, 3, 6, 1}, {1, 2, 3, 4, 6}},
                                                           {{5, 5, 7, 2}, {1, 3, 7}},
                                                           {{1, 1, 32, 1}, {8, 32}},
-                                                          {{9, 1, 4, 3}, {2}}};
+                                                          {{9, 1, 4, 3}, {2}},
+                                                          {{3, 2, 5, 1}, {1, 2, 4, 5}},
+                                                          {{16, 16, 12, 2}, {1, 5, 12}},
+                                                          {{1, 1, 1, 1}, {1}},
+                                                          {{7, 3, 13, 1}, {1, 4, 13}},
+                                                          {{33, 1, 2, 4}, {1, 2}}};
     for (const auto & [ne, groups] : configs) {
         for (int n_groups : groups) {
             for (Layout layout : kAllLayouts) {
@@ -51,6 +56,13 @@ void add_group_norm_cases(CaseList & list) {
                          [=, shape = ne](Graph & g) {
                              return ggml_group_norm(g.ctx(), g.input(GGML_TYPE_F32, shape, layout), n_groups,
                                                     1e-6f);
+                         });
+                if (layout != Layout::Contiguous) continue;
+                list.add(GGML_OP_GROUP_NORM,
+                         "f32 " + str(ne) + " groups " + std::to_string(n_groups) + " inplace eps 0.1",
+                         [=, shape = ne](Graph & g) {
+                             return ggml_group_norm_inplace(g.ctx(), g.input(GGML_TYPE_F32, shape), n_groups,
+                                                            0.1f);
                          });
             }
         }

@@ -1,8 +1,12 @@
-// ggx-ops case table: SSM_CONV (float types, strided and transposed inputs, no output token),
-// SSM_SCAN (Mamba-1 and Mamba-2 forms, groups, several sequences with permuted state slots, softplus
-// above its threshold), RWKV_WKV6, GATED_LINEAR_ATTN and RWKV_WKV7 (odd head sizes, several
-// sequences) and GATED_DELTA_NET (grouped q/k heads, q/k shared by sequences, scalar and per-key
-// gates, state snapshots, strided rows); perf cases for SSM_SCAN and GATED_DELTA_NET.
+// ggx-ops case table: SSM_CONV (every float type of sx and weight, every sx layout, transposed
+// weights, no output token), SSM_SCAN (Mamba-1 and Mamba-2 forms, groups, several sequences with
+// permuted and spare state slots, softplus above its threshold), RWKV_WKV6, GATED_LINEAR_ATTN and
+// RWKV_WKV7 (odd head sizes, several sequences, scales) and GATED_DELTA_NET (grouped q/k heads, q/k
+// shared by sequences, scalar and per-key gates, state snapshots, strided rows, and their cross
+// product over small sizes); perf cases for SSM_SCAN and GATED_DELTA_NET.
+#include <utility>
+#include <vector>
+
 #include "ggx-ops/case.h"
 
 namespace ggx::ops {
@@ -11,27 +15,35 @@ namespace {
 
 std::string ll(int64_t v) { return std::to_string(static_cast<long long>(v)); }
 
+struct Conv {
+    int64_t d_conv, n_t, channels, n_s;
+};
+
+void add_ssm_conv(CaseList & list, const Conv & c, ggml_type type, Layout layout, ggml_type w_type,
+                  Layout w_layout) {
+    const Shape sx_ne{c.d_conv - 1 + c.n_t, c.channels, c.n_s, 1};
+    list.add(GGML_OP_SSM_CONV,
+             "sx=" + str(sx_ne) + " " + str(type) + " w " + str(w_type) + " d_conv " + ll(c.d_conv) + " " +
+                 layout_name(layout) + " w:" + layout_name(w_layout),
+             [=](Graph & g) {
+                 return ggml_ssm_conv(g.ctx(), g.input(type, sx_ne, layout),
+                                      g.input(w_type, {c.d_conv, c.channels, 1, 1}, w_layout));
+             });
+}
+
+// Every float type of sx with a weight of its type or F32, each in every layout (the weight dense or
+// transposed); one-tap and wide kernels, no output token, one channel, several sequences.
 void add_ssm_conv_cases(CaseList & list) {
-    struct Conv {
-        int64_t d_conv, n_t, channels, n_s;
-    };
-    const Conv convs[] = {{4, 5, 16, 2}, {4, 1, 7, 1}, {1, 3, 5, 2}, {3, 0, 4, 1}, {5, 9, 33, 3}};
-    int i = 0;
+    const Conv convs[] = {{4, 5, 16, 2}, {4, 1, 7, 1},   {1, 3, 5, 2}, {3, 0, 4, 1}, {5, 9, 33, 3},
+                          {2, 2, 1, 1},  {4, 16, 64, 1}, {3, 7, 3, 4}, {7, 2, 5, 1}, {4, 3, 17, 2}};
     for (const Conv & c : convs) {
         for (ggml_type type : kFloatTypes) {
-            const Layout layout = i % 3 == 0   ? Layout::Contiguous
-                                  : i % 3 == 1 ? Layout::Strided
-                                               : Layout::Transposed;
-            const ggml_type w_type = i % 2 ? GGML_TYPE_F32 : type;
-            ++i;
-            list.add(
-                GGML_OP_SSM_CONV,
-                "sx=" + str(Shape{c.d_conv - 1 + c.n_t, c.channels, c.n_s, 1}) + " " + str(type) + " w " +
-                    str(w_type) + " d_conv " + ll(c.d_conv) + " " + layout_name(layout),
-                [=](Graph & g) {
-                    ggml_tensor * sx = g.input(type, {c.d_conv - 1 + c.n_t, c.channels, c.n_s, 1}, layout);
-                    return ggml_ssm_conv(g.ctx(), sx, g.input(w_type, {c.d_conv, c.channels, 1, 1}));
-                });
+            const std::vector<ggml_type> w_types =
+                type == GGML_TYPE_F32 ? std::vector{type} : std::vector{type, GGML_TYPE_F32};
+            for (ggml_type w_type : w_types)
+                for (Layout layout : kAllLayouts)
+                    for (Layout w_layout : {Layout::Contiguous, Layout::Transposed})
+                        add_ssm_conv(list, c, type, layout, w_type, w_layout);
         }
     }
 }
@@ -40,10 +52,11 @@ struct Scan {
     int64_t d_state, head_dim, n_head, n_group, n_t, n_seqs;
     bool mamba2;
     Gen dt;
+    int64_t spare_slots = 1;  // state slots beyond n_seqs that no id names
 };
 
 ggml_tensor * build_scan(Graph & g, const Scan & s, Layout x_layout) {
-    const int64_t n_rs = s.n_seqs + 1;
+    const int64_t n_rs = s.n_seqs + s.spare_slots;
     const ggml_type f32 = GGML_TYPE_F32;
     ggml_tensor * state = g.input(f32, {s.d_state, s.head_dim, s.n_head, n_rs});
     ggml_tensor * x = g.input(f32, {s.head_dim, s.n_head, s.n_t, s.n_seqs}, x_layout);
@@ -63,22 +76,34 @@ void add_ssm_scan_cases(CaseList & list) {
         {5, 1, 3, 1, 4, 2, false, large_dt}, {16, 8, 4, 2, 5, 2, true, dt},
         {16, 8, 4, 1, 1, 1, true, dt},       {7, 3, 6, 3, 6, 3, true, dt},
         {32, 4, 2, 2, 3, 1, true, large_dt}, {16, 8, 4, 4, 0, 2, true, dt},
+        {1, 1, 4, 1, 3, 2, false, dt},       {33, 1, 5, 1, 7, 1, false, dt},
+        {16, 1, 1, 1, 0, 1, false, dt},      {8, 1, 17, 1, 2, 4, false, dt},
+        {1, 1, 1, 1, 1, 1, true, dt},        {16, 1, 4, 2, 3, 2, true, dt},
+        {8, 5, 6, 6, 4, 1, true, dt},        {64, 2, 3, 1, 2, 2, true, dt},
+        {4, 16, 2, 2, 1, 5, true, large_dt},
     };
-    int i = 0;
-    for (const Scan & s : scans) {
-        const Layout layout = i++ % 2 ? Layout::Strided : Layout::Contiguous;
-        list.add(GGML_OP_SSM_SCAN,
-                 std::string(s.mamba2 ? "mamba2" : "mamba1") + " d_state " + ll(s.d_state) +
-                     " x=" + str(Shape{s.head_dim, s.n_head, s.n_t, s.n_seqs}) + " groups " + ll(s.n_group) +
-                     (s.dt.lo > 10.0 ? " dt>20" : "") + " x:" + layout_name(layout),
-                 [=](Graph & g) { return build_scan(g, s, layout); });
+    for (Scan s : scans) {
+        for (int64_t spare : {1, 4}) {
+            s.spare_slots = spare;
+            for (Layout layout : {Layout::Contiguous, Layout::Strided}) {
+                list.add(GGML_OP_SSM_SCAN,
+                         std::string(s.mamba2 ? "mamba2" : "mamba1") + " d_state " + ll(s.d_state) +
+                             " x=" + str(Shape{s.head_dim, s.n_head, s.n_t, s.n_seqs}) + " groups " +
+                             ll(s.n_group) + " slots " + ll(s.n_seqs + spare) +
+                             (s.dt.lo > 10.0 ? " dt>20" : "") + " x:" + layout_name(layout),
+                         [=](Graph & g) { return build_scan(g, s, layout); });
+            }
+        }
     }
 }
 
 struct Linear {
     int64_t S, H, n_t, n_seqs;
 };
-constexpr Linear kLinear[] = {{8, 2, 4, 1}, {16, 3, 6, 2}, {5, 2, 3, 3}, {1, 4, 2, 1}, {8, 1, 0, 2}};
+// n_t counts the tokens of all sequences together (a multiple of n_seqs).
+constexpr Linear kLinear[] = {{8, 2, 4, 1}, {16, 3, 6, 2}, {5, 2, 3, 3}, {1, 4, 2, 1},
+                              {8, 1, 0, 2}, {2, 1, 1, 1},  {3, 5, 8, 2}, {32, 1, 3, 1},
+                              {7, 3, 4, 4}, {64, 2, 2, 1}, {4, 6, 6, 3}, {9, 1, 10, 2}};
 
 std::string describe(const Linear & l) {
     return "S " + ll(l.S) + " H " + ll(l.H) + " tokens " + ll(l.n_t) + " seqs " + ll(l.n_seqs);
@@ -94,7 +119,7 @@ void add_linear_attention_cases(CaseList & list) {
                                   g.input(f32, {l.S, l.H, 1, 1}),
                                   g.input(f32, token, Layout::Contiguous, decay), g.input(f32, state));
         });
-        for (float scale : {1.0f, 0.25f}) {
+        for (float scale : {1.0f, 0.25f, 3.0f}) {
             list.add(GGML_OP_GATED_LINEAR_ATTN, describe(l) + " scale " + str(scale), [=](Graph & g) {
                 return ggml_gated_linear_attn(
                     g.ctx(), g.input(f32, token), g.input(f32, token), g.input(f32, token),
@@ -129,6 +154,14 @@ ggml_tensor * build_delta(Graph & g, const Delta & d) {
     return ggml_gated_delta_net(g.ctx(), q, k, v, gate, beta, state, d.K);
 }
 
+void add_gated_delta_net(CaseList & list, const Delta & d) {
+    list.add(GGML_OP_GATED_DELTA_NET,
+             "S " + ll(d.S) + " H " + ll(d.H) + "/" + ll(d.Hk) + " tokens " + ll(d.n_t) + " seqs " +
+                 ll(d.n_seqs) + " qk seqs " + ll(d.qk_seqs) + " K " + ll(d.K) +
+                 (d.per_key_gate ? " per-key gate " : " scalar gate ") + layout_name(d.layout),
+             [=](Graph & g) { return build_delta(g, d); });
+}
+
 void add_gated_delta_net_cases(CaseList & list) {
     const Layout dense = Layout::Contiguous, strided = Layout::Strided;
     const Delta deltas[] = {
@@ -137,13 +170,23 @@ void add_gated_delta_net_cases(CaseList & list) {
         {16, 6, 3, 1, 3, 3, 1, false, dense},  {4, 2, 1, 0, 2, 2, 1, true, dense},
         {32, 2, 1, 6, 1, 1, 2, false, dense},
     };
-    for (const Delta & d : deltas) {
-        list.add(GGML_OP_GATED_DELTA_NET,
-                 "S " + ll(d.S) + " H " + ll(d.H) + "/" + ll(d.Hk) + " tokens " + ll(d.n_t) + " seqs " +
-                     ll(d.n_seqs) + " qk seqs " + ll(d.qk_seqs) + " K " + ll(d.K) +
-                     (d.per_key_gate ? " per-key gate " : " scalar gate ") + layout_name(d.layout),
-                 [=](Graph & g) { return build_delta(g, d); });
-    }
+    for (const Delta & d : deltas)
+        add_gated_delta_net(list, d);
+    // Every combination of head size, value/key heads, tokens, sequences (q/k batches one per sequence,
+    // one per two, or one for all), states kept (up to the tokens), gate kind and layout.
+    const std::pair<int64_t, int64_t> heads[] = {{1, 1}, {4, 2}, {3, 3}, {6, 2}};
+    const std::pair<int64_t, int64_t> seqs[] = {{1, 1}, {2, 2}, {4, 2}, {3, 1}};
+    for (int64_t S : {1, 5, 16})
+        for (auto [H, Hk] : heads)
+            for (int64_t n_t : {1, 5})
+                for (auto [n_seqs, qk_seqs] : seqs)
+                    for (int64_t K : {1, 3}) {
+                        if (K > n_t) continue;
+                        for (bool per_key_gate : {false, true})
+                            for (Layout layout : {dense, strided})
+                                add_gated_delta_net(
+                                    list, {S, H, Hk, n_t, n_seqs, qk_seqs, K, per_key_gate, layout});
+                    }
 }
 
 // Perf: Mamba-2 prefill (d_state 128, 24 heads of 64, 256 tokens) and a Qwen3-Next-like gated delta

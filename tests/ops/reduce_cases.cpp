@@ -117,11 +117,16 @@ void add_sort_cases(CaseList & list) {
 
 // Labels are a probability per row only in spirit: any weights exercise the formula.
 void add_cross_entropy_cases(CaseList & list) {
-    const Shape shapes[] = {{1, 1, 1, 1}, {7, 3, 1, 1}, {33, 2, 3, 1}, {130, 4, 1, 1}, {1031, 2, 1, 1}};
+    const Shape shapes[] = {{1, 1, 1, 1},   {2, 1, 1, 1},    {7, 3, 1, 1},   {33, 2, 3, 1},
+                            {130, 4, 1, 1}, {1031, 2, 1, 1}, {1, 5, 1, 1},   {16, 16, 1, 1},
+                            {5, 3, 2, 2},   {64, 1, 1, 1},   {257, 3, 1, 1}, {9, 2, 1, 3}};
     for (ggml_type type : kFloatTypes) {
         for (const Shape & ne : shapes) {
             for (auto [la, lb] : {std::pair{Layout::Contiguous, Layout::Contiguous},
-                                  std::pair{Layout::Transposed, Layout::Strided}}) {
+                                  {Layout::Transposed, Layout::Strided},
+                                  {Layout::Strided, Layout::Transposed},
+                                  {Layout::Permuted, Layout::Contiguous},
+                                  {Layout::Contiguous, Layout::Permuted}}) {
                 const std::string detail =
                     str(type) + " " + str(ne) + " logits:" + layout_name(la) + " labels:" + layout_name(lb);
                 list.add(GGML_OP_CROSS_ENTROPY_LOSS, detail, [=](Graph & g) {

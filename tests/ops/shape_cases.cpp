@@ -127,13 +127,19 @@ void add_circular_pad_cases(CaseList & list) {
     }
 }
 
+// Every pair of pads below ne0: none, one side, both, and (but for ne0 = 7) the whole row but its edge.
 void add_pad_reflect_cases(CaseList & list) {
-    for (const Shape & ne : {Shape{5, 3, 1, 1}, Shape{16, 2, 3, 2}, Shape{1, 4, 1, 1}, Shape{9, 0, 1, 1}}) {
-        for (auto [p0, p1] : {std::pair{1, 1}, {2, 0}, {0, 3}, {4, 4}, {0, 0}, {8, 1}}) {
-            if (p0 >= ne[0] || p1 >= ne[0]) continue;
-            list.add(GGML_OP_PAD_REFLECT_1D, str(ne) + format(" p %d %d", p0, p1), [=](Graph & g) {
-                return ggml_pad_reflect_1d(g.ctx(), g.input(GGML_TYPE_F32, ne), p0, p1);
-            });
+    const Shape shapes[] = {{5, 3, 1, 1}, {16, 2, 3, 2}, {1, 4, 1, 1},  {9, 0, 1, 1}, {2, 3, 1, 1},
+                            {7, 5, 2, 1}, {31, 3, 1, 2}, {64, 1, 1, 1}, {3, 2, 2, 3}, {129, 2, 1, 1}};
+    const int pads[] = {0, 1, 2, 4, 7, 8, 15, 30, 63, 128};
+    for (const Shape & ne : shapes) {
+        for (int p0 : pads) {
+            for (int p1 : pads) {
+                if (p0 >= ne[0] || p1 >= ne[0]) continue;
+                list.add(GGML_OP_PAD_REFLECT_1D, str(ne) + format(" p %d %d", p0, p1), [=](Graph & g) {
+                    return ggml_pad_reflect_1d(g.ctx(), g.input(GGML_TYPE_F32, ne), p0, p1);
+                });
+            }
         }
     }
 }
@@ -254,16 +260,31 @@ void add_upscale_perf_cases(CaseList & list) {
 }
 
 void add_arange_cases(CaseList & list) {
-    for (auto [start, stop, step] :
-         {std::tuple{0.0f, 10.0f, 1.0f}, {-3.5f, 4.0f, 0.25f}, {1.0f, 2.0f, 3.0f}, {0.0f, 1000.0f, 0.1f}}) {
+    // The constructor requires stop > start and step > 0 (as ggml does): no descending ranges.
+    for (auto [start, stop, step] : {std::tuple{0.0f, 10.0f, 1.0f},
+                                     {-3.5f, 4.0f, 0.25f},
+                                     {1.0f, 2.0f, 3.0f},
+                                     {0.0f, 1000.0f, 0.1f},
+                                     {-10.0f, -1.0f, 1.0f},
+                                     {-1.0f, 1.0f, 0.3f},
+                                     {0.0f, 1.0f, 1.0f},
+                                     {0.5f, 0.6f, 0.01f},
+                                     {-1000.0f, 1000.0f, 7.0f},
+                                     {0.0f, 64.0f, 1.0f},
+                                     {0.0f, 65.0f, 1.0f},
+                                     {3.0f, 4.5f, 0.5f},
+                                     {100.0f, 10000.0f, 3.3f},
+                                     {-0.75f, 0.0f, 0.125f}}) {
         list.add(GGML_OP_ARANGE, "from " + str(start) + " to " + str(stop) + " by " + str(step),
                  [=](Graph & g) { return ggml_arange(g.ctx(), start, stop, step); });
     }
 }
 
 void add_window_cases(CaseList & list) {
-    for (const Shape & ne : {Shape{8, 10, 7, 1}, Shape{3, 4, 4, 1}, Shape{5, 1, 6, 1}}) {
-        for (int w : {4, 3, 1}) {
+    const Shape shapes[] = {{8, 10, 7, 1},  {3, 4, 4, 1}, {5, 1, 6, 1},  {1, 9, 9, 1},
+                            {7, 14, 14, 1}, {2, 3, 5, 1}, {16, 6, 6, 1}, {4, 1, 1, 1}};
+    for (const Shape & ne : shapes) {
+        for (int w : {1, 2, 3, 4, 5, 7, 14}) {
             for (Layout layout : kAllLayouts) {
                 const std::string detail = str(ne) + format(" w %d ", w) + layout_name(layout);
                 list.add(GGML_OP_WIN_PART, detail, [=](Graph & g) {
@@ -281,17 +302,30 @@ void add_window_cases(CaseList & list) {
 
 void add_rel_pos_cases(CaseList & list) {
     for (ggml_type type : kFloatTypes) {
-        for (int kh : {1, 4, 7}) {
-            for (Layout layout : kAllLayouts) {
-                list.add(GGML_OP_GET_REL_POS, str(type) + format(" C 6 kh %d ", kh) + layout_name(layout),
-                         [=](Graph & g) {
-                             ggml_tensor * a = g.input(type, {6, 2 * kh - 1, 1, 1}, layout);
-                             return ggml_get_rel_pos(g.ctx(), a, kh, kh);
-                         });
+        for (int64_t c : {1, 6, 17}) {
+            for (int kh : {1, 2, 3, 4, 7, 14}) {
+                for (Layout layout : kAllLayouts) {
+                    list.add(GGML_OP_GET_REL_POS,
+                             str(type) + format(" C %lld kh %d ", static_cast<long long>(c), kh) +
+                                 layout_name(layout),
+                             [=](Graph & g) {
+                                 ggml_tensor * a = g.input(type, {c, 2 * kh - 1, 1, 1}, layout);
+                                 return ggml_get_rel_pos(g.ctx(), a, kh, kh);
+                             });
+                }
             }
         }
     }
-    for (auto [w, h, b] : {std::tuple{3, 2, 2}, {4, 4, 1}, {1, 3, 3}, {5, 1, 2}}) {
+    for (auto [w, h, b] : {std::tuple{3, 2, 2},
+                           {4, 4, 1},
+                           {1, 3, 3},
+                           {5, 1, 2},
+                           {1, 1, 1},
+                           {7, 3, 1},
+                           {2, 5, 3},
+                           {8, 8, 2},
+                           {6, 2, 4},
+                           {3, 7, 1}}) {
         for (bool inplace : {false, true}) {
             list.add(GGML_OP_ADD_REL_POS, format("W %d H %d B %d%s", w, h, b, inplace ? " inplace" : ""),
                      [=](Graph & g) {
@@ -329,24 +363,28 @@ void add_triangle_cases(CaseList & list) {
 }
 
 // a = a random lower part (the kernel reads only it) plus a diagonal in [1, 2], well conditioned.
+void add_solve_tri(CaseList & list, int n, int k, int b2, int b3) {
+    list.add(GGML_OP_SOLVE_TRI, format("n %d k %d batch %d,%d", n, k, b2, b3), [=](Graph & g) {
+        const double spread = 0.5 / n;
+        ggml_tensor * lower =
+            g.input(GGML_TYPE_F32, {n, n, b2, b3}, Layout::Contiguous, Gen::uniform(-spread, spread));
+        ggml_tensor * diagonal =
+            g.input(GGML_TYPE_F32, {n, 1, b2, b3}, Layout::Contiguous, Gen::uniform(1, 2));
+        ggml_tensor * a = ggml_add(g.ctx(), lower, ggml_diag(g.ctx(), diagonal));
+        return ggml_solve_tri(g.ctx(), a, g.input(GGML_TYPE_F32, {k, n, b2, b3}), true, true, false);
+    });
+}
+
+// Sizes around the kernel's blocks (powers of two and one either side), right-hand sides from none to
+// many, one system or a batch over both outer dims.
 void add_solve_tri_cases(CaseList & list) {
-    for (auto [n, k, b2, b3] : {std::tuple{4, 2, 3, 1},
-                                {1, 1, 1, 1},
-                                {17, 5, 2, 2},
-                                {64, 64, 1, 1},
-                                {8, 131, 2, 1},
-                                {32, 1, 4, 1},
-                                {3, 0, 1, 1}}) {
-        list.add(GGML_OP_SOLVE_TRI, format("n %d k %d batch %d,%d", n, k, b2, b3), [=](Graph & g) {
-            const double spread = 0.5 / n;
-            ggml_tensor * lower =
-                g.input(GGML_TYPE_F32, {n, n, b2, b3}, Layout::Contiguous, Gen::uniform(-spread, spread));
-            ggml_tensor * diagonal =
-                g.input(GGML_TYPE_F32, {n, 1, b2, b3}, Layout::Contiguous, Gen::uniform(1, 2));
-            ggml_tensor * a = ggml_add(g.ctx(), lower, ggml_diag(g.ctx(), diagonal));
-            return ggml_solve_tri(g.ctx(), a, g.input(GGML_TYPE_F32, {k, n, b2, b3}), true, true, false);
-        });
+    for (int n : {1, 2, 3, 4, 5, 7, 8, 16, 17, 31, 32, 33, 64, 65}) {
+        for (int k : {0, 1, 2, 5, 17, 64}) {
+            for (auto [b2, b3] : {std::pair{1, 1}, {3, 2}})
+                add_solve_tri(list, n, k, b2, b3);
+        }
     }
+    add_solve_tri(list, 8, 131, 2, 1);
 }
 
 void add_timestep_cases(CaseList & list) {

@@ -726,12 +726,23 @@ bool supports_opt_step(const ggml_tensor * node) {
     const ggml_tensor * hyper = node->src[n_src - 1];
     for (int i = 0; i + 1 < n_src; ++i) {
         const ggml_tensor * t = node->src[i];
-        if (!t || t->type != GGML_TYPE_F32 || t->nb[0] != sizeof(float) || !ggml_are_same_shape(t, node))
+        if (!t || t->type != GGML_TYPE_F32 || t->nb[0] % sizeof(float) != 0 || !ggml_are_same_shape(t, node))
             return false;
     }
     return node->type == GGML_TYPE_F32 && views(node, node->src[0]) && hyper &&
            hyper->type == GGML_TYPE_F32 && ggml_is_contiguous(hyper) &&
            ggml_nelements(hyper) == (adamw ? 7 : 2);
+}
+
+// One row of an F32 operand of any element stride (transposed and permuted views too).
+struct F32Row {
+    char * data;
+    size_t stride;
+    float & operator[](int64_t i) const { return *reinterpret_cast<float *>(data + i * stride); }
+};
+
+F32Row f32_row(const ggml_tensor * t, int64_t i1, int64_t i2, int64_t i3) {
+    return {row_at(t, i1, i2, i3), t->nb[0]};
 }
 
 // w = w (1 - alpha wd) - alpha g (SGD; hyper = alpha, wd); AdamW (hyper = alpha, beta1, beta2, eps, wd,
@@ -742,15 +753,13 @@ void compute_opt_step(const ComputeParams & params, ggml_tensor * node) {
     const float * hyper = static_cast<const float *>(node->src[adamw ? 4 : 2]->data);
     const float alpha = hyper[0], wd = adamw ? hyper[4] : hyper[1], keep = 1.0f - alpha * wd;
     for_each_row(params, node, [&](int64_t i1, int64_t i2, int64_t i3) {
-        auto * w = reinterpret_cast<float *>(row_at(node->src[0], i1, i2, i3));
-        const auto * g = reinterpret_cast<const float *>(row_at(node->src[1], i1, i2, i3));
+        const F32Row w = f32_row(node->src[0], i1, i2, i3), g = f32_row(node->src[1], i1, i2, i3);
         if (!adamw) {
             for (int64_t i = 0; i < node->ne[0]; ++i)
                 w[i] = w[i] * keep - alpha * g[i];
             return;
         }
-        auto * m = reinterpret_cast<float *>(row_at(node->src[2], i1, i2, i3));
-        auto * v = reinterpret_cast<float *>(row_at(node->src[3], i1, i2, i3));
+        const F32Row m = f32_row(node->src[2], i1, i2, i3), v = f32_row(node->src[3], i1, i2, i3);
         const float beta1 = hyper[1], beta2 = hyper[2], eps = hyper[3], beta1h = hyper[5], beta2h = hyper[6];
         for (int64_t i = 0; i < node->ne[0]; ++i) {
             m[i] = m[i] * beta1 + g[i] * (1.0f - beta1);

@@ -62,7 +62,8 @@ constexpr Row kTable[] = {
     {GGML_OP_FILL,                 {0,     0,     0,     na,    na}},
     {GGML_OP_SILU_BACK,            {1e-7,  2e-6,  1e-4,  na,    na}},
     {GGML_OP_OPT_STEP_ADAMW,       {1e-10, na,    na,    na,    na}},
-    {GGML_OP_OPT_STEP_SGD,         {1e-12, na,    na,    na,    na}},
+    // SGD's w (1 - alpha wd) - alpha g is a float difference that can cancel on a one-element case.
+    {GGML_OP_OPT_STEP_SGD,         {1e-10, na,    na,    na,    na}},
     {GGML_OP_UNARY,                {1e-7,  2e-6,  1e-4,  na,    na}},
     {GGML_OP_GLU,                  {1e-7,  2e-6,  1e-4,  na,    na}},
     {GGML_OP_SUM,                  {1e-10, 2e-6,  1e-4,  na,    na}},
