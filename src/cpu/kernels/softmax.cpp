@@ -112,14 +112,16 @@ void BackRow(const float * y, const float * dy, float * dx, int64_t n, float sca
     double dot = hn::GetLane(hn::SumOfLanes(dd, acc));
     for (; i < n; ++i)
         dot += static_cast<double>(y[i]) * dy[i];
-    const float fdot = static_cast<float>(dot);
-    const auto vdot = hn::Set(d, fdot), vscale = hn::Set(d, scale);
+    // dy[i] - dot cancels when y is nearly one-hot: subtract dot as two floats, hi + lo, so that the
+    // difference keeps dot's double precision (dy[i] - hi is exact when they are close).
+    const float hi = static_cast<float>(dot), lo = static_cast<float>(dot - hi);
+    const auto vhi = hn::Set(d, hi), vlo = hn::Set(d, lo), vscale = hn::Set(d, scale);
     for (i = 0; i + lanes <= n; i += lanes) {
-        const auto g = hn::Sub(hn::LoadU(d, dy + i), vdot);
+        const auto g = hn::Sub(hn::Sub(hn::LoadU(d, dy + i), vhi), vlo);
         hn::StoreU(hn::Mul(hn::Mul(g, hn::LoadU(d, y + i)), vscale), d, dx + i);
     }
     for (; i < n; ++i)
-        dx[i] = (dy[i] - fdot) * y[i] * scale;
+        dx[i] = ((dy[i] - hi) - lo) * y[i] * scale;
 }
 
 }  // namespace HWY_NAMESPACE
