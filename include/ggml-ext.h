@@ -75,9 +75,11 @@ enum ggml_status ggml_ext_backend_tensor_get_2d(const struct ggml_tensor * tenso
                                                 size_t stride_data);
 enum ggml_status ggml_ext_backend_tensor_set_2d_async(ggml_backend_t backend, struct ggml_tensor * tensor,
                                                       const void * data, size_t offset, size_t size,
-                                                      size_t n_copies, size_t stride_tensor, size_t stride_data);
-enum ggml_status ggml_ext_backend_tensor_get_2d_async(ggml_backend_t backend, const struct ggml_tensor * tensor,
-                                                      void * data, size_t offset, size_t size, size_t n_copies,
+                                                      size_t n_copies, size_t stride_tensor,
+                                                      size_t stride_data);
+enum ggml_status ggml_ext_backend_tensor_get_2d_async(ggml_backend_t backend,
+                                                      const struct ggml_tensor * tensor, void * data,
+                                                      size_t offset, size_t size, size_t n_copies,
                                                       size_t stride_tensor, size_t stride_data);
 
 /* ---------------------------------------------------------------------------------------------- */

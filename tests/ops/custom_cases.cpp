@@ -38,7 +38,9 @@ void combine(ggml_tensor * dst, const ggml_tensor * a, const ggml_tensor * b, co
     }
 }
 
-void axpb(ggml_tensor * dst, int ith, int nth, void *) { combine(dst, dst->src[0], dst->src[1], nullptr, ith, nth); }
+void axpb(ggml_tensor * dst, int ith, int nth, void *) {
+    combine(dst, dst->src[0], dst->src[1], nullptr, ith, nth);
+}
 void map1(ggml_tensor * dst, const ggml_tensor * a, int ith, int nth, void *) {
     combine(dst, a, nullptr, nullptr, ith, nth);
 }
@@ -58,8 +60,8 @@ void add_map_custom_cases(CaseList & list, const Shape & ne, int n_tasks, const 
             return ggml_map_custom1(g.ctx(), g.input(GGML_TYPE_F32, ne, layout), map1, n_tasks, nullptr);
         });
         list.add(GGML_OP_MAP_CUSTOM2, detail, [=](Graph & g) {
-            return ggml_map_custom2(g.ctx(), g.input(GGML_TYPE_F32, ne, layout), g.input(GGML_TYPE_F32, ne), map2,
-                                    n_tasks, nullptr);
+            return ggml_map_custom2(g.ctx(), g.input(GGML_TYPE_F32, ne, layout), g.input(GGML_TYPE_F32, ne),
+                                    map2, n_tasks, nullptr);
         });
         list.add(GGML_OP_MAP_CUSTOM3, detail, [=](Graph & g) {
             return ggml_map_custom3(g.ctx(), g.input(GGML_TYPE_F32, ne, layout), g.input(GGML_TYPE_F32, ne),

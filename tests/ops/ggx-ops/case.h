@@ -114,8 +114,9 @@ inline constexpr Layout kAllLayouts[] = {Layout::Contiguous, Layout::Transposed,
 void add_copy_cases(CaseList & list);         // CPY, DUP, CONT, VIEW, RESHAPE, PERMUTE, TRANSPOSE
 void add_elementwise_cases(CaseList & list);  // ADD..DIV, ADD1/_ID, ACC, SET, maps, UNARY, GLU, OPT_STEP
 void add_reduce_cases(CaseList & list);       // SUM.., ARGMAX, CUMSUM, COUNT_EQUAL, ARGSORT, TOP_K, CE
-void add_shape_cases(CaseList & list);        // REPEAT(_BACK), CONCAT, PAD(_REFLECT_1D), ROLL, UPSCALE, ARANGE,
-                                              // TIMESTEP_EMBEDDING, WIN_(UN)PART, GET/ADD_REL_POS, TRI, DIAG, SOLVE_TRI
+// REPEAT(_BACK), CONCAT, PAD(_REFLECT_1D), ROLL, UPSCALE, ARANGE, TIMESTEP_EMBEDDING, WIN_(UN)PART,
+// GET/ADD_REL_POS, TRI, DIAG, SOLVE_TRI:
+void add_shape_cases(CaseList & list);
 void add_norm_cases(CaseList & list);         // NORM, RMS_NORM, GROUP_NORM, L2_NORM, RMS_NORM_BACK
 void add_matmul_cases(CaseList & list);       // MUL_MAT, MUL_MAT_ID, OUT_PROD
 void add_softmax_cases(CaseList & list);      // SOFT_MAX, SOFT_MAX_BACK, DIAG_MASK_INF/ZERO

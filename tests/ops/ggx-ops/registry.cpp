@@ -55,7 +55,8 @@ void device_coverage(ggml_backend_dev_t dev, const Usage & used, std::vector<std
 // Every unary and GLU sub-op has a case, and the oracle evaluates it.
 void sub_op_coverage(const std::set<std::string> & subs, std::vector<std::string> & problems) {
     const auto check = [&](const char * kind, const char * name, bool evaluated) {
-        if (!evaluated) problems.push_back(std::string(kind) + " " + name + " is not evaluated by the oracle");
+        if (!evaluated)
+            problems.push_back(std::string(kind) + " " + name + " is not evaluated by the oracle");
         if (!subs.count(name)) problems.push_back(std::string(kind) + " " + name + " has no case");
     };
     for (int i = 0; i < GGML_UNARY_OP_COUNT; ++i) {
