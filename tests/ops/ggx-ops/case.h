@@ -117,15 +117,15 @@ void add_reduce_cases(CaseList & list);       // SUM.., ARGMAX, CUMSUM, COUNT_EQ
 // REPEAT(_BACK), CONCAT, PAD(_REFLECT_1D), ROLL, UPSCALE, ARANGE, TIMESTEP_EMBEDDING, WIN_(UN)PART,
 // GET/ADD_REL_POS, TRI, DIAG, SOLVE_TRI:
 void add_shape_cases(CaseList & list);
-void add_norm_cases(CaseList & list);         // NORM, RMS_NORM, GROUP_NORM, L2_NORM, RMS_NORM_BACK
-void add_matmul_cases(CaseList & list);       // MUL_MAT, MUL_MAT_ID, OUT_PROD
-void add_softmax_cases(CaseList & list);      // SOFT_MAX, SOFT_MAX_BACK, DIAG_MASK_INF/ZERO
-void add_rope_cases(CaseList & list);         // ROPE, ROPE_BACK
-void add_attention_cases(CaseList & list);    // FLASH_ATTN_EXT
-void add_recurrent_cases(CaseList & list);    // SSM_CONV, SSM_SCAN, WKV6/7, GLA, GATED_DELTA_NET
-void add_indexing_cases(CaseList & list);     // GET_ROWS, GET_ROWS_BACK, SET_ROWS
-void add_conv_cases(CaseList & list);         // IM2COL, ggml_conv_2d
-void add_custom_cases(CaseList & list);       // CUSTOM, MAP_CUSTOM1..3 (CPU callbacks)
+void add_norm_cases(CaseList & list);       // NORM, RMS_NORM, GROUP_NORM, L2_NORM, RMS_NORM_BACK
+void add_matmul_cases(CaseList & list);     // MUL_MAT, MUL_MAT_ID, OUT_PROD
+void add_softmax_cases(CaseList & list);    // SOFT_MAX, SOFT_MAX_BACK, DIAG_MASK_INF/ZERO
+void add_rope_cases(CaseList & list);       // ROPE, ROPE_BACK
+void add_attention_cases(CaseList & list);  // FLASH_ATTN_EXT
+void add_recurrent_cases(CaseList & list);  // SSM_CONV, SSM_SCAN, WKV6/7, GLA, GATED_DELTA_NET
+void add_indexing_cases(CaseList & list);   // GET_ROWS, GET_ROWS_BACK, SET_ROWS
+void add_conv_cases(CaseList & list);       // IM2COL, ggml_conv_2d
+void add_custom_cases(CaseList & list);     // CUSTOM, MAP_CUSTOM1..3 (CPU callbacks)
 // The sd extension pack (tests/ops/extensions/sd_cases.cpp): every sd.* operator and, through a
 // scheduler, graphs that trigger each of the pack's fusion rules.
 void add_sd_cases(CaseList & list);
