@@ -124,7 +124,7 @@ void add_rope_cases(CaseList & list);       // ROPE, ROPE_BACK
 void add_attention_cases(CaseList & list);  // FLASH_ATTN_EXT
 void add_recurrent_cases(CaseList & list);  // SSM_CONV, SSM_SCAN, WKV6/7, GLA, GATED_DELTA_NET
 void add_indexing_cases(CaseList & list);   // GET_ROWS, GET_ROWS_BACK, SET_ROWS
-void add_conv_cases(CaseList & list);       // IM2COL, ggml_conv_2d
+void add_conv_cases(CaseList & list);       // IM2COL(_3D, _BACK), CONV_*, COL2IM_1D, POOL_*
 void add_custom_cases(CaseList & list);     // CUSTOM, MAP_CUSTOM1..3 (CPU callbacks)
 // The sd extension pack (tests/ops/extensions/sd_cases.cpp): every sd.* operator and, through a
 // scheduler, graphs that trigger each of the pack's fusion rules.
