@@ -1,12 +1,7 @@
 # Configures a clang build with GGX_FUZZ=ON (libFuzzer + ASan + UBSan) in WORK_DIR, builds only the
 # libraries (with the GGUF sources instrumented) and the fuzz target NAME, and runs it for SECONDS over a fresh copy of CORPUS
 # (the repo's corpus is never modified). New crashes are written to WORK_DIR/artifacts.
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGN}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/run.cmake)
 find_program(CLANG clang)
 find_program(CLANGXX clang++)
 if(NOT CLANG OR NOT CLANGXX)

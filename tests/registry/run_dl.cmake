@@ -3,12 +3,7 @@
 # tests/registry/dl_consumer (and the install test's sd pack consumer) against the installed package. Run as:
 #   cmake -DSOURCE_DIR=<root> -DWORK_DIR=<dir> -DVULKAN=ON|OFF [-DLAUNCHER=ccache] -P run_dl.cmake
 file(REMOVE_RECURSE ${WORK_DIR})
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGN}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/run.cmake)
 set(launcher "")
 if(LAUNCHER)
   set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER} -DCMAKE_C_COMPILER_LAUNCHER=${LAUNCHER})

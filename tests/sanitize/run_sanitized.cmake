@@ -1,11 +1,6 @@
 # Configures and builds the project with GGX_SANITIZE=${SANITIZE} in WORK_DIR and runs the tests whose
 # label (address) or name (thread) matches TESTS.
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGN}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/run.cmake)
 # The TSan suites are the CPU thread pool and backend: without Vulkan, whose driver threads
 # (lavapipe) are not instrumented and would only add noise.
 if(SANITIZE STREQUAL "thread")
