@@ -338,8 +338,8 @@ void ggml_fp32_to_bf16_row(const float * x, ggml_bf16_t * y, int64_t n);
 void ggml_fp32_to_bf16_row_ref(const float * x, ggml_bf16_t * y, int64_t n);
 
 /* Convert n F32 values (n a multiple of the block size) into a row of type at y; returns bytes
- * written, or 0 (writing nothing) for a type ggx has no conversion for: the types outside F32, F16,
- * BF16, I8, I16, I32, Q8_0 and Q4_0. F16/BF16 round to nearest even; I8/I16/I32 round to nearest even and
+ * written, or 0 (writing nothing) for a type ggx has no conversion for (docs/quantization.md lists
+ * the block formats ggx converts, each with its rounding rule). F16/BF16 round to nearest even; I8/I16/I32 round to nearest even and
  * saturate (NaN -> 0). Q8_0 per block: d = amax / 127, q = round-half-away(x / d). Q4_0 per block: m = the
  * value of largest magnitude (first one on ties), d = m / -8, q = min(15, trunc(x / d + 8.5)). d is stored as
  * F16; the division uses the unrounded d (id = 1 / d, 0 when d == 0). */
@@ -1455,15 +1455,17 @@ struct ggml_type_traits {
 /* The traits of type; NULL for a value that is no type of ggx. */
 const struct ggml_type_traits * ggml_get_type_traits(enum ggml_type type);
 
-/* Quantization of whole rows for the types ggx has. There are no tables to build: init and free do
- * nothing and are safe to call any number of times. No type needs an importance matrix. */
+/* Quantization of whole rows for the types ggx has. Tables are built on first use: init and free do
+ * nothing and are safe to call any number of times. requires_imatrix: the type is quantized only
+ * with an importance matrix (ggml_quantize_chunk refuses a NULL one). */
 void ggml_quantize_init(enum ggml_type type);
 void ggml_quantize_free(void);
 bool ggml_quantize_requires_imatrix(enum ggml_type type);
 /* Converts nrows rows of n_per_row values, starting at element start (a multiple of n_per_row)
- * of src, into dst at the same row; returns the bytes written. imatrix is accepted and not used
- * (ggx's formats round without weights). 0 with a logged error for a type ggx cannot write or a
- * start that is not a row start. */
+ * of src, into dst at the same row; returns the bytes written. imatrix (n_per_row importance
+ * weights, or NULL) weights the rounding error of the formats that have an importance-weighted
+ * quantization; the others ignore it. 0 with a logged error for a type ggx cannot write, a start
+ * that is not a row start, or a missing imatrix the type requires. */
 size_t ggml_quantize_chunk(enum ggml_type type, const float * src, void * dst, int64_t start, int64_t nrows,
                            int64_t n_per_row, const float * imatrix);
 

@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "core/log.h"
+#include "core/quant/format.h"
+#include "core/types.h"
 
 namespace {
 
@@ -53,17 +55,19 @@ int64_t first_non_finite(const void * data, int64_t n, size_t stride, ToFloat to
     return -1;
 }
 
-// The first value (or block scale) of a row that is NaN or infinite, or -1. Block scales are each
-// block's leading F16.
+// The first value (or block) of a row that is NaN or infinite (holds an invalid scale), or -1.
 int64_t first_bad_value(ggml_type type, const void * data, int64_t n_units) {
     switch (type) {
         case GGML_TYPE_F32: return first_non_finite<float>(data, n_units, 4, [](float v) { return v; });
         case GGML_TYPE_F16: return first_non_finite<ggml_fp16_t>(data, n_units, 2, ggml_fp16_to_fp32);
         case GGML_TYPE_BF16: return first_non_finite<ggml_bf16_t>(data, n_units, 2, ggml_bf16_to_fp32);
-        case GGML_TYPE_Q8_0:
-        case GGML_TYPE_Q4_0:
-            return first_non_finite<ggml_fp16_t>(data, n_units, ggml_type_size(type), ggml_fp16_to_fp32);
-        default: return -1;  // integer types: every bit pattern is a value
+        case GGML_TYPE_F64: return first_non_finite<double>(data, n_units, 8, [](double v) { return v; });
+        default: {
+            // Integer types: every bit pattern is a value. A block format without conversions is
+            // not checked beyond its size.
+            const ggx::core::quant::Format * format = ggx::core::quant::format_of(type);
+            return format && format->first_invalid_block ? format->first_invalid_block(data, n_units) : -1;
+        }
     }
 }
 
@@ -79,9 +83,31 @@ enum ggml_type ggml_ftype_to_ggml_type(enum ggml_ftype ftype) {
     switch (ftype) {
         case GGML_FTYPE_ALL_F32: return GGML_TYPE_F32;
         case GGML_FTYPE_MOSTLY_F16: return GGML_TYPE_F16;
-        case GGML_FTYPE_MOSTLY_BF16: return GGML_TYPE_BF16;
-        case GGML_FTYPE_MOSTLY_Q8_0: return GGML_TYPE_Q8_0;
         case GGML_FTYPE_MOSTLY_Q4_0: return GGML_TYPE_Q4_0;
+        case GGML_FTYPE_MOSTLY_Q4_1:
+        case GGML_FTYPE_MOSTLY_Q4_1_SOME_F16: return GGML_TYPE_Q4_1;
+        case GGML_FTYPE_MOSTLY_Q8_0: return GGML_TYPE_Q8_0;
+        case GGML_FTYPE_MOSTLY_Q5_0: return GGML_TYPE_Q5_0;
+        case GGML_FTYPE_MOSTLY_Q5_1: return GGML_TYPE_Q5_1;
+        case GGML_FTYPE_MOSTLY_Q2_K: return GGML_TYPE_Q2_K;
+        case GGML_FTYPE_MOSTLY_Q3_K: return GGML_TYPE_Q3_K;
+        case GGML_FTYPE_MOSTLY_Q4_K: return GGML_TYPE_Q4_K;
+        case GGML_FTYPE_MOSTLY_Q5_K: return GGML_TYPE_Q5_K;
+        case GGML_FTYPE_MOSTLY_Q6_K: return GGML_TYPE_Q6_K;
+        case GGML_FTYPE_MOSTLY_IQ2_XXS: return GGML_TYPE_IQ2_XXS;
+        case GGML_FTYPE_MOSTLY_IQ2_XS: return GGML_TYPE_IQ2_XS;
+        case GGML_FTYPE_MOSTLY_IQ3_XXS: return GGML_TYPE_IQ3_XXS;
+        case GGML_FTYPE_MOSTLY_IQ1_S: return GGML_TYPE_IQ1_S;
+        case GGML_FTYPE_MOSTLY_IQ4_NL: return GGML_TYPE_IQ4_NL;
+        case GGML_FTYPE_MOSTLY_IQ3_S: return GGML_TYPE_IQ3_S;
+        case GGML_FTYPE_MOSTLY_IQ2_S: return GGML_TYPE_IQ2_S;
+        case GGML_FTYPE_MOSTLY_IQ4_XS: return GGML_TYPE_IQ4_XS;
+        case GGML_FTYPE_MOSTLY_IQ1_M: return GGML_TYPE_IQ1_M;
+        case GGML_FTYPE_MOSTLY_BF16: return GGML_TYPE_BF16;
+        case GGML_FTYPE_MOSTLY_MXFP4: return GGML_TYPE_MXFP4;
+        case GGML_FTYPE_MOSTLY_NVFP4: return GGML_TYPE_NVFP4;
+        case GGML_FTYPE_MOSTLY_Q1_0: return GGML_TYPE_Q1_0;
+        case GGML_FTYPE_MOSTLY_Q2_0: return GGML_TYPE_Q2_0;
         default: return GGML_TYPE_COUNT;
     }
 }
@@ -112,21 +138,37 @@ const struct ggml_type_traits * ggml_get_type_traits(enum ggml_type type) {
 
 void ggml_quantize_init(enum ggml_type) {}
 void ggml_quantize_free(void) {}
-bool ggml_quantize_requires_imatrix(enum ggml_type) { return false; }
+
+bool ggml_quantize_requires_imatrix(enum ggml_type type) {
+    const ggx::core::quant::Format * format = ggx::core::quant::format_of(type);
+    return format && format->requires_importance;
+}
 
 size_t ggml_quantize_chunk(enum ggml_type type, const float * src, void * dst, int64_t start, int64_t nrows,
-                           int64_t n_per_row, const float *) {
-    if (!valid_type(type) || n_per_row <= 0 || n_per_row % ggml_blck_size(type) != 0 ||
-        start % n_per_row != 0) {
+                           int64_t n_per_row, const float * imatrix) {
+    if (!valid_type(type) || !ggx::core::has_conversion(type) || n_per_row <= 0 ||
+        n_per_row % ggml_blck_size(type) != 0 || start % n_per_row != 0) {
         log(GGML_LOG_LEVEL_ERROR,
             "ggml_quantize_chunk: cannot write type %d rows of %lld values from element %lld\n",
             static_cast<int>(type), static_cast<long long>(n_per_row), static_cast<long long>(start));
         return 0;
     }
+    const ggx::core::quant::Format * format = ggx::core::quant::format_of(type);
+    if (format && format->requires_importance && !imatrix) {
+        log(GGML_LOG_LEVEL_ERROR, "ggml_quantize_chunk: %s needs an importance matrix\n", ggml_type_name(type));
+        return 0;
+    }
+    const bool weighted = format && format->quantize_weighted && imatrix;
     const size_t row_bytes = ggml_row_size(type, n_per_row);
     auto * out = static_cast<char *>(dst) + static_cast<size_t>(start / n_per_row) * row_bytes;
-    for (int64_t r = 0; r < nrows; ++r)
-        ggml_quantize_row(type, src + start + r * n_per_row, out + static_cast<size_t>(r) * row_bytes, n_per_row);
+    for (int64_t r = 0; r < nrows; ++r) {
+        const float * x = src + start + r * n_per_row;
+        void * y = out + static_cast<size_t>(r) * row_bytes;
+        if (weighted)
+            format->quantize_weighted(x, y, n_per_row, imatrix);
+        else
+            ggml_quantize_row(type, x, y, n_per_row);
+    }
     return static_cast<size_t>(nrows) * row_bytes;
 }
 

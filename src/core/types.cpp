@@ -17,6 +17,8 @@
 #include <cstring>
 #include <limits>
 
+#include "core/quant/format.h"
+
 namespace {
 
 struct TypeTraits {
@@ -561,6 +563,36 @@ HWY_EXPORT(Target);
 // conversions dispatch to now (which hwy::SetSupportedTargetsForTest changes).
 int64_t convert_dispatch_target() { return HWY_DYNAMIC_DISPATCH(convert_simd::Target)(); }
 
+namespace quant {
+namespace {
+
+void quantize_q8_0(const float * x, void * y, int64_t n) {
+    HWY_DYNAMIC_DISPATCH(convert_simd::QuantizeRowQ8_0)(x, static_cast<ggml_block_q8_0 *>(y), n / GGML_QK8_0);
+}
+void dequantize_q8_0(const void * x, float * y, int64_t n) {
+    HWY_DYNAMIC_DISPATCH(convert_simd::DequantizeRowQ8_0)(static_cast<const ggml_block_q8_0 *>(x), y, n / GGML_QK8_0);
+}
+void quantize_q4_0(const float * x, void * y, int64_t n) {
+    HWY_DYNAMIC_DISPATCH(convert_simd::QuantizeRowQ4_0)(x, static_cast<ggml_block_q4_0 *>(y), n / GGML_QK4_0);
+}
+void dequantize_q4_0(const void * x, float * y, int64_t n) {
+    HWY_DYNAMIC_DISPATCH(convert_simd::DequantizeRowQ4_0)(static_cast<const ggml_block_q4_0 *>(x), y, n / GGML_QK4_0);
+}
+
+// Both have one F16 scale at the start of a block and no importance-weighted rounding.
+constexpr Format kVectorised[] = {
+    {GGML_TYPE_Q8_0, dequantize_q8_0, quantize_q8_0, nullptr,
+     first_bad_f16_scale<sizeof(ggml_block_q8_0), 0>, GGML_TYPE_Q8_0, false},
+    {GGML_TYPE_Q4_0, dequantize_q4_0, quantize_q4_0, nullptr,
+     first_bad_f16_scale<sizeof(ggml_block_q4_0), 0>, GGML_TYPE_Q8_0, false},
+};
+
+}  // namespace
+
+std::span<const Format> vectorised_formats() { return kVectorised; }
+
+}  // namespace quant
+
 }  // namespace ggx::core
 
 extern "C" {
@@ -634,16 +666,11 @@ size_t ggml_quantize_row(enum ggml_type type, const float * x, void * y, int64_t
         case GGML_TYPE_I32:
             quantize_int<int32_t>(x, y, n);
             break;
-        case GGML_TYPE_Q8_0:
-            HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::QuantizeRowQ8_0)
-            (x, static_cast<ggml_block_q8_0 *>(y), n / GGML_QK8_0);
-            break;
-        case GGML_TYPE_Q4_0:
-            HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::QuantizeRowQ4_0)
-            (x, static_cast<ggml_block_q4_0 *>(y), n / GGML_QK4_0);
-            break;
-        default:
-            return 0;
+        default: {
+            const ggx::core::quant::Format * format = ggx::core::quant::format_of(type);
+            if (!format) return 0;
+            format->quantize(x, y, n);
+        }
     }
     return ggml_row_size(type, n);
 }
@@ -669,16 +696,11 @@ bool ggml_dequantize_row(enum ggml_type type, const void * x, float * y, int64_t
         case GGML_TYPE_I32:
             dequantize_int<int32_t>(x, y, n);
             break;
-        case GGML_TYPE_Q8_0:
-            HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::DequantizeRowQ8_0)
-            (static_cast<const ggml_block_q8_0 *>(x), y, n / GGML_QK8_0);
-            break;
-        case GGML_TYPE_Q4_0:
-            HWY_DYNAMIC_DISPATCH(ggx::core::convert_simd::DequantizeRowQ4_0)
-            (static_cast<const ggml_block_q4_0 *>(x), y, n / GGML_QK4_0);
-            break;
-        default:
-            return false;
+        default: {
+            const ggx::core::quant::Format * format = ggx::core::quant::format_of(type);
+            if (!format) return false;
+            format->dequantize(x, y, n);
+        }
     }
     return true;
 }

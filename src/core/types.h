@@ -4,18 +4,18 @@
 
 #include <ggml.h>
 
+#include "core/quant/format.h"
+
 namespace ggx::core {
 
 // A value of enum ggml_type: not a removed id and not out of range.
 inline bool is_known_type(ggml_type type) { return ggml_type_size(type) != 0; }
 
-// The block-quantized types ggx converts and computes with.
-constexpr bool is_computed_quantized(ggml_type type) {
-    return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0;
-}
+// The block-quantized types ggx converts and computes with: those with a format (core/quant).
+inline bool is_computed_quantized(ggml_type type) { return quant::format_of(type) != nullptr; }
 
 // The types ggml_quantize_row / ggml_dequantize_row convert, which the kernels read and write.
-constexpr bool has_conversion(ggml_type type) {
+inline bool has_conversion(ggml_type type) {
     switch (type) {
         case GGML_TYPE_F32:
         case GGML_TYPE_F16:

@@ -125,8 +125,7 @@ ggml_tensor * new_scalar(ggml_context * ctx, ggml_type type) {
 }
 
 // The dot product of n values of rows x (of type X) and y (of type Y), accumulated in double.
-template <ggml_type X, ggml_type Y>
-void vec_dot(int n, float * s, size_t, const void * x, size_t, const void * y, size_t, int) {
+void dot_rows(ggml_type X, ggml_type Y, int n, float * s, const void * x, const void * y) {
     std::vector<float> xs(static_cast<size_t>(n)), ys(static_cast<size_t>(n));
     ggml_dequantize_row(X, x, xs.data(), n);
     ggml_dequantize_row(Y, y, ys.data(), n);
@@ -136,16 +135,26 @@ void vec_dot(int n, float * s, size_t, const void * x, size_t, const void * y, s
     *s = static_cast<float>(sum);
 }
 
-// Quantized rows are multiplied with Q8_0 rows (the activations' format), float rows with their own
-// type; integer types have no dot product.
+template <ggml_type X, ggml_type Y>
+void vec_dot(int n, float * s, size_t, const void * x, size_t, const void * y, size_t, int) {
+    dot_rows(X, Y, n, s, x, y);
+}
+
+// Rows of a block format are multiplied with rows of its dot type (the activations' format), float
+// rows with their own type; integer types have no dot product.
+template <ggml_type T>
+void vec_dot_quantized(int n, float * s, size_t, const void * x, size_t, const void * y, size_t, int) {
+    dot_rows(T, ggx::core::quant::format_of(T)->dot_type, n, s, x, y);
+}
+
 template <ggml_type T>
 ggml_type_traits_cpu cpu_traits_of() {
     const ggml_from_float_t from_float = ggml_get_type_traits(T)->from_float_ref;
-    if constexpr (T == GGML_TYPE_Q4_0 || T == GGML_TYPE_Q8_0) {
-        return {from_float, &vec_dot<T, GGML_TYPE_Q8_0>, GGML_TYPE_Q8_0, 1};
-    } else if constexpr (T == GGML_TYPE_F32 || T == GGML_TYPE_F16 || T == GGML_TYPE_BF16) {
+    if constexpr (T == GGML_TYPE_F32 || T == GGML_TYPE_F16 || T == GGML_TYPE_BF16) {
         return {from_float, &vec_dot<T, T>, T, 1};
     } else {
+        if (const ggx::core::quant::Format * format = ggx::core::quant::format_of(T))
+            return {from_float, &vec_dot_quantized<T>, format->dot_type, 1};
         return {from_float, nullptr, T, 1};
     }
 }

@@ -191,7 +191,10 @@ TEST(GgmlTypes, TraitsSizesAndFileTypes) {
     EXPECT_EQ(ggml_ftype_to_ggml_type(GGML_FTYPE_MOSTLY_BF16), GGML_TYPE_BF16);
     EXPECT_EQ(ggml_ftype_to_ggml_type(GGML_FTYPE_MOSTLY_Q8_0), GGML_TYPE_Q8_0);
     EXPECT_EQ(ggml_ftype_to_ggml_type(GGML_FTYPE_MOSTLY_Q4_0), GGML_TYPE_Q4_0);
-    EXPECT_EQ(ggml_ftype_to_ggml_type(GGML_FTYPE_MOSTLY_Q6_K), GGML_TYPE_COUNT);
+    EXPECT_EQ(ggml_ftype_to_ggml_type(GGML_FTYPE_MOSTLY_Q6_K), GGML_TYPE_Q6_K);
+    EXPECT_EQ(ggml_ftype_to_ggml_type(GGML_FTYPE_MOSTLY_Q4_1_SOME_F16), GGML_TYPE_Q4_1);
+    EXPECT_EQ(ggml_ftype_to_ggml_type(GGML_FTYPE_MOSTLY_Q2_0), GGML_TYPE_Q2_0);
+    EXPECT_EQ(ggml_ftype_to_ggml_type(GGML_FTYPE_UNKNOWN), GGML_TYPE_COUNT);
 
     for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
         const auto type = static_cast<ggml_type>(t);

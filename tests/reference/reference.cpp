@@ -83,7 +83,7 @@ bool same_shape(const ggml_tensor * a, const ggml_tensor * b) {
 // ---------------------------------------------------------------------------------------------
 // Rounding to storage types
 
-bool is_block_type(ggml_type type) { return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0; }
+bool is_block_type(ggml_type type) { return ggml_is_quantized(type); }
 
 // IEEE double -> float, round to nearest even, overflow to infinity (a plain cast of an
 // out-of-range double is undefined behaviour in C++).
@@ -130,7 +130,7 @@ double round_scalar(ggml_type type, double v) {
     }
 }
 
-// Quantize then dequantize the 32 values at block[0..32) in place.
+// Quantize then dequantize the values of one block at block[0..block size) in place.
 void round_block(ggml_type type, double * block) {
     const int64_t bs = ggml_blck_size(type);
     std::vector<float> x(static_cast<size_t>(bs));

@@ -42,6 +42,7 @@
 #include <utility>
 
 #include "core/op_params.h"
+#include "core/types.h"
 #include "cpu/kernels/common.h"
 #include "cpu/kernels/exec.h"
 #include "cpu/kernels/gemm.h"
@@ -129,7 +130,8 @@ constexpr int64_t kMaxPanel = kMaxMR > kNR ? kMaxMR : kNR;         // rows of a 
 // ---------------------------------------------------------------------------------------------
 // Conversion of one row segment of any type into dense F32.
 
-// n elements from src (elements nb0 bytes apart; quantized: dense blocks, n a multiple of 32).
+// n elements from src (elements nb0 bytes apart; quantized: dense blocks, n a multiple of the block
+// size).
 HWY_NOINLINE void convert_row(ggml_type type, const char * src, size_t nb0, int64_t n, float * dst) {
     const DF df;
     const int64_t L = static_cast<int64_t>(hn::Lanes(df));
@@ -166,6 +168,10 @@ HWY_NOINLINE void convert_row(ggml_type type, const char * src, size_t nb0, int6
                 hn::StoreU(hn::Mul(hn::ConvertTo(df, hi), d), df, out + 16 + j);
             }
         }
+        return;
+    }
+    if (ggml_is_quantized(type)) {  // the other block formats: their row conversion
+        ggml_dequantize_row(type, src, dst, n);
         return;
     }
     if (nb0 != ggml_type_size(type)) {
@@ -915,8 +921,12 @@ HWY_INLINE bool dense_rows(const ggml_tensor * a) {
     return a->ne[0] > 0 && (ggml_is_quantized(a->type) || a->nb[0] == ggml_type_size(a->type));
 }
 
+// The block formats with an int8 matrix-vector product; the others take the small-N path.
+HWY_INLINE bool has_int8_gemv(ggml_type type) { return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0; }
+
 HWY_INLINE bool use_gemv(const Batches & bt) {
-    return bt.b->ne[1] == 1 && dense_rows(bt.a) && !(bt.exact && ggml_is_quantized(bt.a->type));
+    if (bt.b->ne[1] != 1 || !dense_rows(bt.a)) return false;
+    return !ggml_is_quantized(bt.a->type) || (has_int8_gemv(bt.a->type) && !bt.exact);
 }
 
 HWY_NOINLINE void gemv(const Exec & ex, const Batches & bt) {
@@ -984,7 +994,7 @@ HWY_NOINLINE void gemv(const Exec & ex, const Batches & bt) {
 // columns the GEMM's transposing packs of a cost more than the products.
 
 inline constexpr int64_t kSmallN = 8;
-inline constexpr int64_t kSmallChunk = 256;
+inline constexpr int64_t kSmallChunk = 256;  // a multiple of every block size (see weights_ok)
 
 #if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
 constexpr int kSmallAcc = 24;  // accumulators that fit in 32 registers with the operands
@@ -1045,7 +1055,8 @@ HWY_NOINLINE void small_n_rows(const Operand & a, int64_t m0, int64_t m1, int64_
     }
 }
 
-// N == 1 comes here only for an exact (GGML_PREC_F32) product of a quantized a.
+// N == 1 comes here for a quantized a without an int8 matrix-vector product, or an exact
+// (GGML_PREC_F32) product of one.
 HWY_INLINE bool use_small_n(const Batches & bt) {
     return bt.b->ne[1] >= 1 && bt.b->ne[1] <= kSmallN && dense_rows(bt.a) && !use_gemv(bt);
 }
@@ -1386,11 +1397,13 @@ HWY_EXPORT(Compute);
 HWY_EXPORT(ImplicitWorkspace);
 HWY_EXPORT(ImplicitCompute);
 
-// A weight type the products read: float, or Q8_0/Q4_0 rows of whole dense blocks.
+// A weight type the products read: float, or rows of whole dense blocks of a block format ggx
+// converts (every block size divides the k blocks, kKC and kSmallChunk).
 static bool weights_ok(const ggml_tensor * a) {
     if (ggml_is_float_type(a->type)) return true;
-    return (a->type == GGML_TYPE_Q8_0 || a->type == GGML_TYPE_Q4_0) && a->nb[0] == ggml_type_size(a->type) &&
-           a->ne[0] % 32 == 0;
+    static_assert(kKC % 256 == 0);
+    return core::is_computed_quantized(a->type) && a->nb[0] == ggml_type_size(a->type) &&
+           a->ne[0] % ggml_blck_size(a->type) == 0 && 256 % ggml_blck_size(a->type) == 0;
 }
 
 static bool broadcasts(const ggml_tensor * a, const ggml_tensor * b) {
