@@ -1,5 +1,5 @@
 // ggx-ops case table: copies and layouts (CPY, DUP, CONT, VIEW, RESHAPE, PERMUTE, TRANSPOSE): every
-// documented conversion, odd and zero-size shapes, every source layout and strided destinations.
+// documented conversion (every block format ggx converts), odd and zero-size shapes, every source layout and strided destinations.
 #include <algorithm>
 #include <numeric>
 
@@ -78,6 +78,16 @@ void add_cpy_cases(CaseList & list) {
     for (ggml_type type : {GGML_TYPE_I32, GGML_TYPE_I8}) {
         for (const Shape & ne : kShapes)
             add_cpy_layouts(list, type, type, ne);
+    }
+    // The other block formats: quantized from F32 and F16, dequantized to F32, and copied as they are.
+    const Shape format_shapes[] = {{kFormatRow, 3, 1, 1}, {2 * kFormatRow, 2, 3, 1}};
+    for (ggml_type type : more_block_types()) {
+        for (const Shape & ne : format_shapes) {
+            for (ggml_type from : {GGML_TYPE_F32, GGML_TYPE_F16})
+                add_cpy_layouts(list, from, type, ne);
+            add_cpy_layouts(list, type, GGML_TYPE_F32, ne);
+            add_cpy(list, type, type, ne, Layout::Strided, Dest::Cast, gen_for(type));
+        }
     }
 }
 

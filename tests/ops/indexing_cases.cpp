@@ -1,5 +1,5 @@
-// ggx-ops case table: GET_ROWS, GET_ROWS_BACK and SET_ROWS for every documented dtype (quantized rows
-// included), odd row lengths, empty index lists, batched and broadcast indices, strided sources, destinations
+// ggx-ops case table: GET_ROWS, GET_ROWS_BACK and SET_ROWS for every documented dtype (every block
+// format ggx converts included), odd row lengths, empty index lists, batched and broadcast indices, strided sources, destinations
 // and index tensors.
 #include <span>
 
@@ -76,6 +76,29 @@ void add_set_rows_cases(CaseList & list) {
     }
 }
 
+// The other block formats: rows of kFormatRow elements gathered and scattered, dense and strided.
+void add_format_cases(CaseList & list) {
+    for (ggml_type type : more_block_types()) {
+        for (Layout la : {Layout::Contiguous, Layout::Strided}) {
+            for (const Rows & s : {kGetRows[0], kGetRows[2]}) {
+                list.add(GGML_OP_GET_ROWS, describe(type, kFormatRow, s, la, la), [=](Graph & g) {
+                    ggml_tensor * a = g.input(type, {kFormatRow, s.r, s.b2, s.b3}, la);
+                    ggml_tensor * idx = g.input(GGML_TYPE_I32, {s.n, s.b2, s.b3, 1}, la, Gen::integer(0, s.r));
+                    return ggml_get_rows(g.ctx(), a, idx);
+                });
+            }
+            for (const Rows & s : {kSetRows[0], kSetRows[2]}) {
+                list.add(GGML_OP_SET_ROWS, describe(type, kFormatRow, s, la, la), [=](Graph & g) {
+                    ggml_tensor * a = g.input(type, {kFormatRow, s.r, s.b2, s.b3}, la);
+                    ggml_tensor * b = g.input(GGML_TYPE_F32, {kFormatRow, s.n, s.b2, s.b3}, la);
+                    ggml_tensor * idx = g.input(GGML_TYPE_I32, {s.n, s.c2, s.c3, 1}, la, Gen::distinct(s.r));
+                    return ggml_set_rows(g.ctx(), a, b, idx);
+                });
+            }
+        }
+    }
+}
+
 // Repeated indices add up; rows no index names stay zero.
 void add_get_rows_back_cases(CaseList & list) {
     struct Back {
@@ -106,6 +129,7 @@ void add_indexing_cases(CaseList & list) {
     add_get_rows_cases(list);
     add_get_rows_back_cases(list);
     add_set_rows_cases(list);
+    add_format_cases(list);
 }
 
 }  // namespace ggx::ops

@@ -1,8 +1,9 @@
 // ggx-ops case table: MUL_MAT, MUL_MAT_ID and OUT_PROD for every weight dtype (F32, F16, BF16, Q8_0,
-// Q4_0) times every activation dtype, odd and empty sizes, broadcasting over dims 2 and 3 (MUL_MAT_ID:
+// Q4_0; every other block format with fewer shapes) times every activation dtype, odd and empty sizes, broadcasting over dims 2 and 3 (MUL_MAT_ID:
 // over the expert slots), transposed, permuted and strided operands, MUL_MAT with GGML_PREC_F32; perf
 // cases for an FFN projection and for MoE expert products next to the equivalent dense products.
 #include <span>
+#include <vector>
 
 #include "ggx-ops/case.h"
 
@@ -81,7 +82,9 @@ void add_type_pair(CaseList & list, ggml_type ta, ggml_type tb) {
 // Perf: a 4096 x 14336 weight (an FFN projection) times 1, 8 and 512 activation columns.
 void add_perf_cases(CaseList & list) {
     const int64_t m = 4096, k = 14336;
-    for (ggml_type ta : kWeightTypes) {
+    std::vector<ggml_type> types(std::begin(kWeightTypes), std::end(kWeightTypes));
+    types.insert(types.end(), more_block_types().begin(), more_block_types().end());
+    for (ggml_type ta : types) {
         for (int64_t n : {1, 8, 512}) {
             list.add_perf(GGML_OP_MUL_MAT, "perf " + str(ta) + " m=4096 k=14336 n=" + std::to_string(n),
                           2.0 * static_cast<double>(m * n * k), [=](Graph & g) {
@@ -239,6 +242,38 @@ void add_moe_perf_cases(CaseList & list) {
     }
 }
 
+// The other block formats: rows of kFormatRow elements and multiples, one-column, small-N and GEMM
+// products, empty ones, broadcasts, strided and transposed operands, GGML_PREC_F32, one routed and
+// one outer product each; the FFN perf shapes as for kWeightTypes.
+void add_format_cases(CaseList & list) {
+    const int64_t k = kFormatRow;
+    const Dims dims[] = {{k, 7, 1}, {k, 5, 3}, {2 * k, 33, 17}, {k, 0, 3}};
+    for (ggml_type ta : more_block_types()) {
+        for (ggml_type tb : {GGML_TYPE_F32, GGML_TYPE_F16}) {
+            for (const Dims & d : dims) {
+                for (const LayoutPair & layout : std::span(kBlockLayouts).first(2))
+                    add_case(list, ta, tb, d, kBatches[0], layout);
+            }
+            add_case(list, ta, tb, {k, 9, 2}, kBatches[2], kBlockLayouts[0]);
+        }
+        const std::string name = "prec f32 " + str(ta) + " a=" + str(Shape{k, 7, 1, 1});
+        list.add(GGML_OP_MUL_MAT, name, [=](Graph & g) {
+            ggml_tensor * r = ggml_mul_mat(g.ctx(), g.input(ta, {k, 7, 1, 1}, Layout::Contiguous, kOperands),
+                                           g.input(GGML_TYPE_F32, {k, 3, 1, 1}, Layout::Contiguous, kOperands));
+            ggml_mul_mat_set_prec(r, GGML_PREC_F32);
+            return r;
+        });
+        const Routed routed = {k, 16, 4, 2, 1, 9};
+        list.add(GGML_OP_MUL_MAT_ID, str(ta) + "xf32 " + routed_name(routed), [=](Graph & g) {
+            return routed_product(g, ta, GGML_TYPE_F32, routed, kBlockLayouts[0], Gen::distinct(routed.n_as));
+        });
+        list.add(GGML_OP_OUT_PROD, str(ta) + "xf32 a=" + str(Shape{k, 17, 1, 1}), [=](Graph & g) {
+            return ggml_out_prod(g.ctx(), g.input(ta, {k, 17, 1, 1}, Layout::Contiguous, kOperands),
+                                 g.input(GGML_TYPE_F32, {9, 17, 1, 1}, Layout::Contiguous, kOperands));
+        });
+    }
+}
+
 }  // namespace
 
 void add_matmul_cases(CaseList & list) {
@@ -246,6 +281,7 @@ void add_matmul_cases(CaseList & list) {
         for (ggml_type tb : kFloatTypes)
             add_type_pair(list, ta, tb);
     }
+    add_format_cases(list);
     add_prec_cases(list);
     add_mul_mat_id_cases(list);
     add_out_prod_cases(list);

@@ -168,7 +168,9 @@ int column_of(ggml_type type) {
         case GGML_TYPE_Q4_0:
             return kQ4_0;
         default:
-            return -1;  // integer types do not lower precision
+            // The other block formats take Q4_0's bounds: their products may round the activations
+            // to 8 bits per block as Q4_0's do. Integer types do not lower precision.
+            return ggml_is_quantized(type) ? kQ4_0 : -1;
     }
 }
 

@@ -1,6 +1,7 @@
 // Case registry, input layouts and name formatting.
 #include "case.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 
@@ -23,6 +24,31 @@ const char * layout_name(Layout layout) {
 std::vector<Layout> layouts_for(ggml_type type) {
     if (ggml_is_quantized(type)) return {Layout::Contiguous, Layout::Strided};
     return {std::begin(kAllLayouts), std::end(kAllLayouts)};
+}
+
+namespace {
+
+// ggml_dequantize_row refuses a type ggx has no conversion for.
+bool converts(ggml_type type) {
+    std::vector<unsigned char> block(ggml_type_size(type));
+    std::vector<float> values(static_cast<size_t>(ggml_blck_size(type)));
+    return ggml_dequantize_row(type, block.data(), values.data(), ggml_blck_size(type));
+}
+
+}  // namespace
+
+const std::vector<ggml_type> & more_block_types() {
+    static const std::vector<ggml_type> types = [] {
+        std::vector<ggml_type> found;
+        for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
+            const auto type = static_cast<ggml_type>(t);
+            if (ggml_is_quantized(type) && std::ranges::find(kQuantTypes, type) == std::end(kQuantTypes) &&
+                kFormatRow % ggml_blck_size(type) == 0 && converts(type))
+                found.push_back(type);
+        }
+        return found;
+    }();
+    return types;
 }
 
 namespace {

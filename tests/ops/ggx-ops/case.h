@@ -107,6 +107,11 @@ inline constexpr ggml_type kFloatTypes[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_T
 inline constexpr ggml_type kQuantTypes[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0};
 inline constexpr ggml_type kWeightTypes[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q8_0,
                                              GGML_TYPE_Q4_0};
+// The block formats ggx converts beyond kQuantTypes, found at run time (so the list grows with the
+// format table): each gets a smaller set of cases than Q8_0 and Q4_0 in every op that takes quantized
+// tensors, with rows of kFormatRow elements (a multiple of every block size).
+const std::vector<ggml_type> & more_block_types();
+inline constexpr int64_t kFormatRow = 256;
 inline constexpr Layout kAllLayouts[] = {Layout::Contiguous, Layout::Transposed, Layout::Permuted,
                                          Layout::Strided};
 
