@@ -325,20 +325,12 @@ static_assert(kGgufTypeF32 == GGML_TYPE_F32 && kGgufTypeF16 == GGML_TYPE_F16 &&
               kGgufTypeI8 == GGML_TYPE_I8 && kGgufTypeI16 == GGML_TYPE_I16 && kGgufTypeI32 == GGML_TYPE_I32 &&
               kGgufTypeBF16 == GGML_TYPE_BF16);
 
+// Every type of enum ggml_type (GGUF uses its ids); removed ids have no size.
 std::optional<ggml_type> type_from_gguf(uint32_t gguf_type) {
-    switch (gguf_type) {
-        case kGgufTypeF32:
-        case kGgufTypeF16:
-        case kGgufTypeQ4_0:
-        case kGgufTypeQ8_0:
-        case kGgufTypeI8:
-        case kGgufTypeI16:
-        case kGgufTypeI32:
-        case kGgufTypeBF16:
-            return static_cast<ggml_type>(gguf_type);
-        default:
-            return std::nullopt;
-    }
+    if (gguf_type >= static_cast<uint32_t>(GGML_TYPE_COUNT)) return std::nullopt;
+    const auto type = static_cast<ggml_type>(gguf_type);
+    if (ggml_type_size(type) == 0) return std::nullopt;
+    return type;
 }
 
 uint32_t type_to_gguf(ggml_type type) { return static_cast<uint32_t>(type); }
@@ -503,7 +495,7 @@ bool File::parse_all(std::string * error) {
         uint32_t gtype = 0;
         if (!c.read(&gtype, [&] { return what() + " type"; })) return false;
         const std::optional<ggml_type> type = type_from_gguf(gtype);
-        if (!type) return c.fail(type_at, cat(what(), ": unknown or unsupported tensor type id ", gtype));
+        if (!type) return c.fail(type_at, cat(what(), ": unknown tensor type id ", gtype));
         t.type = *type;
         offset_at[k] = c.pos();
         if (!c.read(&t.offset, [&] { return what() + " offset"; })) return false;

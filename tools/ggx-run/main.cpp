@@ -1,7 +1,7 @@
 // ggx-run: a diffusion-transformer forward pass end to end, with and without the sd extension pack.
 //
 //   ggx-run [--device NAME] [--threads N] [--layers N] [--hidden N] [--heads N] [--tokens N]
-//           [--weights f32|f16|bf16|q8_0|int8-convrot] [--ext on|off|compare] [--steps N]
+//           [--weights int8-convrot|f32|f16|bf16|BLOCK-FORMAT] [--ext on|off|compare] [--steps N]
 //           [--seed N] [--reference-device NAME] [--no-profile] [--json]
 //
 // Builds the built-in Z-Image/Flux-style DiT (model.h) with deterministic synthetic weights and runs
@@ -57,12 +57,13 @@ void usage(FILE * out) {
     std::fprintf(
         out,
         "usage: ggx-run [--device NAME] [--threads N] [--layers N] [--hidden N] [--heads N] [--tokens N]\n"
-        "               [--weights f32|f16|bf16|q8_0|int8-convrot] [--ext on|off|compare] [--steps N]\n"
+        "               [--weights int8-convrot|f32|f16|bf16|BLOCK-FORMAT] [--ext on|off|compare] [--steps N]\n"
         "               [--seed N] [--model PATH.gguf] [--export PATH.gguf] [--reference-device NAME]\n"
         "               [--no-profile] [--json]\n"
         "Runs a built-in diffusion transformer (defaults: 4 layers, hidden 1024, 8 heads, 1024 tokens,\n"
         "int8-convrot weights, 3 steps) with the sd extension pack on and off and compares them; with\n"
-        "--reference-device, also compares the device's results with that device's (e.g. CPU).\n");
+        "--reference-device, also compares the device's results with that device's (e.g. CPU).\n"
+        "BLOCK-FORMAT: any block format ggx converts, by its ggml name (q8_0, q4_0, q4_K, iq4_nl, ...).\n");
 }
 
 bool parse_int(const char * s, int & v) {
@@ -426,7 +427,7 @@ int main(int argc, char ** argv) {
     // sd.cpp's decomposed graph, which the pack documents as bit-identical; with int8-convrot, ext on
     // quantizes activations to int8 per row (ConvRot), ext off multiplies F32 activations by the
     // same (dequantized) weights.
-    const bool int8 = o.cfg.weights == WeightType::Int8ConvRot;
+    const bool int8 = o.cfg.weights.int8_convrot();
     r.nmse_bound = int8 ? 2e-3 : 1e-12;
     r.max_abs_bound = int8 ? 0.1 : 1e-5;
     if (r.on.ran && r.off.ran) {

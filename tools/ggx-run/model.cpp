@@ -4,38 +4,43 @@
 #include <gguf.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "sd-ggml-ext.h"
 
 namespace ggx::run {
 
-const char * weight_type_name(WeightType type) {
-    switch (type) {
-        case WeightType::F32:
-            return "f32";
-        case WeightType::F16:
-            return "f16";
-        case WeightType::BF16:
-            return "bf16";
-        case WeightType::Q8_0:
-            return "q8_0";
-        case WeightType::Int8ConvRot:
-            return "int8-convrot";
-    }
-    return "?";
+std::string weight_type_name(WeightType type) {
+    return type.int8_convrot() ? "int8-convrot" : ggml_type_name(type.type);
 }
 
 bool parse_weight_type(const std::string & name, WeightType & type) {
-    for (WeightType t :
-         {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8_0, WeightType::Int8ConvRot})
-        if (name == weight_type_name(t)) {
-            type = t;
-            return true;
-        }
+    if (name == "int8-convrot") {
+        type = {};
+        return true;
+    }
+    auto lower = [](std::string text) {
+        for (char & c : text)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return text;
+    };
+    for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
+        const auto candidate = static_cast<ggml_type>(t);
+        if (lower(name) != lower(ggml_type_name(candidate))) continue;  // q4_k names q4_K
+        if (!ggml_is_float_type(candidate) && !ggml_is_quantized(candidate)) return false;
+        // ggml_dequantize_row refuses a type ggx has no conversion for.
+        std::vector<uint8_t> block(ggml_type_size(candidate));
+        std::vector<float> values(static_cast<size_t>(ggml_blck_size(candidate)));
+        if (!ggml_dequantize_row(candidate, block.data(), values.data(), ggml_blck_size(candidate))) return false;
+        type.type = candidate;
+        return true;
+    }
     return false;
 }
 
@@ -73,10 +78,6 @@ bool ModelConfig::derive(std::string & error) {
     }
     if (ffn < 1 || patch_dim < 1 || time_dim < 2 || time_dim % 2) {
         error = "bad ffn, patch or timestep embedding size";
-        return false;
-    }
-    if (weights == WeightType::Q8_0 && (ffn % 32 || patch_dim % 32 || time_dim % 32)) {
-        error = "q8_0 needs every linear's input size to be a multiple of 32";
         return false;
     }
     return true;
@@ -128,27 +129,45 @@ struct Pending {
     float amplitude;
 };
 
+// The type of a dense linear's weight with `in` inputs: the chosen one, or F16 where a block format's
+// blocks do not divide the rows (as converters keep such tensors in a float type); int8-convrot
+// without the pack runs F32 on the dequantized weights.
+ggml_type dense_type(WeightType weights, int64_t in) {
+    if (weights.int8_convrot()) return GGML_TYPE_F32;
+    return in % ggml_blck_size(weights.type) == 0 ? weights.type : GGML_TYPE_F16;
+}
+
+// A weight read from a file keeps the file's type when it is one the linears take: a float type or a
+// block format ggx converts whose blocks divide the rows (files converted by other tools choose per
+// tensor).
+std::optional<ggml_type> file_type(const ModelFile * file, const std::string & name, int64_t in) {
+    const ggml_tensor * t = file ? ggml_get_tensor(file->tensors.get(), name.c_str()) : nullptr;
+    if (!t || t->ne[0] != in) return std::nullopt;
+    WeightType type;
+    if (!parse_weight_type(ggml_type_name(t->type), type) || in % ggml_blck_size(t->type) != 0) return std::nullopt;
+    return t->type;
+}
+
 struct Builder {
     Model & m;
+    const ModelFile * file;
     std::vector<Pending> pending;
     uint64_t next_id = 1;
 
     Linear linear(const std::string & name, int64_t in, int64_t out, bool bias, float gain = 1.0f) {
         Linear l;
-        const WeightType type = m.cfg.weights;
+        const WeightType weights = m.cfg.weights;
         const float amp = gain * std::sqrt(3.0f / static_cast<float>(in));  // variance gain^2 / in
         const uint64_t id = next_id++;
-        if (type == WeightType::Int8ConvRot && m.ext) {
+        if (weights.int8_convrot() && m.ext) {
             l.w = ggml_new_tensor_2d(m.ctx, GGML_TYPE_I8, in, out);
             l.scale = ggml_new_tensor_1d(m.ctx, GGML_TYPE_F32, out);
             l.group = convrot_group(in);
         } else {
-            const ggml_type t = type == WeightType::F16    ? GGML_TYPE_F16
-                                : type == WeightType::BF16 ? GGML_TYPE_BF16
-                                : type == WeightType::Q8_0 ? GGML_TYPE_Q8_0
-                                                           : GGML_TYPE_F32;
-            l.w = ggml_new_tensor_2d(m.ctx, t, in, out);
-            l.group = type == WeightType::Int8ConvRot ? convrot_group(in) : 0;
+            const std::optional<ggml_type> stored =
+                weights.int8_convrot() ? std::nullopt : file_type(file, name + ".weight", in);
+            l.w = ggml_new_tensor_2d(m.ctx, stored.value_or(dense_type(weights, in)), in, out);
+            l.group = weights.int8_convrot() ? convrot_group(in) : 0;
         }
         pending.push_back({Pending::kMatrix, id, name + ".weight", l.w, l.scale, l.group, amp});
         if (bias) {
@@ -183,7 +202,7 @@ void fill(const Pending & p, uint64_t seed, WeightType type, bool ext) {
         for (float & f : row)
             f = p.amplitude * rng.uniform();
         uint8_t * dst = bytes.data() + static_cast<size_t>(o) * row_bytes;
-        if (type == WeightType::Int8ConvRot) {
+        if (type.int8_convrot()) {
             // Offline ConvRot quantization (sd-ops.md 3.1): W_rot = W H, per-row absmax scale.
             convrot_rows(row.data(), k, p.group);
             float amax = 0.0f;
@@ -227,7 +246,7 @@ bool load(const Pending & p, const ModelFile & file, WeightType type, bool ext, 
         return false;
     }
     const int64_t k = p.tensor->ne[0], n = p.tensor->ne[1];
-    const bool dequantize = p.kind == Pending::kMatrix && type == WeightType::Int8ConvRot && !ext;
+    const bool dequantize = p.kind == Pending::kMatrix && type.int8_convrot() && !ext;
     const ggml_type want = dequantize ? GGML_TYPE_I8 : p.tensor->type;
     const int64_t ne[2] = {k, n};
     if (t->type != want || t->ne[0] != k || t->ne[1] != n || t->ne[2] != 1 || t->ne[3] != 1) {
@@ -236,7 +255,7 @@ bool load(const Pending & p, const ModelFile & file, WeightType type, bool ext, 
                 shape_text(ne, p.kind == Pending::kMatrix ? 2 : 1);
         return false;
     }
-    if (p.kind == Pending::kMatrix && type == WeightType::Int8ConvRot) {
+    if (p.kind == Pending::kMatrix && type.int8_convrot()) {
         const std::string module = p.name.substr(0, p.name.size() - std::string(".weight").size());
         const ggml_tensor * cq = ggml_get_tensor(file.tensors.get(), (module + ".comfy_quant").c_str());
         const std::string json = cq ? std::string(static_cast<const char *>(cq->data), ggml_nbytes(cq)) : "";
@@ -309,7 +328,7 @@ bool create_model(Model & m, const ModelConfig & cfg, bool ext, ggml_backend_t b
         error = "ggml_init failed";
         return false;
     }
-    Builder b{m, {}, 1};
+    Builder b{m, file, {}, 1};
     const int64_t h = cfg.hidden;
     m.patch_embed = b.linear("x_embedder", cfg.patch_dim, h, true);
     m.t_in = b.linear("t_embedder.mlp.0", cfg.time_dim, h, true);
@@ -494,7 +513,7 @@ bool export_model(const Model & m, const std::string & path, std::string & error
     gguf_set_val_f32(g, "ggx-dit.rope.theta", c.rope_theta);
     const int32_t axes[3] = {c.axes_dim[0], c.axes_dim[1], c.axes_dim[2]};
     gguf_set_arr_data(g, "ggx-dit.rope.axes_dim", GGUF_TYPE_INT32, axes, 3);
-    gguf_set_val_str(g, "ggx-dit.weight_type", weight_type_name(c.weights));
+    gguf_set_val_str(g, "ggx-dit.weight_type", weight_type_name(c.weights).c_str());
     gguf_set_val_u64(g, "ggx-dit.seed", c.seed);
     // The file's tensors, under their GGUF names, with host copies of their data (until written).
     ggml_context_ptr infos(ggml_init({ggml_tensor_overhead() * m.named.size() * 2, nullptr, true}));

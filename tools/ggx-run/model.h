@@ -29,9 +29,18 @@ struct ModelFile {
     bool open(const std::string & path, std::string & error);
 };
 
-enum class WeightType { F32, F16, BF16, Q8_0, Int8ConvRot };
+// The linears' weights: a float type or a block format ggx converts (named as ggml_type_name
+// names it: f32, f16, bf16, q8_0, q4_k, ...), or int8-convrot: I8 weights rotated offline by ConvRot
+// with per-row scales, the sd pack's INT8 linears.
+struct WeightType {
+    static constexpr ggml_type kInt8ConvRot = GGML_TYPE_COUNT;  // no ggml type: the INT8 ConvRot linears
+    ggml_type type = kInt8ConvRot;
 
-const char * weight_type_name(WeightType type);
+    bool int8_convrot() const { return type == kInt8ConvRot; }
+    bool operator==(const WeightType &) const = default;
+};
+
+std::string weight_type_name(WeightType type);
 bool parse_weight_type(const std::string & name, WeightType & type);
 
 struct ModelConfig {
@@ -39,7 +48,7 @@ struct ModelConfig {
     int hidden = 1024;
     int heads = 8;
     int tokens = 1024;  // image tokens: a grid_h x grid_w patch grid
-    WeightType weights = WeightType::Int8ConvRot;
+    WeightType weights;
     uint64_t seed = 42;
 
     // Derived (fill with derive()).

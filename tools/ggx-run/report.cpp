@@ -171,7 +171,7 @@ void print_table(const Report & r) {
         "ggx-run: DiT, %d layers, hidden %d, %d heads x %d, %d tokens (%dx%d patches), ffn %d, "
         "weights %s (%s), %d step%s, device %s, %d threads\n\n",
         c.layers, c.hidden, c.heads, c.head_dim, c.tokens, c.grid_h, c.grid_w, c.ffn,
-        weight_type_name(c.weights), r.source.c_str(), r.steps, r.steps == 1 ? "" : "s", r.device.c_str(),
+        weight_type_name(c.weights).c_str(), r.source.c_str(), r.steps, r.steps == 1 ? "" : "s", r.device.c_str(),
         r.threads);
     const VariantResult &on = r.on, &off = r.off;
     const auto both = [&](auto fn) {
