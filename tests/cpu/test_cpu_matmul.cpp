@@ -37,7 +37,9 @@
 #include <vector>
 
 #include "cpu/kernel.h"
+#include "core/types.h"
 #include "cpu/kernels/common.h"
+#include "cpu/kernels/quant_decode.h"
 #include "reference/reference.h"
 #include "support/test_util.h"
 
@@ -212,6 +214,34 @@ TEST(CpuMulMat, AllTypeCombinationsAndOddSizes) {
                     }
                 });
             }
+}
+
+// The formats with an int8 decoder (cpu/kernels/quant_decode.h) beyond Q8_0 and Q4_0: the
+// matrix-vector product (runs of 256 values, odd M, two runs per row and a partial chunk of runs) on
+// every target, within the int8-activation bound.
+TEST(CpuMulMat, DecodedFormatsOnEveryTarget) {
+    std::vector<ggml_type> types;
+    for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
+        const auto type = static_cast<ggml_type>(t);
+        if (type != GGML_TYPE_Q8_0 && type != GGML_TYPE_Q4_0 && ggx::cpu::quant::decoder_of(type) &&
+            ggx::core::has_conversion(type))
+            types.push_back(type);
+    }
+    if (types.empty()) GTEST_SKIP() << "no decoded block format beyond Q8_0 and Q4_0 has a conversion";
+    for (ggml_type ta : types)
+        for (int64_t K : {512, 256 * 11}) {
+            const std::string what = std::string(ggml_type_name(ta)) + " K=" + std::to_string(K) + " M=37 N=1";
+            const Build build = [&](ggml_context * ctx, Rng & rng) {
+                return ggml_mul_mat(ctx, input(ctx, rng, ta, {K, 37, 1, 1}),
+                                    input(ctx, rng, GGML_TYPE_F32, {K, 1, 1, 1}));
+            };
+            run_all_threads(build, what, [&](const Result & r) {
+                const std::vector<double> bounds = quant_vec_bounds(r.out);
+                for (size_t m = 0; m < bounds.size(); ++m)
+                    ASSERT_LE(std::fabs(r.actual[m] - r.expected[m]), bounds[m]) << "row " << m;
+                EXPECT_LE(ggx::ref::nmse(r.actual, r.expected), kQuantVecBound);
+            });
+        }
 }
 
 // 2 <= N <= 8 (the small-N path): every N, K with partial chunks and vector tails, M not a multiple of

@@ -2,7 +2,7 @@
 // b[k, n, i2, i3], accumulated in F32. MUL_MAT_ID (routed rows grouped per expert) and OUT_PROD
 // (transposed views of its operands) are built on the same product, near the end of the file.
 //
-// Four paths, all compiled for every Highway target and chosen at run time:
+// Five paths, all compiled for every Highway target and chosen at run time:
 //
 //  * GEMM (any N; the only path for a without dense rows). A BLIS-style blocked product. Both
 //    operands are packed into F32 panels in the workspace: a in panels of MR = 2 vectors of rows
@@ -23,10 +23,18 @@
 //    (AVX2 maddubs/madd inside the AVX2/AVX-512 targets, portable loops elsewhere) scaled by
 //    d_a * d_b. This adds the activation rounding error (at most d / 2 per element of b), so a
 //    MUL_MAT with GGML_PREC_F32 takes the small-N path (dequantized a, F32 b) instead.
+//  * Decoded matrix-vector (N == 1, the other block formats with an int8 decoder, K a multiple of
+//    256): runs of 256 values of a are decoded into int8 codes with per-16 scales and offsets
+//    (quant_decode.h), eight runs at a time, and multiplied with b's int8 blocks as above (vpdpbusd
+//    with AVX-512 VNNI, vpmaddubsw with AVX2); four rows from distant parts of the range at a time.
+//    The other formats, and K not a multiple of 256, take the small-N path.
 
 // clang-format off
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/kernels/matmul.cpp"
+#ifndef HWY_WANT_AVX3_DL
+#define HWY_WANT_AVX3_DL  // the VNNI target (the decoded formats' matrix-vector product)
+#endif
 #include <hwy/foreach_target.h>
 #include <hwy/highway.h>
 #include <hwy/cache_control.h>
@@ -46,6 +54,7 @@
 #include "cpu/kernels/common.h"
 #include "cpu/kernels/exec.h"
 #include "cpu/kernels/gemm.h"
+#include "cpu/kernels/quant_decode.h"
 
 #if HWY_ARCH_X86
 #include <immintrin.h>
@@ -69,21 +78,25 @@ inline constexpr int64_t kRowPrefetch = 4096;
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 inline size_t align64(size_t x) { return (x + 63) & ~size_t(63); }
 
-// b quantized to int8 per 32-block for the quantized matrix-vector path, as separate arrays:
-// qs[nb][32], d[nb] (scale) and dsum8[nb] = -8 * d * sum(qs) (folds the Q4_0 offset into one term).
+// b quantized to int8 per 32-block for the quantized matrix-vector paths, as separate arrays:
+// qs[nb][32], d[nb] (scale), dsum8[nb] = -8 * d * sum(qs) (folds the Q4_0 offset into one term) and
+// gsum[2 nb] = d * (sum of each half's 16 qs) (the decoded formats' offsets, quant_decode.h).
 struct QuantVec {
     int8_t * qs;
     float * d;
     float * dsum8;
+    float * gsum;
 
     static size_t bytes(int64_t nb) {
-        return align64(32 * static_cast<size_t>(nb)) + 2 * align64(4 * static_cast<size_t>(nb));
+        return align64(32 * static_cast<size_t>(nb)) + 2 * align64(4 * static_cast<size_t>(nb)) +
+               align64(8 * static_cast<size_t>(nb));
     }
     static QuantVec at(char * p, int64_t nb) {
         QuantVec q;
         q.qs = reinterpret_cast<int8_t *>(p);
         q.d = reinterpret_cast<float *>(p + align64(32 * static_cast<size_t>(nb)));
         q.dsum8 = q.d + align64(4 * static_cast<size_t>(nb)) / 4;
+        q.gsum = q.dsum8 + align64(4 * static_cast<size_t>(nb)) / 4;
         return q;
     }
 };
@@ -757,7 +770,6 @@ HWY_NOINLINE void gemv_float_rows(const Operand & a, int64_t m0, int64_t m1, int
 // d = amax / 127, q = round-to-nearest-even(x / d).
 HWY_NOINLINE void quantize_q8(const float * HWY_RESTRICT x, int64_t n, const QuantVec & q, int64_t b0) {
     const DF df;
-    const hn::RebindToSigned<DF> di;
     const hn::Rebind<int8_t, DF> d8;
     const int64_t L = static_cast<int64_t>(hn::Lanes(df));
     for (int64_t b = 0; b < n / 32; ++b) {
@@ -769,14 +781,17 @@ HWY_NOINLINE void quantize_q8(const float * HWY_RESTRICT x, int64_t n, const Qua
         const float d = amax / 127.0f;
         const VF id = hn::Set(df, d != 0.0f ? 1.0f / d : 0.0f);
         int8_t * out = q.qs + (b0 + b) * 32;
-        auto sum = hn::Zero(di);
+        int32_t half_sums[2] = {0, 0};
         for (int64_t i = 0; i < 32; i += L) {
             const auto v = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), id));
-            sum = hn::Add(sum, v);
             hn::StoreU(hn::DemoteTo(d8, v), d8, out + i);
         }
+        for (int64_t i = 0; i < 32; ++i)
+            half_sums[i / 16] += out[i];
         q.d[b0 + b] = d;
-        q.dsum8[b0 + b] = -8.0f * d * static_cast<float>(hn::GetLane(hn::SumOfLanes(di, sum)));
+        q.dsum8[b0 + b] = -8.0f * d * static_cast<float>(half_sums[0] + half_sums[1]);
+        q.gsum[2 * (b0 + b)] = d * static_cast<float>(half_sums[0]);
+        q.gsum[2 * (b0 + b) + 1] = d * static_cast<float>(half_sums[1]);
     }
 }
 
@@ -911,6 +926,154 @@ HWY_NOINLINE void gemv_quant_rows(const Operand & a, int64_t m0, int64_t m1, int
     }
 }
 
+// The decoded formats (quant_decode.h): each run of 256 values of a row is decoded into int8 codes
+// with per-16 scales and offsets, then multiplied with the int8 blocks of x:
+// sum over groups g of scale[g] * d_x * (int dot of g) - offset[g] * gsum[g]. With AVX-512 VNNI the
+// codes are biased to unsigned (q + 128, vpdpbusd), the bias taken out with the offsets; with AVX2
+// |q| times x with q's sign (vpmaddubsw, exact: at most 128 * 127 * 2 per pair); elsewhere scalar.
+
+#undef GGX_MM_VNNI
+#if HWY_TARGET == HWY_AVX3_DL
+#define GGX_MM_VNNI __attribute__((target("avx512vnni")))
+#else
+#define GGX_MM_VNNI
+#endif
+
+struct DecodedDot {
+#if HWY_TARGET == HWY_AVX3_DL
+    // (Masked forms throughout: GCC 12's unmasked ones trip -Wmaybe-uninitialized.)
+    static constexpr __mmask16 kAll = 0xFFFF;
+    __m512 acc[4], offsets;
+
+    GGX_MM_VNNI HWY_INLINE DecodedDot() {
+        for (__m512 & a : acc)
+            a = _mm512_setzero_ps();
+        offsets = _mm512_setzero_ps();
+    }
+
+    // Run r of the row: its 16 group scales times x's block scales, then 64 codes per step.
+    GGX_MM_VNNI HWY_INLINE void add(const quant::DecodedRun & run, const QuantVec & x, int64_t b0) {
+        const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+        const __m512 dx = _mm512_maskz_permutexvar_ps(kAll, pairs, _mm512_maskz_loadu_ps(0x00FF, x.d + b0));
+        const __m512 raw = _mm512_loadu_ps(run.scale);
+        const __m512 scale = _mm512_mul_ps(raw, dx);
+        const __m512 bias = _mm512_fmadd_ps(raw, _mm512_set1_ps(128.0f), _mm512_loadu_ps(run.offset));
+        offsets = _mm512_fmadd_ps(bias, _mm512_loadu_ps(x.gsum + 2 * b0), offsets);
+        const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+        const __m512i quarter = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+        for (int k = 0; k < 4; ++k) {
+            const __m512i q = _mm512_xor_si512(_mm512_load_si512(run.q + 64 * k), flip);
+            const __m512i xq = _mm512_load_si512(x.qs + (b0 + 2 * k) * 32);
+            const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, xq);
+            // Lane l sums values 4l..4l+3 of the 64: group 4k + l / 4.
+            const __m512i groups = _mm512_add_epi32(_mm512_set1_epi32(4 * k), quarter);
+            acc[k] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, p),
+                                     _mm512_maskz_permutexvar_ps(kAll, groups, scale), acc[k]);
+        }
+    }
+    GGX_MM_VNNI HWY_INLINE float result() const {
+        const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+        HWY_ALIGN float lanes[16];
+        _mm512_store_ps(lanes, _mm512_sub_ps(sum, offsets));
+        float total = 0.0f;
+        for (float v : lanes)
+            total += v;
+        return total;
+    }
+#elif HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+    __m256 acc[4];
+    float offsets = 0.0f;
+
+    HWY_INLINE DecodedDot() {
+        for (__m256 & a : acc)
+            a = _mm256_setzero_ps();
+    }
+
+    HWY_INLINE void add(const quant::DecodedRun & run, const QuantVec & x, int64_t b0) {
+        HWY_ALIGN float scale[quant::kGroups];
+        for (int64_t g = 0; g < quant::kGroups; ++g) {
+            scale[g] = run.scale[g] * x.d[b0 + g / 2];
+            offsets += run.offset[g] * x.gsum[2 * b0 + g];
+        }
+        const __m256i halves = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+        for (int k = 0; k < 8; ++k) {
+            const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i *>(run.q + 32 * k));
+            const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i *>(x.qs + (b0 + k) * 32));
+            const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(xq, q));
+            const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+            // Lanes 0..3 sum values 0..15 of the block (group 2k), lanes 4..7 values 16..31.
+            const __m128 two = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double *>(scale + 2 * k)));
+            const __m256 sv = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), halves);
+            acc[k % 4] = _mm256_fmadd_ps(p, sv, acc[k % 4]);
+        }
+    }
+    HWY_INLINE float result() const {
+        const __m256 v = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        s = _mm_add_ss(s, _mm_movehdup_ps(s));
+        return _mm_cvtss_f32(s) - offsets;
+    }
+#else
+    float products = 0.0f, offsets = 0.0f;
+
+    HWY_INLINE void add(const quant::DecodedRun & run, const QuantVec & x, int64_t b0) {
+        for (int64_t g = 0; g < quant::kGroups; ++g) {
+            int32_t dot = 0;
+            for (int64_t i = g * quant::kGroup; i < (g + 1) * quant::kGroup; ++i)
+                dot += static_cast<int32_t>(run.q[i]) * x.qs[b0 * 32 + i];
+            products += run.scale[g] * x.d[b0 + g / 2] * static_cast<float>(dot);
+            offsets += run.offset[g] * x.gsum[2 * b0 + g];
+        }
+    }
+    HWY_INLINE float result() const { return products - offsets; }
+#endif
+};
+
+// Rows decode kChunkRuns runs at a time (3 KiB, in L1), so the product loop makes no calls; kStreams
+// rows from as many parts of the range go together (memory streams far apart keep more DRAM pages
+// busy than one).
+inline constexpr int64_t kChunkRuns = 8;
+inline constexpr int kStreams = 4;
+
+template <int R>
+GGX_MM_VNNI HWY_INLINE void gemv_decoded_step(const Operand & a, quant::DecodeRun decode, const int64_t * rows,
+                                              int64_t runs, const QuantVec & x, quant::DecodedRun * chunk,
+                                              float * y) {
+    const size_t run_bytes = ggml_row_size(a.type, quant::kRun);
+    DecodedDot dots[R];
+    for (int64_t r0 = 0; r0 < runs; r0 += kChunkRuns) {
+        const int64_t n = std::min(kChunkRuns, runs - r0);
+        for (int i = 0; i < R; ++i) {
+            const char * blocks = a.at(rows[i], 0) + r0 * run_bytes;
+            decode(blocks, run_bytes, n, chunk);
+            for (int64_t r = 0; r < n; ++r) {
+                // The lines kRowPrefetch ahead of this run, spread over the products.
+                for (size_t line = 0; line < run_bytes; line += 64)
+                    hwy::Prefetch(blocks + r * run_bytes + kRowPrefetch + line);
+                dots[i].add(chunk[r], x, (r0 + r) * (quant::kRun / 32));
+            }
+        }
+    }
+    for (int i = 0; i < R; ++i)
+        y[rows[i]] = dots[i].result();
+}
+
+GGX_MM_VNNI HWY_NOINLINE void gemv_decoded_rows(const Operand & a, quant::DecodeRun decode, int64_t m0,
+                                                int64_t m1, int64_t K, const QuantVec & x, float * y) {
+    const int64_t runs = K / quant::kRun;
+    HWY_ALIGN quant::DecodedRun chunk[kChunkRuns];
+    const int64_t part = (m1 - m0) / kStreams;
+    for (int64_t i = 0; i < part; ++i) {
+        int64_t rows[kStreams];
+        for (int r = 0; r < kStreams; ++r)
+            rows[r] = m0 + r * part + i;
+        gemv_decoded_step<kStreams>(a, decode, rows, runs, x, chunk, y);
+    }
+    for (int64_t m = m0 + kStreams * part; m < m1; ++m)
+        gemv_decoded_step<1>(a, decode, &m, runs, x, chunk, y);
+}
+
 HWY_INLINE size_t gemv_per_thread(const ggml_tensor * a) {
     const int64_t K = a->ne[0];
     if (ggml_is_quantized(a->type)) return QuantVec::bytes(K / 32);
@@ -921,12 +1084,16 @@ HWY_INLINE bool dense_rows(const ggml_tensor * a) {
     return a->ne[0] > 0 && (ggml_is_quantized(a->type) || a->nb[0] == ggml_type_size(a->type));
 }
 
-// The block formats with an int8 matrix-vector product; the others take the small-N path.
-HWY_INLINE bool has_int8_gemv(ggml_type type) { return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0; }
+// The block formats with an int8 matrix-vector product: Q8_0 and Q4_0 (their own kernel) and the
+// decoded ones with whole runs per row; the others take the small-N path.
+HWY_INLINE bool has_int8_gemv(const ggml_tensor * a) {
+    if (a->type == GGML_TYPE_Q8_0 || a->type == GGML_TYPE_Q4_0) return true;
+    return quant::decoder_of(a->type) != nullptr && a->ne[0] % quant::kRun == 0;
+}
 
 HWY_INLINE bool use_gemv(const Batches & bt) {
     if (bt.b->ne[1] != 1 || !dense_rows(bt.a)) return false;
-    return !ggml_is_quantized(bt.a->type) || (has_int8_gemv(bt.a->type) && !bt.exact);
+    return !ggml_is_quantized(bt.a->type) || (has_int8_gemv(bt.a) && !bt.exact);
 }
 
 HWY_NOINLINE void gemv(const Exec & ex, const Batches & bt) {
@@ -981,6 +1148,7 @@ HWY_NOINLINE void gemv(const Exec & ex, const Batches & bt) {
                 gemv_quant_rows<GGML_TYPE_Q4_0>(g.a, m0, m1, K, QuantVec::at(mine, K / 32), y);
                 break;
             default:
+                gemv_decoded_rows(g.a, quant::decoder_of(a->type), m0, m1, K, QuantVec::at(mine, K / 32), y);
                 break;
         }
         r += m1 - m0;

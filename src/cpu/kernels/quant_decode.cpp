@@ -1,0 +1,332 @@
+// Decoders of the block formats into int8 codes with per-16 scales and offsets (quant_decode.h).
+// Layouts are those of docs/quantization.md; each decoder reads one run of 256 values. The bit
+// unpacking is vectorised (Highway, compiled once per target and dispatched at run time); the
+// scales are a handful of scalar operations per run.
+// clang-format off
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/kernels/quant_decode.cpp"
+#include <hwy/foreach_target.h>
+#include <hwy/highway.h>
+// clang-format on
+
+#include <array>
+#include <cstring>
+
+#include "cpu/kernels/quant_decode.h"
+
+#ifndef GGX_CPU_QUANT_DECODE_ONCE
+#define GGX_CPU_QUANT_DECODE_ONCE
+namespace ggx::cpu::quant {
+
+inline float f16_at(const char * p) {
+    ggml_fp16_t h;
+    std::memcpy(&h, p, sizeof h);
+    return ggml_fp16_to_fp32(h);
+}
+
+inline const uint8_t * bytes_at(const char * p) { return reinterpret_cast<const uint8_t *>(p); }
+
+inline constexpr int64_t kBlocksPerRun = kRun / 32;
+
+// A 32-value block's scale d and offset m (value = d * q - m) for both of its groups.
+inline void set_block_scales(DecodedRun & out, int64_t block, float d, float m) {
+    for (int64_t g = 2 * block; g < 2 * block + 2; ++g) {
+        out.scale[g] = d;
+        out.offset[g] = m;
+    }
+}
+
+// The 6-bit scale and minimum of sub-block j (0..7) from the 12 packed bytes of Q4_K and Q5_K:
+// bytes 0..3 hold the scales of 0..3 and bytes 4..7 their minima (low 6 bits each); sub-blocks 4..7
+// take their low 4 bits from bytes 8..11 (scale low nibble, minimum high nibble) and their top 2
+// bits from the top bits of bytes 0..3 (scales) and 4..7 (minima).
+inline void k_scale_min(const uint8_t * s, int j, int & scale, int & min) {
+    if (j < 4) {
+        scale = s[j] & 63;
+        min = s[j + 4] & 63;
+    } else {
+        scale = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+        min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+// The IQ4_NL / IQ4_XS value table (a format fact: the 16 non-uniform levels, times the scale).
+alignas(16) inline constexpr std::array<int8_t, 16> kNonLinear = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                                  1,    13,   25,  38,  53,  69,  89,  113};
+
+}  // namespace ggx::cpu::quant
+#endif  // GGX_CPU_QUANT_DECODE_ONCE
+
+HWY_BEFORE_NAMESPACE();
+namespace ggx::cpu::quant::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using D16 = hn::CappedTag<uint8_t, 16>;  // the 16 bytes of a 32-value block's nibbles
+using D32 = hn::CappedTag<uint8_t, 32>;  // 32 bytes of a K-quant's codes
+using V16 = hn::Vec<D16>;
+
+// Stores lanes of v (bytes) as int8 codes.
+template <class D>
+HWY_INLINE void store_codes(D d, hn::Vec<D> v, int8_t * q) {
+    hn::StoreU(v, d, reinterpret_cast<uint8_t *>(q));
+}
+
+// The nibbles of a 32-value block (byte j: value j low, value j + 16 high) through code(nibbles,
+// half): half 0 the low nibbles, 1 the high ones.
+template <class Code>
+HWY_INLINE void unpack_nibbles(const uint8_t * qs, int8_t * q, Code code) {
+    const D16 d;
+    const size_t N = hn::Lanes(d);
+    for (size_t j = 0; j < 16; j += N) {
+        const V16 v = hn::LoadU(d, qs + j);
+        store_codes(d, code(hn::And(v, hn::Set(d, uint8_t{0x0F})), j, 0), q + j);
+        store_codes(d, code(hn::ShiftRight<4>(v), j, 1), q + 16 + j);
+    }
+}
+
+// 0x10 in the lanes (values first + i, i < lanes) whose bit first + i of high is set: the fifth
+// bits of a Q5 block.
+HWY_INLINE V16 fifth_bits(uint32_t high, size_t first) {
+    const D16 d;
+    HWY_ALIGN uint8_t bits[16];
+    for (size_t i = 0; i < hn::Lanes(d); ++i)
+        bits[i] = static_cast<uint8_t>(((high >> (first + i)) & 1) << 4);
+    return hn::Load(d, bits);
+}
+
+V16 identity(V16 v, size_t, int) { return v; }
+
+// The F16 at byte `at` of each of the run's 8 blocks of `bytes` bytes, converted together.
+HWY_INLINE void block_halves(const char * p, size_t bytes, size_t at, float * out) {
+    const hn::CappedTag<float, kBlocksPerRun> df;
+    const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+    HWY_ALIGN uint16_t h[kBlocksPerRun];
+    for (int64_t b = 0; b < kBlocksPerRun; ++b)
+        std::memcpy(&h[b], p + b * bytes + at, sizeof h[b]);
+    for (size_t i = 0; i < kBlocksPerRun; i += hn::Lanes(df))
+        hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t *>(h) + i)), df, out + i);
+}
+
+// The scales of a run of 32-value blocks: the F16 scale at byte 0 of each block and, for formats with
+// a minimum m (value = d * q + m), the F16 at byte 2 as the offset -m.
+template <size_t kBytes, bool kMin>
+HWY_INLINE void run_block_scales(const char * p, DecodedRun & out) {
+    HWY_ALIGN float d[kBlocksPerRun], m[kBlocksPerRun] = {};
+    block_halves(p, kBytes, 0, d);
+    if (kMin) block_halves(p, kBytes, 2, m);
+    for (int64_t b = 0; b < kBlocksPerRun; ++b)
+        set_block_scales(out, b, d[b], -m[b]);
+}
+
+void DecodeQ8_0(const char * p, DecodedRun & out) {
+    run_block_scales<sizeof(ggml_block_q8_0), false>(p, out);
+    for (int64_t b = 0; b < kBlocksPerRun; ++b, p += sizeof(ggml_block_q8_0))
+        std::memcpy(out.q + 32 * b, p + 2, 32);
+}
+
+void DecodeQ4_0(const char * p, DecodedRun & out) {
+    run_block_scales<sizeof(ggml_block_q4_0), false>(p, out);
+    for (int64_t b = 0; b < kBlocksPerRun; ++b, p += sizeof(ggml_block_q4_0)) {
+        unpack_nibbles(bytes_at(p + 2), out.q + 32 * b,
+                       [](V16 v, size_t, int) { return hn::Sub(v, hn::Set(D16(), uint8_t{8})); });
+    }
+}
+
+// Q4_1: d, m (F16), nibbles; value = d * q + m.
+void DecodeQ4_1(const char * p, DecodedRun & out) {
+    run_block_scales<20, true>(p, out);
+    for (int64_t b = 0; b < kBlocksPerRun; ++b, p += 20)
+        unpack_nibbles(bytes_at(p + 4), out.q + 32 * b, identity);
+}
+
+// Q5_0: d (F16), the fifth bits (bit i of a little-endian u32 for value i), nibbles; d * (q - 16).
+void DecodeQ5_0(const char * p, DecodedRun & out) {
+    run_block_scales<22, false>(p, out);
+    for (int64_t b = 0; b < kBlocksPerRun; ++b, p += 22) {
+        uint32_t high;
+        std::memcpy(&high, p + 2, sizeof high);
+        unpack_nibbles(bytes_at(p + 6), out.q + 32 * b, [high](V16 v, size_t j, int half) {
+            return hn::Sub(hn::Or(v, fifth_bits(high, 16 * half + j)), hn::Set(D16(), uint8_t{16}));
+        });
+    }
+}
+
+// Q5_1: d, m (F16), fifth bits, nibbles; value = d * q + m.
+void DecodeQ5_1(const char * p, DecodedRun & out) {
+    run_block_scales<24, true>(p, out);
+    for (int64_t b = 0; b < kBlocksPerRun; ++b, p += 24) {
+        uint32_t high;
+        std::memcpy(&high, p + 4, sizeof high);
+        unpack_nibbles(bytes_at(p + 8), out.q + 32 * b,
+                       [high](V16 v, size_t j, int half) { return hn::Or(v, fifth_bits(high, 16 * half + j)); });
+    }
+}
+
+HWY_INLINE V16 non_linear(V16 nibbles) {
+    const D16 d;
+    return hn::TableLookupBytes(hn::LoadU(d, reinterpret_cast<const uint8_t *>(kNonLinear.data())), nibbles);
+}
+
+void DecodeIq4Nl(const char * p, DecodedRun & out) {
+    run_block_scales<18, false>(p, out);
+    for (int64_t b = 0; b < kBlocksPerRun; ++b, p += 18)
+        unpack_nibbles(bytes_at(p + 2), out.q + 32 * b, [](V16 v, size_t, int) { return non_linear(v); });
+}
+
+// IQ4_XS (136 bytes): d (F16), 2 bytes of high scale bits, 4 bytes of low scale nibbles, 128 bytes of
+// nibbles (16 per sub-block of 32, as IQ4_NL); sub-block j's scale is d * (ls - 32), ls its 6 bits.
+void DecodeIq4Xs(const char * p, DecodedRun & out) {
+    const float d = f16_at(p);
+    uint16_t high = 0;
+    std::memcpy(&high, p + 2, sizeof high);
+    const uint8_t * low = bytes_at(p + 4);
+    const uint8_t * qs = bytes_at(p + 8);
+    for (int j = 0; j < 8; ++j) {
+        const int ls = ((low[j / 2] >> (4 * (j % 2))) & 0x0F) | (((high >> (2 * j)) & 3) << 4);
+        set_block_scales(out, j, d * static_cast<float>(ls - 32), 0.0f);
+        unpack_nibbles(qs + 16 * j, out.q + 32 * j, [](V16 v, size_t, int) { return non_linear(v); });
+    }
+}
+
+// Codes of 32 values from 32 bytes: (src >> shift) & mask, plus ((extra >> extra_shift) & extra_mask)
+// << extra_to when extra is given, minus bias.
+struct Bits {
+    const uint8_t * src;
+    int shift;
+    uint8_t mask;
+    const uint8_t * extra = nullptr;
+    int extra_shift = 0;
+    uint8_t extra_mask = 0;
+    int extra_to = 0;
+    uint8_t bias = 0;
+};
+
+HWY_INLINE void unpack_bits(const Bits & b, int8_t * q) {
+    const D32 d;
+    const size_t N = hn::Lanes(d);
+    for (size_t l = 0; l < 32; l += N) {
+        auto v = hn::And(hn::ShiftRightSame(hn::LoadU(d, b.src + l), b.shift), hn::Set(d, b.mask));
+        if (b.extra) {
+            const auto e = hn::And(hn::ShiftRightSame(hn::LoadU(d, b.extra + l), b.extra_shift),
+                                   hn::Set(d, b.extra_mask));
+            v = hn::Or(v, hn::ShiftLeftSame(e, b.extra_to));
+        }
+        store_codes(d, hn::Sub(v, hn::Set(d, b.bias)), q + l);
+    }
+}
+
+// Q4_K (144 bytes): d, dmin (F16), 12 scale bytes, 128 bytes of nibbles: each 32 bytes hold two
+// sub-blocks of 32 (low nibbles the first, high nibbles the second); value = d*sc*q - dmin*m.
+// Q5_K (176 bytes) has 32 bytes of fifth bits (bit j of byte l for value l of sub-block j) before the
+// nibbles.
+template <bool kFifthBits>
+void DecodeQ45K(const char * p, DecodedRun & out) {
+    const float d = f16_at(p), dmin = f16_at(p + 2);
+    const uint8_t * scales = bytes_at(p + 4);
+    const uint8_t * qh = bytes_at(p + 16);
+    const uint8_t * qs = bytes_at(p + (kFifthBits ? 48 : 16));
+    for (int j = 0; j < 8; ++j) {
+        int sc = 0, m = 0;
+        k_scale_min(scales, j, sc, m);
+        set_block_scales(out, j, d * static_cast<float>(sc), dmin * static_cast<float>(m));
+        Bits bits{qs + 32 * (j / 2), 4 * (j % 2), 0x0F};
+        if (kFifthBits) {
+            bits.extra = qh;
+            bits.extra_shift = j;
+            bits.extra_mask = 1;
+            bits.extra_to = 4;
+        }
+        unpack_bits(bits, out.q + 32 * j);
+    }
+}
+
+// Q6_K (210 bytes): 128 bytes of low nibbles, 64 bytes of high 2-bit pairs, 16 int8 scales, d (F16).
+// Each half of 128 values uses 64 low bytes and 32 high bytes: value l + 32 k (k = 0..3) takes the
+// nibble of low byte l + 32 (k % 2) (the high nibble for k >= 2) and bits 2k of high byte l; value =
+// d * scale[i / 16] * (q - 32).
+void DecodeQ6K(const char * p, DecodedRun & out) {
+    const uint8_t * ql = bytes_at(p);
+    const uint8_t * qh = bytes_at(p + 128);
+    const auto * sc = reinterpret_cast<const int8_t *>(p + 192);
+    const float d = f16_at(p + 208);
+    for (int g = 0; g < kGroups; ++g) {
+        out.scale[g] = d * static_cast<float>(sc[g]);
+        out.offset[g] = 0.0f;
+    }
+    for (int half = 0; half < 2; ++half)
+        for (int k = 0; k < 4; ++k)
+            unpack_bits({ql + 64 * half + 32 * (k % 2), 4 * (k / 2), 0x0F, qh + 32 * half, 2 * k, 3, 4, 32},
+                        out.q + 128 * half + 32 * k);
+}
+
+// Q2_K (84 bytes): 16 scale bytes (low nibble scale, high nibble minimum), 64 bytes of 2-bit codes,
+// d, dmin (F16). Each half of 128 values uses 32 code bytes: value l + 32 k takes bits 2k of byte l;
+// value = d * sc * q - dmin * m per 16.
+void DecodeQ2K(const char * p, DecodedRun & out) {
+    const uint8_t * scales = bytes_at(p);
+    const uint8_t * qs = bytes_at(p + 16);
+    const float d = f16_at(p + 80), dmin = f16_at(p + 82);
+    for (int g = 0; g < kGroups; ++g) {
+        out.scale[g] = d * static_cast<float>(scales[g] & 0x0F);
+        out.offset[g] = dmin * static_cast<float>(scales[g] >> 4);
+    }
+    for (int half = 0; half < 2; ++half)
+        for (int k = 0; k < 4; ++k)
+            unpack_bits({qs + 32 * half, 2 * k, 3}, out.q + 128 * half + 32 * k);
+}
+
+// Q3_K (110 bytes): 32 bytes of high-bit masks, 64 bytes of 2-bit codes, 12 bytes of 6-bit scales,
+// d (F16). Codes are laid out as Q2_K's; value l + 32 k of half h subtracts 4 unless bit (4h + k) of
+// mask byte l is set; the scale of group g is its 6-bit value minus 32: the low 4 bits from byte
+// g % 8 (low nibble for g < 8), the top 2 from byte 8 + g % 4, bits 2 (g / 4).
+void DecodeQ3K(const char * p, DecodedRun & out) {
+    const uint8_t * hmask = bytes_at(p);
+    const uint8_t * qs = bytes_at(p + 32);
+    const uint8_t * s = bytes_at(p + 96);
+    const float d = f16_at(p + 108);
+    for (int g = 0; g < kGroups; ++g) {
+        const int low = (s[g % 8] >> (4 * (g / 8))) & 0x0F;
+        const int high = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
+        out.scale[g] = d * static_cast<float>((low | (high << 4)) - 32);
+        out.offset[g] = 0.0f;
+    }
+    // code + 4 * mask bit - 4: the mask bit lands on bit 2 of the code.
+    for (int half = 0; half < 2; ++half)
+        for (int k = 0; k < 4; ++k)
+            unpack_bits({qs + 32 * half, 2 * k, 3, hmask, 4 * half + k, 1, 2, 4}, out.q + 128 * half + 32 * k);
+}
+
+template <void (*kDecode)(const char *, DecodedRun &)>
+void Runs(const char * p, size_t run_bytes, int64_t runs, DecodedRun * out) {
+    for (int64_t r = 0; r < runs; ++r)
+        kDecode(p + static_cast<size_t>(r) * run_bytes, out[r]);
+}
+
+DecodeRun DecoderOf(ggml_type type) {
+    switch (type) {
+        case GGML_TYPE_Q8_0: return Runs<DecodeQ8_0>;
+        case GGML_TYPE_Q4_0: return Runs<DecodeQ4_0>;
+        case GGML_TYPE_Q4_1: return Runs<DecodeQ4_1>;
+        case GGML_TYPE_Q5_0: return Runs<DecodeQ5_0>;
+        case GGML_TYPE_Q5_1: return Runs<DecodeQ5_1>;
+        case GGML_TYPE_IQ4_NL: return Runs<DecodeIq4Nl>;
+        case GGML_TYPE_IQ4_XS: return Runs<DecodeIq4Xs>;
+        case GGML_TYPE_Q2_K: return Runs<DecodeQ2K>;
+        case GGML_TYPE_Q3_K: return Runs<DecodeQ3K>;
+        case GGML_TYPE_Q4_K: return Runs<DecodeQ45K<false>>;
+        case GGML_TYPE_Q5_K: return Runs<DecodeQ45K<true>>;
+        case GGML_TYPE_Q6_K: return Runs<DecodeQ6K>;
+        default: return nullptr;
+    }
+}
+
+}  // namespace ggx::cpu::quant::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace ggx::cpu::quant {
+HWY_EXPORT(DecoderOf);
+
+DecodeRun decoder_of(ggml_type type) { return HWY_DYNAMIC_DISPATCH(DecoderOf)(type); }
+}  // namespace ggx::cpu::quant
+#endif
