@@ -143,6 +143,32 @@ constexpr int64_t kMaxPanel = kMaxMR > kNR ? kMaxMR : kNR;         // rows of a 
 // ---------------------------------------------------------------------------------------------
 // Conversion of one row segment of any type into dense F32.
 
+// n values (a multiple of 256) of a decoded format: code * scale - offset per 16, the operations of
+// the formats' own dequantization, so the same values.
+HWY_INLINE void decoded_to_f32(ggml_type type, quant::DecodeRun decode, const char * src, int64_t n,
+                               float * dst) {
+    const DF df;
+    const hn::Rebind<int8_t, DF> d8;
+    const hn::Rebind<int32_t, DF> d32;
+    const int64_t L = static_cast<int64_t>(hn::Lanes(df));
+    const size_t run_bytes = ggml_row_size(type, quant::kRun);
+    constexpr int64_t kRuns = 4;
+    HWY_ALIGN quant::DecodedRun runs[kRuns];
+    for (int64_t r0 = 0; r0 < n / quant::kRun; r0 += kRuns) {
+        const int64_t count = std::min(kRuns, n / quant::kRun - r0);
+        decode(src + r0 * run_bytes, run_bytes, count, runs);
+        for (int64_t r = 0; r < count; ++r)
+            for (int64_t g = 0; g < quant::kGroups; ++g) {
+                const VF scale = hn::Set(df, runs[r].scale[g]), offset = hn::Set(df, runs[r].offset[g]);
+                for (int64_t i = 0; i < quant::kGroup; i += L) {
+                    const int64_t at = g * quant::kGroup + i;
+                    const VF q = hn::ConvertTo(df, hn::PromoteTo(d32, hn::LoadU(d8, runs[r].q + at)));
+                    hn::StoreU(hn::Sub(hn::Mul(q, scale), offset), df, dst + (r0 + r) * quant::kRun + at);
+                }
+            }
+    }
+}
+
 // n elements from src (elements nb0 bytes apart; quantized: dense blocks, n a multiple of the block
 // size).
 HWY_NOINLINE void convert_row(ggml_type type, const char * src, size_t nb0, int64_t n, float * dst) {
@@ -183,8 +209,12 @@ HWY_NOINLINE void convert_row(ggml_type type, const char * src, size_t nb0, int6
         }
         return;
     }
-    if (ggml_is_quantized(type)) {  // the other block formats: their row conversion
-        ggml_dequantize_row(type, src, dst, n);
+    if (ggml_is_quantized(type)) {  // the other block formats: their decoder, or their row conversion
+        const quant::DecodeRun decode = quant::decoder_of(type);
+        if (decode && n % quant::kRun == 0)
+            decoded_to_f32(type, decode, src, n, dst);
+        else
+            ggml_dequantize_row(type, src, dst, n);
         return;
     }
     if (nb0 != ggml_type_size(type)) {
