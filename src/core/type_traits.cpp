@@ -25,10 +25,17 @@ void from_float(const float * x, void * y, int64_t n) {
     ggml_quantize_row(T, x, y, n);
 }
 
+// to_float and from_float_ref are NULL for a type ggx has no conversion for, as in ggml.
 template <ggml_type T>
 ggml_type_traits traits_of() {
-    return {ggml_type_name(T), ggml_blck_size(T), 0,          ggml_type_size(T), ggml_is_quantized(T),
-            &to_float<T>,      &from_float<T>};
+    const bool converts = ggx::core::has_conversion(T);
+    return {ggml_type_name(T),
+            ggml_blck_size(T),
+            0,
+            ggml_type_size(T),
+            ggml_is_quantized(T),
+            converts ? &to_float<T> : nullptr,
+            converts ? &from_float<T> : nullptr};
 }
 
 template <size_t... I>
