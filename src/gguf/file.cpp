@@ -17,6 +17,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/types.h"
+
 static_assert(std::endian::native == std::endian::little, "the GGUF reader assumes a little-endian host");
 
 namespace ggx::gguf {
@@ -326,19 +328,10 @@ static_assert(kGgufTypeF32 == GGML_TYPE_F32 && kGgufTypeF16 == GGML_TYPE_F16 &&
               kGgufTypeBF16 == GGML_TYPE_BF16);
 
 std::optional<ggml_type> type_from_gguf(uint32_t gguf_type) {
-    switch (gguf_type) {
-        case kGgufTypeF32:
-        case kGgufTypeF16:
-        case kGgufTypeQ4_0:
-        case kGgufTypeQ8_0:
-        case kGgufTypeI8:
-        case kGgufTypeI16:
-        case kGgufTypeI32:
-        case kGgufTypeBF16:
-            return static_cast<ggml_type>(gguf_type);
-        default:
-            return std::nullopt;
-    }
+    if (gguf_type >= GGML_TYPE_COUNT) return std::nullopt;
+    const auto type = static_cast<ggml_type>(gguf_type);
+    if (!core::has_conversion(type)) return std::nullopt;
+    return type;
 }
 
 uint32_t type_to_gguf(ggml_type type) { return static_cast<uint32_t>(type); }
