@@ -171,6 +171,15 @@ bool tensor_size(ggml_type type, const int64_t * ne, size_t * size, std::string 
     return true;
 }
 
+// The dimensions a tensor info lists: up to the last ne that is not 1 (ggml_n_dims also drops a
+// last ne of 0, so a tensor of ne {4, 0} would be written as one of ne {4} and its 16 bytes).
+int stored_dims(const ggml_tensor * tensor) {
+    int n = GGML_MAX_DIMS;
+    while (n > 1 && tensor->ne[n - 1] == 1)
+        --n;
+    return n;
+}
+
 // The alignment a pair general.alignment gives, or 0 when it is not a nonzero power of two integer.
 size_t alignment_of(const Pair & p) {
     if (p.is_array() || p.type == GGUF_TYPE_BOOL || p.type == GGUF_TYPE_STRING ||
@@ -682,7 +691,7 @@ void gguf_add_tensor(gguf_context * ctx, const ggml_tensor * tensor) {
     if (gguf_find_tensor(ctx, tensor->name) >= 0)
         return misuse("gguf_add_tensor: duplicate tensor name '" + std::string(tensor->name) + "'");
     if (tensor->name[0] == '\0') return misuse("gguf_add_tensor: the tensor has no name");
-    TensorInfo info{tensor->name, tensor->type, ggml_n_dims(tensor), {}, 0, 0, tensor->data};
+    TensorInfo info{tensor->name, tensor->type, stored_dims(tensor), {}, 0, 0, tensor->data};
     std::copy(tensor->ne, tensor->ne + GGML_MAX_DIMS, info.ne);
     std::string why;
     if (!tensor_size(info.type, info.ne, &info.size, &why))
