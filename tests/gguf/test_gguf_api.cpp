@@ -408,6 +408,24 @@ TEST(GgufApi, MalformedFilesReturnNull) {
     EXPECT_EQ(gguf_init_from_file_ptr(nullptr, {true, nullptr}), nullptr);
 }
 
+// A tensor with a zero past ne[0] lists that dimension (ggml_n_dims would drop it, and the writer
+// then found 0 bytes for a shape of 16).
+TEST(GgufApi, ZeroDimensionPastTheFirstIsWritten) {
+    Context tensors(ggml_init({ggml_tensor_overhead(), nullptr, /*no_alloc=*/true}));
+    ggml_tensor * empty = ggml_new_tensor_3d(tensors.get(), GGML_TYPE_F32, 4, 0, 1);
+    ggml_set_name(empty, "empty");
+    Gguf out(gguf_init_empty());
+    gguf_add_tensor(out.get(), empty);
+    const std::string path = temp_file("zero_dimension.gguf");
+    ASSERT_TRUE(gguf_write_to_file(out.get(), path.c_str(), false)) << last_error();
+    Gguf in(gguf_init_from_file(path.c_str(), {true, nullptr}));
+    ASSERT_NE(in, nullptr) << last_error();
+    const int64_t * ne = gguf_get_tensor_ne(in.get(), 0);
+    EXPECT_EQ(std::vector<int64_t>(ne, ne + GGML_MAX_DIMS), (std::vector<int64_t>{4, 0, 1, 1}));
+    EXPECT_EQ(gguf_get_tensor_size(in.get(), 0), 0u);
+    std::filesystem::remove(path);
+}
+
 TEST(GgufApi, WriteFailuresReturnFalse) {
     const Tensors tensors;
     Gguf ctx(gguf_init_empty());
@@ -509,8 +527,8 @@ TEST(GgufApi, MisuseReportsInTheReturningMode) {
          "gguf_set_arr_str: data[1] is NULL"},
         {[](gguf_context * x, const ggml_tensor *) { gguf_set_tensor_type(x, "w.f16", GGML_TYPE_Q8_0); },
          "gguf_set_tensor_type: tensor 'w.f16': ne[0] = 7 is not a multiple of the block size 32 of q8_0"},
-        {[](gguf_context * x, const ggml_tensor *) { gguf_set_tensor_type(x, "w.f16", GGML_TYPE_Q4_1); },
-         "type 3 is not one ggx reads and writes"},
+        {[](gguf_context * x, const ggml_tensor *) { gguf_set_tensor_type(x, "w.f16", ggml_type(4)); },
+         "type 4 is not one ggx reads and writes"},
         {[](gguf_context * x, const ggml_tensor *) { gguf_set_tensor_data(x, "nope", nullptr); },
          "gguf_set_tensor_data: no tensor 'nope'"},
         {[](gguf_context * x, const ggml_tensor *) { gguf_set_kv(x, nullptr); }, "gguf_set_kv: src is NULL"},
