@@ -328,6 +328,7 @@ def check_files(helper: Helper, work: Path, tensor_list: list) -> None:
 
 def main() -> int:
     helper = Helper(sys.argv[1], Path(sys.argv[2]))
+    helper.work.mkdir(parents=True, exist_ok=True)
     ggx_types = {t["id"]: t for t in json.loads(helper.run("types"))}
     print("ggx converts: " + " ".join(t["name"] for t in ggx_types.values() if t["converts"]))
     rows, summary = check_conversions(helper, ggx_types)
