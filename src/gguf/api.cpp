@@ -159,7 +159,7 @@ void relayout(gguf_context * ctx, size_t first) {
 // block; the reason otherwise.
 bool tensor_size(ggml_type type, const int64_t * ne, size_t * size, std::string * why) {
     if (!ggx::gguf::type_from_gguf(ggx::gguf::type_to_gguf(type))) {
-        *why = "type " + std::to_string(static_cast<int>(type)) + " is not one ggx reads and writes";
+        *why = "type " + std::to_string(static_cast<int>(type)) + " is not a ggml type";
         return false;
     }
     if (ne[0] % ggml_blck_size(type) != 0) {

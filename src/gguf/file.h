@@ -60,9 +60,8 @@ inline constexpr uint32_t kGgufTypeI16 = 25;
 inline constexpr uint32_t kGgufTypeI32 = 26;
 inline constexpr uint32_t kGgufTypeBF16 = 30;
 
-// The type of a GGUF tensor type id ggx reads and writes: the types it has conversions for
-// (core::has_conversion: F32, F16, BF16, I8, I16, I32 and every block format of core/quant), so a
-// format added there is read and written at once; nullopt for other ids.
+// The ggml type of a GGUF tensor type id (every type of enum ggml_type, whose ids GGUF uses; files
+// hold tensors of types ggx does not convert too); nullopt for removed and unknown ids.
 std::optional<ggml_type> type_from_gguf(uint32_t gguf_type);
 // The GGUF tensor type id of a type: its enum value.
 uint32_t type_to_gguf(ggml_type type);
