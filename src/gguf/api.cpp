@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/internal.h"
 #include "core/log.h"
 #include "gguf/file.h"
 #include "interface/backend-impl.h"
@@ -271,7 +272,9 @@ bool pair_from(const ggx::gguf::KeyValue & kv, size_t index, Pair * p, std::stri
 ggml_context * tensor_context(const File & f, bool no_alloc, std::string * why) {
     size_t mem = (f.tensors().size() + 1) * ggml_tensor_overhead();
     for (const ggx::gguf::Tensor & t : f.tensors()) {
-        if (!no_alloc) mem += t.bytes + GGML_MEM_ALIGN;  // ggx's arena aligns each tensor's data
+        // Each tensor is one arena block (its object, then its data) that starts at the arena's
+        // alignment, so a block takes its data padded to that alignment.
+        if (!no_alloc) mem += ggx::core::align_up(t.bytes, ggx::core::kArenaAlign);
     }
     ggml_context * ctx = ggml_init({mem, nullptr, no_alloc});
     if (!ctx) {
