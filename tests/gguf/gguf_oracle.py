@@ -153,12 +153,25 @@ def compare(what: str, ours: np.ndarray, theirs: np.ndarray, unit: int) -> bool:
     return True
 
 
+def size_mismatch(qtype: QT, info: dict | None) -> str | None:
+    """Why a type is not compared when the two sides disagree on its block (the package 0.19.0 gives
+    Q8_1 40 bytes, from when its two scales were F32; ggml's block_q8_1 has two F16 scales: 36)."""
+    block, size = GGML_QUANT_SIZES[qtype]
+    if info and (info["block"], info["bytes"]) != (block, size):
+        return (f"{qtype.name}: skipped: the package's block is {block} values in {size} bytes, "
+                f"ggml's and ggx's {info['block']} in {info['bytes']}")
+    return None
+
+
 def check_conversions(helper: Helper, ggx_types: dict) -> tuple[dict, list[str]]:
     """(b) for every type of the package's enum; returns each type's tensor bytes for the files."""
     tensor_rows, summary = {}, []
     for qtype in QT:
         info = ggx_types.get(int(qtype))
         block, size = GGML_QUANT_SIZES[qtype]
+        if why := size_mismatch(qtype, info):
+            summary.append(why)
+            continue
         if not package_can("dequantize", qtype):
             summary.append(f"{qtype.name}: skipped: the package does not dequantize it")
             continue
@@ -201,17 +214,18 @@ def tensors(ggx_types: dict, rows: dict) -> tuple[list, list[str]]:
         if not info or not info["gguf"]:
             skipped.append(f"{qtype.name}: skipped in files: gguf.h does not take it")
             continue
+        if size_mismatch(qtype, info):
+            skipped.append(f"{qtype.name}: skipped in files: the block sizes differ (above)")
+            continue
         block, size = GGML_QUANT_SIZES[qtype]
         if qtype in PLAIN:
             dtype = PLAIN[qtype]
             values = RNG.standard_normal(24) * 1000 if np.dtype(dtype).kind == "f" else \
                 RNG.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, 24, endpoint=True)
             out.append((f"plain.{qtype.name.lower()}", qtype, (2, 3, 4), as_bytes(values.astype(dtype))))
-        elif qtype in rows:
-            data = rows[qtype][:6].reshape(-1)
+        else:  # the rows of (b), or random bytes where the package decodes none (files carry any bytes)
+            data = rows[qtype][:6].reshape(-1) if qtype in rows else RNG.integers(0, 256, 6 * size, dtype=np.uint8)
             out.append((f"blocks.{qtype.name.lower()}", qtype, (3, 2 * block), data))
-        else:
-            skipped.append(f"{qtype.name}: skipped in files: the package has no data for it")
     out.append(("empty", QT.F32, (0, 4), np.zeros(0, dtype=np.uint8)))
     out.append(("n" * 63, QT.F32, (1, 1, 1, 2), as_bytes(np.array([1.0, -1.0], dtype=np.float32))))
     return out, skipped
