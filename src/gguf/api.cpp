@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/internal.h"
 #include "core/log.h"
 #include "gguf/file.h"
 #include "interface/backend-impl.h"
@@ -171,6 +172,15 @@ bool tensor_size(ggml_type type, const int64_t * ne, size_t * size, std::string 
     return true;
 }
 
+// The dimensions a tensor info lists: up to the last ne that is not 1 (ggml_n_dims also drops a
+// last ne of 0, so a tensor of ne {4, 0} would be written as one of ne {4} and its 16 bytes).
+int stored_dims(const ggml_tensor * tensor) {
+    int n = GGML_MAX_DIMS;
+    while (n > 1 && tensor->ne[n - 1] == 1)
+        --n;
+    return n;
+}
+
 // The alignment a pair general.alignment gives, or 0 when it is not a nonzero power of two integer.
 size_t alignment_of(const Pair & p) {
     if (p.is_array() || p.type == GGUF_TYPE_BOOL || p.type == GGUF_TYPE_STRING ||
@@ -262,7 +272,9 @@ bool pair_from(const ggx::gguf::KeyValue & kv, size_t index, Pair * p, std::stri
 ggml_context * tensor_context(const File & f, bool no_alloc, std::string * why) {
     size_t mem = (f.tensors().size() + 1) * ggml_tensor_overhead();
     for (const ggx::gguf::Tensor & t : f.tensors()) {
-        if (!no_alloc) mem += t.bytes + GGML_MEM_ALIGN;  // ggx's arena aligns each tensor's data
+        // Each tensor is one arena block (its object, then its data) that starts at the arena's
+        // alignment, so a block takes its data padded to that alignment.
+        if (!no_alloc) mem += ggx::core::align_up(t.bytes, ggx::core::kArenaAlign);
     }
     ggml_context * ctx = ggml_init({mem, nullptr, no_alloc});
     if (!ctx) {
@@ -682,7 +694,7 @@ void gguf_add_tensor(gguf_context * ctx, const ggml_tensor * tensor) {
     if (gguf_find_tensor(ctx, tensor->name) >= 0)
         return misuse("gguf_add_tensor: duplicate tensor name '" + std::string(tensor->name) + "'");
     if (tensor->name[0] == '\0') return misuse("gguf_add_tensor: the tensor has no name");
-    TensorInfo info{tensor->name, tensor->type, ggml_n_dims(tensor), {}, 0, 0, tensor->data};
+    TensorInfo info{tensor->name, tensor->type, stored_dims(tensor), {}, 0, 0, tensor->data};
     std::copy(tensor->ne, tensor->ne + GGML_MAX_DIMS, info.ne);
     std::string why;
     if (!tensor_size(info.type, info.ne, &info.size, &why))

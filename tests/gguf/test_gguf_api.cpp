@@ -408,6 +408,47 @@ TEST(GgufApi, MalformedFilesReturnNull) {
     EXPECT_EQ(gguf_init_from_file_ptr(nullptr, {true, nullptr}), nullptr);
 }
 
+// A tensor with a zero past ne[0] lists that dimension (ggml_n_dims would drop it, and the writer
+// then found 0 bytes for a shape of 16).
+TEST(GgufApi, ZeroDimensionPastTheFirstIsWritten) {
+    Context tensors(ggml_init({ggml_tensor_overhead(), nullptr, /*no_alloc=*/true}));
+    ggml_tensor * empty = ggml_new_tensor_3d(tensors.get(), GGML_TYPE_F32, 4, 0, 1);
+    ggml_set_name(empty, "empty");
+    Gguf out(gguf_init_empty());
+    gguf_add_tensor(out.get(), empty);
+    const std::string path = temp_file("zero_dimension.gguf");
+    ASSERT_TRUE(gguf_write_to_file(out.get(), path.c_str(), false)) << last_error();
+    Gguf in(gguf_init_from_file(path.c_str(), {true, nullptr}));
+    ASSERT_NE(in, nullptr) << last_error();
+    const int64_t * ne = gguf_get_tensor_ne(in.get(), 0);
+    EXPECT_EQ(std::vector<int64_t>(ne, ne + GGML_MAX_DIMS), (std::vector<int64_t>{4, 0, 1, 1}));
+    EXPECT_EQ(gguf_get_tensor_size(in.get(), 0), 0u);
+    std::filesystem::remove(path);
+}
+
+// A file of many tensors whose sizes are not multiples of the arena's alignment (64) is read with its
+// data: the ggml_context is sized for each tensor's padded block (it was sized for 16-byte padding,
+// and gguf_init_* aborted with "context arena full").
+TEST(GgufApi, ManySmallTensorsFitTheirContext) {
+    Context tensors(ggml_init({40 * ggml_tensor_overhead(), nullptr, /*no_alloc=*/true}));
+    Gguf out(gguf_init_empty());
+    const float value = 1.5f;
+    for (int k = 0; k < 40; ++k) {
+        ggml_tensor * t = ggml_new_tensor_1d(tensors.get(), GGML_TYPE_F32, 1);
+        ggml_format_name(t, "t%d", k);
+        t->data = const_cast<float *>(&value);
+        gguf_add_tensor(out.get(), t);
+    }
+    const std::string path = temp_file("many_small.gguf");
+    ASSERT_TRUE(gguf_write_to_file(out.get(), path.c_str(), false)) << last_error();
+    ggml_context * read = nullptr;
+    Gguf in(gguf_init_from_file(path.c_str(), {/*no_alloc=*/false, &read}));
+    ASSERT_NE(in, nullptr) << last_error();
+    Context owned(read);
+    EXPECT_EQ(*static_cast<const float *>(ggml_get_tensor(read, "t39")->data), value);
+    std::filesystem::remove(path);
+}
+
 TEST(GgufApi, WriteFailuresReturnFalse) {
     const Tensors tensors;
     Gguf ctx(gguf_init_empty());

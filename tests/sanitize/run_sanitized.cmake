@@ -6,8 +6,9 @@ include(${CMAKE_CURRENT_LIST_DIR}/../support/run.cmake)
 if(SANITIZE STREQUAL "thread")
   set(backends -DGGX_BACKEND_VULKAN=OFF)
 endif()
+# The gguf_oracle test uses the main tree's virtual environment (GGUF_VENV).
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR} -DCMAKE_BUILD_TYPE=RelWithDebInfo
-    -DGGX_SANITIZE=${SANITIZE} -DGGX_WERROR=ON ${backends})
+    -DGGX_SANITIZE=${SANITIZE} -DGGX_WERROR=ON -DGGX_GGUF_VENV=${GGUF_VENV} ${backends})
 run(${CMAKE_COMMAND} --build ${WORK_DIR} --parallel 2)
 # Tests of failed allocations expect NULL rather than a sanitizer abort.
 set(ENV{ASAN_OPTIONS} "allocator_may_return_null=1")
