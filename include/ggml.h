@@ -648,7 +648,8 @@ size_t ggml_get_mem_size(const struct ggml_context * ctx);
 bool ggml_get_no_alloc(const struct ggml_context * ctx);
 /* Switch no-alloc mode for tensors created from now on. */
 void ggml_set_no_alloc(struct ggml_context * ctx, bool no_alloc);
-/* Arena bytes one tensor's metadata takes (without data). */
+/* Arena bytes one tensor takes beyond its data rounded up to GGML_MEM_ALIGN: its metadata and the
+ * extra alignment of ggx's arena (64 bytes), so that ggml's sizing rule holds. */
 size_t ggml_tensor_overhead(void);
 
 /* The first recorded error message of ctx, or NULL. The string lives until the next clear. */

@@ -206,7 +206,10 @@ Check & Check::require(bool condition, const char * why) {
 
 extern "C" {
 
-size_t ggml_tensor_overhead(void) { return align_up(sizeof(TensorObject), kArenaAlign); }
+// The metadata plus the padding the arena adds to a tensor's data beyond ggml's GGML_MEM_ALIGN, so
+// that a context sized as ggml documents it (overhead per tensor plus the data, each rounded up to
+// GGML_MEM_ALIGN) holds the same tensors in ggx's 64-byte-aligned arena.
+size_t ggml_tensor_overhead(void) { return align_up(sizeof(TensorObject), kArenaAlign) + kArenaAlign - GGML_MEM_ALIGN; }
 
 ggml_tensor * ggml_get_next_tensor(const ggml_context *, ggml_tensor * tensor) {
     return object_of(tensor)->next;

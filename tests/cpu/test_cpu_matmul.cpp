@@ -39,7 +39,7 @@
 #include "cpu/kernel.h"
 #include "core/types.h"
 #include "cpu/kernels/common.h"
-#include "cpu/kernels/quant_decode.h"
+#include "cpu/quant_decode.h"
 #include "reference/reference.h"
 #include "support/test_util.h"
 
@@ -216,7 +216,7 @@ TEST(CpuMulMat, AllTypeCombinationsAndOddSizes) {
             }
 }
 
-// The formats with an int8 decoder (cpu/kernels/quant_decode.h) beyond Q8_0 and Q4_0: the
+// The formats with an int8 decoder (cpu/quant_decode.h) beyond Q8_0 and Q4_0: the
 // matrix-vector product (runs of 256 values, odd M, two runs per row and a partial chunk of runs) on
 // every target, within the int8-activation bound.
 TEST(CpuMulMat, DecodedFormatsOnEveryTarget) {

@@ -1,4 +1,4 @@
-// The int8 decoders of the block formats (src/cpu/kernels/quant_decode.h) against each format's own
+// The int8 decoders of the block formats (src/cpu/quant_decode.h) against each format's own
 // dequantization: value = scale * q - offset must equal the dequantized value up to the rounding of
 // that expression, for every type that has both a decoder and a conversion.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/types.h"
-#include "cpu/kernels/quant_decode.h"
+#include "cpu/quant_decode.h"
 
 namespace {
 

@@ -54,7 +54,7 @@
 #include "cpu/kernels/common.h"
 #include "cpu/kernels/exec.h"
 #include "cpu/kernels/gemm.h"
-#include "cpu/kernels/quant_decode.h"
+#include "cpu/quant_decode.h"
 
 #if HWY_ARCH_X86
 #include <immintrin.h>

@@ -4,7 +4,7 @@
 // scales are a handful of scalar operations per run.
 // clang-format off
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "cpu/kernels/quant_decode.cpp"
+#define HWY_TARGET_INCLUDE "cpu/quant_decode.cpp"
 #include <hwy/foreach_target.h>
 #include <hwy/highway.h>
 // clang-format on
@@ -12,7 +12,7 @@
 #include <array>
 #include <cstring>
 
-#include "cpu/kernels/quant_decode.h"
+#include "cpu/quant_decode.h"
 
 #ifndef GGX_CPU_QUANT_DECODE_ONCE
 #define GGX_CPU_QUANT_DECODE_ONCE
