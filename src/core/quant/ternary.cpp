@@ -217,10 +217,10 @@ constexpr Format kTernary[] = {
      GGML_TYPE_Q8_K, false},
     {GGML_TYPE_TQ2_0, dequantize_tq2_0, quantize_tq2_0, nullptr, first_bad_f16_scale<kTq2Bytes, kTq2Scale>,
      GGML_TYPE_Q8_K, false},
-    {GGML_TYPE_Q1_0, dequantize_q1_0, quantize_q1_0, nullptr, first_bad_f16_scale<kQ1Bytes, 0>, GGML_TYPE_Q8_0,
-     false},
-    {GGML_TYPE_Q2_0, dequantize_q2_0, quantize_q2_0, nullptr, first_bad_f16_scale<kQ2Bytes, 0>, GGML_TYPE_Q8_0,
-     false},
+    {GGML_TYPE_Q1_0, dequantize_q1_0, quantize_q1_0, nullptr, first_bad_f16_scale<kQ1Bytes, 0>,
+     GGML_TYPE_Q8_0, false},
+    {GGML_TYPE_Q2_0, dequantize_q2_0, quantize_q2_0, nullptr, first_bad_f16_scale<kQ2Bytes, 0>,
+     GGML_TYPE_Q8_0, false},
 };
 
 }  // namespace
