@@ -23,6 +23,8 @@ inline bool has_conversion(ggml_type type) {
         case GGML_TYPE_I8:
         case GGML_TYPE_I16:
         case GGML_TYPE_I32:
+        case GGML_TYPE_I64:
+        case GGML_TYPE_F64:
             return true;
         default:
             return is_computed_quantized(type);
