@@ -93,8 +93,8 @@ unsigned char pack_trits(const uint8_t * digits, int stride, int trits) {
 }
 
 // The digit (0, 1, 2) of x * id rounded half away from zero. |x| <= amax keeps a finite product
-// within [-1, 1]; a non-finite product (an infinite element, whose scale makes id 0) gives digit 1,
-// as ggml's lroundf does on x86.
+// within [-1, 1]; a non-finite product (a NaN element, or an infinite one, whose scale makes id 0)
+// gives digit 1, as ggml's lroundf does on x86.
 uint8_t ternary_digit(float x, float id) {
     const float v = x * id;
     return std::isfinite(v) ? static_cast<uint8_t>(std::lround(v) + 1) : uint8_t{1};
