@@ -175,11 +175,13 @@ double round_half_even(double x) {
 template <class Int>
 Int saturate_round(float x) {
     if (std::isnan(x)) return 0;
-    constexpr auto lo = static_cast<double>(std::numeric_limits<Int>::min());
-    constexpr auto hi = static_cast<double>(std::numeric_limits<Int>::max());
-    // The limits are integers, so clamping before rounding equals clamping after, and keeps
-    // infinities out of the rounding.
-    return static_cast<Int>(round_half_even(std::clamp(static_cast<double>(x), lo, hi)));
+    // 2^digits is one past the largest value and exact as a double for every Int (INT64_MAX is not).
+    constexpr auto limit = static_cast<double>(uint64_t{1} << std::numeric_limits<Int>::digits);
+    // Rounding a float as a double is exact, and infinities stay infinite.
+    const double r = round_half_even(static_cast<double>(x));
+    if (r >= limit) return std::numeric_limits<Int>::max();
+    if (r < -limit) return std::numeric_limits<Int>::min();
+    return static_cast<Int>(r);
 }
 
 template <class Int>
@@ -189,11 +191,18 @@ void quantize_int(const float * x, void * y, int64_t n) {
         out[i] = saturate_round<Int>(x[i]);
 }
 
-template <class Int>
-void dequantize_int(const void * x, float * y, int64_t n) {
-    const auto * in = static_cast<const Int *>(x);
+// The integer types and F64 to F32: exact where the value fits, else the nearest float (ties to even).
+template <class T>
+void dequantize_cast(const void * x, float * y, int64_t n) {
+    const auto * in = static_cast<const T *>(x);
     for (int64_t i = 0; i < n; ++i)
         y[i] = static_cast<float>(in[i]);
+}
+
+void quantize_f64(const float * x, void * y, int64_t n) {
+    auto * out = static_cast<double *>(y);
+    for (int64_t i = 0; i < n; ++i)
+        out[i] = x[i];
 }
 
 }  // namespace
@@ -666,6 +675,12 @@ size_t ggml_quantize_row(enum ggml_type type, const float * x, void * y, int64_t
         case GGML_TYPE_I32:
             quantize_int<int32_t>(x, y, n);
             break;
+        case GGML_TYPE_I64:
+            quantize_int<int64_t>(x, y, n);
+            break;
+        case GGML_TYPE_F64:
+            quantize_f64(x, y, n);
+            break;
         default: {
             const ggx::core::quant::Format * format = ggx::core::quant::format_of(type);
             if (!format) return 0;
@@ -688,13 +703,19 @@ bool ggml_dequantize_row(enum ggml_type type, const void * x, float * y, int64_t
             ggml_bf16_to_fp32_row(static_cast<const ggml_bf16_t *>(x), y, n);
             break;
         case GGML_TYPE_I8:
-            dequantize_int<int8_t>(x, y, n);
+            dequantize_cast<int8_t>(x, y, n);
             break;
         case GGML_TYPE_I16:
-            dequantize_int<int16_t>(x, y, n);
+            dequantize_cast<int16_t>(x, y, n);
             break;
         case GGML_TYPE_I32:
-            dequantize_int<int32_t>(x, y, n);
+            dequantize_cast<int32_t>(x, y, n);
+            break;
+        case GGML_TYPE_I64:
+            dequantize_cast<int64_t>(x, y, n);
+            break;
+        case GGML_TYPE_F64:
+            dequantize_cast<double>(x, y, n);
             break;
         default: {
             const ggx::core::quant::Format * format = ggx::core::quant::format_of(type);

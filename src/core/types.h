@@ -23,10 +23,18 @@ inline bool has_conversion(ggml_type type) {
         case GGML_TYPE_I8:
         case GGML_TYPE_I16:
         case GGML_TYPE_I32:
+        case GGML_TYPE_I64:
+        case GGML_TYPE_F64:
             return true;
         default:
             return is_computed_quantized(type);
     }
+}
+
+// The copies between F64 and another type: to and from F32 only (widening is exact, narrowing rounds
+// once; through F32 to F16 or a block format it would round twice).
+inline bool is_f64_conversion(ggml_type from, ggml_type to) {
+    return (from == GGML_TYPE_F64 && to == GGML_TYPE_F32) || (from == GGML_TYPE_F32 && to == GGML_TYPE_F64);
 }
 
 }  // namespace ggx::core

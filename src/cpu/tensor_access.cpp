@@ -64,7 +64,8 @@ void write(char * p, T value) {
     std::memcpy(p, &value, sizeof value);
 }
 
-// Every value of every type ggx has is exact as a double.
+// Every value of every type ggx has is exact as a double, but for I64 values beyond 2^53 (rounded to
+// the nearest double first).
 double load(const char * what, const ggml_tensor * t, const Index & i) {
     check_access(what, t, i);
     const char * p = address_of(t, i);
@@ -75,6 +76,8 @@ double load(const char * what, const ggml_tensor * t, const Index & i) {
         case GGML_TYPE_I8: return read<int8_t>(p);
         case GGML_TYPE_I16: return read<int16_t>(p);
         case GGML_TYPE_I32: return read<int32_t>(p);
+        case GGML_TYPE_I64: return static_cast<double>(read<int64_t>(p));
+        case GGML_TYPE_F64: return read<double>(p);
         default: {
             std::vector<float> block(static_cast<size_t>(ggml_blck_size(t->type)));
             ggml_dequantize_row(t->type, p, block.data(), ggml_blck_size(t->type));
@@ -93,6 +96,8 @@ void store(const char * what, const ggml_tensor * t, const Index & i, double v) 
         case GGML_TYPE_I8: return write(p, saturate<int8_t>(v));
         case GGML_TYPE_I16: return write(p, saturate<int16_t>(v));
         case GGML_TYPE_I32: return write(p, saturate<int32_t>(v));
+        case GGML_TYPE_I64: return write(p, saturate<int64_t>(v));
+        case GGML_TYPE_F64: return write(p, v);
         default: {
             const int64_t n = ggml_blck_size(t->type);
             std::vector<float> block(static_cast<size_t>(n));

@@ -166,6 +166,7 @@ constexpr ExpectedTraits kExpected[] = {
     {GGML_TYPE_F32, "f32", 1, 4, false, true},     {GGML_TYPE_F16, "f16", 1, 2, false, true},
     {GGML_TYPE_BF16, "bf16", 1, 2, false, true},   {GGML_TYPE_I8, "i8", 1, 1, false, false},
     {GGML_TYPE_I16, "i16", 1, 2, false, false},    {GGML_TYPE_I32, "i32", 1, 4, false, false},
+    {GGML_TYPE_I64, "i64", 1, 8, false, false},    {GGML_TYPE_F64, "f64", 1, 8, false, false},
     {GGML_TYPE_Q8_0, "q8_0", 32, 34, true, false}, {GGML_TYPE_Q4_0, "q4_0", 32, 18, true, false},
 };
 
@@ -185,8 +186,7 @@ TEST(TypeTraits, ComputedTypes) {
 // The other types have traits but no conversion: the row helpers refuse them and write nothing.
 TEST(TypeTraits, TypesWithoutConversionAreRefused) {
     std::vector<float> x(256, 1.0f);
-    for (const ggml_type type :
-         {GGML_TYPE_Q4_K, GGML_TYPE_IQ4_NL, GGML_TYPE_MXFP4, GGML_TYPE_I64, GGML_TYPE_F64}) {
+    for (const ggml_type type : {GGML_TYPE_Q4_K, GGML_TYPE_IQ4_NL, GGML_TYPE_MXFP4}) {
         SCOPED_TRACE(ggml_type_name(type));
         std::vector<uint8_t> row(ggml_row_size(type, 256), 0xab);
         EXPECT_EQ(ggml_quantize_row(type, x.data(), row.data(), 256), 0u);
@@ -533,6 +533,27 @@ TEST(IntegerTypes, I32RoundsToEvenAndSaturates) {
     EXPECT_EQ(quantize_ints<int32_t>(GGML_TYPE_I32, x), expected);
 }
 
+TEST(IntegerTypes, I64RoundsToEvenAndSaturates) {
+    // 2^63 is the first float beyond INT64_MAX; the float below it is 2^63 - 2^39.
+    const std::vector<float> x = {2.5f,   -2.5f, 0x1p63f, -0x1p63f, 0x1.fffffep62f, -0x1.fffffep62f, 1e30f,
+                                  -1e30f, kInf,  -kInf,   kNaN,     -kNaN,          16777217.0f,     -0.0f};
+    const std::vector<int64_t> expected = {2,
+                                           -2,
+                                           INT64_MAX,
+                                           INT64_MIN,
+                                           9223371487098961920,
+                                           -9223371487098961920,
+                                           INT64_MAX,
+                                           INT64_MIN,
+                                           INT64_MAX,
+                                           INT64_MIN,
+                                           0,
+                                           0,
+                                           16777216,
+                                           0};
+    EXPECT_EQ(quantize_ints<int64_t>(GGML_TYPE_I64, x), expected);
+}
+
 TEST(IntegerTypes, DequantizeToFloat) {
     const std::vector<int8_t> i8 = {-128, -1, 0, 1, 127};
     std::vector<float> y(i8.size());
@@ -550,6 +571,63 @@ TEST(IntegerTypes, DequantizeToFloat) {
     ggml_dequantize_row(GGML_TYPE_I32, i32.data(), y.data(), static_cast<int64_t>(i32.size()));
     EXPECT_EQ(y, (std::vector<float>{-2147483648.0f, -16777216.0f, 16777216.0f, 16777216.0f, 16777220.0f,
                                      2147483648.0f}));
+}
+
+TEST(IntegerTypes, I64DequantizesToNearestFloat) {
+    const std::vector<int64_t> i64 = {INT64_MIN, INT64_MAX, 16777217, 16777219, (int64_t{1} << 53) + 1, -5};
+    std::vector<float> y(i64.size());
+    EXPECT_TRUE(ggml_dequantize_row(GGML_TYPE_I64, i64.data(), y.data(), static_cast<int64_t>(i64.size())));
+    EXPECT_EQ(y, (std::vector<float>{-0x1p63f, 0x1p63f, 16777216.0f, 16777220.0f, 0x1p53f, -5.0f}));
+}
+
+// ---- F64 ----------------------------------------------------------------------------------------
+
+TEST(F64, QuantizeWidensExactly) {
+    std::vector<float> x = {0.1f, -0.0f, 0x1p-149f, -0x1.fffffep127f, kInf, -kInf, 1.0f / 3.0f};
+    std::vector<double> y(x.size());
+    EXPECT_EQ(ggml_quantize_row(GGML_TYPE_F64, x.data(), y.data(), static_cast<int64_t>(x.size())),
+              x.size() * sizeof(double));
+    for (size_t i = 0; i < x.size(); ++i)
+        EXPECT_EQ(std::bit_cast<uint64_t>(y[i]), std::bit_cast<uint64_t>(static_cast<double>(x[i]))) << i;
+    const float nan = float_of(0x7fc12345u);
+    ggml_quantize_row(GGML_TYPE_F64, &nan, y.data(), 1);
+    EXPECT_TRUE(std::isnan(y[0]));
+    EXPECT_EQ(std::signbit(y[0]), false);
+}
+
+TEST(F64, DequantizeRoundsToNearestEven) {
+    const double max_float = 0x1.fffffep127;
+    const std::vector<double> x = {1.0 + 0x1p-24,            // tie: to the even 1
+                                   1.0 + 0x1p-24 + 0x1p-50,  // above the tie: up
+                                   1.0 + 3 * 0x1p-24,        // tie: to the even 1 + 2^-22
+                                   max_float + 0x1p103,      // the tie with 2^128: infinity
+                                   max_float + 0x1p102,      // below it: the largest float
+                                   -1e300,
+                                   0x1p-150,             // tie with zero: zero
+                                   0x1p-150 + 0x1p-170,  // the smallest subnormal
+                                   -1e-50,
+                                   0.1};
+    const std::vector<float> expected = {1.0f, 1.0f + 0x1p-23f, 1.0f + 0x1p-22f, kInf, 0x1.fffffep127f, -kInf,
+                                         0.0f, 0x1p-149f,       -0.0f,           0.1f};
+    std::vector<float> y(x.size());
+    EXPECT_TRUE(ggml_dequantize_row(GGML_TYPE_F64, x.data(), y.data(), static_cast<int64_t>(x.size())));
+    for (size_t i = 0; i < x.size(); ++i)
+        EXPECT_EQ(bits_of(y[i]), bits_of(expected[i])) << i;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    ggml_dequantize_row(GGML_TYPE_F64, &nan, y.data(), 1);
+    EXPECT_TRUE(std::isnan(y[0]));
+}
+
+TEST(F64, FloatsRoundTripBitForBit) {
+    std::vector<float> x;
+    for (uint32_t u = 0; u < 0xffffffffu - 0x10000u; u += 0x10001u)
+        if (!std::isnan(float_of(u))) x.push_back(float_of(u));
+    std::vector<double> wide(x.size());
+    std::vector<float> back(x.size());
+    ggml_quantize_row(GGML_TYPE_F64, x.data(), wide.data(), static_cast<int64_t>(x.size()));
+    ggml_dequantize_row(GGML_TYPE_F64, wide.data(), back.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i)
+        ASSERT_EQ(bits_of(back[i]), bits_of(x[i])) << i;
 }
 
 // ---- Q8_0 ---------------------------------------------------------------------------------------

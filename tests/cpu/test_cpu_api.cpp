@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -291,15 +293,18 @@ TEST(CpuElementAccess, EveryTypeReadsAndWritesThroughAnyLayout) {
     for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
         const auto type = static_cast<ggml_type>(t);
         if (!ggx::core::has_conversion(type)) continue;  // refused: TypesWithoutConversionAbort
+        // Q1_0 keeps only the signs and the mean magnitude of a block (test_quant_ternary).
+        if (type == GGML_TYPE_Q1_0) continue;
         // Values the block formats hold exactly when alone in their block (Q8_0's scale is amax / 127).
         const int big = type == GGML_TYPE_Q8_0 ? 127 : 7, small = type == GGML_TYPE_Q8_0 ? -127 : -2;
-        ggml_tensor * a = ggml_new_tensor_2d(ctx.get(), type, 32, 3);
+        const int64_t w = std::max<int64_t>(32, ggml_blck_size(type));  // a row is whole blocks
+        ggml_tensor * a = ggml_new_tensor_2d(ctx.get(), type, w, 3);
         ggml_set_zero(a);
         ggml_set_f32_nd(a, 5, 2, 0, 0, static_cast<float>(big));
         EXPECT_EQ(ggml_get_f32_nd(a, 5, 2, 0, 0), big) << ggml_type_name(type);
-        EXPECT_EQ(ggml_get_f32_1d(a, 2 * 32 + 5), big) << ggml_type_name(type);
-        EXPECT_EQ(ggml_get_i32_1d(a, 2 * 32 + 5), big) << ggml_type_name(type);
-        ggml_set_i32_1d(a, 33, small);
+        EXPECT_EQ(ggml_get_f32_1d(a, static_cast<int>(2 * w + 5)), big) << ggml_type_name(type);
+        EXPECT_EQ(ggml_get_i32_1d(a, static_cast<int>(2 * w + 5)), big) << ggml_type_name(type);
+        ggml_set_i32_1d(a, static_cast<int>(w + 1), small);
         EXPECT_EQ(ggml_get_i32_nd(a, 1, 1, 0, 0), small) << ggml_type_name(type);
         EXPECT_EQ(ggml_get_f32_nd(a, 0, 0, 0, 0), 0.0f) << ggml_type_name(type);
         if (ggml_is_quantized(type)) continue;  // a transposed view of block types has no element stride
@@ -309,6 +314,33 @@ TEST(CpuElementAccess, EveryTypeReadsAndWritesThroughAnyLayout) {
         ggml_set_f32_1d(transposed, 1, 4.0f);  // element (1, 0) of the view is (0, 1) of a
         EXPECT_EQ(ggml_get_f32_nd(a, 0, 1, 0, 0), 4.0f) << ggml_type_name(type);
     }
+}
+
+// F64 and I64 elements beyond float's range and precision: the i32 and f32 accessors saturate and
+// round once.
+TEST(CpuElementAccess, WideTypesKeepTheirValues) {
+    ggml_context_ptr ctx = make_ctx();
+    ggml_tensor * wide = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F64, 3);
+    const double values[] = {1.0 + 0x1p-40, 1e300, -3.5};
+    std::memcpy(wide->data, values, sizeof values);
+    EXPECT_EQ(ggml_get_f32_1d(wide, 0), 1.0f);
+    EXPECT_EQ(ggml_get_f32_1d(wide, 1), INFINITY);
+    EXPECT_EQ(ggml_get_i32_1d(wide, 1), INT32_MAX);
+    EXPECT_EQ(ggml_get_i32_1d(wide, 2), -3);  // C conversion: truncation
+    ggml_set_i32_1d(wide, 0, INT32_MIN);
+    EXPECT_EQ(static_cast<const double *>(wide->data)[0], -2147483648.0);
+
+    ggml_tensor * longs = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_I64, 3);
+    const int64_t ints[] = {INT64_MAX, -(int64_t{1} << 40), 16777217};
+    std::memcpy(longs->data, ints, sizeof ints);
+    EXPECT_EQ(ggml_get_i32_1d(longs, 0), INT32_MAX);
+    EXPECT_EQ(ggml_get_i32_1d(longs, 1), INT32_MIN);
+    EXPECT_EQ(ggml_get_f32_1d(longs, 1), -0x1p40f);
+    EXPECT_EQ(ggml_get_f32_1d(longs, 2), 16777216.0f);
+    ggml_set_f32_1d(longs, 0, 1e30f);
+    ggml_set_f32_1d(longs, 1, -2.9f);
+    EXPECT_EQ(static_cast<const int64_t *>(longs->data)[0], INT64_MAX);
+    EXPECT_EQ(static_cast<const int64_t *>(longs->data)[1], -2);
 }
 
 TEST(CpuElementAccess, ConversionsTruncateAndSaturate) {

@@ -23,6 +23,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cpu/kernel.h"
@@ -583,6 +584,41 @@ TEST(CpuCopy, CopiesIntoDestinationsOfAnotherShapeOrLayout) {
             0.0, std::string("cpy ") + ggml_type_name(type));
 }
 
+// F32 <-> F64 only: widening is exact, narrowing rounds once to nearest even; F64 copies of any layout
+// move 8-byte units.
+TEST(CpuCopy, ConvertsBetweenF32AndF64) {
+    const auto zeros = [](ggml_context * ctx, ggml_type type, const Shape & ne) {
+        ggml_tensor * t = ggml_new_tensor(ctx, type, 4, ne.data());
+        ggx::ref::write_tensor(t, std::vector<double>(static_cast<size_t>(ggml_nelements(t)), 0.0));
+        return t;
+    };
+    for (const auto & [from, to] : {std::pair{GGML_TYPE_F32, GGML_TYPE_F64}, std::pair{GGML_TYPE_F64, GGML_TYPE_F32},
+                                    std::pair{GGML_TYPE_F64, GGML_TYPE_F64}}) {
+        const std::string what = std::string(ggml_type_name(from)) + " -> " + ggml_type_name(to);
+        expect_matches(
+            [&](ggml_context * ctx, Rng & rng) {
+                return ggml_cast(ctx, input(ctx, rng, from, {96, 3, 2, 2}, -1e6, 1e6), to);
+            },
+            0.0, "cast " + what);
+        expect_matches(
+            [&](ggml_context * ctx, Rng & rng) {
+                return ggml_cpy(ctx, permuted_input(ctx, rng, from, {8, 6, 1, 1}), zeros(ctx, to, {12, 4, 1, 1}));
+            },
+            0.0, "cpy permuted, reshaped " + what);
+        expect_matches(
+            [&](ggml_context * ctx, Rng & rng) {
+                ggml_tensor * b = zeros(ctx, to, {6, 8, 1, 1});
+                return ggml_cpy(ctx, input(ctx, rng, from, {8, 6, 1, 1}), ggml_transpose(ctx, b));
+            },
+            0.0, "cpy into a transposed view " + what);
+    }
+    expect_matches(
+        [&](ggml_context * ctx, Rng & rng) {
+            return ggml_cont(ctx, ggml_transpose(ctx, input(ctx, rng, GGML_TYPE_F64, {40, 24, 1, 1})));
+        },
+        0.0, "cont of a transposed f64");
+}
+
 // ---- REPEAT, CONCAT, PAD, UPSCALE, TIMESTEP_EMBEDDING
 // ------------------------------------------------------
 
@@ -778,6 +814,7 @@ TEST_F(CpuSupports, RejectsOtherTypeCombinations) {
     ggml_tensor *f32 = leaf(GGML_TYPE_F32, ne), *f16 = leaf(GGML_TYPE_F16, ne),
                 *i32 = leaf(GGML_TYPE_I32, ne);
     ggml_tensor *q8 = leaf(GGML_TYPE_Q8_0, ne), *q4 = leaf(GGML_TYPE_Q4_0, ne);
+    ggml_tensor *f64 = leaf(GGML_TYPE_F64, ne), *i64 = leaf(GGML_TYPE_I64, ne);
     const ggml_tensor * rejected[] = {
         node(GGML_OP_ADD, GGML_TYPE_I32, ne, {i32, i32}),                // integer arithmetic
         node(GGML_OP_MUL, GGML_TYPE_F32, ne, {f32, f16}),                // b neither F32 nor a's type
@@ -789,6 +826,10 @@ TEST_F(CpuSupports, RejectsOtherTypeCombinations) {
         node(GGML_OP_CPY, GGML_TYPE_I32, ne, {f32}),                     // F32 -> I32
         node(GGML_OP_CPY, GGML_TYPE_Q4_0, ne, {q8}),                     // quantized -> other quantized
         node(GGML_OP_CPY, GGML_TYPE_F16, ne, {q8}),                      // quantized -> F16
+        node(GGML_OP_CPY, GGML_TYPE_F16, ne, {f64}),                     // F64 -> F16: would round twice
+        node(GGML_OP_CPY, GGML_TYPE_F64, ne, {f16}),                     // F64 pairs with F32 only
+        node(GGML_OP_CPY, GGML_TYPE_Q8_0, ne, {f64}),
+        node(GGML_OP_CPY, GGML_TYPE_F32, ne, {i64}),                     // integers: same type only
         node(GGML_OP_REPEAT, GGML_TYPE_Q8_0, ne, {q8}),                  // quantized repeat
         node(GGML_OP_CONCAT, GGML_TYPE_F32, {64, 2, 1, 1}, {f32, f16}),  // mixed types
         node(GGML_OP_PAD, GGML_TYPE_I32, ne, {i32}),                     // pad takes floats only

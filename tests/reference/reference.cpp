@@ -113,6 +113,8 @@ double round_scalar(ggml_type type, double v) {
     switch (type) {
         case GGML_TYPE_F32:
             return static_cast<double>(to_float(v));
+        case GGML_TYPE_F64:
+            return v;
         case GGML_TYPE_F16:
             return ggml_fp16_to_fp32(ggml_fp32_to_fp16(to_float(v)));
         case GGML_TYPE_BF16:
@@ -202,6 +204,11 @@ double read_scalar(ggml_type type, const unsigned char * p) {
             std::memcpy(&i, p, sizeof i);
             return static_cast<double>(i);
         }
+        case GGML_TYPE_F64: {
+            double d;
+            std::memcpy(&d, p, sizeof d);
+            return d;
+        }
         default:
             throw Error(std::string("ggx::ref: cannot read elements of type ") + ggml_type_name(type));
     }
@@ -245,6 +252,9 @@ void write_scalar(ggml_type type, unsigned char * p, double v) {
             std::memcpy(p, &i, sizeof i);
             return;
         }
+        case GGML_TYPE_F64:
+            std::memcpy(p, &r, sizeof r);
+            return;
         default:
             throw Error(std::string("ggx::ref: cannot write elements of type ") + ggml_type_name(type));
     }

@@ -7,7 +7,7 @@ namespace {
 
 // Copies a into dst (a new tensor, or a view of the destination b) converting to dst's type.
 bool can_convert(ggml_type from, ggml_type to) {
-    if (from == to) return true;
+    if (from == to || is_f64_conversion(from, to)) return true;
     if (ggml_is_float_type(from)) return ggml_is_float_type(to) || ggml_is_quantized(to);
     return ggml_is_quantized(from) && to == GGML_TYPE_F32;
 }

@@ -26,7 +26,9 @@ inline char * row_at(const ggml_tensor * t, int64_t i1, int64_t i2 = 0, int64_t 
     return element_at(t, 0, i1, i2, i3);
 }
 
-// One element of an F32/F16/BF16/I32 tensor as float, and back (rounded to nearest even).
+// One element of a tensor of a plain (non-block) type as float, and back, by the rules of the row
+// conversions (ggml_quantize_row: integers round to nearest even and saturate); F32, F16, BF16 and
+// I32 reads take the short way.
 inline float load_float(ggml_type type, const void * p) {
     switch (type) {
         case GGML_TYPE_F32: {
@@ -49,8 +51,11 @@ inline float load_float(ggml_type type, const void * p) {
             std::memcpy(&v, p, sizeof v);
             return static_cast<float>(v);
         }
-        default:
-            return 0.0f;
+        default: {
+            float v = 0.0f;
+            ggml_dequantize_row(type, p, &v, 1);
+            return v;
+        }
     }
 }
 
@@ -70,7 +75,7 @@ inline void store_float(ggml_type type, void * p, float v) {
             break;
         }
         default:
-            break;
+            ggml_quantize_row(type, &v, p, 1);
     }
 }
 

@@ -6,9 +6,9 @@
 //  - same type and shape, source rows strided (transposed views): tiles of rows, column by column;
 //  - same type otherwise: bytes copied unit by unit, where a unit is one element, or one whole block
 //    for quantized types (whose rows are dense blocks, so flat block order follows element order);
-//  - float -> float / Q8_0 / Q4_0: each dst row is gathered as F32, then converted (quantized rows
+//  - float -> float / a block format, and F32 <-> F64: each dst row is gathered as F32, then converted (quantized rows
 //    whole, with ggml_quantize_row via store_row);
-//  - Q8_0 / Q4_0 -> F32: each src row is dequantized whole, then scattered into dst.
+//  - block format -> F32: each src row is dequantized whole, then scattered into dst.
 // Rows are split among the threads; the F32 row buffers live in the node's workspace.
 #include <ggml.h>
 
@@ -77,6 +77,8 @@ void copy_units(const char * src, size_t src_stride, char * dst, size_t dst_stri
             return copy_strided<2>(src, src_stride, dst, dst_stride, n);
         case 4:
             return copy_strided<4>(src, src_stride, dst, dst_stride, n);
+        case 8:
+            return copy_strided<8>(src, src_stride, dst, dst_stride, n);
         default:
             for (int64_t i = 0; i < n; ++i)
                 std::memcpy(dst + i * dst_stride, src + i * src_stride, unit);
@@ -91,6 +93,7 @@ bool dense_blocks(const ggml_tensor * t) {
 
 bool convertible(ggml_type from, ggml_type to) {
     if (from == to) return core::has_conversion(from);
+    if (core::is_f64_conversion(from, to)) return true;
     if (ggml_is_float_type(from)) return ggml_is_float_type(to) || core::is_computed_quantized(to);
     return core::is_computed_quantized(from) && to == GGML_TYPE_F32;
 }
