@@ -34,8 +34,8 @@ struct TypeEntry {
     TypeTraits traits;
 };
 
-// ggml's block sizes and bytes per block; the quantized formats beyond Q8_0 and Q4_0 have no
-// conversion or kernel yet, but their tensors can be created and their rows sized.
+// ggml's block sizes and bytes per block, for every type; the conversions of the block formats are
+// the format table's (core/quant/format.h).
 constexpr int64_t kQK = 32;    // elements of a Q4_0/Q8_0-style block
 constexpr int64_t kQKK = 256;  // elements of a K-quant (and i-quant) super-block
 constexpr TypeEntry kTypeEntries[] = {
