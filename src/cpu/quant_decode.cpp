@@ -296,6 +296,65 @@ void DecodeQ3K(const char * p, DecodedRun & out) {
             unpack_bits({qs + 32 * half, 2 * k, 3, hmask, 4 * half + k, 1, 2, 4}, out.q + 128 * half + 32 * k);
 }
 
+// The ternary and low-bit formats (docs/quantization.md): one F16 scale d a block, x = d * (code - 1)
+// (Q1_0: x = d * (2 bit - 1)), so every group of a block takes d.
+void set_run_scale(DecodedRun & out, int64_t first_group, int64_t groups, float d) {
+    for (int64_t g = first_group; g < first_group + groups; ++g) {
+        out.scale[g] = d;
+        out.offset[g] = 0.0f;
+    }
+}
+
+// TQ2_0 (66 bytes): element 128 g + 32 l + m is the 2-bit code in bits 2l of byte 32 g + m.
+void DecodeTq2(const char * p, DecodedRun & out) {
+    set_run_scale(out, 0, kGroups, f16_at(p + 64));
+    for (int g = 0; g < 2; ++g)
+        for (int l = 0; l < 4; ++l)
+            unpack_bits({bytes_at(p) + 32 * g, 2 * l, 3, nullptr, 0, 0, 0, 1}, out.q + 128 * g + 32 * l);
+}
+
+// TQ1_0 (54 bytes): five base-3 digits a byte (digit n of byte b is ((b * 3^n mod 256) * 3) >> 8);
+// bytes 0..31 hold elements m + 32 n, bytes 32..47 elements 160 + m + 16 n, qh[m] (bytes 48..51)
+// four digits of elements 240 + m + 4 n.
+void DecodeTq1(const char * p, DecodedRun & out) {
+    set_run_scale(out, 0, kGroups, f16_at(p + 52));
+    const uint8_t * qs = bytes_at(p);
+    auto digit = [](uint8_t byte, int n) {
+        static constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+        const auto shifted = static_cast<uint8_t>(byte * kPow3[n]);  // mod 256
+        return static_cast<int8_t>(((shifted * 3) >> 8) - 1);
+    };
+    for (int n = 0; n < 5; ++n)
+        for (int m = 0; m < 32; ++m)
+            out.q[m + 32 * n] = digit(qs[m], n);
+    for (int n = 0; n < 5; ++n)
+        for (int m = 0; m < 16; ++m)
+            out.q[160 + m + 16 * n] = digit(qs[32 + m], n);
+    for (int n = 0; n < 4; ++n)
+        for (int m = 0; m < 4; ++m)
+            out.q[240 + m + 4 * n] = digit(qs[48 + m], n);
+}
+
+// Q2_0 (64 values, 18 bytes): F16 d, element j in bits 2 (j % 4) of byte j / 4.
+void DecodeQ2_0(const char * p, DecodedRun & out) {
+    for (int b = 0; b < 4; ++b, p += 18) {
+        set_run_scale(out, 4 * b, 4, f16_at(p));
+        const uint8_t * qs = bytes_at(p + 2);
+        for (int j = 0; j < 64; ++j)
+            out.q[64 * b + j] = static_cast<int8_t>(((qs[j / 4] >> (2 * (j % 4))) & 3) - 1);
+    }
+}
+
+// Q1_0 (128 values, 18 bytes): F16 d, bit j % 8 of byte j / 8 set: +d, clear: -d.
+void DecodeQ1_0(const char * p, DecodedRun & out) {
+    for (int b = 0; b < 2; ++b, p += 18) {
+        set_run_scale(out, 8 * b, 8, f16_at(p));
+        const uint8_t * bits = bytes_at(p + 2);
+        for (int j = 0; j < 128; ++j)
+            out.q[128 * b + j] = static_cast<int8_t>((bits[j / 8] >> (j % 8)) & 1 ? 1 : -1);
+    }
+}
+
 template <void (*kDecode)(const char *, DecodedRun &)>
 void Runs(const char * p, size_t run_bytes, int64_t runs, DecodedRun * out) {
     for (int64_t r = 0; r < runs; ++r)
@@ -316,6 +375,10 @@ DecodeRun DecoderOf(ggml_type type) {
         case GGML_TYPE_Q4_K: return Runs<DecodeQ45K<false>>;
         case GGML_TYPE_Q5_K: return Runs<DecodeQ45K<true>>;
         case GGML_TYPE_Q6_K: return Runs<DecodeQ6K>;
+        case GGML_TYPE_TQ1_0: return Runs<DecodeTq1>;
+        case GGML_TYPE_TQ2_0: return Runs<DecodeTq2>;
+        case GGML_TYPE_Q1_0: return Runs<DecodeQ1_0>;
+        case GGML_TYPE_Q2_0: return Runs<DecodeQ2_0>;
         default: return nullptr;
     }
 }
