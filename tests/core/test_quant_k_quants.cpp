@@ -89,18 +89,18 @@ TEST(KQuantLayout, Q2K) {
 TEST(KQuantLayout, Q3K) {
     Bytes b(110, 0);
     for (int i = 0; i < 8; ++i)
-        b[96 + i] = 0x22;       // levels 0-15: low nibble 2
-    b[96 + 7] = 0x82;           // level 15: low nibble 8
+        b[96 + i] = 0x22;  // levels 0-15: low nibble 2
+    b[96 + 7] = 0x82;      // level 15: low nibble 8
     for (int i = 8; i < 12; ++i)
-        b[96 + i] = 0xaa;       // top bits 2: levels 34 (scale 2) and 40 (scale 8)
-    b[5] = 1 << 3;              // hmask of value 3 * 32 + 5 = 101
-    b[0] = 1;                   // hmask of value 0
-    b[32 + 5] = 0b11 << 6;      // low bits 3 of value 101
+        b[96 + i] = 0xaa;   // top bits 2: levels 34 (scale 2) and 40 (scale 8)
+    b[5] = 1 << 3;          // hmask of value 3 * 32 + 5 = 101
+    b[0] = 1;               // hmask of value 0
+    b[32 + 5] = 0b11 << 6;  // low bits 3 of value 101
     put_f16(b, 108, 1.0f);
     const std::vector<float> y = decode(GGML_TYPE_Q3_K, b);
-    EXPECT_EQ(y[101], 6.0f);    // 2 * 3
-    EXPECT_EQ(y[0], 0.0f);      // 2 * 0
-    EXPECT_EQ(y[1], -8.0f);     // 2 * (0 - 4)
+    EXPECT_EQ(y[101], 6.0f);  // 2 * 3
+    EXPECT_EQ(y[0], 0.0f);    // 2 * 0
+    EXPECT_EQ(y[1], -8.0f);   // 2 * (0 - 4)
     EXPECT_EQ(y[239], -8.0f);
     EXPECT_EQ(y[240], -32.0f);  // 8 * (0 - 4)
     EXPECT_EQ(y[255], -32.0f);
@@ -145,7 +145,7 @@ TEST(KQuantLayout, Q4K) {
 // Q5_K: qh[32] before the nibbles; bit v / 32 of byte v % 32 adds 16 to value v's level.
 TEST(KQuantLayout, Q5K) {
     Bytes b = q4k_style_block(176);
-    b[16 + 3] = 1 << 2;          // value 67
+    b[16 + 3] = 1 << 2;  // value 67
     b[48 + 32 + 3] = 0xf9;
     b[48 + 64 + 7] = 0xa0;
     expect_q4k_style_values(decode(GGML_TYPE_Q5_K, b), 25);
@@ -213,7 +213,7 @@ TEST(KQuantRoundTrip, GaussianWithinFormatError) {
     const struct {
         ggml_type type;
         double bound;
-    } cases[] = {{GGML_TYPE_Q2_K, 0.305}, {GGML_TYPE_Q3_K, 0.155}, {GGML_TYPE_Q4_K, 0.073},
+    } cases[] = {{GGML_TYPE_Q2_K, 0.305}, {GGML_TYPE_Q3_K, 0.155},  {GGML_TYPE_Q4_K, 0.073},
                  {GGML_TYPE_Q5_K, 0.037}, {GGML_TYPE_Q6_K, 0.0182}, {GGML_TYPE_Q8_K, 0.0075}};
     const std::vector<float> x = gaussian(512 * kValues, 1);
     for (const auto & c : cases) {
@@ -253,7 +253,8 @@ TEST(KQuantRoundTrip, AllZeroBlocksDecodeToZero) {
 // finite values beside them are unaffected.
 TEST(KQuantRoundTrip, NonFiniteAndHugeInputsStayInTheirBlock) {
     const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
-                              -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::max(), 1e30f};
+                              -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::max(),
+                              1e30f};
     const std::vector<float> clean = gaussian(2 * kValues, 3);
     for (const ggml_type type : kAllTypes) {
         SCOPED_TRACE(ggml_type_name(type));
@@ -271,8 +272,8 @@ TEST(KQuantRoundTrip, NonFiniteAndHugeInputsStayInTheirBlock) {
 
 // ---- Importance weights -------------------------------------------------------------------------
 
-double weighted_error(const std::vector<float> & x, const std::vector<float> & y, const std::vector<float> & w,
-                      int64_t n_per_row) {
+double weighted_error(const std::vector<float> & x, const std::vector<float> & y,
+                      const std::vector<float> & w, int64_t n_per_row) {
     double sum = 0;
     for (size_t i = 0; i < x.size(); ++i) {
         const double diff = static_cast<double>(y[i]) - x[i];
@@ -298,9 +299,10 @@ TEST(KQuantImportance, WeightedQuantizationLowersWeightedError) {
         w = spread(rng);
     for (const ggml_type type : kWeightTypes) {
         SCOPED_TRACE(ggml_type_name(type));
-        const double plain = weighted_error(x, decode(type, chunk(type, x, n_per_row, nullptr)), importance, n_per_row);
-        const double weighted =
-            weighted_error(x, decode(type, chunk(type, x, n_per_row, importance.data())), importance, n_per_row);
+        const double plain =
+            weighted_error(x, decode(type, chunk(type, x, n_per_row, nullptr)), importance, n_per_row);
+        const double weighted = weighted_error(x, decode(type, chunk(type, x, n_per_row, importance.data())),
+                                               importance, n_per_row);
         EXPECT_LT(weighted, 0.97 * plain);
     }
 }
@@ -320,8 +322,9 @@ TEST(KQuantImportance, QuantizeChunk) {
         EXPECT_NE(all, encode(type, x));  // the weighted search is another search
         const size_t row_bytes = ggml_row_size(type, n_per_row);
         Bytes last(all.size(), 0);
-        EXPECT_EQ(ggml_quantize_chunk(type, x.data(), last.data(), 2 * n_per_row, 1, n_per_row, importance.data()),
-                  row_bytes);
+        EXPECT_EQ(
+            ggml_quantize_chunk(type, x.data(), last.data(), 2 * n_per_row, 1, n_per_row, importance.data()),
+            row_bytes);
         EXPECT_TRUE(std::equal(all.end() - static_cast<std::ptrdiff_t>(row_bytes), all.end(),
                                last.end() - static_cast<std::ptrdiff_t>(row_bytes)));
     }
@@ -334,8 +337,11 @@ TEST(KQuantValidate, EveryF16ScaleField) {
     const struct {
         ggml_type type;
         std::vector<size_t> offsets;
-    } cases[] = {{GGML_TYPE_Q2_K, {80, 82}}, {GGML_TYPE_Q3_K, {108}}, {GGML_TYPE_Q4_K, {0, 2}},
-                 {GGML_TYPE_Q5_K, {0, 2}},   {GGML_TYPE_Q6_K, {208}}};
+    } cases[] = {{GGML_TYPE_Q2_K, {80, 82}},
+                 {GGML_TYPE_Q3_K, {108}},
+                 {GGML_TYPE_Q4_K, {0, 2}},
+                 {GGML_TYPE_Q5_K, {0, 2}},
+                 {GGML_TYPE_Q6_K, {208}}};
     for (const auto & c : cases) {
         SCOPED_TRACE(ggml_type_name(c.type));
         const Bytes good = encode(c.type, gaussian(3 * kValues, 7));
@@ -352,7 +358,8 @@ TEST(KQuantValidate, EveryF16ScaleField) {
 TEST(KQuantValidate, Q8KScale) {
     const Bytes good = encode(GGML_TYPE_Q8_K, gaussian(2 * kValues, 8));
     EXPECT_TRUE(ggml_validate_row_data(GGML_TYPE_Q8_K, good.data(), good.size()));
-    for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    for (const float bad :
+         {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
         Bytes b = good;
         std::memcpy(b.data() + 292, &bad, sizeof bad);
         EXPECT_FALSE(ggml_validate_row_data(GGML_TYPE_Q8_K, b.data(), b.size()));

@@ -143,7 +143,9 @@ float fit_signed_levels(int n, int nmax, const float * x, const float * w, int8_
         for (int i = 0; i < n; ++i)
             L[i] = static_cast<int8_t>(nmax + level(iscale, i));
     };
-    auto iscale_at = [&](int k) { return -(static_cast<float>(nmax) + 0.1f * static_cast<float>(k)) / e.value; };
+    auto iscale_at = [&](int k) {
+        return -(static_cast<float>(nmax) + 0.1f * static_cast<float>(k)) / e.value;
+    };
     const LevelSums first = sums_at(iscale_at(0));
     keep(iscale_at(0));
     float scale = first.suml2 != 0 ? first.sumlx / first.suml2 : 0.0f;
@@ -271,7 +273,8 @@ float fit_offset_levels(int n, const float * x, const float * w, const OffsetSea
     // Each candidate grid starts at the best minimum found so far.
     uint8_t candidate[32];
     for (int step = 0; step <= search.nstep; ++step) {
-        iscale = (search.rmin + search.rdelta * static_cast<float>(step) + static_cast<float>(nmax)) / (max - min);
+        iscale =
+            (search.rmin + search.rdelta * static_cast<float>(step) + static_cast<float>(nmax)) / (max - min);
         float sum_l = 0, sum_l2 = 0, sum_xl = 0;
         for (int i = 0; i < n; ++i) {
             const int l = level(iscale, i);
@@ -354,7 +357,9 @@ void pack_nibbles(const uint8_t * L, uint8_t * qs) {
             qs[byte] = static_cast<uint8_t>(qs[byte] | ((L[v] & 0xf) << 4));
     }
 }
-int unpack_nibble(const uint8_t * qs, int v) { return (qs[v / 64 * 32 + v % 32] >> (v % 64 < 32 ? 0 : 4)) & 0xf; }
+int unpack_nibble(const uint8_t * qs, int v) {
+    return (qs[v / 64 * 32 + v % 32] >> (v % 64 < 32 ? 0 : 4)) & 0xf;
+}
 
 // One bit per value (Q3_K's hmask, Q5_K's qh): value v is bit v / 32 of byte v % 32.
 void pack_bit_planes(const uint8_t * bits, uint8_t * plane) {
@@ -510,8 +515,8 @@ void quantize_weighted_block_q2_k(const float * x, const float * importance, Blo
 
 // Q4_K and Q5_K: the stored scales, the requantized levels (nmax 15 or 31).
 template <class Block>
-void store_scale_min_6bit(const float * x, Block & b, OffsetFits & fits, const uint8_t * ls, const uint8_t * lm,
-                          int nmax) {
+void store_scale_min_6bit(const float * x, Block & b, OffsetFits & fits, const uint8_t * ls,
+                          const uint8_t * lm, int nmax) {
     pack_scale_min_6bit(ls, lm, b.scales);
     uint8_t s[8], m[8];
     unpack_scale_min_6bit(b.scales, s, m);
@@ -528,7 +533,8 @@ void reference_scale_min_6bit(const float * x, Block & b, OffsetFits & fits, con
 }
 
 template <class Block>
-void weighted_scale_min_6bit(const float * x, const float * importance, Block & b, OffsetFits & fits, int nmax) {
+void weighted_scale_min_6bit(const float * x, const float * importance, Block & b, OffsetFits & fits,
+                             int nmax) {
     weighted_offset_fits(x, importance, 32, nmax, 2.0f, fits);
     uint8_t ls[8], lm[8];
     b.d = to_f16(fit_scale_levels(8, 63, fits.scale, fits.weight_sum, ls));
@@ -696,7 +702,8 @@ void dequantize_scale_min_6bit(const uint8_t * packed, float d, float dmin, cons
     uint8_t s[8], m[8];
     unpack_scale_min_6bit(packed, s, m);
     for (int v = 0; v < kValues; ++v)
-        y[v] = d * static_cast<float>(s[v / 32]) * static_cast<float>(q[v]) - dmin * static_cast<float>(m[v / 32]);
+        y[v] = d * static_cast<float>(s[v / 32]) * static_cast<float>(q[v]) -
+               dmin * static_cast<float>(m[v / 32]);
 }
 
 void dequantize_block(const BlockQ4K & b, float * y) {
@@ -761,19 +768,22 @@ int64_t first_bad_q8_k_scale(const void * x, int64_t n_blocks) {
 constexpr Format kKQuants[] = {
     {GGML_TYPE_Q2_K, dequantize_row<BlockQ2K>, quantize_row<BlockQ2K, quantize_block_q2_k>,
      quantize_row_weighted<BlockQ2K, quantize_weighted_block_q2_k>,
-     first_bad_f16_scale<sizeof(BlockQ2K), offsetof(BlockQ2K, d), offsetof(BlockQ2K, dmin)>, GGML_TYPE_Q8_K, false},
+     first_bad_f16_scale<sizeof(BlockQ2K), offsetof(BlockQ2K, d), offsetof(BlockQ2K, dmin)>, GGML_TYPE_Q8_K,
+     false},
     {GGML_TYPE_Q3_K, dequantize_row<BlockQ3K>, quantize_row<BlockQ3K, quantize_block_q3_k>,
      quantize_row_weighted<BlockQ3K, quantize_weighted_block_q3_k>,
      first_bad_f16_scale<sizeof(BlockQ3K), offsetof(BlockQ3K, d)>, GGML_TYPE_Q8_K, false},
     {GGML_TYPE_Q4_K, dequantize_row<BlockQ4K>, quantize_row<BlockQ4K, quantize_block_q4_k>,
      quantize_row_weighted<BlockQ4K, quantize_weighted_block_q4_k>,
-     first_bad_f16_scale<sizeof(BlockQ4K), offsetof(BlockQ4K, d), offsetof(BlockQ4K, dmin)>, GGML_TYPE_Q8_K, false},
+     first_bad_f16_scale<sizeof(BlockQ4K), offsetof(BlockQ4K, d), offsetof(BlockQ4K, dmin)>, GGML_TYPE_Q8_K,
+     false},
     {GGML_TYPE_Q5_K, dequantize_row<BlockQ5K>, quantize_row<BlockQ5K, quantize_block_q5_k>,
      quantize_row_weighted<BlockQ5K, quantize_weighted_block_q5_k>,
-     first_bad_f16_scale<sizeof(BlockQ5K), offsetof(BlockQ5K, d), offsetof(BlockQ5K, dmin)>, GGML_TYPE_Q8_K, false},
+     first_bad_f16_scale<sizeof(BlockQ5K), offsetof(BlockQ5K, d), offsetof(BlockQ5K, dmin)>, GGML_TYPE_Q8_K,
+     false},
     {GGML_TYPE_Q6_K, dequantize_row<BlockQ6K>, quantize_row<BlockQ6K, quantize_reference_block_q6_k>,
-     quantize_row_weighted<BlockQ6K, quantize_block_q6_k>, first_bad_f16_scale<sizeof(BlockQ6K), offsetof(BlockQ6K, d)>,
-     GGML_TYPE_Q8_K, false},
+     quantize_row_weighted<BlockQ6K, quantize_block_q6_k>,
+     first_bad_f16_scale<sizeof(BlockQ6K), offsetof(BlockQ6K, d)>, GGML_TYPE_Q8_K, false},
     // ggml gives Q8_K no dot product of its own: its vec_dot_type is F32 (type 0).
     {GGML_TYPE_Q8_K, dequantize_row<BlockQ8K>, quantize_row<BlockQ8K, quantize_block_q8_k>, nullptr,
      first_bad_q8_k_scale, GGML_TYPE_F32, false},
