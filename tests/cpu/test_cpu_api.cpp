@@ -288,6 +288,19 @@ TEST(CpuElementAccessDeathTest, TypesWithoutConversionAbort) {
     EXPECT_DEATH(ggml_set_i32_1d(a, 0, 1), "q4_1, a type ggx has no element conversion for");
 }
 
+// What a type stores for v alone at position at of an otherwise zero row of width values: v itself for
+// the plain types, the round trip for the block formats (the K-quants' two-level scales do not hold
+// small integers exactly).
+float stored_alone(ggml_type type, int64_t width, int64_t at, float v) {
+    if (!ggml_is_quantized(type)) return v;
+    std::vector<float> row(static_cast<size_t>(width), 0.0f);
+    row[static_cast<size_t>(at)] = v;
+    std::vector<uint8_t> blocks(ggml_row_size(type, width));
+    ggml_quantize_row(type, row.data(), blocks.data(), width);
+    ggml_dequantize_row(type, blocks.data(), row.data(), width);
+    return row[static_cast<size_t>(at)];
+}
+
 TEST(CpuElementAccess, EveryTypeReadsAndWritesThroughAnyLayout) {
     ggml_context_ptr ctx = make_ctx();
     for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
@@ -295,17 +308,21 @@ TEST(CpuElementAccess, EveryTypeReadsAndWritesThroughAnyLayout) {
         if (!ggx::core::has_conversion(type)) continue;  // refused: TypesWithoutConversionAbort
         // Q1_0 keeps only the signs and the mean magnitude of a block (test_quant_ternary).
         if (type == GGML_TYPE_Q1_0) continue;
-        // Values the block formats hold exactly when alone in their block (Q8_0's scale is amax / 127).
+        // Values the 32-value block formats hold exactly when alone in their block (Q8_0's scale is
+        // amax / 127).
         const int big = type == GGML_TYPE_Q8_0 ? 127 : 7, small = type == GGML_TYPE_Q8_0 ? -127 : -2;
-        const int64_t w = std::max<int64_t>(32, ggml_blck_size(type));  // a row is whole blocks
-        ggml_tensor * a = ggml_new_tensor_2d(ctx.get(), type, w, 3);
+        const int64_t width = std::max<int64_t>(32, ggml_blck_size(type));
+        const float big_stored = stored_alone(type, width, 5, static_cast<float>(big));
+        const auto small_stored = static_cast<int32_t>(stored_alone(type, width, 1, static_cast<float>(small)));
+        ggml_tensor * a = ggml_new_tensor_2d(ctx.get(), type, width, 3);
         ggml_set_zero(a);
         ggml_set_f32_nd(a, 5, 2, 0, 0, static_cast<float>(big));
-        EXPECT_EQ(ggml_get_f32_nd(a, 5, 2, 0, 0), big) << ggml_type_name(type);
-        EXPECT_EQ(ggml_get_f32_1d(a, static_cast<int>(2 * w + 5)), big) << ggml_type_name(type);
-        EXPECT_EQ(ggml_get_i32_1d(a, static_cast<int>(2 * w + 5)), big) << ggml_type_name(type);
-        ggml_set_i32_1d(a, static_cast<int>(w + 1), small);
-        EXPECT_EQ(ggml_get_i32_nd(a, 1, 1, 0, 0), small) << ggml_type_name(type);
+        EXPECT_EQ(ggml_get_f32_nd(a, 5, 2, 0, 0), big_stored) << ggml_type_name(type);
+        EXPECT_EQ(ggml_get_f32_1d(a, static_cast<int>(2 * width + 5)), big_stored) << ggml_type_name(type);
+        EXPECT_EQ(ggml_get_i32_1d(a, static_cast<int>(2 * width + 5)), static_cast<int32_t>(big_stored))
+            << ggml_type_name(type);
+        ggml_set_i32_1d(a, static_cast<int>(width + 1), small);
+        EXPECT_EQ(ggml_get_i32_nd(a, 1, 1, 0, 0), small_stored) << ggml_type_name(type);
         EXPECT_EQ(ggml_get_f32_nd(a, 0, 0, 0, 0), 0.0f) << ggml_type_name(type);
         if (ggml_is_quantized(type)) continue;  // a transposed view of block types has no element stride
         ggml_tensor * transposed = ggml_transpose(ctx.get(), a);  // [3, 32], non-contiguous
