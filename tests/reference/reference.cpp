@@ -274,6 +274,9 @@ struct Output {
     std::vector<char> written;  // empty: every element written
     // Sources the op also updates in place (AdamW's moments): source index and all its new values.
     std::vector<std::pair<int, std::vector<double>>> sources = {};
+    // The values are already the destination type's (a copy within one type): its blocks are stored
+    // as they are, not quantized again (which not every format leaves unchanged).
+    bool exact = false;
 };
 
 // Elements of a source read by index: src(i0, i1, i2, i3) with the source's own shape.
@@ -298,7 +301,7 @@ std::vector<double> zeros(const ggml_tensor * d) {
 Output k_copy(const ggml_tensor * d, const Inputs & in) {
     const ggml_tensor * a = d->src[0];
     require(a != nullptr && count(a) == count(d), d, "copy needs a source with as many elements");
-    return {in[0], {}};
+    return {in[0], {}, {}, a->type == d->type};
 }
 
 int64_t checked_row(const ggml_tensor * d, double index, int64_t rows) {
@@ -2369,8 +2372,10 @@ struct Evaluator::Storage {
                 s[idx[i]] = round_scalar(owner->type, out.values[i]);
             }
         }
-        for (size_t blk : touched)
-            round_block(owner->type, s.data() + blk * bs);
+        if (!out.exact) {
+            for (size_t blk : touched)
+                round_block(owner->type, s.data() + blk * bs);
+        }
         if (t != owner && owner->op == GGML_OP_NONE) ev.written_.insert(owner);
     }
 
@@ -2411,13 +2416,13 @@ bool register_extension(const char * op_name, ExtensionKernel kernel) {
     return k.by_name.emplace(op_name, kernel).second;
 }
 
-void Evaluator::set_input(const ggml_tensor * tensor, std::vector<double> values) {
+void Evaluator::set_input(const ggml_tensor * tensor, std::vector<double> values, bool stored) {
     if (tensor == nullptr) throw Error("ggx::ref: set_input on a null tensor");
     if (tensor->view_src != nullptr) fail(tensor, "set_input needs a storage owner, not a view");
     if (values.size() != static_cast<size_t>(count(tensor)))
         fail(tensor, "set_input got " + std::to_string(values.size()) + " values for " +
                          std::to_string(count(tensor)) + " elements");
-    round_all(tensor->type, values);
+    if (!stored || !is_block_type(tensor->type)) round_all(tensor->type, values);
     inputs_[tensor] = values;
     owners_[tensor] = std::move(values);
     written_.erase(tensor);

@@ -24,8 +24,11 @@ struct Error : std::runtime_error {
 // dequantize each row with the library helpers).
 class Evaluator {
 public:
-    // Values of a leaf (or any storage owner) in logical order, ne0 fastest; overrides its data.
-    void set_input(const ggml_tensor * tensor, std::vector<double> values);
+    // Values of a leaf (or any storage owner) in logical order, ne0 fastest; overrides its data. They
+    // are rounded to the tensor's type, except for a block format when `stored` says they were read
+    // from the tensor's own blocks (read_tensor): quantizing decoded values again does not give the
+    // same blocks back in every format.
+    void set_input(const ggml_tensor * tensor, std::vector<double> values, bool stored = false);
     // Evaluate every node of graph in order. Leafs take values from set_input, else from their
     // host data (tensor->data); a leaf with neither raises Error.
     void compute(const ggml_cgraph * graph);
@@ -37,7 +40,7 @@ private:
     struct Storage;
     // Elements of every storage owner known so far, in the owner's logical order.
     std::unordered_map<const ggml_tensor *, std::vector<double>> owners_;
-    // set_input values per owner, already rounded to the owner's type.
+    // set_input values per owner, already values of the owner's type.
     std::unordered_map<const ggml_tensor *, std::vector<double>> inputs_;
     // Leaf owners a node has written (ggml_cpy / ggml_set_rows destinations, in-place results):
     // compute keeps their modelled storage instead of re-reading set_input values or host data, so a

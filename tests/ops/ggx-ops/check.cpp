@@ -220,7 +220,7 @@ private:
             return std::string("transfer: ") + ggml_backend_get_last_error();
         for (ggml_tensor * leaf : leaves) {
             ggml_tensor host = buffer.host(leaf);
-            oracle_.set_input(leaf, ggx::ref::read_tensor(&host));
+            oracle_.set_input(leaf, ggx::ref::read_tensor(&host), true);
         }
         return "";
     }
