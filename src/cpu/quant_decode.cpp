@@ -36,18 +36,20 @@ inline void set_block_scales(DecodedRun & out, int64_t block, float d, float m) 
     }
 }
 
-// The 6-bit scale and minimum of sub-block j (0..7) from the 12 packed bytes of Q4_K and Q5_K:
-// bytes 0..3 hold the scales of 0..3 and bytes 4..7 their minima (low 6 bits each); sub-blocks 4..7
-// take their low 4 bits from bytes 8..11 (scale low nibble, minimum high nibble) and their top 2
-// bits from the top bits of bytes 0..3 (scales) and 4..7 (minima).
-inline void k_scale_min(const uint8_t * s, int j, int & scale, int & min) {
-    if (j < 4) {
-        scale = s[j] & 63;
-        min = s[j + 4] & 63;
-    } else {
-        scale = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
-        min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
+// The 6-bit scales and minima of the 8 sub-blocks of Q4_K and Q5_K from their 12 packed bytes, as
+// bytes: bytes 0..3 hold the scales of 0..3 and bytes 4..7 their minima (low 6 bits each); sub-blocks
+// 4..7 take their low 4 bits from bytes 8..11 (scale low nibble, minimum high nibble) and their top
+// 2 bits from the top bits of bytes 0..3 (scales) and 4..7 (minima). Four at a time in 32-bit words.
+inline void k_scales_mins(const uint8_t * packed, uint8_t scales[8], uint8_t mins[8]) {
+    uint32_t w[3];
+    std::memcpy(w, packed, sizeof w);
+    const uint32_t low6 = 0x3f3f3f3fu, low4 = 0x0f0f0f0fu, top2 = 0x03030303u;
+    const uint32_t words[4] = {w[0] & low6, w[1] & low6, (w[2] & low4) | (((w[0] >> 6) & top2) << 4),
+                               ((w[2] >> 4) & low4) | (((w[1] >> 6) & top2) << 4)};
+    std::memcpy(scales, &words[0], 4);
+    std::memcpy(mins, &words[1], 4);
+    std::memcpy(scales + 4, &words[2], 4);
+    std::memcpy(mins + 4, &words[3], 4);
 }
 
 // The IQ4_NL / IQ4_XS value table (a format fact: the 16 non-uniform levels, times the scale).
@@ -222,13 +224,13 @@ HWY_INLINE void unpack_bits(const Bits & b, int8_t * q) {
 template <bool kFifthBits>
 void DecodeQ45K(const char * p, DecodedRun & out) {
     const float d = f16_at(p), dmin = f16_at(p + 2);
-    const uint8_t * scales = bytes_at(p + 4);
+    uint8_t scales[8], mins[8];
+    k_scales_mins(bytes_at(p + 4), scales, mins);
+    for (int j = 0; j < 8; ++j)
+        set_block_scales(out, j, d * static_cast<float>(scales[j]), dmin * static_cast<float>(mins[j]));
     const uint8_t * qh = bytes_at(p + 16);
     const uint8_t * qs = bytes_at(p + (kFifthBits ? 48 : 16));
     for (int j = 0; j < 8; ++j) {
-        int sc = 0, m = 0;
-        k_scale_min(scales, j, sc, m);
-        set_block_scales(out, j, d * static_cast<float>(sc), dmin * static_cast<float>(m));
         Bits bits{qs + 32 * (j / 2), 4 * (j % 2), 0x0F};
         if (kFifthBits) {
             bits.extra = qh;
