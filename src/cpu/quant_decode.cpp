@@ -56,6 +56,18 @@ inline void k_scales_mins(const uint8_t * packed, uint8_t scales[8], uint8_t min
 alignas(16) inline constexpr std::array<int8_t, 16> kNonLinear = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                                   1,    13,   25,  38,  53,  69,  89,  113};
 
+// MXFP4's values: the E2M1 levels doubled (a format fact), times half its E8M0 scale.
+alignas(16) inline constexpr std::array<int8_t, 16> kE2M1Doubled = {0, 1,  2,  3,  4,  6,  8,  12,
+                                                                    0, -1, -2, -3, -4, -6, -8, -12};
+
+// Half of the E8M0 scale 2^(e - 127): 2^(e - 128), exactly (e 0 and 1 are subnormal floats).
+inline float e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
 }  // namespace ggx::cpu::quant
 #endif  // GGX_CPU_QUANT_DECODE_ONCE
 
@@ -164,9 +176,22 @@ void DecodeQ5_1(const char * p, DecodedRun & out) {
     }
 }
 
-HWY_INLINE V16 non_linear(V16 nibbles) {
+// The int8 level of each nibble from a 16-entry table.
+HWY_INLINE V16 levels(const std::array<int8_t, 16> & table, V16 nibbles) {
     const D16 d;
-    return hn::TableLookupBytes(hn::LoadU(d, reinterpret_cast<const uint8_t *>(kNonLinear.data())), nibbles);
+    return hn::TableLookupBytes(hn::LoadU(d, reinterpret_cast<const uint8_t *>(table.data())), nibbles);
+}
+
+HWY_INLINE V16 non_linear(V16 nibbles) { return levels(kNonLinear, nibbles); }
+
+// MXFP4 (32 values, 17 bytes): the E8M0 exponent e, then nibbles as Q4_0's; value = 2^(e - 128) *
+// (doubled E2M1 level).
+void DecodeMxfp4(const char * p, DecodedRun & out) {
+    for (int64_t b = 0; b < kBlocksPerRun; ++b, p += 17) {
+        set_block_scales(out, b, e8m0_half(bytes_at(p)[0]), 0.0f);
+        unpack_nibbles(bytes_at(p + 1), out.q + 32 * b,
+                       [](V16 v, size_t, int) { return levels(kE2M1Doubled, v); });
+    }
 }
 
 void DecodeIq4Nl(const char * p, DecodedRun & out) {
@@ -372,6 +397,7 @@ DecodeRun DecoderOf(ggml_type type) {
         case GGML_TYPE_Q5_1: return Runs<DecodeQ5_1>;
         case GGML_TYPE_IQ4_NL: return Runs<DecodeIq4Nl>;
         case GGML_TYPE_IQ4_XS: return Runs<DecodeIq4Xs>;
+        case GGML_TYPE_MXFP4: return Runs<DecodeMxfp4>;
         case GGML_TYPE_Q2_K: return Runs<DecodeQ2K>;
         case GGML_TYPE_Q3_K: return Runs<DecodeQ3K>;
         case GGML_TYPE_Q4_K: return Runs<DecodeQ45K<false>>;
