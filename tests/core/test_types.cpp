@@ -21,6 +21,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/types.h"
+
 namespace ggx::core {
 // The Highway target the row conversions dispatch to now (src/core/types.cpp; for tests only).
 int64_t convert_dispatch_target();

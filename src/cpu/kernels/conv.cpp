@@ -9,9 +9,9 @@
 //    output positions of one sample, its columns the taps (c, kd, kh, kw); A is never built: each
 //    panel is packed straight from x (runs of consecutive output positions read runs of x, a copy
 //    per tap when the stride is 1). B is the weights, one row per output channel, packed once.
-//  * CONV_TRANSPOSE_1D/2D: the GEMM col[(kx, ky, oc), i] = sum_c k[kx, ky, oc, c] * x[i, c] over
-//    input positions i (a 1x1 convolution, same packing), a chunk of input rows at a time, then
-//    each column added into the output at (ix*s + kx, iy*s + ky).
+//  * CONV_TRANSPOSE_1D/2D: by sub-pixel decomposition, one implicit GEMM per output phase
+//    (ox mod s, oy mod s): a stride-1 convolution of x with the phase's taps, flipped; its result is
+//    written to the phase's strided output positions.
 //  * CONV_2D_DW: per channel plane and output row, a sum over the taps of scaled input rows;
 //    channels-first, per output position a sum of the taps' channel vectors.
 //  * IM2COL_BACK, COL2IM_1D, POOL_1D, POOL_2D, POOL_2D_BACK: direct loops, split over output rows or
@@ -404,52 +404,112 @@ Transposed transposed(const ggml_tensor * node) {
             {k->nb[0], k->nb[1], k->nb[2], k->nb[3]}};
 }
 
-// Bytes of the column buffer: input rows are taken in chunks of about this many columns' worth,
-// so that the scatter reads the columns from cache.
-constexpr size_t kColumnBytes = size_t{4} << 20;
+// Sub-pixel decomposition: the outputs of phase (px, py), at (q*s + px, r*s + py), see only the taps
+// kx = px + s*jx, ky = py + s*jy, and out[q*s + px, r*s + py, oc] = sum over (c, jx, jy) of
+// x[q - jx, r - jy, c] * k[px + s*jx, py + s*jy, oc, c]: with the taps flipped, a stride-1
+// convolution of x padded by (Jx - 1, Jy - 1), an implicit GEMM like CONV_2D's. Each phase's result
+// goes to a buffer, then to its strided output positions; nothing is summed twice.
+struct Phase {
+    int64_t px, py, jx, jy;  // offset and taps along each axis (jx or jy 0: a phase without taps)
+    int64_t qx, qy;          // output positions along each axis
+    int64_t taps() const { return jx * jy; }
+};
 
-int64_t chunk_rows(const Transposed & t) {
-    const int64_t per_row = t.W * t.KW * t.KH * t.OC * static_cast<int64_t>(sizeof(float));
-    return std::clamp<int64_t>(static_cast<int64_t>(kColumnBytes) / std::max<int64_t>(per_row, 1), 1, t.H);
+Phase phase_of(const Transposed & t, int64_t OW, int64_t OH, int64_t px, int64_t py) {
+    const int64_t s = t.stride;
+    const auto count = [s](int64_t n, int64_t offset) { return n > offset ? (n - offset + s - 1) / s : 0; };
+    return {px, py, count(t.KW, px), count(t.KH, py), count(OW, px), count(OH, py)};
 }
 
-// B row j = (kx, ky, oc) holds the weights of every input channel: kt[j * C + c] in F32, a
-// transposed copy of the kernel in the workspace (read in place, its rows would be strided).
-gemm::Problem transposed_problem(const Transposed & t, const float * kt, int64_t rows) {
+int64_t out_h(const ggml_tensor * node) { return node->op == GGML_OP_CONV_TRANSPOSE_1D ? 1 : node->ne[1]; }
+
+std::vector<Phase> phases_of(const ggml_tensor * node) {
+    const Transposed t = transposed(node);
+    const bool is_1d = node->op == GGML_OP_CONV_TRANSPOSE_1D;
+    std::vector<Phase> phases;
+    for (int64_t py = 0; py < (is_1d ? 1 : t.stride); ++py)
+        for (int64_t px = 0; px < t.stride; ++px)
+            phases.push_back(phase_of(t, node->ne[0], out_h(node), px, py));
+    return phases;
+}
+
+Unfold phase_unfold(const Transposed & t, const Phase & ph) {
+    Unfold u;
+    u.p = {ph.jx - 1, ph.jy - 1, 0};
+    u.k = {ph.jx, ph.jy, 1}, u.in = {t.W, t.H, 1}, u.out = {ph.qx, ph.qy, 1};
+    u.x_nb = {t.x_nb[0], t.x_nb[1], 0}, u.x_c = t.x_nb[2], u.x_n = t.x_nb[3];
+    return u;
+}
+
+// The GEMM of one phase and sample: positions x (output channels) over its taps; the phase's weights
+// are row oc of kp, taps ordered (jx fastest, then jy, then c) as pack_unfolded's.
+gemm::Problem phase_problem(const Transposed & t, const Phase & ph, const float * kp, float * result) {
     gemm::Problem p;
-    p.M = t.W * rows, p.N = t.KW * t.KH * t.OC, p.K = t.C;
+    p.M = ph.qx * ph.qy, p.N = t.OC, p.K = ph.taps() * t.C;
     p.pack_a = pack_unfolded;
-    p.b = reinterpret_cast<const char *>(kt), p.b_type = GGML_TYPE_F32;
-    p.b_nb0 = sizeof(float), p.b_nb1 = sizeof(float) * static_cast<size_t>(t.C);
-    p.ldc = p.M;
+    p.b = reinterpret_cast<const char *>(kp), p.b_type = GGML_TYPE_F32;
+    p.b_nb0 = sizeof(float), p.b_nb1 = sizeof(float) * static_cast<size_t>(p.K);
+    p.c = result, p.ldc = p.M;
     return p;
 }
 
-size_t transposed_kernel_bytes(const Transposed & t) {
-    return (sizeof(float) * static_cast<size_t>(t.KW * t.KH * t.OC * t.C) + 63) & ~size_t(63);
+size_t align64_bytes(size_t bytes) { return (bytes + 63) & ~size_t(63); }
+
+// The phases' weights, one after another (all of them: as many as the kernel's elements), and the
+// largest phase's result.
+size_t phase_weights_floats(const Transposed & t) { return static_cast<size_t>(t.KW * t.KH * t.OC * t.C); }
+size_t phase_result_bytes(const ggml_tensor * node) {
+    size_t most = 0;
+    for (const Phase & ph : phases_of(node))
+        most = std::max(most, static_cast<size_t>(ph.qx * ph.qy));
+    return align64_bytes(sizeof(float) * most * static_cast<size_t>(transposed(node).OC));
 }
 
-// Fills kt (see transposed_problem) in blocks of input channels, so that each block's reads run
-// along the kernel's rows; every thread returns after the copy is complete.
-void transpose_kernel(const ComputeParams & params, const ggml_tensor * k, const Transposed & t, float * kt) {
-    constexpr int64_t kBlock = 16;
-    const int64_t J = t.KW * t.KH * t.OC;
-    const auto [b0, b1] = chunk_range((t.C + kBlock - 1) / kBlock, params.ith(), params.nth());
-    for (int64_t b = b0; b < b1; ++b) {
-        const int64_t c0 = b * kBlock, c1 = std::min(t.C, c0 + kBlock);
-        for (int64_t j = 0; j < J; ++j) {
-            const int64_t kx = j % t.KW, ky = j / t.KW % t.KH, oc = j / (t.KW * t.KH);
-            const char * w =
-                static_cast<const char *>(k->data) + kx * t.k_nb[0] + ky * t.k_nb[1] + oc * t.k_nb[2];
-            for (int64_t c = c0; c < c1; ++c)
-                kt[j * t.C + c] = load_float(k->type, w + c * t.k_nb[3]);
+size_t workspace_transposed(const ggml_tensor * node, int n_threads) {
+    const Transposed t = transposed(node);
+    size_t gemm_bytes = 0;
+    for (const Phase & ph : phases_of(node))
+        if (ph.taps() > 0) gemm_bytes = std::max(gemm_bytes, gemm::workspace(phase_problem(t, ph, nullptr, nullptr), n_threads));
+    return gemm_bytes + align64_bytes(sizeof(float) * phase_weights_floats(t)) + phase_result_bytes(node);
+}
+
+// Fills every phase's weights (kp, phase after phase): kp[oc][c][jy'][jx'] = k[px + s*(Jx - 1 - jx'),
+// py + s*(Jy - 1 - jy'), oc, c]; split over output channels, every thread returns after the copy.
+void fill_phase_weights(const ComputeParams & params, const ggml_tensor * k, const Transposed & t,
+                        const std::vector<Phase> & phases, float * kp) {
+    const auto [o0, o1] = chunk_range(t.OC, params.ith(), params.nth());
+    const char * base = static_cast<const char *>(k->data);
+    for (const Phase & ph : phases) {
+        const int64_t K = ph.taps() * t.C;
+        for (int64_t oc = o0; oc < o1; ++oc) {
+            float * row = kp + oc * K;
+            for (int64_t c = 0; c < t.C; ++c)
+                for (int64_t jy = 0; jy < ph.jy; ++jy)
+                    for (int64_t jx = 0; jx < ph.jx; ++jx) {
+                        const int64_t kx = ph.px + t.stride * (ph.jx - 1 - jx);
+                        const int64_t ky = ph.py + t.stride * (ph.jy - 1 - jy);
+                        row[(c * ph.jy + jy) * ph.jx + jx] = load_float(
+                            k->type, base + kx * t.k_nb[0] + ky * t.k_nb[1] + oc * t.k_nb[2] + c * t.k_nb[3]);
+                    }
         }
+        kp += t.OC * K;
     }
     params.thread.barrier();
 }
 
-size_t column_bytes(const Transposed & t) {
-    return (sizeof(float) * static_cast<size_t>(t.W * chunk_rows(t) * t.KW * t.KH * t.OC) + 63) & ~size_t(63);
+// Writes this thread's output channels of one phase's result to their strided positions (zeros for
+// a phase without taps).
+void store_phase(const ComputeParams & params, const Phase & ph, const float * result, int64_t OC,
+                 int64_t stride, float * out, int64_t OW, int64_t OH) {
+    const auto [o0, o1] = chunk_range(OC, params.ith(), params.nth());
+    const int64_t M = ph.qx * ph.qy;
+    for (int64_t oc = o0; oc < o1; ++oc)
+        for (int64_t r = 0; r < ph.qy; ++r) {
+            float * o = out + (oc * OH + r * stride + ph.py) * OW + ph.px;
+            const float * v = result + oc * M + r * ph.qx;
+            for (int64_t q = 0; q < ph.qx; ++q)
+                o[q * stride] = ph.taps() > 0 ? v[q] : 0.0f;
+        }
 }
 
 bool supports_transposed(const ggml_tensor * node) {
@@ -465,78 +525,33 @@ bool supports_transposed(const ggml_tensor * node) {
            node->ne[1] == (is_1d ? t.OC : (t.H - 1) * t.stride + t.KH);
 }
 
-// Per thread: the phase sums of one output row (scatter_columns).
-int64_t phase_floats(const Transposed & t) { return t.stride * (t.W + t.KW); }
-
-size_t workspace_transposed(const ggml_tensor * node, int n_threads) {
-    const Transposed t = transposed(node);
-    return gemm::workspace(transposed_problem(t, nullptr, chunk_rows(t)), n_threads) + column_bytes(t) +
-           transposed_kernel_bytes(t) + sizeof(float) * static_cast<size_t>(phase_floats(t) * n_threads);
-}
-
-// Adds the columns of input rows [row0, row0 + rows) of sample n into this thread's output channels.
-// Output position q*s + px of a row takes the taps kx = px (mod s), column kx shifted by (kx - px)/s:
-// those are summed per phase with contiguous adds, then each phase is added into the row once.
-void scatter_columns(const ComputeParams & params, const Transposed & t, const float * col, int64_t ldc,
-                     int64_t row0, int64_t rows, int64_t n, ggml_tensor * dst, float * phases) {
-    const auto [o0, o1] = chunk_range(t.OC, params.ith(), params.nth());
-    const int64_t OW = dst->ne[0], s = t.stride, span = t.W + t.KW;
-    const int64_t OH = dst->op == GGML_OP_CONV_TRANSPOSE_1D ? 1 : dst->ne[1];
-    float * out = static_cast<float *>(dst->data) + n * t.OC * OW * OH;
-    for (int64_t oc = o0; oc < o1; ++oc)
-        for (int64_t ky = 0; ky < t.KH; ++ky)
-            for (int64_t r = 0; r < rows; ++r) {
-                std::fill(phases, phases + s * span, 0.0f);
-                for (int64_t kx = 0; kx < t.KW; ++kx) {
-                    const float * v = col + ((oc * t.KH + ky) * t.KW + kx) * ldc + r * t.W;
-                    float * phase = phases + (kx % s) * span + kx / s;
-                    for (int64_t ix = 0; ix < t.W; ++ix)
-                        phase[ix] += v[ix];
-                }
-                float * o = out + (oc * OH + (row0 + r) * s + ky) * OW;
-                if (s == 1) {
-                    for (int64_t q = 0; q < OW; ++q)
-                        o[q] += phases[q];
-                    continue;
-                }
-                for (int64_t px = 0; px < s; ++px)
-                    for (int64_t q = 0; q * s + px < OW; ++q)
-                        o[q * s + px] += phases[px * span + q];
-            }
-}
-
 void compute_transposed(const ComputeParams & params, ggml_tensor * node) {
     const Transposed t = transposed(node);
-    const int64_t rows = chunk_rows(t);
+    const std::vector<Phase> phases = phases_of(node);
+    size_t gemm_bytes = 0;
+    for (const Phase & ph : phases)
+        if (ph.taps() > 0)
+            gemm_bytes = std::max(gemm_bytes, gemm::workspace(phase_problem(t, ph, nullptr, nullptr), params.nth()));
     char * ws = static_cast<char *>(params.workspace);
-    const size_t gemm_bytes = gemm::workspace(transposed_problem(t, nullptr, rows), params.nth());
-    float * col = reinterpret_cast<float *>(ws + gemm_bytes);
-    float * kt = reinterpret_cast<float *>(ws + gemm_bytes + column_bytes(t));
-    transpose_kernel(params, node->src[0], t, kt);
-    float * phases =
-        reinterpret_cast<float *>(ws + gemm_bytes + column_bytes(t) + transposed_kernel_bytes(t)) +
-        phase_floats(t) * params.ith();
-    // The GEMM's A is a 1x1 convolution's: input positions against input channels.
-    Unfold u;
-    u.x_type = node->src[1]->type;
-    u.in = {t.W, t.H, 1}, u.out = {t.W, t.H, 1};
-    u.x_nb = {t.x_nb[0], t.x_nb[1], 0}, u.x_c = t.x_nb[2];
-    // Each thread zeroes and adds into the planes of its own output channels (scatter_columns).
-    const auto [o0, o1] = chunk_range(t.OC, params.ith(), params.nth());
-    const int64_t plane = node->ne[0] * (node->op == GGML_OP_CONV_TRANSPOSE_1D ? 1 : node->ne[1]);
+    float * kp = reinterpret_cast<float *>(ws + gemm_bytes);
+    float * result = reinterpret_cast<float *>(ws + gemm_bytes + align64_bytes(sizeof(float) * phase_weights_floats(t)));
+    fill_phase_weights(params, node->src[0], t, phases, kp);
+    const int64_t OW = node->ne[0], OH = out_h(node);
     for (int64_t n = 0; n < t.N && !params.should_stop(); ++n) {
-        std::memset(static_cast<float *>(node->data) + (n * t.OC + o0) * plane, 0,
-                    sizeof(float) * static_cast<size_t>((o1 - o0) * plane));
-        u.x = static_cast<const char *>(node->src[1]->data) + n * t.x_nb[3];
-        for (int64_t row0 = 0; row0 < t.H; row0 += rows) {
-            const int64_t r = std::min(rows, t.H - row0);
-            gemm::Problem p = transposed_problem(t, kt, r);
-            u.first = row0 * t.W;
-            p.a_context = &u;
-            p.c = col;
-            gemm::compute(Exec::of(params), p);
-            scatter_columns(params, t, col, p.ldc, row0, r, n, node, phases);
-            params.thread.barrier();
+        float * out = static_cast<float *>(node->data) + n * t.OC * OW * OH;
+        const float * weights = kp;
+        for (const Phase & ph : phases) {
+            if (ph.taps() > 0) {
+                Unfold u = phase_unfold(t, ph);
+                u.x_type = node->src[1]->type;
+                u.x = static_cast<const char *>(node->src[1]->data) + n * t.x_nb[3];
+                gemm::Problem p = phase_problem(t, ph, weights, result);
+                p.a_context = &u;
+                gemm::compute(Exec::of(params), p);
+                weights += t.OC * ph.taps() * t.C;
+            }
+            store_phase(params, ph, result, t.OC, t.stride, out, OW, OH);
+            params.thread.barrier();  // the next phase reuses the result buffer
         }
     }
 }
