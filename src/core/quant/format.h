@@ -56,5 +56,7 @@ int64_t first_bad_f16_scale(const void * x, int64_t n_blocks) {
 
 // The families, one file each.
 std::span<const Format> vectorised_formats();  // Q8_0 Q4_0 (core/types.cpp, Highway)
+std::span<const Format> legacy_formats();      // Q4_1 Q5_0 Q5_1 Q8_1
+std::span<const Format> nonlinear_formats();   // IQ4_NL IQ4_XS MXFP4 NVFP4
 
 }  // namespace ggx::core::quant
