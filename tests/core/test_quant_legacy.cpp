@@ -16,7 +16,9 @@ namespace {
 
 using quant_test::f16;
 
-void put_u16(std::vector<uint8_t> & block, size_t offset, uint16_t v) { std::memcpy(block.data() + offset, &v, 2); }
+void put_u16(std::vector<uint8_t> & block, size_t offset, uint16_t v) {
+    std::memcpy(block.data() + offset, &v, 2);
+}
 
 TEST(QuantLegacy, Q4_1DecodesScaleTimesCodePlusMin) {
     std::vector<uint8_t> block(20);

@@ -100,9 +100,11 @@ TEST(QuantNonlinear, Fp4FormatsHitTheLargestMagnitudeExactly) {
         v = std::fmax(std::fmin(v, 1.9f), -1.9f);
     x[5] = -8.0f;
     x[40] = 6.0f;
-    const std::vector<float> mx = quant_test::dequantize(GGML_TYPE_MXFP4, quant_test::quantize(GGML_TYPE_MXFP4, x));
+    const std::vector<float> mx =
+        quant_test::dequantize(GGML_TYPE_MXFP4, quant_test::quantize(GGML_TYPE_MXFP4, x));
     EXPECT_EQ(mx[5], -8.0f);
-    const std::vector<float> nv = quant_test::dequantize(GGML_TYPE_NVFP4, quant_test::quantize(GGML_TYPE_NVFP4, x));
+    const std::vector<float> nv =
+        quant_test::dequantize(GGML_TYPE_NVFP4, quant_test::quantize(GGML_TYPE_NVFP4, x));
     EXPECT_EQ(nv[40], 6.0f);
 }
 

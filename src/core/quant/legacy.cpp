@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/quant/block_math.h"
 #include "core/quant/format.h"
 
 namespace ggx::core::quant {
@@ -15,27 +16,13 @@ namespace {
 constexpr int kBlock = 32;
 constexpr int kHalf = kBlock / 2;
 
-uint16_t load_u16(const unsigned char * p) {
-    uint16_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
 void store_u16(unsigned char * p, uint16_t v) { std::memcpy(p, &v, sizeof v); }
-float load_f16(const unsigned char * p) { return ggml_fp16_to_fp32(load_u16(p)); }
-void store_f16(unsigned char * p, float v) { store_u16(p, ggml_fp32_to_fp16(v)); }
 
 // v truncated (ggml's integer conversion of a rounding offset added), clamped to [0, top]; a NaN
 // gives nan_code.
 int truncated_code(float v, int top, int nan_code) {
     if (std::isnan(v)) return nan_code;
     return static_cast<int>(std::clamp(v, 0.0f, static_cast<float>(top)));
-}
-
-// Nearest integer, ties to even (ggml's nearest_int), saturated to +-2^22 with NaN giving 0, so
-// every input has a defined result.
-int nearest_int(float v) {
-    if (std::isnan(v)) return 0;
-    return static_cast<int>(std::nearbyint(std::clamp(v, -4194304.0f, 4194304.0f)));
 }
 
 // ---- Layouts ------------------------------------------------------------------------------------
@@ -122,26 +109,14 @@ void quantize_with_min(const float * x, void * y, int64_t n) {
     }
 }
 
-// The first element of largest magnitude (0 for a block of zeros or NaN), as ggml's Q4_0/Q5_0 pick it.
-float first_max(const float * x, int n) {
-    float amax = 0.0f;
-    float max = 0.0f;
-    for (int j = 0; j < n; ++j) {
-        if (amax < std::fabs(x[j])) {
-            amax = std::fabs(x[j]);
-            max = x[j];
-        }
-    }
-    return max;
-}
-
 // Q5_0: d = max/−16 (max the element of largest magnitude), q = min(31, trunc(x/d + 16.5)); NaN
 // elements get 16, the code of 0 (as Q4_0's get 8).
 void quantize_q5_0(const float * x, void * y, int64_t n) {
     auto * block = static_cast<unsigned char *>(y);
     int q[kBlock];
     for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock, block += kQ5_0.bytes) {
-        const float d = first_max(x, kBlock) / -16.0f;
+        float amax = 0.0f;
+        const float d = first_max(x, kBlock, &amax) / -16.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         store_f16(block, d);
         for (int j = 0; j < kBlock; ++j)
@@ -170,8 +145,9 @@ void block_weights(const float * x, const float * importance, float sigma2, floa
 // k in −9..9, codes l = clamp(round(x/d), −nmax, nmax − 1), keeping the d whose least-squares refit
 // explains most weighted energy. Codes are returned offset by nmax; the refitted scale is returned.
 float symmetric_scale_search(const float * x, const float * weight, int nmax, int * q) {
-    const float max = first_max(x, kBlock);
-    if (std::fabs(max) < 1e-15f) {
+    float amax = 0.0f;
+    const float max = first_max(x, kBlock, &amax);
+    if (amax < 1e-15f) {
         std::fill(q, q + kBlock, 0);
         return 0.0f;
     }
@@ -229,7 +205,9 @@ float asymmetric_scale_search(const float * x, const float * weight, int nmax, i
         return 0.0f;
     }
     const auto top = static_cast<float>(nmax);
-    auto code = [&](float iscale, float offset, int j) { return std::clamp(nearest_int(iscale * (x[j] - offset)), 0, nmax); };
+    auto code = [&](float iscale, float offset, int j) {
+        return std::clamp(nearest_int(iscale * (x[j] - offset)), 0, nmax);
+    };
     auto error = [&](const int * l, float scale, float offset) {
         float sum = 0.0f;
         for (int j = 0; j < kBlock; ++j) {
@@ -276,33 +254,29 @@ float asymmetric_scale_search(const float * x, const float * weight, int nmax, i
     return scale;
 }
 
-// Q4_1/Q5_1 with importance: the asymmetric search per block.
+// One block by the importance-weighted search of its format: asymmetric with a minimum, symmetric
+// (Q5_0) without.
 template <const Layout & L>
-void quantize_with_min_weighted(const float * x, void * y, int64_t n, const float * importance) {
-    auto * block = static_cast<unsigned char *>(y);
-    const float sigma2 = row_mean_square(x, n);
-    float weight[kBlock];
+void quantize_block_weighted(const float * x, const float * weight, unsigned char * block) {
     int q[kBlock];
-    for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock, importance += kBlock, block += L.bytes) {
-        block_weights(x, importance, sigma2, weight);
+    if constexpr (L.has_min) {
         float min = 0.0f;
-        const float d = asymmetric_scale_search(x, weight, L.top(), q, &min);
-        store_f16(block, d);
+        store_f16(block, asymmetric_scale_search(x, weight, L.top(), q, &min));
         store_f16(block + 2, min);
-        pack_codes(L, q, block);
+    } else {
+        store_f16(block, symmetric_scale_search(x, weight, 16, q));
     }
+    pack_codes(L, q, block);
 }
 
-// Q5_0 with importance: the symmetric search per block.
-void quantize_q5_0_weighted(const float * x, void * y, int64_t n, const float * importance) {
+template <const Layout & L>
+void quantize_weighted(const float * x, void * y, int64_t n, const float * importance) {
     auto * block = static_cast<unsigned char *>(y);
     const float sigma2 = row_mean_square(x, n);
     float weight[kBlock];
-    int q[kBlock];
-    for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock, importance += kBlock, block += kQ5_0.bytes) {
+    for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock, importance += kBlock, block += L.bytes) {
         block_weights(x, importance, sigma2, weight);
-        store_f16(block, symmetric_scale_search(x, weight, 16, q));
-        pack_codes(kQ5_0, q, block);
+        quantize_block_weighted<L>(x, weight, block);
     }
 }
 
@@ -345,11 +319,11 @@ void dequantize_q8_1(const void * x, float * y, int64_t n) {
 
 // Every F16 field of these blocks is a scale (d, and m or s), so each must be finite.
 constexpr Format kLegacy[] = {
-    {GGML_TYPE_Q4_1, dequantize_blocks<kQ4_1>, quantize_with_min<kQ4_1>, quantize_with_min_weighted<kQ4_1>,
+    {GGML_TYPE_Q4_1, dequantize_blocks<kQ4_1>, quantize_with_min<kQ4_1>, quantize_weighted<kQ4_1>,
      first_bad_f16_scale<kQ4_1.bytes, 0, 2>, GGML_TYPE_Q8_1, false},
-    {GGML_TYPE_Q5_0, dequantize_blocks<kQ5_0>, quantize_q5_0, quantize_q5_0_weighted,
+    {GGML_TYPE_Q5_0, dequantize_blocks<kQ5_0>, quantize_q5_0, quantize_weighted<kQ5_0>,
      first_bad_f16_scale<kQ5_0.bytes, 0>, GGML_TYPE_Q8_0, false},
-    {GGML_TYPE_Q5_1, dequantize_blocks<kQ5_1>, quantize_with_min<kQ5_1>, quantize_with_min_weighted<kQ5_1>,
+    {GGML_TYPE_Q5_1, dequantize_blocks<kQ5_1>, quantize_with_min<kQ5_1>, quantize_weighted<kQ5_1>,
      first_bad_f16_scale<kQ5_1.bytes, 0, 2>, GGML_TYPE_Q8_1, false},
     {GGML_TYPE_Q8_1, dequantize_q8_1, quantize_q8_1, nullptr, first_bad_f16_scale<kQ8_1Bytes, 0, 2>,
      GGML_TYPE_Q8_1, false},

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/quant/block_math.h"
 #include "core/quant/format.h"
 
 namespace ggx::core::quant {
@@ -23,22 +24,6 @@ constexpr int kHalf = kBlock / 2;
 constexpr int kSuper = 256;
 constexpr float kZeroBlock = 1e-15f;  // below this largest magnitude a block is all zeros
 
-float load_f16(const unsigned char * p) {
-    ggml_fp16_t h;
-    std::memcpy(&h, p, sizeof h);
-    return ggml_fp16_to_fp32(h);
-}
-void store_f16(unsigned char * p, float v) {
-    const ggml_fp16_t h = ggml_fp32_to_fp16(v);
-    std::memcpy(p, &h, sizeof h);
-}
-
-// Nearest integer, ties to even, saturated to +-2^22 with NaN giving 0.
-int nearest_int(float v) {
-    if (std::isnan(v)) return 0;
-    return static_cast<int>(std::nearbyint(std::clamp(v, -4194304.0f, 4194304.0f)));
-}
-
 // n values of a run of 16-byte nibble groups (value j of a group low, j + half high) through table,
 // each times scale.
 void decode_nibbles(const unsigned char * qs, int n, int half, const int8_t * table, float scale, float * y) {
@@ -54,20 +39,6 @@ void encode_nibbles(const uint8_t * codes, int n, int half, unsigned char * qs) 
     for (int g = 0; g < n; g += 2 * half, codes += 2 * half, qs += half)
         for (int j = 0; j < half; ++j)
             qs[j] = static_cast<unsigned char>(codes[j] | (codes[j + half] << 4));
-}
-
-// The first element of largest magnitude (NaN skipped), and that magnitude.
-float first_max(const float * x, int n, float * amax_out) {
-    float amax = 0.0f;
-    float max = 0.0f;
-    for (int j = 0; j < n; ++j) {
-        if (amax < std::fabs(x[j])) {
-            amax = std::fabs(x[j]);
-            max = x[j];
-        }
-    }
-    *amax_out = amax;
-    return max;
 }
 
 // ---- IQ4_NL / IQ4_XS ----------------------------------------------------------------------------
@@ -171,18 +142,6 @@ void quantize_iq4_nl_block(const float * x, const float * importance, unsigned c
     encode_nibbles(codes, kBlock, kHalf, block + 2);
 }
 
-void quantize_iq4_nl(const float * x, void * y, int64_t n) {
-    auto * block = static_cast<unsigned char *>(y);
-    for (int64_t b = 0; b < n / kBlock; ++b)
-        quantize_iq4_nl_block(x + b * kBlock, nullptr, block + b * kIq4NlBytes);
-}
-
-void quantize_iq4_nl_weighted(const float * x, void * y, int64_t n, const float * importance) {
-    auto * block = static_cast<unsigned char *>(y);
-    for (int64_t b = 0; b < n / kBlock; ++b)
-        quantize_iq4_nl_block(x + b * kBlock, importance + b * kBlock, block + b * kIq4NlBytes);
-}
-
 // IQ4_XS (136 bytes per 256 values): F16 d, u16 scales_h (2 high bits per sub-block), 4 bytes
 // scales_l (4 low bits per sub-block, sub-block 2i low), 128 bytes of nibbles (16 per sub-block of
 // 32); sub-block i has x = d·(ls_i − 32)·value[q] with the 6-bit ls_i.
@@ -242,16 +201,17 @@ void quantize_iq4_xs_super(const float * x, const float * importance, unsigned c
     std::memcpy(block + 2, &high, sizeof high);
 }
 
-void quantize_iq4_xs(const float * x, void * y, int64_t n) {
+// A row of blocks of Values values and Bytes bytes, each from encode (importance null when absent).
+template <int Values, size_t Bytes, void (*Encode)(const float *, const float *, unsigned char *)>
+void quantize_iq4_weighted(const float * x, void * y, int64_t n, const float * importance) {
     auto * block = static_cast<unsigned char *>(y);
-    for (int64_t b = 0; b < n / kSuper; ++b)
-        quantize_iq4_xs_super(x + b * kSuper, nullptr, block + b * kIq4XsBytes);
+    for (int64_t b = 0; b < n / Values; ++b)
+        Encode(x + b * Values, importance ? importance + b * Values : nullptr, block + b * Bytes);
 }
 
-void quantize_iq4_xs_weighted(const float * x, void * y, int64_t n, const float * importance) {
-    auto * block = static_cast<unsigned char *>(y);
-    for (int64_t b = 0; b < n / kSuper; ++b)
-        quantize_iq4_xs_super(x + b * kSuper, importance + b * kSuper, block + b * kIq4XsBytes);
+template <int Values, size_t Bytes, void (*Encode)(const float *, const float *, unsigned char *)>
+void quantize_iq4(const float * x, void * y, int64_t n) {
+    quantize_iq4_weighted<Values, Bytes, Encode>(x, y, n, nullptr);
 }
 
 // ---- MXFP4 / NVFP4 ------------------------------------------------------------------------------
@@ -321,7 +281,8 @@ float ue4m3_half(uint8_t u) {
     if (u == 0 || u == 0x7f) return 0.0f;
     const int exponent = (u >> 3) & 0x0f;
     const auto mantissa = static_cast<float>(u & 0x07);
-    const float raw = exponent == 0 ? std::ldexp(mantissa, -9) : std::ldexp(1.0f + mantissa / 8.0f, exponent - 7);
+    const float raw =
+        exponent == 0 ? std::ldexp(mantissa, -9) : std::ldexp(1.0f + mantissa / 8.0f, exponent - 7);
     return raw * 0.5f;
 }
 
@@ -346,7 +307,8 @@ void dequantize_nvfp4(const void * x, float * y, int64_t n) {
     const auto * block = static_cast<const unsigned char *>(x);
     for (int64_t b = 0; b < n / kNvfp4Block; ++b, block += kNvfp4Bytes)
         for (int s = 0; s < 4; ++s, y += kNvfp4Sub)
-            decode_nibbles(block + 4 + s * kNvfp4Sub / 2, kNvfp4Sub, kNvfp4Sub / 2, kFp4Values, ue4m3_half(block[s]), y);
+            decode_nibbles(block + 4 + s * kNvfp4Sub / 2, kNvfp4Sub, kNvfp4Sub / 2, kFp4Values,
+                           ue4m3_half(block[s]), y);
 }
 
 // Each sub-block's scale is ue4m3(amax/6), so amax lands in the top value, 6.
@@ -365,10 +327,12 @@ void quantize_nvfp4(const float * x, void * y, int64_t n) {
 // ggml has importance-weighted quantization for IQ4_NL and IQ4_XS only. NVFP4 has no invalid block:
 // its UE4M3 NaN code reads as 0, and ggml accepts every byte.
 constexpr Format kNonlinear[] = {
-    {GGML_TYPE_IQ4_NL, dequantize_iq4_nl, quantize_iq4_nl, quantize_iq4_nl_weighted,
-     first_bad_f16_scale<kIq4NlBytes, 0>, GGML_TYPE_Q8_0, false},
-    {GGML_TYPE_IQ4_XS, dequantize_iq4_xs, quantize_iq4_xs, quantize_iq4_xs_weighted,
-     first_bad_f16_scale<kIq4XsBytes, 0>, GGML_TYPE_Q8_K, false},
+    {GGML_TYPE_IQ4_NL, dequantize_iq4_nl, quantize_iq4<kBlock, kIq4NlBytes, quantize_iq4_nl_block>,
+     quantize_iq4_weighted<kBlock, kIq4NlBytes, quantize_iq4_nl_block>, first_bad_f16_scale<kIq4NlBytes, 0>,
+     GGML_TYPE_Q8_0, false},
+    {GGML_TYPE_IQ4_XS, dequantize_iq4_xs, quantize_iq4<kSuper, kIq4XsBytes, quantize_iq4_xs_super>,
+     quantize_iq4_weighted<kSuper, kIq4XsBytes, quantize_iq4_xs_super>, first_bad_f16_scale<kIq4XsBytes, 0>,
+     GGML_TYPE_Q8_K, false},
     {GGML_TYPE_MXFP4, dequantize_mxfp4, quantize_mxfp4, nullptr, first_bad_e8m0, GGML_TYPE_Q8_0, false},
     {GGML_TYPE_NVFP4, dequantize_nvfp4, quantize_nvfp4, nullptr, nullptr, GGML_TYPE_Q8_0, false},
 };
