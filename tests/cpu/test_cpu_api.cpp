@@ -279,55 +279,53 @@ TEST(CpuFeatures, NumaFollowsTheSystemsNodes) {
     EXPECT_EQ(ggml_is_numa(), nodes > 1);
 }
 
-// ggml's types that ggx has no conversion for yet (Q4_1, the K-quants, ...) are refused with a
-// message rather than read as garbage.
+// A tensor whose type ggx has no conversion for (every ggml type has one now: a forged removed id)
+// is refused with a message rather than read as garbage.
 TEST(CpuElementAccessDeathTest, TypesWithoutConversionAbort) {
     ggml_context_ptr ctx = make_ctx();
-    ggml_tensor * a = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_Q4_1, 32);
-    EXPECT_DEATH(ggml_get_f32_1d(a, 0), "q4_1, a type ggx has no element conversion for");
-    EXPECT_DEATH(ggml_set_i32_1d(a, 0, 1), "q4_1, a type ggx has no element conversion for");
+    ggml_tensor * a = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_I8, 32);
+    a->type = static_cast<ggml_type>(4);  // Q4_2's removed id
+    EXPECT_DEATH(ggml_get_f32_1d(a, 0), "unknown, a type ggx has no element conversion for");
+    EXPECT_DEATH(ggml_set_i32_1d(a, 0, 1), "unknown, a type ggx has no element conversion for");
 }
 
-// What a type stores for v alone at position at of an otherwise zero row of width values: v itself for
-// the plain types, the round trip for the block formats (the K-quants' two-level scales do not hold
-// small integers exactly).
-float stored_alone(ggml_type type, int64_t width, int64_t at, float v) {
-    if (!ggml_is_quantized(type)) return v;
-    std::vector<float> row(static_cast<size_t>(width), 0.0f);
-    row[static_cast<size_t>(at)] = v;
-    std::vector<uint8_t> blocks(ggml_row_size(type, width));
-    ggml_quantize_row(type, row.data(), blocks.data(), width);
-    ggml_dequantize_row(type, blocks.data(), row.data(), width);
-    return row[static_cast<size_t>(at)];
+// What a row of n zeros with v at column i reads back as through the type's row conversions: the
+// value an element set alone in its block holds.
+float stored_alone(ggml_type type, int64_t n, int64_t i, float v) {
+    std::vector<float> row(static_cast<size_t>(n), 0.0f);
+    row[static_cast<size_t>(i)] = v;
+    std::vector<char> q(ggml_row_size(type, n));
+    ggml_quantize_row(type, row.data(), q.data(), n);
+    ggml_dequantize_row(type, q.data(), row.data(), n);
+    return row[static_cast<size_t>(i)];
 }
 
 TEST(CpuElementAccess, EveryTypeReadsAndWritesThroughAnyLayout) {
     ggml_context_ptr ctx = make_ctx();
+    constexpr int kRow = 256;  // a multiple of every block size
     for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
         const auto type = static_cast<ggml_type>(t);
         if (!ggx::core::has_conversion(type)) continue;  // refused: TypesWithoutConversionAbort
         // Q1_0 keeps only the signs and the mean magnitude of a block (test_quant_ternary).
         if (type == GGML_TYPE_Q1_0) continue;
-        // Values the 32-value block formats hold exactly when alone in their block (Q8_0's scale is
-        // amax / 127).
-        const int big = type == GGML_TYPE_Q8_0 ? 127 : 7, small = type == GGML_TYPE_Q8_0 ? -127 : -2;
-        const int64_t width = std::max<int64_t>(32, ggml_blck_size(type));
-        const float big_stored = stored_alone(type, width, 5, static_cast<float>(big));
-        const auto small_stored = static_cast<int32_t>(stored_alone(type, width, 1, static_cast<float>(small)));
-        ggml_tensor * a = ggml_new_tensor_2d(ctx.get(), type, width, 3);
+        const float big = stored_alone(type, kRow, 5, 7.0f), small = stored_alone(type, kRow, 1, -2.0f);
+        if (!ggml_is_quantized(type)) {
+            EXPECT_EQ(big, 7.0f) << ggml_type_name(type);
+            EXPECT_EQ(small, -2.0f) << ggml_type_name(type);
+        }
+        ggml_tensor * a = ggml_new_tensor_2d(ctx.get(), type, kRow, 3);
         ggml_set_zero(a);
-        ggml_set_f32_nd(a, 5, 2, 0, 0, static_cast<float>(big));
-        EXPECT_EQ(ggml_get_f32_nd(a, 5, 2, 0, 0), big_stored) << ggml_type_name(type);
-        EXPECT_EQ(ggml_get_f32_1d(a, static_cast<int>(2 * width + 5)), big_stored) << ggml_type_name(type);
-        EXPECT_EQ(ggml_get_i32_1d(a, static_cast<int>(2 * width + 5)), static_cast<int32_t>(big_stored))
-            << ggml_type_name(type);
-        ggml_set_i32_1d(a, static_cast<int>(width + 1), small);
-        EXPECT_EQ(ggml_get_i32_nd(a, 1, 1, 0, 0), small_stored) << ggml_type_name(type);
+        ggml_set_f32_nd(a, 5, 2, 0, 0, 7.0f);
+        EXPECT_EQ(ggml_get_f32_nd(a, 5, 2, 0, 0), big) << ggml_type_name(type);
+        EXPECT_EQ(ggml_get_f32_1d(a, 2 * kRow + 5), big) << ggml_type_name(type);
+        EXPECT_EQ(ggml_get_i32_1d(a, 2 * kRow + 5), static_cast<int32_t>(big)) << ggml_type_name(type);
+        ggml_set_i32_1d(a, kRow + 1, -2);
+        EXPECT_EQ(ggml_get_f32_nd(a, 1, 1, 0, 0), small) << ggml_type_name(type);
         EXPECT_EQ(ggml_get_f32_nd(a, 0, 0, 0, 0), 0.0f) << ggml_type_name(type);
         if (ggml_is_quantized(type)) continue;  // a transposed view of block types has no element stride
-        ggml_tensor * transposed = ggml_transpose(ctx.get(), a);  // [3, 32], non-contiguous
-        EXPECT_EQ(ggml_get_f32_nd(transposed, 2, 5, 0, 0), big) << ggml_type_name(type);
-        EXPECT_EQ(ggml_get_f32_1d(transposed, 5 * 3 + 2), big) << ggml_type_name(type);
+        ggml_tensor * transposed = ggml_transpose(ctx.get(), a);  // [3, kRow], non-contiguous
+        EXPECT_EQ(ggml_get_f32_nd(transposed, 2, 5, 0, 0), 7.0f) << ggml_type_name(type);
+        EXPECT_EQ(ggml_get_f32_1d(transposed, 5 * 3 + 2), 7.0f) << ggml_type_name(type);
         ggml_set_f32_1d(transposed, 1, 4.0f);  // element (1, 0) of the view is (0, 1) of a
         EXPECT_EQ(ggml_get_f32_nd(a, 0, 1, 0, 0), 4.0f) << ggml_type_name(type);
     }

@@ -58,5 +58,7 @@ int64_t first_bad_f16_scale(const void * x, int64_t n_blocks) {
 std::span<const Format> vectorised_formats();  // Q8_0 Q4_0 (core/types.cpp, Highway)
 std::span<const Format> ternary_formats();     // TQ1_0 TQ2_0 Q1_0 Q2_0 (core/quant/ternary.cpp)
 std::span<const Format> k_quant_formats();     // Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K (k_quants.cpp)
+std::span<const Format> legacy_formats();      // Q4_1 Q5_0 Q5_1 Q8_1
+std::span<const Format> nonlinear_formats();   // IQ4_NL IQ4_XS MXFP4 NVFP4
 
 }  // namespace ggx::core::quant
