@@ -12,6 +12,7 @@
 #include <array>
 #include <cstring>
 
+#include "core/quant/block_math.h"
 #include "cpu/quant_decode.h"
 
 #ifndef GGX_CPU_QUANT_DECODE_ONCE
@@ -55,18 +56,6 @@ inline void k_scales_mins(const uint8_t * packed, uint8_t scales[8], uint8_t min
 // The IQ4_NL / IQ4_XS value table (a format fact: the 16 non-uniform levels, times the scale).
 alignas(16) inline constexpr std::array<int8_t, 16> kNonLinear = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                                   1,    13,   25,  38,  53,  69,  89,  113};
-
-// MXFP4's values: the E2M1 levels doubled (a format fact), times half its E8M0 scale.
-alignas(16) inline constexpr std::array<int8_t, 16> kE2M1Doubled = {0, 1,  2,  3,  4,  6,  8,  12,
-                                                                    0, -1, -2, -3, -4, -6, -8, -12};
-
-// Half of the E8M0 scale 2^(e - 127): 2^(e - 128), exactly (e 0 and 1 are subnormal floats).
-inline float e8m0_half(uint8_t e) {
-    const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-}
 
 }  // namespace ggx::cpu::quant
 #endif  // GGX_CPU_QUANT_DECODE_ONCE
@@ -176,21 +165,40 @@ void DecodeQ5_1(const char * p, DecodedRun & out) {
     }
 }
 
-// The int8 level of each nibble from a 16-entry table.
-HWY_INLINE V16 levels(const std::array<int8_t, 16> & table, V16 nibbles) {
+HWY_INLINE V16 non_linear(V16 nibbles) {
     const D16 d;
-    return hn::TableLookupBytes(hn::LoadU(d, reinterpret_cast<const uint8_t *>(table.data())), nibbles);
+    return hn::TableLookupBytes(hn::LoadU(d, reinterpret_cast<const uint8_t *>(kNonLinear.data())), nibbles);
 }
 
-HWY_INLINE V16 non_linear(V16 nibbles) { return levels(kNonLinear, nibbles); }
+// The doubled FP4 levels as a table of bytes.
+HWY_INLINE V16 fp4_levels(V16 nibbles) {
+    const D16 d;
+    return hn::TableLookupBytes(hn::LoadU(d, reinterpret_cast<const uint8_t *>(core::quant::kFp4Values)), nibbles);
+}
 
 // MXFP4 (32 values, 17 bytes): the E8M0 exponent e, then nibbles as Q4_0's; value = 2^(e - 128) *
 // (doubled E2M1 level).
 void DecodeMxfp4(const char * p, DecodedRun & out) {
     for (int64_t b = 0; b < kBlocksPerRun; ++b, p += 17) {
-        set_block_scales(out, b, e8m0_half(bytes_at(p)[0]), 0.0f);
-        unpack_nibbles(bytes_at(p + 1), out.q + 32 * b,
-                       [](V16 v, size_t, int) { return levels(kE2M1Doubled, v); });
+        set_block_scales(out, b, core::quant::e8m0_half(bytes_at(p)[0]), 0.0f);
+        unpack_nibbles(bytes_at(p + 1), out.q + 32 * b, [](V16 v, size_t, int) { return fp4_levels(v); });
+    }
+}
+
+// NVFP4 (64 values, 36 bytes): 4 UE4M3 scales, one per group of 16, then 8 bytes of nibbles per
+// group (value j low, j + 8 high); value = ue4m3(s) / 2 * (doubled E2M1 level).
+void DecodeNvfp4(const char * p, DecodedRun & out) {
+    for (int64_t b = 0; b < kRun / 64; ++b, p += 36) {
+        for (int64_t s = 0; s < 4; ++s) {
+            const int64_t g = 4 * b + s;
+            out.scale[g] = core::quant::ue4m3_half(bytes_at(p)[s]);
+            out.offset[g] = 0.0f;
+            const uint8_t * qs = bytes_at(p + 4 + 8 * s);
+            for (int j = 0; j < 8; ++j) {
+                out.q[16 * g + j] = core::quant::kFp4Values[qs[j] & 0x0F];
+                out.q[16 * g + j + 8] = core::quant::kFp4Values[qs[j] >> 4];
+            }
+        }
     }
 }
 
@@ -398,6 +406,7 @@ DecodeRun DecoderOf(ggml_type type) {
         case GGML_TYPE_IQ4_NL: return Runs<DecodeIq4Nl>;
         case GGML_TYPE_IQ4_XS: return Runs<DecodeIq4Xs>;
         case GGML_TYPE_MXFP4: return Runs<DecodeMxfp4>;
+        case GGML_TYPE_NVFP4: return Runs<DecodeNvfp4>;
         case GGML_TYPE_Q2_K: return Runs<DecodeQ2K>;
         case GGML_TYPE_Q3_K: return Runs<DecodeQ3K>;
         case GGML_TYPE_Q4_K: return Runs<DecodeQ45K<false>>;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace ggx::core::quant {
@@ -39,6 +40,23 @@ inline float first_max(const float * x, int n, float * amax) {
         }
     }
     return max;
+}
+
+// The FP4 E2M1 levels doubled (a format fact of MXFP4 and NVFP4), for scales halved to match.
+inline constexpr int8_t kFp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// MXFP4's E8M0 scale 2^(e - 127), halved for the doubled levels.
+inline float e8m0_half(uint8_t e) { return std::ldexp(1.0f, static_cast<int>(e) - 128); }
+
+// NVFP4's unsigned E4M3 scale (bias 7; bit 7 ignored), halved for the doubled levels; 0x7f (NaN)
+// reads as 0.
+inline float ue4m3_half(uint8_t u) {
+    if (u == 0 || u == 0x7f) return 0.0f;
+    const int exponent = (u >> 3) & 0x0f;
+    const auto mantissa = static_cast<float>(u & 0x07);
+    const float raw =
+        exponent == 0 ? std::ldexp(mantissa, -9) : std::ldexp(1.0f + mantissa / 8.0f, exponent - 7);
+    return raw * 0.5f;
 }
 
 }  // namespace ggx::core::quant

@@ -17,7 +17,6 @@ namespace {
 constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 // FP4 E2M1 values doubled (ggml's kvalues_mxfp4): codes 0-7 are +0 0.5 1 1.5 2 3 4 6, 8-15 their
 // negations; the scales carry the factor 1/2.
-constexpr int8_t kFp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 constexpr int kBlock = 32;
 constexpr int kHalf = kBlock / 2;
@@ -240,8 +239,6 @@ void fp4_codes(const float * x, int n, float scale, unsigned char * qs) {
 // MXFP4 (17 bytes): E8M0 e, 16 bytes of nibbles; x = 2^(e − 128)·value[q] (the table is doubled).
 constexpr size_t kMxfp4Bytes = 17;
 
-float e8m0_half(uint8_t e) { return std::ldexp(1.0f, static_cast<int>(e) - 128); }
-
 void dequantize_mxfp4(const void * x, float * y, int64_t n) {
     const auto * block = static_cast<const unsigned char *>(x);
     for (int64_t b = 0; b < n / kBlock; ++b, block += kMxfp4Bytes, y += kBlock)
@@ -275,16 +272,6 @@ int64_t first_bad_e8m0(const void * x, int64_t n_blocks) {
 constexpr int kNvfp4Block = 64;
 constexpr int kNvfp4Sub = 16;
 constexpr size_t kNvfp4Bytes = 36;
-
-// Unsigned E4M3 (bias 7; bit 7 ignored), halved for the doubled table; 0x7f (NaN) reads as 0.
-float ue4m3_half(uint8_t u) {
-    if (u == 0 || u == 0x7f) return 0.0f;
-    const int exponent = (u >> 3) & 0x0f;
-    const auto mantissa = static_cast<float>(u & 0x07);
-    const float raw =
-        exponent == 0 ? std::ldexp(mantissa, -9) : std::ldexp(1.0f + mantissa / 8.0f, exponent - 7);
-    return raw * 0.5f;
-}
 
 // ggml's rounding to UE4M3: 0 for x <= 0 or NaN; x clamped to 448; subnormals round half up to
 // m·2^-9 (m <= 7); normals keep 3 mantissa bits, rounding half up on the next bit; 0x7e (448) at the top.
