@@ -165,16 +165,22 @@ void DecodeQ5_1(const char * p, DecodedRun & out) {
     }
 }
 
-HWY_INLINE V16 non_linear(V16 nibbles) {
+// The int8 level of each nibble from a 16-entry table: a byte shuffle where a vector holds the whole
+// table, lane by lane otherwise (the scalar target).
+HWY_INLINE V16 levels(const int8_t * table, V16 nibbles) {
     const D16 d;
-    return hn::TableLookupBytes(hn::LoadU(d, reinterpret_cast<const uint8_t *>(kNonLinear.data())), nibbles);
+    const auto * bytes = reinterpret_cast<const uint8_t *>(table);
+    if (hn::Lanes(d) >= 16) return hn::TableLookupBytes(hn::LoadU(d, bytes), nibbles);
+    HWY_ALIGN uint8_t lanes[16];
+    hn::Store(nibbles, d, lanes);
+    for (size_t i = 0; i < hn::Lanes(d); ++i)
+        lanes[i] = bytes[lanes[i]];
+    return hn::Load(d, lanes);
 }
 
-// The doubled FP4 levels as a table of bytes.
-HWY_INLINE V16 fp4_levels(V16 nibbles) {
-    const D16 d;
-    return hn::TableLookupBytes(hn::LoadU(d, reinterpret_cast<const uint8_t *>(core::quant::kFp4Values)), nibbles);
-}
+HWY_INLINE V16 non_linear(V16 nibbles) { return levels(kNonLinear.data(), nibbles); }
+
+HWY_INLINE V16 fp4_levels(V16 nibbles) { return levels(core::quant::kFp4Values, nibbles); }
 
 // MXFP4 (32 values, 17 bytes): the E8M0 exponent e, then nibbles as Q4_0's; value = 2^(e - 128) *
 // (doubled E2M1 level).

@@ -2,9 +2,11 @@
 // dequantization: value = scale * q - offset must equal the dequantized value up to the rounding of
 // that expression, for every type that has both a decoder and a conversion.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/types.h"
@@ -42,28 +44,35 @@ std::vector<std::vector<float>> sample_rows() {
     return rows;
 }
 
-TEST(QuantDecode, DecodedValuesEqualTheFormatsDequantization) {
-    const std::vector<ggml_type> types = decoded_types();
-    ASSERT_FALSE(types.empty());
-    for (ggml_type type : types) {
-        SCOPED_TRACE(ggml_type_name(type));
-        for (const std::vector<float> & row : sample_rows()) {
-            std::vector<char> blocks(ggml_row_size(type, kRun));
-            ASSERT_EQ(ggml_quantize_row(type, row.data(), blocks.data(), kRun), blocks.size());
-            std::vector<float> expected(kRun);
-            ASSERT_TRUE(ggml_dequantize_row(type, blocks.data(), expected.data(), kRun));
-            DecodedRun run;
-            ggx::cpu::quant::decoder_of(type)(blocks.data(), blocks.size(), 1, &run);
-            double amax = 0;
-            for (float v : expected)
-                amax = std::max(amax, std::fabs(static_cast<double>(v)));
-            for (int64_t i = 0; i < kRun; ++i) {
-                const int64_t g = i / kGroup;
-                const double decoded = static_cast<double>(run.scale[g]) * run.q[i] - run.offset[g];
-                ASSERT_NEAR(decoded, expected[i], 1e-6 * amax) << "value " << i;
-            }
+void expect_decoded_values(ggml_type type) {
+    for (const std::vector<float> & row : sample_rows()) {
+        std::vector<char> blocks(ggml_row_size(type, kRun));
+        ASSERT_EQ(ggml_quantize_row(type, row.data(), blocks.data(), kRun), blocks.size());
+        std::vector<float> expected(kRun);
+        ASSERT_TRUE(ggml_dequantize_row(type, blocks.data(), expected.data(), kRun));
+        DecodedRun run;
+        ggx::cpu::quant::decoder_of(type)(blocks.data(), blocks.size(), 1, &run);
+        double amax = 0;
+        for (float v : expected)
+            amax = std::max(amax, std::fabs(static_cast<double>(v)));
+        for (int64_t i = 0; i < kRun; ++i) {
+            const int64_t g = i / kGroup;
+            const double decoded = static_cast<double>(run.scale[g]) * run.q[i] - run.offset[g];
+            ASSERT_NEAR(decoded, expected[i], 1e-6 * amax) << "value " << i;
         }
     }
+}
+
+TEST(QuantDecode, DecodedValuesEqualTheFormatsDequantizationOnEveryTarget) {
+    const std::vector<ggml_type> types = decoded_types();
+    ASSERT_FALSE(types.empty());
+    for (int64_t target : hwy::SupportedAndGeneratedTargets())
+        for (ggml_type type : types) {
+            SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + hwy::TargetName(target));
+            hwy::SetSupportedTargetsForTest(target);
+            expect_decoded_values(type);
+        }
+    hwy::SetSupportedTargetsForTest(0);
 }
 
 }  // namespace
