@@ -56,5 +56,6 @@ int64_t first_bad_f16_scale(const void * x, int64_t n_blocks) {
 
 // The families, one file each.
 std::span<const Format> vectorised_formats();  // Q8_0 Q4_0 (core/types.cpp, Highway)
+std::span<const Format> i_quant_formats();     // IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ1_S IQ1_M (i_quants.cpp)
 
 }  // namespace ggx::core::quant

@@ -9,7 +9,7 @@ namespace {
 
 std::array<const Format *, GGML_TYPE_COUNT> build_table() {
     std::array<const Format *, GGML_TYPE_COUNT> table{};
-    for (std::span<const Format> family : {vectorised_formats()})
+    for (std::span<const Format> family : {vectorised_formats(), i_quant_formats()})
         for (const Format & format : family)
             table[static_cast<size_t>(format.type)] = &format;
     return table;
