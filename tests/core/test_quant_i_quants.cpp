@@ -27,7 +27,7 @@ struct Case {
 
 // Bounds a little above the measured error (docs/quantization.md).
 const Case kCases[] = {
-    {GGML_TYPE_IQ2_XXS, 0.34, true}, {GGML_TYPE_IQ2_XS, 0.30, true}, {GGML_TYPE_IQ2_S, 0.25, false},
+    {GGML_TYPE_IQ2_XXS, 0.34, true},  {GGML_TYPE_IQ2_XS, 0.30, true}, {GGML_TYPE_IQ2_S, 0.25, false},
     {GGML_TYPE_IQ3_XXS, 0.19, false}, {GGML_TYPE_IQ3_S, 0.14, false}, {GGML_TYPE_IQ1_S, 0.46, true},
     {GGML_TYPE_IQ1_M, 0.43, false},
 };
@@ -36,7 +36,8 @@ std::vector<float> gaussian(int64_t n, unsigned seed) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal;
     std::vector<float> x(static_cast<size_t>(n));
-    for (float & v : x) v = normal(rng);
+    for (float & v : x)
+        v = normal(rng);
     return x;
 }
 
@@ -50,9 +51,11 @@ std::vector<float> round_trip(ggml_type type, const std::vector<float> & x, cons
     return y;
 }
 
-double weighted_mse(const std::vector<float> & x, const std::vector<float> & y, const std::vector<float> & w) {
+double weighted_mse(const std::vector<float> & x, const std::vector<float> & y,
+                    const std::vector<float> & w) {
     double sum = 0;
-    for (size_t i = 0; i < x.size(); ++i) sum += w[i % w.size()] * (x[i] - y[i]) * (x[i] - y[i]);
+    for (size_t i = 0; i < x.size(); ++i)
+        sum += w[i % w.size()] * (x[i] - y[i]) * (x[i] - y[i]);
     return sum / static_cast<double>(x.size());
 }
 
@@ -71,7 +74,8 @@ void put16(std::vector<unsigned char> & b, size_t at, unsigned v) {
 constexpr unsigned kOne = 0x3c00;  // F16 1.0
 
 void expect_prefix(const std::vector<float> & y, const std::vector<float> & expected) {
-    for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(y[i], expected[i]) << "value " << i;
+    for (size_t i = 0; i < expected.size(); ++i)
+        EXPECT_EQ(y[i], expected[i]) << "value " << i;
 }
 
 // ---- Hand-built blocks: d = 1, the first group grid point 1, sign/shift bits set, scale 3 (IQ1: 2) --
@@ -82,19 +86,19 @@ const std::vector<float> kIq2First = {-37.625f, 7, 7, 7, 7, 7, 7, -7};
 TEST(IQuants, Iq2xxsBlockDecodes) {
     std::vector<unsigned char> b(66, 0);
     put16(b, 0, kOne);
-    b[2] = 1;                             // grid index of values 0..7
-    put16(b, 6, 1);                       // sign index 1: ksigns 0x81
-    put16(b, 8, 3u << 12);                // scale 3 in bits 28..31 of the word
+    b[2] = 1;               // grid index of values 0..7
+    put16(b, 6, 1);         // sign index 1: ksigns 0x81
+    put16(b, 8, 3u << 12);  // scale 3 in bits 28..31 of the word
     const std::vector<float> y = decode(GGML_TYPE_IQ2_XXS, b);
     expect_prefix(y, kIq2First);
-    EXPECT_EQ(y[8], 7.0f);                // grid point 0: eight 8s, no signs
+    EXPECT_EQ(y[8], 7.0f);  // grid point 0: eight 8s, no signs
 }
 
 TEST(IQuants, Iq2xsBlockDecodes) {
     std::vector<unsigned char> b(74, 0);
     put16(b, 0, kOne);
-    put16(b, 2, 1u | 1u << 9);            // index 1, sign index 1
-    b[66] = 3 | 5 << 4;                   // scales of values 0..15 and 16..31
+    put16(b, 2, 1u | 1u << 9);  // index 1, sign index 1
+    b[66] = 3 | 5 << 4;         // scales of values 0..15 and 16..31
     const std::vector<float> y = decode(GGML_TYPE_IQ2_XS, b);
     expect_prefix(y, kIq2First);
     EXPECT_EQ(y[16], 8 * (0.5f + 5) * 0.25f);
@@ -104,29 +108,29 @@ TEST(IQuants, Iq2sBlockDecodes) {
     std::vector<unsigned char> b(82, 0);
     put16(b, 0, kOne);
     b[2] = 1;
-    b[34] = 0x81;                         // free sign bits
+    b[34] = 0x81;  // free sign bits
     b[74] = 3;
-    b[66] = 1 << 2;                       // group 1: index 256 + 0
+    b[66] = 1 << 2;  // group 1: index 256 + 0
     const std::vector<float> y = decode(GGML_TYPE_IQ2_S, b);
     expect_prefix(y, kIq2First);
-    EXPECT_NE(y[8], 7.0f);                // point 256 is not point 0
+    EXPECT_NE(y[8], 7.0f);  // point 256 is not point 0
 }
 
 TEST(IQuants, Iq3xxsBlockDecodes) {
     std::vector<unsigned char> b(98, 0);
     put16(b, 0, kOne);
-    b[2] = 1;                             // point 1: (20, 4, 4, 4); point 0: four 4s
+    b[2] = 1;  // point 1: (20, 4, 4, 4); point 0: four 4s
     put16(b, 66, 1);
-    put16(b, 68, 3u << 12);               // db = (0.5 + 3) · 0.5
+    put16(b, 68, 3u << 12);  // db = (0.5 + 3) · 0.5
     expect_prefix(decode(GGML_TYPE_IQ3_XXS, b), {-35, 7, 7, 7, 7, 7, 7, -7});
 }
 
 TEST(IQuants, Iq3sBlockDecodes) {
     std::vector<unsigned char> b(110, 0);
     put16(b, 0, kOne);
-    b[2] = 1;                             // point 1: (3, 1, 1, 1); point 0: four 1s
+    b[2] = 1;  // point 1: (3, 1, 1, 1); point 0: four 1s
     b[74] = 0x81;
-    b[106] = 3;                           // db = 1 + 2 · 3
+    b[106] = 3;  // db = 1 + 2 · 3
     expect_prefix(decode(GGML_TYPE_IQ3_S, b), {-21, 7, 7, 7, 7, 7, 7, -7});
 }
 
@@ -140,18 +144,19 @@ TEST(IQuants, Iq1sBlockDecodes) {
     put16(b, 34, 2u << 12 | 0x8000u);
     const std::vector<float> y = decode(GGML_TYPE_IQ1_S, b);
     expect_prefix(y, kIq1First);
-    EXPECT_EQ(y[8], 5 * (-1 - 0.125f));   // point 0: eight -1s, same shift
+    EXPECT_EQ(y[8], 5 * (-1 - 0.125f));  // point 0: eight -1s, same shift
 }
 
 TEST(IQuants, Iq1mBlockDecodes) {
     std::vector<unsigned char> b(56, 0);
     b[0] = 1;
-    b[32] = 8;                            // group 0: shift sign set, index high bits 0
-    for (unsigned w = 0; w < 4; ++w) put16(b, 48 + 2 * w, (kOne >> 4 * w & 15u) << 12 | (w == 0 ? 2u : 0u));
+    b[32] = 8;  // group 0: shift sign set, index high bits 0
+    for (unsigned w = 0; w < 4; ++w)
+        put16(b, 48 + 2 * w, (kOne >> 4 * w & 15u) << 12 | (w == 0 ? 2u : 0u));
     const std::vector<float> y = decode(GGML_TYPE_IQ1_M, b);
     expect_prefix(y, kIq1First);
-    EXPECT_EQ(y[8], 5 * (-1 + 0.125f));   // group 1: the same scale of 16 values, positive shift
-    EXPECT_EQ(y[16], -1 + 0.125f);        // group 2: scale 0 (dl = 1)
+    EXPECT_EQ(y[8], 5 * (-1 + 0.125f));  // group 1: the same scale of 16 values, positive shift
+    EXPECT_EQ(y[16], -1 + 0.125f);       // group 2: scale 0 (dl = 1)
 }
 
 // ---- Every format ------------------------------------------------------------------------------
@@ -175,7 +180,8 @@ TEST_P(IQuantFormat, ImportanceLowersWeightedError) {
     const Case c = GetParam();
     const std::vector<float> x = gaussian(8 * kBlock, 11);
     std::vector<float> importance = gaussian(kBlock, 12);
-    for (float & w : importance) w = w * w * w * w + 0.01f;  // a few columns matter much more
+    for (float & w : importance)
+        w = w * w * w * w + 0.01f;  // a few columns matter much more
     const std::vector<float> unit(kBlock, 1.0f);
     EXPECT_LT(weighted_mse(x, round_trip(c.type, x, importance.data()), importance),
               weighted_mse(x, round_trip(c.type, x, unit.data()), importance));
@@ -185,7 +191,8 @@ TEST_P(IQuantFormat, ZerosAndNonFiniteInput) {
     const Case c = GetParam();
     const std::vector<float> unit(kBlock, 1.0f);
     std::vector<float> x(2 * kBlock, 0.0f);
-    for (float v : round_trip(c.type, x, unit.data())) EXPECT_EQ(v, 0.0f);
+    for (float v : round_trip(c.type, x, unit.data()))
+        EXPECT_EQ(v, 0.0f);
     x[3] = std::numeric_limits<float>::quiet_NaN();
     x[kBlock + 5] = std::numeric_limits<float>::infinity();
     x[kBlock + 6] = 3e38f;
@@ -213,7 +220,8 @@ TEST_P(IQuantFormat, ChunkAndImportanceRequirement) {
     EXPECT_EQ(ggml_quantize_requires_imatrix(c.type), c.requires_imatrix);
     const std::vector<float> x = gaussian(2 * kBlock, 5);
     std::vector<unsigned char> q(ggml_row_size(c.type, 2 * kBlock));
-    EXPECT_EQ(ggml_quantize_chunk(c.type, x.data(), q.data(), 0, 2, kBlock, nullptr), c.requires_imatrix ? 0 : q.size());
+    EXPECT_EQ(ggml_quantize_chunk(c.type, x.data(), q.data(), 0, 2, kBlock, nullptr),
+              c.requires_imatrix ? 0 : q.size());
     const std::vector<float> importance(kBlock, 2.0f);
     EXPECT_EQ(ggml_quantize_chunk(c.type, x.data(), q.data(), 0, 2, kBlock, importance.data()), q.size());
     std::vector<unsigned char> row(ggml_row_size(c.type, kBlock));
@@ -223,6 +231,8 @@ TEST_P(IQuantFormat, ChunkAndImportanceRequirement) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, IQuantFormat, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<Case> & param) { return std::string(ggml_type_name(param.param.type)); });
+                         [](const ::testing::TestParamInfo<Case> & param) {
+                             return std::string(ggml_type_name(param.param.type));
+                         });
 
 }  // namespace

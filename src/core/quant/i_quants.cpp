@@ -31,8 +31,8 @@ constexpr float kIq1Delta = 0.125f;
 // scanning that short list finds the nearest grid point without a scan of the whole grid.
 struct Grid {
     int dim = 0;
-    std::vector<float> points;  // size() / dim points
-    std::vector<float> levels;  // ascending
+    std::vector<float> points;    // size() / dim points
+    std::vector<float> levels;    // ascending
     std::vector<uint32_t> first;  // neighbours of lattice point p: list[first[p] .. first[p + 1])
     std::vector<uint16_t> list;
 
@@ -44,42 +44,66 @@ Grid make_grid(const T (&table)[N][Dim]) {
     Grid grid;
     grid.dim = static_cast<int>(Dim);
     for (const auto & point : table)
-        for (T v : point) grid.points.push_back(static_cast<float>(v));
+        for (T v : point)
+            grid.points.push_back(static_cast<float>(v));
     grid.levels = grid.points;
     std::sort(grid.levels.begin(), grid.levels.end());
     grid.levels.erase(std::unique(grid.levels.begin(), grid.levels.end()), grid.levels.end());
     const size_t n_levels = grid.levels.size();
     float step = grid.levels.back() - grid.levels.front();
-    for (size_t i = 1; i < n_levels; ++i) step = std::min(step, grid.levels[i] - grid.levels[i - 1]);
+    for (size_t i = 1; i < n_levels; ++i)
+        step = std::min(step, grid.levels[i] - grid.levels[i - 1]);
     // Keep every point within one level step of the nearest, at most kMax of them.
     constexpr size_t kMax = 24;
     size_t lattice = 1;
-    for (size_t i = 0; i < Dim; ++i) lattice *= n_levels;
+    for (size_t i = 0; i < Dim; ++i)
+        lattice *= n_levels;
     std::vector<std::pair<float, uint16_t>> by_distance(N);
     for (size_t p = 0; p < lattice; ++p) {
         std::array<float, Dim> at{};
-        for (size_t i = 0, rest = p; i < Dim; ++i, rest /= n_levels) at[i] = grid.levels[rest % n_levels];
+        for (size_t i = 0, rest = p; i < Dim; ++i, rest /= n_levels)
+            at[i] = grid.levels[rest % n_levels];
         for (size_t g = 0; g < N; ++g) {
             float d2 = 0;
-            for (size_t i = 0; i < Dim; ++i) d2 += (at[i] - table[g][i]) * (at[i] - table[g][i]);
+            for (size_t i = 0; i < Dim; ++i)
+                d2 += (at[i] - table[g][i]) * (at[i] - table[g][i]);
             by_distance[g] = {d2, static_cast<uint16_t>(g)};
         }
         std::partial_sort(by_distance.begin(), by_distance.begin() + kMax, by_distance.end());
         grid.first.push_back(static_cast<uint32_t>(grid.list.size()));
         const float limit = by_distance[0].first + step * step;
-        for (size_t k = 0; k < kMax && by_distance[k].first <= limit; ++k) grid.list.push_back(by_distance[k].second);
+        for (size_t k = 0; k < kMax && by_distance[k].first <= limit; ++k)
+            grid.list.push_back(by_distance[k].second);
     }
     grid.first.push_back(static_cast<uint32_t>(grid.list.size()));
     return grid;
 }
 
 // Built on first use, once (function-local statics are initialised thread-safely).
-const Grid & iq2xxs_grid() { static const Grid g = make_grid(kIq2xxsGrid); return g; }
-const Grid & iq2xs_grid() { static const Grid g = make_grid(kIq2xsGrid); return g; }
-const Grid & iq2s_grid() { static const Grid g = make_grid(kIq2sGrid); return g; }
-const Grid & iq3xxs_grid() { static const Grid g = make_grid(kIq3xxsGrid); return g; }
-const Grid & iq3s_grid() { static const Grid g = make_grid(kIq3sGrid); return g; }
-const Grid & iq1s_grid() { static const Grid g = make_grid(kIq1sGrid); return g; }
+const Grid & iq2xxs_grid() {
+    static const Grid g = make_grid(kIq2xxsGrid);
+    return g;
+}
+const Grid & iq2xs_grid() {
+    static const Grid g = make_grid(kIq2xsGrid);
+    return g;
+}
+const Grid & iq2s_grid() {
+    static const Grid g = make_grid(kIq2sGrid);
+    return g;
+}
+const Grid & iq3xxs_grid() {
+    static const Grid g = make_grid(kIq3xxsGrid);
+    return g;
+}
+const Grid & iq3s_grid() {
+    static const Grid g = make_grid(kIq3sGrid);
+    return g;
+}
+const Grid & iq1s_grid() {
+    static const Grid g = make_grid(kIq1sGrid);
+    return g;
+}
 
 // The grid point nearest to v (dim values) under weights w, and its weighted squared distance.
 struct Nearest {
@@ -100,7 +124,8 @@ Nearest nearest(const Grid & grid, const float * v, const float * w) {
     for (uint32_t k = grid.first[lattice]; k < grid.first[lattice + 1]; ++k) {
         const float * g = grid.point(grid.list[k]);
         float error = 0;
-        for (int i = 0; i < grid.dim; ++i) error += w[i] * (v[i] - g[i]) * (v[i] - g[i]);
+        for (int i = 0; i < grid.dim; ++i)
+            error += w[i] * (v[i] - g[i]) * (v[i] - g[i]);
         if (error < found.error) found = {grid.list[k], error};
     }
     return found;
@@ -112,11 +137,11 @@ enum class Signs { kEvenParity, kFree, kShift };  // IQ2_XXS/XS, IQ3_XXS | IQ2_S
 
 struct Scheme {
     const Grid & (*grid)();
-    int sub;          // values per sub-block scale
-    int scale_max;    // sub-block scales are 0 .. scale_max
-    float unit;       // a sub-block's scale is d * unit * (2s + 1)
+    int sub;        // values per sub-block scale
+    int scale_max;  // sub-block scales are 0 .. scale_max
+    float unit;     // a sub-block's scale is d * unit * (2s + 1)
     Signs signs;
-    int shift_span;   // kShift: values sharing one ±1/8 shift
+    int shift_span;  // kShift: values sharing one ±1/8 shift
 };
 
 constexpr int kMaxSub = 32;
@@ -144,7 +169,8 @@ Fit fit(const Scheme & s, const float * a, const float * w, float scale) {
             std::array<uint16_t, kMaxSub / 4> index{};
             for (int g = c; g < c + span; g += grid.dim) {
                 float v[8];
-                for (int i = 0; i < grid.dim; ++i) v[i] = a[g + i] * inv - shift;
+                for (int i = 0; i < grid.dim; ++i)
+                    v[i] = a[g + i] * inv - shift;
                 const Nearest n = nearest(grid, v, w + g);
                 index[static_cast<size_t>(g / grid.dim)] = static_cast<uint16_t>(n.index);
                 error += n.error;
@@ -154,7 +180,8 @@ Fit fit(const Scheme & s, const float * a, const float * w, float scale) {
                 for (int g = c; g < c + span; g += grid.dim) {
                     const auto k = static_cast<size_t>(g / grid.dim);
                     result.index[k] = index[k];
-                    for (int i = 0; i < grid.dim; ++i) result.q[static_cast<size_t>(g + i)] = grid.point(index[k])[i] + shift;
+                    for (int i = 0; i < grid.dim; ++i)
+                        result.q[static_cast<size_t>(g + i)] = grid.point(index[k])[i] + shift;
                 }
                 if (s.signs == Signs::kShift) result.neg_shift[static_cast<size_t>(c / 8)] = neg;
             }
@@ -172,7 +199,8 @@ Fit fit(const Scheme & s, const float * a, const float * w, float scale) {
 // The scale of a sub-block on its own: the best least-squares fit over candidate scales.
 float best_scale(const Scheme & s, const float * a, const float * w) {
     float amax = 0;
-    for (int i = 0; i < s.sub; ++i) amax = std::max(amax, std::fabs(a[i]));
+    for (int i = 0; i < s.sub; ++i)
+        amax = std::max(amax, std::fabs(a[i]));
     if (!(amax > 0) || !std::isfinite(amax)) return 0;
     const float top = s.grid().levels.back() + (s.signs == Signs::kShift ? kIq1Delta : 0.0f);
     float best = amax / top;
@@ -232,22 +260,27 @@ Encoded encode(const Scheme & s, const float * x, const float * w) {
     const Grid & grid = s.grid();
     double best_error = INFINITY;
     for (float shrink : {1.0f, 0.95f, 0.9f, 0.85f}) {
-        const float d = ggml_fp16_to_fp32(ggml_fp32_to_fp16(shrink * max_scale / (s.unit * static_cast<float>(2 * s.scale_max + 1))));
+        const float d = ggml_fp16_to_fp32(
+            ggml_fp32_to_fp16(shrink * max_scale / (s.unit * static_cast<float>(2 * s.scale_max + 1))));
         if (!(d > 0)) continue;
         Encoded trial = e;
         trial.d = d;
         double error = 0;
         for (int j = 0; j < n_sub; ++j) {
-            const float t = std::clamp((sub_scale[j] / (d * s.unit) - 1.0f) / 2.0f, 0.0f, static_cast<float>(s.scale_max));
+            const float t = std::clamp((sub_scale[j] / (d * s.unit) - 1.0f) / 2.0f, 0.0f,
+                                       static_cast<float>(s.scale_max));
             const auto level = static_cast<int>(std::lround(t));
             trial.scale[static_cast<size_t>(j)] = static_cast<uint8_t>(level);
-            const Fit f = fit(s, a + j * s.sub, w + j * s.sub, d * s.unit * static_cast<float>(2 * level + 1));
+            const Fit f =
+                fit(s, a + j * s.sub, w + j * s.sub, d * s.unit * static_cast<float>(2 * level + 1));
             error += f.error;
             const int groups = s.sub / grid.dim;
-            for (int k = 0; k < groups; ++k) trial.index[static_cast<size_t>(j * groups + k)] = f.index[static_cast<size_t>(k)];
+            for (int k = 0; k < groups; ++k)
+                trial.index[static_cast<size_t>(j * groups + k)] = f.index[static_cast<size_t>(k)];
             if (s.signs == Signs::kShift)
                 for (int k = 0; k < s.sub / s.shift_span; ++k)
-                    trial.neg_shift[static_cast<size_t>(j * s.sub / s.shift_span + k)] = f.neg_shift[static_cast<size_t>(k * s.shift_span / 8)];
+                    trial.neg_shift[static_cast<size_t>(j * s.sub / s.shift_span + k)] =
+                        f.neg_shift[static_cast<size_t>(k * s.shift_span / 8)];
         }
         if (error < best_error) {
             best_error = error;
@@ -288,17 +321,46 @@ void store_f16(unsigned char * p, float v) { store16(p, ggml_fp32_to_fp16(v)); }
 // Values of one signed group: y = db · grid point · (±1 by the sign bits).
 template <size_t Dim>
 void put_signed(float * y, float db, const uint8_t (&point)[Dim], unsigned signs) {
-    for (size_t i = 0; i < Dim; ++i) y[i] = db * static_cast<float>(point[i]) * (signs >> i & 1 ? -1.0f : 1.0f);
+    for (size_t i = 0; i < Dim; ++i)
+        y[i] = db * static_cast<float>(point[i]) * (signs >> i & 1 ? -1.0f : 1.0f);
 }
 
 // Values of one IQ1 group: y = dl · (grid point + shift).
 void put_shifted(float * y, float dl, unsigned index, bool neg) {
     const float shift = neg ? -kIq1Delta : kIq1Delta;
-    for (size_t i = 0; i < 8; ++i) y[i] = dl * (static_cast<float>(kIq1sGrid[index][i]) + shift);
+    for (size_t i = 0; i < 8; ++i)
+        y[i] = dl * (static_cast<float>(kIq1sGrid[index][i]) + shift);
 }
 
 // A 4-bit scale s of IQ2 (d · (0.5 + s) · 0.25) or IQ3_XXS (… · 0.5).
-float half_step_scale(float d, unsigned s, float factor) { return d * (0.5f + static_cast<float>(s)) * factor; }
+float half_step_scale(float d, unsigned s, float factor) {
+    return d * (0.5f + static_cast<float>(s)) * factor;
+}
+
+unsigned nibble(const unsigned char * p, size_t k) { return p[k / 2] >> 4 * (k % 2) & 15u; }
+
+void pack_nibbles(const uint8_t * values, size_t count, unsigned char * out) {
+    for (size_t j = 0; j < count / 2; ++j)
+        out[j] = static_cast<unsigned char>(values[2 * j] | values[2 * j + 1] << 4);
+}
+
+// Grid indices of 8 + Bits bits: the low bytes at low, the high bits packed 8 / Bits to a byte at high.
+template <unsigned Bits>
+unsigned split_index(const unsigned char * low, const unsigned char * high, size_t k) {
+    constexpr size_t kPerByte = 8 / Bits;
+    return low[k] | (high[k / kPerByte] >> Bits * (k % kPerByte) & ((1u << Bits) - 1)) << 8;
+}
+
+template <unsigned Bits>
+void pack_split_index(const uint16_t * index, size_t count, unsigned char * low, unsigned char * high) {
+    constexpr size_t kPerByte = 8 / Bits;
+    std::fill(high, high + count / kPerByte, 0);
+    for (size_t k = 0; k < count; ++k) {
+        low[k] = static_cast<unsigned char>(index[k]);
+        high[k / kPerByte] =
+            static_cast<unsigned char>(high[k / kPerByte] | (index[k] >> 8) << Bits * (k % kPerByte));
+    }
+}
 
 // ---- IQ2_XXS: d, then per 32 values two words: 4 grid index bytes; 4 × 7 sign bits, scale << 28 --
 
@@ -334,22 +396,22 @@ void pack_iq2_xxs(const Encoded & e, unsigned char * b) {
 constexpr size_t kIq2xsBytes = 74;
 constexpr Scheme kIq2xs{iq2xs_grid, 16, 15, 0.125f, Signs::kEvenParity, 0};
 
-unsigned nibble(const unsigned char * p, size_t k) { return p[k / 2] >> 4 * (k % 2) & 15u; }
-
 void dequantize_iq2_xs(const void * x, float * y, int64_t n) {
     for (const auto * b = static_cast<const unsigned char *>(x); n > 0; n -= kBlock, b += kIq2xsBytes) {
         const float d = load_f16(b);
         for (size_t k = 0; k < 32; ++k, y += 8) {
             const unsigned q = load16(b + 2 + 2 * k);
-            put_signed(y, half_step_scale(d, nibble(b + 66, k / 2), 0.25f), kIq2xsGrid[q & 511], kIqSigns[q >> 9]);
+            put_signed(y, half_step_scale(d, nibble(b + 66, k / 2), 0.25f), kIq2xsGrid[q & 511],
+                       kIqSigns[q >> 9]);
         }
     }
 }
 
 void pack_iq2_xs(const Encoded & e, unsigned char * b) {
     store_f16(b, e.d);
-    for (size_t k = 0; k < 32; ++k) store16(b + 2 + 2 * k, e.index[k] | (e.sign[k] & 127u) << 9);
-    for (size_t j = 0; j < 8; ++j) b[66 + j] = static_cast<unsigned char>(e.scale[2 * j] | e.scale[2 * j + 1] << 4);
+    for (size_t k = 0; k < 32; ++k)
+        store16(b + 2 + 2 * k, e.index[k] | (e.sign[k] & 127u) << 9);
+    pack_nibbles(e.scale.data(), 16, b + 66);
 }
 
 // ---- IQ2_S: d, 32 index low bytes, 32 sign bytes, 8 bytes of index high bits, 8 of scales per 16 --
@@ -361,21 +423,17 @@ void dequantize_iq2_s(const void * x, float * y, int64_t n) {
     for (const auto * b = static_cast<const unsigned char *>(x); n > 0; n -= kBlock, b += kIq2sBytes) {
         const float d = load_f16(b);
         for (size_t k = 0; k < 32; ++k, y += 8) {
-            const unsigned index = b[2 + k] | (b[66 + k / 4] >> 2 * (k % 4) & 3u) << 8;
-            put_signed(y, half_step_scale(d, nibble(b + 74, k / 2), 0.25f), kIq2sGrid[index], b[34 + k]);
+            put_signed(y, half_step_scale(d, nibble(b + 74, k / 2), 0.25f),
+                       kIq2sGrid[split_index<2>(b + 2, b + 66, k)], b[34 + k]);
         }
     }
 }
 
 void pack_iq2_s(const Encoded & e, unsigned char * b) {
     store_f16(b, e.d);
-    std::fill(b + 66, b + 74, 0);
-    for (size_t k = 0; k < 32; ++k) {
-        b[2 + k] = static_cast<unsigned char>(e.index[k]);
-        b[34 + k] = e.sign[k];
-        b[66 + k / 4] = static_cast<unsigned char>(b[66 + k / 4] | (e.index[k] >> 8) << 2 * (k % 4));
-    }
-    for (size_t j = 0; j < 8; ++j) b[74 + j] = static_cast<unsigned char>(e.scale[2 * j] | e.scale[2 * j + 1] << 4);
+    pack_split_index<2>(e.index.data(), 32, b + 2, b + 66);
+    std::copy_n(e.sign.begin(), 32, b + 34);
+    pack_nibbles(e.scale.data(), 16, b + 74);
 }
 
 // ---- IQ3_XXS: d, 64 grid index bytes (4 values each), per 32 values a word of 4 × 7 sign bits and
@@ -401,10 +459,12 @@ void dequantize_iq3_xxs(const void * x, float * y, int64_t n) {
 
 void pack_iq3_xxs(const Encoded & e, unsigned char * b) {
     store_f16(b, e.d);
-    for (size_t k = 0; k < 64; ++k) b[2 + k] = static_cast<unsigned char>(e.index[k]);
+    for (size_t k = 0; k < 64; ++k)
+        b[2 + k] = static_cast<unsigned char>(e.index[k]);
     for (size_t ib = 0; ib < 8; ++ib) {
         uint32_t aux = static_cast<uint32_t>(e.scale[ib]) << 28;
-        for (size_t k = 0; k < 4; ++k) aux |= static_cast<uint32_t>(e.sign[4 * ib + k] & 127) << 7 * k;
+        for (size_t k = 0; k < 4; ++k)
+            aux |= static_cast<uint32_t>(e.sign[4 * ib + k] & 127) << 7 * k;
         store32(b + 66 + 4 * ib, aux);
     }
 }
@@ -418,22 +478,17 @@ void dequantize_iq3_s(const void * x, float * y, int64_t n) {
     for (const auto * b = static_cast<const unsigned char *>(x); n > 0; n -= kBlock, b += kIq3sBytes) {
         const float d = load_f16(b);
         for (size_t k = 0; k < 64; ++k, y += 4) {
-            const unsigned index = b[2 + k] | (b[66 + k / 8] >> k % 8 & 1u) << 8;
             const float db = d * static_cast<float>(1 + 2 * nibble(b + 106, k / 8));
-            put_signed(y, db, kIq3sGrid[index], b[74 + k / 2] >> 4 * (k % 2));
+            put_signed(y, db, kIq3sGrid[split_index<1>(b + 2, b + 66, k)], b[74 + k / 2] >> 4 * (k % 2));
         }
     }
 }
 
 void pack_iq3_s(const Encoded & e, unsigned char * b) {
     store_f16(b, e.d);
-    std::fill(b + 66, b + 74, 0);
-    for (size_t k = 0; k < 64; ++k) {
-        b[2 + k] = static_cast<unsigned char>(e.index[k]);
-        b[66 + k / 8] = static_cast<unsigned char>(b[66 + k / 8] | (e.index[k] >> 8) << k % 8);
-    }
-    for (size_t k = 0; k < 32; ++k) b[74 + k] = e.sign[k];
-    for (size_t j = 0; j < 4; ++j) b[106 + j] = static_cast<unsigned char>(e.scale[2 * j] | e.scale[2 * j + 1] << 4);
+    pack_split_index<1>(e.index.data(), 64, b + 2, b + 66);
+    std::copy_n(e.sign.begin(), 32, b + 74);
+    pack_nibbles(e.scale.data(), 8, b + 106);
 }
 
 // ---- IQ1_S: d, 32 index low bytes, per 32 values a word: 4 × 3 index high bits, scale (3 bits)
@@ -474,7 +529,8 @@ constexpr Scheme kIq1m{iq1s_grid, 16, 7, 1.0f, Signs::kShift, 8};
 
 uint16_t iq1_m_d_bits(const unsigned char * b) {
     unsigned bits = 0;
-    for (size_t w = 0; w < 4; ++w) bits |= (load16(b + 48 + 2 * w) >> 12) << 4 * w;
+    for (size_t w = 0; w < 4; ++w)
+        bits |= (load16(b + 48 + 2 * w) >> 12) << 4 * w;
     return static_cast<uint16_t>(bits);
 }
 
@@ -483,7 +539,8 @@ void dequantize_iq1_m(const void * x, float * y, int64_t n) {
         const float d = ggml_fp16_to_fp32(iq1_m_d_bits(b));
         for (size_t k = 0; k < 32; ++k, y += 8) {
             const size_t j = k / 2;  // the scale of 16 values
-            const float dl = d * static_cast<float>(2 * (load16(b + 48 + 2 * (j / 4)) >> 3 * (j % 4) & 7) + 1);
+            const float dl =
+                d * static_cast<float>(2 * (load16(b + 48 + 2 * (j / 4)) >> 3 * (j % 4) & 7) + 1);
             const unsigned h = b[32 + k / 2] >> 4 * (k % 2);
             put_shifted(y, dl, b[k] | (h & 7) << 8, (h & 8) != 0);
         }
@@ -492,14 +549,16 @@ void dequantize_iq1_m(const void * x, float * y, int64_t n) {
 
 void pack_iq1_m(const Encoded & e, unsigned char * b) {
     const unsigned d = ggml_fp32_to_fp16(e.d);
-    for (size_t k = 0; k < 32; ++k) b[k] = static_cast<unsigned char>(e.index[k]);
+    for (size_t k = 0; k < 32; ++k)
+        b[k] = static_cast<unsigned char>(e.index[k]);
     for (size_t k = 0; k < 16; ++k) {
         const auto nib = [&](size_t g) { return (e.index[g] >> 8) | (e.neg_shift[g] ? 8u : 0u); };
         b[32 + k] = static_cast<unsigned char>(nib(2 * k) | nib(2 * k + 1) << 4);
     }
     for (size_t w = 0; w < 4; ++w) {
         unsigned word = (d >> 4 * w & 15u) << 12;
-        for (size_t j = 0; j < 4; ++j) word |= static_cast<unsigned>(e.scale[4 * w + j]) << 3 * j;
+        for (size_t j = 0; j < 4; ++j)
+            word |= static_cast<unsigned>(e.scale[4 * w + j]) << 3 * j;
         store16(b + 48 + 2 * w, word);
     }
 }
@@ -523,25 +582,26 @@ void quantize_weighted(const float * x, void * y, int64_t n, const float * impor
     quantize_rows<Pack, Bytes>(S, x, y, n, importance);
 }
 
-template <ggml_type Type, auto Dequantize, const Scheme & S, auto Pack, size_t Bytes, auto FirstBad, bool Requires>
+template <ggml_type Type, auto Dequantize, const Scheme & S, auto Pack, size_t Bytes, auto FirstBad,
+          bool Requires>
 constexpr Format format() {
-    return {Type, Dequantize, quantize<S, Pack, Bytes>, quantize_weighted<S, Pack, Bytes>, FirstBad, GGML_TYPE_Q8_K,
-            Requires};
+    return {Type,           Dequantize, quantize<S, Pack, Bytes>, quantize_weighted<S, Pack, Bytes>, FirstBad,
+            GGML_TYPE_Q8_K, Requires};
 }
 
 const Format kIQuants[] = {
     format<GGML_TYPE_IQ2_XXS, dequantize_iq2_xxs, kIq2xxs, pack_iq2_xxs, kIq2xxsBytes,
            first_bad_f16_scale<kIq2xxsBytes, 0>, true>(),
-    format<GGML_TYPE_IQ2_XS, dequantize_iq2_xs, kIq2xs, pack_iq2_xs, kIq2xsBytes, first_bad_f16_scale<kIq2xsBytes, 0>,
-           true>(),
-    format<GGML_TYPE_IQ2_S, dequantize_iq2_s, kIq2s, pack_iq2_s, kIq2sBytes, first_bad_f16_scale<kIq2sBytes, 0>,
-           false>(),
+    format<GGML_TYPE_IQ2_XS, dequantize_iq2_xs, kIq2xs, pack_iq2_xs, kIq2xsBytes,
+           first_bad_f16_scale<kIq2xsBytes, 0>, true>(),
+    format<GGML_TYPE_IQ2_S, dequantize_iq2_s, kIq2s, pack_iq2_s, kIq2sBytes,
+           first_bad_f16_scale<kIq2sBytes, 0>, false>(),
     format<GGML_TYPE_IQ3_XXS, dequantize_iq3_xxs, kIq3xxs, pack_iq3_xxs, kIq3xxsBytes,
            first_bad_f16_scale<kIq3xxsBytes, 0>, false>(),
-    format<GGML_TYPE_IQ3_S, dequantize_iq3_s, kIq3s, pack_iq3_s, kIq3sBytes, first_bad_f16_scale<kIq3sBytes, 0>,
-           false>(),
-    format<GGML_TYPE_IQ1_S, dequantize_iq1_s, kIq1s, pack_iq1_s, kIq1sBytes, first_bad_f16_scale<kIq1sBytes, 0>,
-           true>(),
+    format<GGML_TYPE_IQ3_S, dequantize_iq3_s, kIq3s, pack_iq3_s, kIq3sBytes,
+           first_bad_f16_scale<kIq3sBytes, 0>, false>(),
+    format<GGML_TYPE_IQ1_S, dequantize_iq1_s, kIq1s, pack_iq1_s, kIq1sBytes,
+           first_bad_f16_scale<kIq1sBytes, 0>, true>(),
     format<GGML_TYPE_IQ1_M, dequantize_iq1_m, kIq1m, pack_iq1_m, kIq1mBytes, first_bad_iq1_m, false>(),
 };
 
