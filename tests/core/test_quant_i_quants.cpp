@@ -230,6 +230,26 @@ TEST_P(IQuantFormat, ChunkAndImportanceRequirement) {
     EXPECT_EQ(ggml_get_type_traits_cpu(c.type)->vec_dot_type, GGML_TYPE_Q8_K);
 }
 
+// Element access reads the dequantized row and writes by requantizing the element's block.
+TEST_P(IQuantFormat, ElementAccessGoesThroughTheBlock) {
+    const Case c = GetParam();
+    ggml_init_params params{1 << 20, nullptr, false};
+    ggml_context * ctx = ggml_init(params);
+    ggml_tensor * t = ggml_new_tensor_2d(ctx, c.type, kBlock, 2);
+    const std::vector<float> x = gaussian(2 * kBlock, 9);
+    ggml_quantize_row(c.type, x.data(), t->data, 2 * kBlock);
+    std::vector<float> row(kBlock);
+    ggml_dequantize_row(c.type, static_cast<char *>(t->data) + t->nb[1], row.data(), kBlock);
+    EXPECT_EQ(ggml_get_f32_nd(t, 5, 1, 0, 0), row[5]);
+    ggml_set_f32_1d(t, kBlock + 5, 3.0f);
+    std::vector<float> edited(row);
+    edited[5] = 3.0f;
+    std::vector<unsigned char> block(ggml_type_size(c.type));
+    ggml_quantize_row(c.type, edited.data(), block.data(), kBlock);
+    EXPECT_EQ(std::memcmp(block.data(), static_cast<char *>(t->data) + t->nb[1], block.size()), 0);
+    ggml_free(ctx);
+}
+
 INSTANTIATE_TEST_SUITE_P(All, IQuantFormat, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case> & param) {
                              return std::string(ggml_type_name(param.param.type));

@@ -368,7 +368,7 @@ constexpr size_t kIq2xxsBytes = 66;
 constexpr Scheme kIq2xxs{iq2xxs_grid, 32, 15, 0.125f, Signs::kEvenParity, 0};
 
 void dequantize_iq2_xxs(const void * x, float * y, int64_t n) {
-    for (const auto * b = static_cast<const unsigned char *>(x); n > 0; n -= kBlock, b += kIq2xxsBytes) {
+    for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq2xxsBytes) {
         const float d = load_f16(b);
         for (int ib = 0; ib < 8; ++ib, y += 32) {
             const uint32_t aux = load32(b + 2 + 8 * ib + 4);
@@ -397,7 +397,7 @@ constexpr size_t kIq2xsBytes = 74;
 constexpr Scheme kIq2xs{iq2xs_grid, 16, 15, 0.125f, Signs::kEvenParity, 0};
 
 void dequantize_iq2_xs(const void * x, float * y, int64_t n) {
-    for (const auto * b = static_cast<const unsigned char *>(x); n > 0; n -= kBlock, b += kIq2xsBytes) {
+    for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq2xsBytes) {
         const float d = load_f16(b);
         for (size_t k = 0; k < 32; ++k, y += 8) {
             const unsigned q = load16(b + 2 + 2 * k);
@@ -420,7 +420,7 @@ constexpr size_t kIq2sBytes = 82;
 constexpr Scheme kIq2s{iq2s_grid, 16, 15, 0.125f, Signs::kFree, 0};
 
 void dequantize_iq2_s(const void * x, float * y, int64_t n) {
-    for (const auto * b = static_cast<const unsigned char *>(x); n > 0; n -= kBlock, b += kIq2sBytes) {
+    for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq2sBytes) {
         const float d = load_f16(b);
         for (size_t k = 0; k < 32; ++k, y += 8) {
             put_signed(y, half_step_scale(d, nibble(b + 74, k / 2), 0.25f),
@@ -443,7 +443,7 @@ constexpr size_t kIq3xxsBytes = 98;
 constexpr Scheme kIq3xxs{iq3xxs_grid, 32, 15, 0.25f, Signs::kEvenParity, 0};
 
 void dequantize_iq3_xxs(const void * x, float * y, int64_t n) {
-    for (const auto * b = static_cast<const unsigned char *>(x); n > 0; n -= kBlock, b += kIq3xxsBytes) {
+    for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq3xxsBytes) {
         const float d = load_f16(b);
         for (int ib = 0; ib < 8; ++ib) {
             const uint32_t aux = load32(b + 66 + 4 * ib);
@@ -475,7 +475,7 @@ constexpr size_t kIq3sBytes = 110;
 constexpr Scheme kIq3s{iq3s_grid, 32, 15, 1.0f, Signs::kFree, 0};
 
 void dequantize_iq3_s(const void * x, float * y, int64_t n) {
-    for (const auto * b = static_cast<const unsigned char *>(x); n > 0; n -= kBlock, b += kIq3sBytes) {
+    for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq3sBytes) {
         const float d = load_f16(b);
         for (size_t k = 0; k < 64; ++k, y += 4) {
             const float db = d * static_cast<float>(1 + 2 * nibble(b + 106, k / 8));
@@ -498,7 +498,7 @@ constexpr size_t kIq1sBytes = 50;
 constexpr Scheme kIq1s{iq1s_grid, 32, 7, 1.0f, Signs::kShift, 32};
 
 void dequantize_iq1_s(const void * x, float * y, int64_t n) {
-    for (const auto * b = static_cast<const unsigned char *>(x); n > 0; n -= kBlock, b += kIq1sBytes) {
+    for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq1sBytes) {
         const float d = load_f16(b);
         for (size_t ib = 0; ib < 8; ++ib) {
             const unsigned qh = load16(b + 34 + 2 * ib);
@@ -535,7 +535,7 @@ uint16_t iq1_m_d_bits(const unsigned char * b) {
 }
 
 void dequantize_iq1_m(const void * x, float * y, int64_t n) {
-    for (const auto * b = static_cast<const unsigned char *>(x); n > 0; n -= kBlock, b += kIq1mBytes) {
+    for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq1mBytes) {
         const float d = ggml_fp16_to_fp32(iq1_m_d_bits(b));
         for (size_t k = 0; k < 32; ++k, y += 8) {
             const size_t j = k / 2;  // the scale of 16 values
