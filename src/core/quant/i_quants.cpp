@@ -80,29 +80,10 @@ Grid make_grid(const T (&table)[N][Dim]) {
 }
 
 // Built on first use, once (function-local statics are initialised thread-safely).
-const Grid & iq2xxs_grid() {
-    static const Grid g = make_grid(kIq2xxsGrid);
-    return g;
-}
-const Grid & iq2xs_grid() {
-    static const Grid g = make_grid(kIq2xsGrid);
-    return g;
-}
-const Grid & iq2s_grid() {
-    static const Grid g = make_grid(kIq2sGrid);
-    return g;
-}
-const Grid & iq3xxs_grid() {
-    static const Grid g = make_grid(kIq3xxsGrid);
-    return g;
-}
-const Grid & iq3s_grid() {
-    static const Grid g = make_grid(kIq3sGrid);
-    return g;
-}
-const Grid & iq1s_grid() {
-    static const Grid g = make_grid(kIq1sGrid);
-    return g;
+template <const auto & Table>
+const Grid & grid_of() {
+    static const Grid grid = make_grid(Table);
+    return grid;
 }
 
 // The grid point nearest to v (dim values) under weights w, and its weighted squared distance.
@@ -365,10 +346,11 @@ void pack_split_index(const uint16_t * index, size_t count, unsigned char * low,
 // ---- IQ2_XXS: d, then per 32 values two words: 4 grid index bytes; 4 × 7 sign bits, scale << 28 --
 
 constexpr size_t kIq2xxsBytes = 66;
-constexpr Scheme kIq2xxs{iq2xxs_grid, 32, 15, 0.125f, Signs::kEvenParity, 0};
+constexpr Scheme kIq2xxs{grid_of<kIq2xxsGrid>, 32, 15, 0.125f, Signs::kEvenParity, 0};
 
 void dequantize_iq2_xxs(const void * x, float * y, int64_t n) {
-    for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq2xxsBytes) {
+    for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock;
+         n -= kBlock, b += kIq2xxsBytes) {
         const float d = load_f16(b);
         for (int ib = 0; ib < 8; ++ib, y += 32) {
             const uint32_t aux = load32(b + 2 + 8 * ib + 4);
@@ -394,7 +376,7 @@ void pack_iq2_xxs(const Encoded & e, unsigned char * b) {
 // ---- IQ2_XS: d, 32 words (9-bit grid index | 7 sign bits << 9), 8 bytes of 4-bit scales per 16 --
 
 constexpr size_t kIq2xsBytes = 74;
-constexpr Scheme kIq2xs{iq2xs_grid, 16, 15, 0.125f, Signs::kEvenParity, 0};
+constexpr Scheme kIq2xs{grid_of<kIq2xsGrid>, 16, 15, 0.125f, Signs::kEvenParity, 0};
 
 void dequantize_iq2_xs(const void * x, float * y, int64_t n) {
     for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq2xsBytes) {
@@ -417,7 +399,7 @@ void pack_iq2_xs(const Encoded & e, unsigned char * b) {
 // ---- IQ2_S: d, 32 index low bytes, 32 sign bytes, 8 bytes of index high bits, 8 of scales per 16 --
 
 constexpr size_t kIq2sBytes = 82;
-constexpr Scheme kIq2s{iq2s_grid, 16, 15, 0.125f, Signs::kFree, 0};
+constexpr Scheme kIq2s{grid_of<kIq2sGrid>, 16, 15, 0.125f, Signs::kFree, 0};
 
 void dequantize_iq2_s(const void * x, float * y, int64_t n) {
     for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq2sBytes) {
@@ -440,10 +422,11 @@ void pack_iq2_s(const Encoded & e, unsigned char * b) {
 // the scale << 28 ---------------------------------------------------------------------------------
 
 constexpr size_t kIq3xxsBytes = 98;
-constexpr Scheme kIq3xxs{iq3xxs_grid, 32, 15, 0.25f, Signs::kEvenParity, 0};
+constexpr Scheme kIq3xxs{grid_of<kIq3xxsGrid>, 32, 15, 0.25f, Signs::kEvenParity, 0};
 
 void dequantize_iq3_xxs(const void * x, float * y, int64_t n) {
-    for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq3xxsBytes) {
+    for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock;
+         n -= kBlock, b += kIq3xxsBytes) {
         const float d = load_f16(b);
         for (int ib = 0; ib < 8; ++ib) {
             const uint32_t aux = load32(b + 66 + 4 * ib);
@@ -472,7 +455,7 @@ void pack_iq3_xxs(const Encoded & e, unsigned char * b) {
 // ---- IQ3_S: d, 64 index low bytes, 8 bytes of index high bits, 32 sign bytes, 4 of scales per 32 --
 
 constexpr size_t kIq3sBytes = 110;
-constexpr Scheme kIq3s{iq3s_grid, 32, 15, 1.0f, Signs::kFree, 0};
+constexpr Scheme kIq3s{grid_of<kIq3sGrid>, 32, 15, 1.0f, Signs::kFree, 0};
 
 void dequantize_iq3_s(const void * x, float * y, int64_t n) {
     for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq3sBytes) {
@@ -495,7 +478,7 @@ void pack_iq3_s(const Encoded & e, unsigned char * b) {
 // << 12, shift sign << 15 ---------------------------------------------------------------------------
 
 constexpr size_t kIq1sBytes = 50;
-constexpr Scheme kIq1s{iq1s_grid, 32, 7, 1.0f, Signs::kShift, 32};
+constexpr Scheme kIq1s{grid_of<kIq1sGrid>, 32, 7, 1.0f, Signs::kShift, 32};
 
 void dequantize_iq1_s(const void * x, float * y, int64_t n) {
     for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq1sBytes) {
@@ -525,7 +508,7 @@ void pack_iq1_s(const Encoded & e, unsigned char * b) {
 // words of 4 × 3-bit scales per 16 values whose top nibbles hold the F16 d (lowest nibble first) -----
 
 constexpr size_t kIq1mBytes = 56;
-constexpr Scheme kIq1m{iq1s_grid, 16, 7, 1.0f, Signs::kShift, 8};
+constexpr Scheme kIq1m{grid_of<kIq1sGrid>, 16, 7, 1.0f, Signs::kShift, 8};
 
 uint16_t iq1_m_d_bits(const unsigned char * b) {
     unsigned bits = 0;
