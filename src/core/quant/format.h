@@ -60,5 +60,6 @@ std::span<const Format> ternary_formats();     // TQ1_0 TQ2_0 Q1_0 Q2_0 (core/qu
 std::span<const Format> k_quant_formats();     // Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K (k_quants.cpp)
 std::span<const Format> legacy_formats();      // Q4_1 Q5_0 Q5_1 Q8_1
 std::span<const Format> nonlinear_formats();   // IQ4_NL IQ4_XS MXFP4 NVFP4
+std::span<const Format> i_quant_formats();     // IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ1_S IQ1_M (i_quants.cpp)
 
 }  // namespace ggx::core::quant

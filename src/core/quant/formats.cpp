@@ -9,8 +9,8 @@ namespace {
 
 std::array<const Format *, GGML_TYPE_COUNT> build_table() {
     std::array<const Format *, GGML_TYPE_COUNT> table{};
-    for (std::span<const Format> family :
-         {vectorised_formats(), ternary_formats(), k_quant_formats(), legacy_formats(), nonlinear_formats()})
+    for (std::span<const Format> family : {vectorised_formats(), ternary_formats(), k_quant_formats(),
+                                           legacy_formats(), nonlinear_formats(), i_quant_formats()})
         for (const Format & format : family)
             table[static_cast<size_t>(format.type)] = &format;
     return table;
