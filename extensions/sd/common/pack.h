@@ -32,5 +32,6 @@ ggml_ext_fusion_desc fusion_desc(const char * name, decltype(ggml_ext_fusion_des
 // (ggml_ext_set_error / the registry's message) when a registration fails.
 bool register_rope();  // common/rope_ops.cpp + cpu/rope.cpp
 bool register_int8();  // common/int8_ops.cpp + cpu/int8.cpp
+bool register_attention();  // common/attention_ops.cpp + cpu/attention.cpp (CPU only)
 
 }  // namespace sd

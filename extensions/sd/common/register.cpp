@@ -14,7 +14,8 @@ extern "C" sd_ggml_ext_status sd_ggml_register_extensions(void) {
         return SD_GGML_EXT_ALREADY_REGISTERED;
     }
     attempted = true;
-    state = sd::register_rope() && sd::register_int8() ? SD_GGML_EXT_REGISTERED : SD_GGML_EXT_FAILED;
+    state = sd::register_rope() && sd::register_int8() && sd::register_attention() ? SD_GGML_EXT_REGISTERED
+                                                                                   : SD_GGML_EXT_FAILED;
     return state;
 }
 
