@@ -238,7 +238,7 @@ void softmax_average(const std::vector<Entry> & entries, int64_t d, double * out
 
 // Softmax attention of q [d, tq, hq, b] over k, v [d, tk, hkv, b] into [d, hq, tq, b]; with sol set,
 // the tiles Sol does not keep for a query block enter as their pooled summary.
-std::vector<double> attention(const ggml_tensor * node, std::span<const std::vector<double>> in, bool sol) {
+std::vector<double> attend(const ggml_tensor * node, std::span<const std::vector<double>> in, bool sol) {
     const ggml_tensor *q = node->src[0], *k = node->src[1];
     if (!q || !k || !node->src[2]) fail(node, "needs q, k and v");
     const int64_t d = q->ne[0], tq = q->ne[1], hq = q->ne[2], tk = k->ne[1], hkv = k->ne[2], b = q->ne[3];
@@ -266,7 +266,8 @@ std::vector<double> attention(const ggml_tensor * node, std::span<const std::vec
                     const std::vector<double> qbar = mean_rows(qh + i * d, std::min(kSolTile, tq - i), d);
                     std::vector<double> score(static_cast<size_t>(tiles));
                     for (int64_t t = 0; t < tiles; ++t)
-                        score[static_cast<size_t>(t)] = scale * dot(qbar.data(), kbar[static_cast<size_t>(t)].data(), d);
+                        score[static_cast<size_t>(t)] =
+                            scale * dot(qbar.data(), kbar[static_cast<size_t>(t)].data(), d);
                     const auto best = std::max_element(score.begin(), score.end()) - score.begin();
                     double z = 0.0;
                     for (int64_t t = 0; t < tiles; ++t)
@@ -275,7 +276,8 @@ std::vector<double> attention(const ggml_tensor * node, std::span<const std::vec
                     for (int64_t t = 0; t < tiles; ++t)
                         keep[static_cast<size_t>(t)] =
                             t == best || static_cast<double>(tk) *
-                                                 std::exp(score[static_cast<size_t>(t)] - score[static_cast<size_t>(best)]) /
+                                                 std::exp(score[static_cast<size_t>(t)] -
+                                                          score[static_cast<size_t>(best)]) /
                                                  z >=
                                              tau;
                 }
@@ -298,15 +300,14 @@ std::vector<double> attention(const ggml_tensor * node, std::span<const std::vec
     return y;
 }
 
-std::vector<double> sage(const ggml_tensor * node, std::span<const std::vector<double>> in) {
-    return attention(node, in, false);
-}
-
-std::vector<double> sol(const ggml_tensor * node, std::span<const std::vector<double>> in) {
-    return attention(node, in, true);
-}
-
 }  // namespace
+
+std::vector<double> attention(const ggml_tensor * node, std::span<const std::vector<double>> inputs) {
+    const char * name = ggml_ext_op_name(ggml_ext_node_op(node));
+    if (!name || (std::strcmp(name, kSage) != 0 && std::strcmp(name, kSol) != 0))
+        fail(node, "not an attention node of the sd pack");
+    return attend(node, inputs, std::strcmp(name, kSol) == 0);
+}
 
 void convrot_row(float * row, int64_t k, int64_t g) {
     const float norm = 1.0f / std::sqrt(static_cast<float>(g));  // an exact power of two for g = 4^n
@@ -374,8 +375,8 @@ void register_ops() {
     register_extension(kRopeApply, rope_apply);
     register_extension(kQuantize, quantize);
     register_extension(kLinear, linear);
-    register_extension(kSage, sage);
-    register_extension(kSol, sol);
+    register_extension(kSage, attention);
+    register_extension(kSol, attention);
 }
 
 }  // namespace ggx::ref::sd

@@ -50,4 +50,8 @@ std::vector<uint8_t> pack(const std::vector<QuantizedRow> & rows, int64_t k);
 // rows x k values; for comparing packed results whose inputs carry rounding error.
 std::vector<double> dequantize_packed(const ggml_tensor * node, std::span<const double> bytes);
 
+// The oracle's result for a sd.sage_attn.v1 or sd.sol_attn.v1 node from its inputs' logical values
+// (what register_ops teaches the oracle; for ggml_ext_check_kernel references).
+std::vector<double> attention(const ggml_tensor * node, std::span<const std::vector<double>> inputs);
+
 }  // namespace ggx::ref::sd

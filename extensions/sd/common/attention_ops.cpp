@@ -51,13 +51,15 @@ bool sage_infer(const ggml_tensor * const * inputs, int, const void * attr_bytes
         return reject(why, why_size, "q.ne0 must equal k.ne0 (the head size), got q %s and k %s",
                       shape(q).c_str(), shape(k).c_str());
     if (k->ne[2] < 1 || q->ne[2] % k->ne[2] != 0)
-        return reject(why, why_size, "query heads q.ne2 = %" PRId64 " must be a multiple of kv heads k.ne2 = %" PRId64,
+        return reject(why, why_size,
+                      "query heads q.ne2 = %" PRId64 " must be a multiple of kv heads k.ne2 = %" PRId64,
                       q->ne[2], k->ne[2]);
     if (q->ne[3] != k->ne[3])
         return reject(why, why_size, "q and k must have the same batch (ne3), got %" PRId64 " and %" PRId64,
                       q->ne[3], k->ne[3]);
     if (k->ne[1] < 1) return reject(why, why_size, "k and v must hold at least one token (ne1 > 0)");
-    if (!valid_scale(attrs.scale)) return reject(why, why_size, "scale must be finite and > 0, got %g", attrs.scale);
+    if (!valid_scale(attrs.scale))
+        return reject(why, why_size, "scale must be finite and > 0, got %g", attrs.scale);
     if (attrs.mode < GGML_SAGE_ATTN_AUTO || attrs.mode > GGML_SAGE_ATTN_2_PLUS_PLUS)
         return reject(why, why_size, "unknown mode %d (AUTO 0, 2 1, 2++ 2)", attrs.mode);
     *type = GGML_TYPE_F32;
@@ -73,16 +75,19 @@ bool sol_infer(const ggml_tensor * const * inputs, int, const void * attr_bytes,
     SolAttrs attrs;
     std::memcpy(&attrs, attr_bytes, sizeof attrs);
     const ggml_tensor *q = inputs[0], *k = inputs[1], *v = inputs[2];
-    if (!contiguous_of(q, GGML_TYPE_F32) || !contiguous_of(k, GGML_TYPE_F32) || !contiguous_of(v, GGML_TYPE_F32))
-        return reject(why, why_size, "q, k and v must be contiguous f32, got q %s, k %s, v %s", shape(q).c_str(),
-                      shape(k).c_str(), shape(v).c_str());
+    if (!contiguous_of(q, GGML_TYPE_F32) || !contiguous_of(k, GGML_TYPE_F32) ||
+        !contiguous_of(v, GGML_TYPE_F32))
+        return reject(why, why_size, "q, k and v must be contiguous f32, got q %s, k %s, v %s",
+                      shape(q).c_str(), shape(k).c_str(), shape(v).c_str());
     if (!ggml_are_same_shape(q, k) || !ggml_are_same_shape(q, v))
         return reject(why, why_size, "q, k and v must have identical shapes, got q %s, k %s, v %s",
                       shape(q).c_str(), shape(k).c_str(), shape(v).c_str());
     if (q->ne[0] != kSolDim)
-        return reject(why, why_size, "the head size ne0 must be %" PRId64 ", got %s", kSolDim, shape(q).c_str());
+        return reject(why, why_size, "the head size ne0 must be %" PRId64 ", got %s", kSolDim,
+                      shape(q).c_str());
     if (q->ne[1] < 1) return reject(why, why_size, "q, k and v must hold at least one token (ne1 > 0)");
-    if (!valid_scale(attrs.scale)) return reject(why, why_size, "scale must be finite and > 0, got %g", attrs.scale);
+    if (!valid_scale(attrs.scale))
+        return reject(why, why_size, "scale must be finite and > 0, got %g", attrs.scale);
     if (!std::isfinite(attrs.tau)) return reject(why, why_size, "tau must be finite, got %g", attrs.tau);
     *type = GGML_TYPE_F32;
     ne[0] = q->ne[0];

@@ -30,8 +30,8 @@ ggml_ext_fusion_desc fusion_desc(const char * name, decltype(ggml_ext_fusion_des
 
 // Each registers its operators, CPU kernels and CPU fusion rules; false after setting the error
 // (ggml_ext_set_error / the registry's message) when a registration fails.
-bool register_rope();  // common/rope_ops.cpp + cpu/rope.cpp
-bool register_int8();  // common/int8_ops.cpp + cpu/int8.cpp
+bool register_rope();       // common/rope_ops.cpp + cpu/rope.cpp
+bool register_int8();       // common/int8_ops.cpp + cpu/int8.cpp
 bool register_attention();  // common/attention_ops.cpp + cpu/attention.cpp (CPU only)
 
 }  // namespace sd

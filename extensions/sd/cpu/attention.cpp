@@ -277,7 +277,8 @@ void SagePrepareKv(Job & job, int64_t g, std::vector<double> & mean, std::vector
         const int64_t n = std::min(kSageBlock, s.tk - kb * kSageBlock);
         for (int64_t r = 0; r < n; ++r)
             for (int64_t c = 0; c < s.d; ++c)
-                tmp[size_t(r * s.d + c)] = kg[(kb * kSageBlock + r) * s.d + c] - static_cast<float>(mean[size_t(c)]);
+                tmp[size_t(r * s.d + c)] =
+                    kg[(kb * kSageBlock + r) * s.d + c] - static_cast<float>(mean[size_t(c)]);
         scales[kb] = quantize_block(tmp.data(), n * s.d, codes + kb * kSageBlock * s.d);
     }
     auto * v32 = reinterpret_cast<float *>(job.ws + w.v32) + size_t(g) * w.v32_per;
@@ -340,7 +341,9 @@ void SolPrepareHead(Job & job, int64_t head, std::vector<double> & kbar, std::ve
     const SolWorkspace w = sol_workspace(s);
     const SolAttrs attrs = sol_attrs_of(job.node);
     const int64_t tiles = blocks_of(s.tk, kSolTile), nqb = blocks_of(s.tq, kSolTile);
-    const auto base = [&](int i) { return static_cast<const float *>(job.node->src[i]->data) + head * s.tk * s.d; };
+    const auto base = [&](int i) {
+        return static_cast<const float *>(job.node->src[i]->data) + head * s.tk * s.d;
+    };
     const float *q = base(0), *k = base(1), *v = base(2);
     auto * kbar32 = reinterpret_cast<float *>(job.ws + w.kbar) + size_t(head) * w.bar_per;
     auto * vbar32 = reinterpret_cast<float *>(job.ws + w.vbar) + size_t(head) * w.bar_per;
@@ -377,7 +380,8 @@ void SolPrepareHead(Job & job, int64_t head, std::vector<double> & kbar, std::ve
             z += static_cast<double>(std::min(kSolTile, s.tk - t * kSolTile)) *
                  std::exp(score[size_t(t)] - score[size_t(best)]);
         for (int64_t t = 0; t < tiles; ++t) {
-            const double share = static_cast<double>(s.tk) * std::exp(score[size_t(t)] - score[size_t(best)]) / z;
+            const double share =
+                static_cast<double>(s.tk) * std::exp(score[size_t(t)] - score[size_t(best)]) / z;
             flags[t] = t == best || share >= static_cast<double>(attrs.tau);
         }
     }
@@ -391,11 +395,14 @@ void SolQueryBlock(Job & job, int64_t item, std::vector<float> & acc, std::vecto
     const int64_t head = item / nqb, qb = item % nqb, b = head / s.hq, h = head % s.hq;
     const int64_t t0 = qb * kSolTile, nq = std::min(kSolTile, s.tq - t0);
     const float scale = sol_attrs_of(job.node).scale;
-    const auto base = [&](int i) { return static_cast<const float *>(job.node->src[i]->data) + head * s.tk * s.d; };
+    const auto base = [&](int i) {
+        return static_cast<const float *>(job.node->src[i]->data) + head * s.tk * s.d;
+    };
     const float *q = base(0), *k = base(1), *v = base(2);
     const auto * kbar = reinterpret_cast<const float *>(job.ws + w.kbar) + size_t(head) * w.bar_per;
     const auto * vbar = reinterpret_cast<const float *>(job.ws + w.vbar) + size_t(head) * w.bar_per;
-    const auto * flags = reinterpret_cast<const uint8_t *>(job.ws + w.keep) + size_t(head) * w.keep_per + qb * tiles;
+    const auto * flags =
+        reinterpret_cast<const uint8_t *>(job.ws + w.keep) + size_t(head) * w.keep_per + qb * tiles;
     acc.assign(size_t(s.d), 0.0f);
     logits.resize(size_t(kSolTile));
     auto * out = static_cast<float *>(job.node->data);
@@ -491,8 +498,8 @@ struct Phases {
 constexpr Phases kSagePhases{sage_prepare_task, sage_attend_task};
 constexpr Phases kSolPhases{sol_prepare_task, sol_attend_task};
 
-ggml_status run_phase(ggml_backend_t backend, ggml_ext_cpu_task_fn fn, const ggml_tensor * node, const Dims & s,
-                      char * ws, int64_t items) {
+ggml_status run_phase(ggml_backend_t backend, ggml_ext_cpu_task_fn fn, const ggml_tensor * node,
+                      const Dims & s, char * ws, int64_t items) {
     Job job{node, s, ws, items};
     const int nth = static_cast<int>(std::min<int64_t>(items, std::max(1, g_parallel->n_threads(backend))));
     return g_parallel->run(backend, fn, &job, nth);
@@ -511,13 +518,16 @@ ggml_status run_node(const ggml_ext_execute_params * params, const Phases & phas
     return run_phase(params->backend, phases.attend, params->node, s, ws, attend_items);
 }
 
-bool is_op(const ggml_tensor * node, ggml_ext_op_t op) { return ggml_ext_node_op(node) == op && node->src[2]; }
+bool is_op(const ggml_tensor * node, ggml_ext_op_t op) {
+    return ggml_ext_node_op(node) == op && node->src[2];
+}
 
 bool sage_supports(ggml_backend_dev_t, const ggml_tensor * node, void *) {
     if (!is_op(node, sage_op())) return false;
     const ggml_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2];
     return q->type == GGML_TYPE_F32 && k->type == GGML_TYPE_F32 && v->type == GGML_TYPE_F16 &&
-           ggml_is_contiguous(q) && ggml_is_contiguous(k) && ggml_is_contiguous(v) && node->type == GGML_TYPE_F32;
+           ggml_is_contiguous(q) && ggml_is_contiguous(k) && ggml_is_contiguous(v) &&
+           node->type == GGML_TYPE_F32;
 }
 
 bool sol_supports(ggml_backend_dev_t, const ggml_tensor * node, void *) {
@@ -557,14 +567,14 @@ ggml_status sol_execute(const ggml_ext_execute_params * params) {
 namespace sd::attention {
 
 const ggml_ext_kernel_desc * cpu_sage_kernel() {
-    static const ggml_ext_kernel_desc kernel =
-        custom_kernel_desc("sd.sage_attn.cpu", sage_op(), cpu::sage_supports, cpu::sage_execute, cpu::sage_prepare);
+    static const ggml_ext_kernel_desc kernel = custom_kernel_desc(
+        "sd.sage_attn.cpu", sage_op(), cpu::sage_supports, cpu::sage_execute, cpu::sage_prepare);
     return &kernel;
 }
 
 const ggml_ext_kernel_desc * cpu_sol_kernel() {
-    static const ggml_ext_kernel_desc kernel =
-        custom_kernel_desc("sd.sol_attn.cpu", sol_op(), cpu::sol_supports, cpu::sol_execute, cpu::sol_prepare);
+    static const ggml_ext_kernel_desc kernel = custom_kernel_desc(
+        "sd.sol_attn.cpu", sol_op(), cpu::sol_supports, cpu::sol_execute, cpu::sol_prepare);
     return &kernel;
 }
 
@@ -578,7 +588,8 @@ bool register_cpu(ggml_backend_dev_t device) {
         return false;
     }
     cpu::g_parallel = service;
-    return ggml_ext_register_kernel(device, cpu_sage_kernel()) && ggml_ext_register_kernel(device, cpu_sol_kernel());
+    return ggml_ext_register_kernel(device, cpu_sage_kernel()) &&
+           ggml_ext_register_kernel(device, cpu_sol_kernel());
 }
 
 }  // namespace sd::attention

@@ -61,7 +61,8 @@ struct ggml_tensor * ggml_mul_mat_i8_tensorwise(struct ggml_context * ctx, struc
                                                 struct ggml_tensor * input, struct ggml_tensor * weight_scale,
                                                 struct ggml_tensor * bias, int convrot_group_size);
 struct ggml_tensor * ggml_mul_mat_i8_tensorwise_ex(struct ggml_context * ctx, struct ggml_tensor * weight,
-                                                   struct ggml_tensor * input, struct ggml_tensor * weight_scale,
+                                                   struct ggml_tensor * input,
+                                                   struct ggml_tensor * weight_scale,
                                                    struct ggml_tensor * bias, int convrot_group_size,
                                                    struct ggml_tensor * input_scale);
 
@@ -105,9 +106,11 @@ struct ggml_tensor * ggml_sol_attn(struct ggml_context * ctx, struct ggml_tensor
 /* C++: input_scale as the optional last argument of ggml_mul_mat_i8_tensorwise. */
 inline struct ggml_tensor * ggml_mul_mat_i8_tensorwise(struct ggml_context * ctx, struct ggml_tensor * weight,
                                                        struct ggml_tensor * input,
-                                                       struct ggml_tensor * weight_scale, struct ggml_tensor * bias,
-                                                       int convrot_group_size, struct ggml_tensor * input_scale) {
-    return ggml_mul_mat_i8_tensorwise_ex(ctx, weight, input, weight_scale, bias, convrot_group_size, input_scale);
+                                                       struct ggml_tensor * weight_scale,
+                                                       struct ggml_tensor * bias, int convrot_group_size,
+                                                       struct ggml_tensor * input_scale) {
+    return ggml_mul_mat_i8_tensorwise_ex(ctx, weight, input, weight_scale, bias, convrot_group_size,
+                                         input_scale);
 }
 #endif
 

@@ -236,7 +236,7 @@ void add_sage_case(CaseList & list, const AttnShape & s, float scale, const char
 
 void add_sage_cases(CaseList & list) {
     // Lengths 1 .. 1042 (multiples of the 64-token blocks and not), both head sizes, GQA 1-4.
-    const AttnShape shapes[] = {{64, 1, 1, 1, 1, 1},     {64, 7, 65, 2, 1, 1},   {128, 64, 64, 3, 3, 1},
+    const AttnShape shapes[] = {{64, 1, 1, 1, 1, 1},      {64, 7, 65, 2, 1, 1},   {128, 64, 64, 3, 3, 1},
                                 {128, 100, 129, 4, 1, 2}, {64, 200, 77, 4, 2, 1}, {128, 1042, 1042, 1, 1, 1},
                                 {64, 1042, 300, 2, 2, 1}};
     for (const AttnShape & s : shapes)
@@ -286,20 +286,22 @@ void add_attention_perf_cases(CaseList & list) {
         ggml_tensor * v = g.input(GGML_TYPE_F16, {d, n, hkv, 1}, Layout::Contiguous, kAttnValues);
         return ggml_sage_attn(g.ctx(), q, k, v, scale, GGML_SAGE_ATTN_AUTO);
     });
-    list.add_perf(GGML_OP_FLASH_ATTN_EXT, "perf d128 h48/12 q1042 kv1042 f16 no-mask (sage's shape)", flops,
-                  [=](Graph & g) {
-                      ggml_tensor * q = g.input(GGML_TYPE_F32, {d, n, hq, 1}, Layout::Contiguous, kAttnValues);
-                      ggml_tensor * k = g.input(GGML_TYPE_F16, {d, n, hkv, 1}, Layout::Contiguous, kAttnValues);
-                      ggml_tensor * v = g.input(GGML_TYPE_F16, {d, n, hkv, 1}, Layout::Contiguous, kAttnValues);
-                      return ggml_flash_attn_ext(g.ctx(), q, k, v, nullptr, scale, 0.0f, 0.0f);
-                  });
-    for (const float tau : {-100.0f, 0.9f}) {
-        list.add_perf_ext(kSol, format("perf d128 h24 n1042 tau=%g", tau), 4.0 * d * n * n * 24, [=](Graph & g) {
-            const Shape ne{d, n, 24, 1};
-            return ggml_sol_attn(g.ctx(), g.input(GGML_TYPE_F32, ne, Layout::Contiguous, kAttnValues),
-                                 g.input(GGML_TYPE_F32, ne, Layout::Contiguous, kAttnValues),
-                                 g.input(GGML_TYPE_F32, ne, Layout::Contiguous, kAttnValues), scale, tau);
+    list.add_perf(
+        GGML_OP_FLASH_ATTN_EXT, "perf d128 h48/12 q1042 kv1042 f16 no-mask (sage's shape)", flops,
+        [=](Graph & g) {
+            ggml_tensor * q = g.input(GGML_TYPE_F32, {d, n, hq, 1}, Layout::Contiguous, kAttnValues);
+            ggml_tensor * k = g.input(GGML_TYPE_F16, {d, n, hkv, 1}, Layout::Contiguous, kAttnValues);
+            ggml_tensor * v = g.input(GGML_TYPE_F16, {d, n, hkv, 1}, Layout::Contiguous, kAttnValues);
+            return ggml_flash_attn_ext(g.ctx(), q, k, v, nullptr, scale, 0.0f, 0.0f);
         });
+    for (const float tau : {-100.0f, 0.9f}) {
+        list.add_perf_ext(
+            kSol, format("perf d128 h24 n1042 tau=%g", tau), 4.0 * d * n * n * 24, [=](Graph & g) {
+                const Shape ne{d, n, 24, 1};
+                return ggml_sol_attn(g.ctx(), g.input(GGML_TYPE_F32, ne, Layout::Contiguous, kAttnValues),
+                                     g.input(GGML_TYPE_F32, ne, Layout::Contiguous, kAttnValues),
+                                     g.input(GGML_TYPE_F32, ne, Layout::Contiguous, kAttnValues), scale, tau);
+            });
     }
 }
 
