@@ -233,6 +233,24 @@ HWY_INLINE void axpy(float * HWY_RESTRICT acc, const float * HWY_RESTRICT v, flo
         acc[i] += p * v[i];
 }
 
+// acc += sum_j p[j] * v[j] over n rows of d values: each vector of acc stays in a register while
+// the block's rows stream past it.
+HWY_INLINE void add_weighted_rows(float * HWY_RESTRICT acc, const float * HWY_RESTRICT p, const float * v, int64_t n,
+                                  int64_t d) {
+    const hn::ScalableTag<float> df;
+    const int64_t L = static_cast<int64_t>(hn::Lanes(df));
+    int64_t i = 0;
+    for (; i + L <= d; i += L) {
+        auto a = hn::LoadU(df, acc + i);
+        for (int64_t j = 0; j < n; ++j)
+            a = hn::MulAdd(hn::Set(df, p[j]), hn::LoadU(df, v + j * d + i), a);
+        hn::StoreU(a, df, acc + i);
+    }
+    for (; i < d; ++i)
+        for (int64_t j = 0; j < n; ++j)
+            acc[i] += p[j] * v[j * d + i];
+}
+
 // Adds n logits s (overwritten with their probabilities) with values v (rows of d) to the row.
 HWY_INLINE void add_block(Row & row, float * HWY_RESTRICT s, int64_t n, const float * v, int64_t d) {
     const hn::ScalableTag<float> df;
@@ -247,10 +265,9 @@ HWY_INLINE void add_block(Row & row, float * HWY_RESTRICT s, int64_t n, const fl
         hn::StoreU(hn::Exp(df, hn::Sub(hn::LoadU(df, s + j), vm)), df, s + j);
     for (; j < n; ++j)
         s[j] = std::exp(s[j] - m);
-    for (j = 0; j < n; ++j) {
+    for (j = 0; j < n; ++j)
         row.sum += s[j];
-        axpy(row.acc, v + j * d, s[j], d);
-    }
+    add_weighted_rows(row.acc, s, v, n, d);
 }
 
 // out = acc / sum.
