@@ -97,17 +97,6 @@ bool sol_infer(const ggml_tensor * const * inputs, int, const void * attr_bytes,
     return true;
 }
 
-ggml_ext_op_t register_once(const char * name, size_t attr_size, ggml_ext_infer_fn infer) {
-    ggml_ext_op_desc desc{};
-    desc.struct_size = sizeof desc;
-    desc.version = GGML_EXT_OP_DESC_VERSION;
-    desc.name = name;
-    desc.attr_size = attr_size;
-    desc.min_inputs = desc.max_inputs = 3;
-    desc.infer = infer;
-    return ggml_ext_register_op(&desc);
-}
-
 std::mutex g_op_mutex;
 
 }  // namespace
@@ -115,28 +104,20 @@ std::mutex g_op_mutex;
 ggml_ext_op_t sage_op() {
     static ggml_ext_op_t registered = nullptr;
     std::lock_guard lock(g_op_mutex);
-    if (!registered) registered = register_once(kSageOpName, sizeof(SageAttrs), sage_infer);
+    if (!registered) registered = register_op(kSageOpName, sizeof(SageAttrs), 3, 3, sage_infer);
     return registered;
 }
 
 ggml_ext_op_t sol_op() {
     static ggml_ext_op_t registered = nullptr;
     std::lock_guard lock(g_op_mutex);
-    if (!registered) registered = register_once(kSolOpName, sizeof(SolAttrs), sol_infer);
+    if (!registered) registered = register_op(kSolOpName, sizeof(SolAttrs), 3, 3, sol_infer);
     return registered;
 }
 
-SageAttrs sage_attrs_of(const ggml_tensor * node) {
-    SageAttrs attrs{};
-    std::memcpy(&attrs, ggml_ext_node_attrs(node, nullptr), sizeof attrs);
-    return attrs;
-}
+SageAttrs sage_attrs_of(const ggml_tensor * node) { return node_attrs<SageAttrs>(node); }
 
-SolAttrs sol_attrs_of(const ggml_tensor * node) {
-    SolAttrs attrs{};
-    std::memcpy(&attrs, ggml_ext_node_attrs(node, nullptr), sizeof attrs);
-    return attrs;
-}
+SolAttrs sol_attrs_of(const ggml_tensor * node) { return node_attrs<SolAttrs>(node); }
 
 }  // namespace sd::attention
 

@@ -6,6 +6,7 @@
 #include <ggml-ext.h>
 
 #include <cassert>
+#include <cstring>
 
 namespace sd {
 
@@ -18,6 +19,19 @@ P native_params(const ggml_tensor * node) {
     assert(ok);
     return p;
 }
+
+// The attributes A of an extension node (the caller matched its operator, whose attr_size is sizeof(A)).
+template <class A>
+A node_attrs(const ggml_tensor * node) {
+    A attrs{};
+    std::memcpy(&attrs, ggml_ext_node_attrs(node, nullptr), sizeof attrs);
+    return attrs;
+}
+
+// Registers the custom operator name (attr_size attribute bytes, min_inputs .. max_inputs inputs,
+// output inference infer); NULL with the registry's message when that fails.
+ggml_ext_op_t register_op(const char * name, size_t attr_size, int min_inputs, int max_inputs,
+                          ggml_ext_infer_fn infer);
 
 // The descriptor of a kernel for the custom operator op (prepare may be null).
 ggml_ext_kernel_desc custom_kernel_desc(const char * name, ggml_ext_op_t op,

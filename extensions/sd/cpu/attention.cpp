@@ -151,9 +151,9 @@ HWY_BEFORE_NAMESPACE();
 namespace sd::attention::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// out[n] = sum_i q[i] * k[n][i] over d values, exact in int32, for N keys at once.
+// out[n] = sum_i q[i] * k[n][i] over d codes, summed exactly in int32, for N keys at once.
 template <int N>
-HWY_INLINE void dots_i8(const int8_t * HWY_RESTRICT q, const int8_t * const * k, int64_t d, int32_t * out) {
+HWY_INLINE void dots(const int8_t * HWY_RESTRICT q, const int8_t * const * k, int64_t d, float * out) {
     const hn::ScalableTag<int16_t> d16;
     const hn::Rebind<int8_t, decltype(d16)> d8;
     const hn::Repartition<int32_t, decltype(d16)> d32;
@@ -172,13 +172,13 @@ HWY_INLINE void dots_i8(const int8_t * HWY_RESTRICT q, const int8_t * const * k,
         int32_t sum = hn::GetLane(hn::SumOfLanes(d32, hn::Add(a0[n], a1[n])));
         for (int64_t j = i; j < d; ++j)
             sum += int32_t(q[j]) * int32_t(k[n][j]);
-        out[n] = sum;
+        out[n] = static_cast<float>(sum);
     }
 }
 
 // out[n] = sum_i q[i] * k[n][i] over d floats, for N keys at once.
 template <int N>
-HWY_INLINE void dots_f32(const float * HWY_RESTRICT q, const float * const * k, int64_t d, float * out) {
+HWY_INLINE void dots(const float * HWY_RESTRICT q, const float * const * k, int64_t d, float * out) {
     const hn::ScalableTag<float> df;
     const int64_t L = static_cast<int64_t>(hn::Lanes(df));
     hn::Vec<decltype(df)> acc[N];
@@ -203,7 +203,28 @@ struct Row {
     float max = -std::numeric_limits<float>::infinity();
     float sum = 0.0f;
     float * acc;  // d values
+
+    Row(std::vector<float> & storage, int64_t d) : acc(storage.data()) { std::fill(acc, acc + d, 0.0f); }
 };
+
+// logits[j] = dot(q, keys[j]) * factor for the n keys (rows of d) at keys.
+template <class T>
+HWY_INLINE void block_logits(const T * q, const T * keys, int64_t n, int64_t d, float factor,
+                             float * logits) {
+    int64_t j = 0;
+    float dot[4];
+    for (; j + 4 <= n; j += 4) {
+        const T * rows[4] = {keys + j * d, keys + (j + 1) * d, keys + (j + 2) * d, keys + (j + 3) * d};
+        dots<4>(q, rows, d, dot);
+        for (int u = 0; u < 4; ++u)
+            logits[j + u] = dot[u] * factor;
+    }
+    for (; j < n; ++j) {
+        const T * row = keys + j * d;
+        dots<1>(q, &row, d, dot);
+        logits[j] = dot[0] * factor;
+    }
+}
 
 // Rescales the row for a new maximum m (>= the old one).
 HWY_INLINE void rescale(Row & row, float m, int64_t d) {
@@ -235,8 +256,8 @@ HWY_INLINE void axpy(float * HWY_RESTRICT acc, const float * HWY_RESTRICT v, flo
 
 // acc += sum_j p[j] * v[j] over n rows of d values: each vector of acc stays in a register while
 // the block's rows stream past it.
-HWY_INLINE void add_weighted_rows(float * HWY_RESTRICT acc, const float * HWY_RESTRICT p, const float * v, int64_t n,
-                                  int64_t d) {
+HWY_INLINE void add_weighted_rows(float * HWY_RESTRICT acc, const float * HWY_RESTRICT p, const float * v,
+                                  int64_t n, int64_t d) {
     const hn::ScalableTag<float> df;
     const int64_t L = static_cast<int64_t>(hn::Lanes(df));
     int64_t i = 0;
@@ -319,31 +340,15 @@ void SageQueryBlock(Job & job, int64_t item, std::vector<float> & acc, std::vect
     const auto * kcodes = reinterpret_cast<const int8_t *>(job.ws + w.kcodes) + size_t(g) * w.kcodes_per;
     const auto * kscales = reinterpret_cast<const float *>(job.ws + w.kscales) + size_t(g) * w.kscales_per;
     const auto * v32 = reinterpret_cast<const float *>(job.ws + w.v32) + size_t(g) * w.v32_per;
-    acc.assign(size_t(s.d), 0.0f);
+    acc.resize(size_t(s.d));
     logits.resize(size_t(kSageBlock));
     auto * out = static_cast<float *>(job.node->data);
     for (int64_t i = 0; i < nq; ++i) {
-        Row row;
-        row.acc = acc.data();
-        std::fill(acc.begin(), acc.end(), 0.0f);
+        Row row(acc, s.d);
         const int8_t * qi = qcodes + i * s.d;
         for (int64_t kb = 0; kb * kSageBlock < s.tk; ++kb) {
             const int64_t j0 = kb * kSageBlock, n = std::min(kSageBlock, s.tk - j0);
-            const float factor = qscale * kscales[kb] * scale;
-            int64_t j = 0;
-            int32_t dot[4];
-            for (; j + 4 <= n; j += 4) {
-                const int8_t * keys[4] = {kcodes + (j0 + j) * s.d, kcodes + (j0 + j + 1) * s.d,
-                                          kcodes + (j0 + j + 2) * s.d, kcodes + (j0 + j + 3) * s.d};
-                dots_i8<4>(qi, keys, s.d, dot);
-                for (int u = 0; u < 4; ++u)
-                    logits[size_t(j + u)] = static_cast<float>(dot[u]) * factor;
-            }
-            for (; j < n; ++j) {
-                const int8_t * key = kcodes + (j0 + j) * s.d;
-                dots_i8<1>(qi, &key, s.d, dot);
-                logits[size_t(j)] = static_cast<float>(dot[0]) * factor;
-            }
+            block_logits(qi, kcodes + j0 * s.d, n, s.d, qscale * kscales[kb] * scale, logits.data());
             add_block(row, logits.data(), n, v32 + j0 * s.d, s.d);
         }
         finish(row, out + s.d * (h + s.hq * (t0 + i + s.tq * b)), s.d);
@@ -420,20 +425,18 @@ void SolQueryBlock(Job & job, int64_t item, std::vector<float> & acc, std::vecto
     const auto * vbar = reinterpret_cast<const float *>(job.ws + w.vbar) + size_t(head) * w.bar_per;
     const auto * flags =
         reinterpret_cast<const uint8_t *>(job.ws + w.keep) + size_t(head) * w.keep_per + qb * tiles;
-    acc.assign(size_t(s.d), 0.0f);
+    acc.resize(size_t(s.d));
     logits.resize(size_t(kSolTile));
     auto * out = static_cast<float *>(job.node->data);
     for (int64_t i = 0; i < nq; ++i) {
-        Row row;
-        row.acc = acc.data();
-        std::fill(acc.begin(), acc.end(), 0.0f);
+        Row row(acc, s.d);
         const float * qi = q + (t0 + i) * s.d;
         for (int64_t t = 0; t < tiles; ++t) {
             const int64_t j0 = t * kSolTile, n = std::min(kSolTile, s.tk - j0);
             if (!flags[t]) {  // pooled: n tokens of the mean key and mean value
                 const float * key = kbar + t * s.d;
                 float dot;
-                dots_f32<1>(qi, &key, s.d, &dot);
+                dots<1>(qi, &key, s.d, &dot);
                 const float logit = dot * scale;
                 rescale(row, std::max(row.max, logit), s.d);
                 const float p = static_cast<float>(n) * std::exp(logit - row.max);
@@ -441,20 +444,7 @@ void SolQueryBlock(Job & job, int64_t item, std::vector<float> & acc, std::vecto
                 axpy(row.acc, vbar + t * s.d, p, s.d);
                 continue;
             }
-            int64_t j = 0;
-            float dot[4];
-            for (; j + 4 <= n; j += 4) {
-                const float * keys[4] = {k + (j0 + j) * s.d, k + (j0 + j + 1) * s.d, k + (j0 + j + 2) * s.d,
-                                         k + (j0 + j + 3) * s.d};
-                dots_f32<4>(qi, keys, s.d, dot);
-                for (int u = 0; u < 4; ++u)
-                    logits[size_t(j + u)] = dot[u] * scale;
-            }
-            for (; j < n; ++j) {
-                const float * key = k + (j0 + j) * s.d;
-                dots_f32<1>(qi, &key, s.d, dot);
-                logits[size_t(j)] = dot[0] * scale;
-            }
+            block_logits(qi, k + j0 * s.d, n, s.d, scale, logits.data());
             add_block(row, logits.data(), n, v + j0 * s.d, s.d);
         }
         finish(row, out + s.d * (h + s.hq * (t0 + i + s.tq * b)), s.d);
