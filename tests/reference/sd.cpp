@@ -1,4 +1,4 @@
-// The oracle of the sd pack's operators, written from ../shared/spec/sd-ops.md (sections 1 and 3)
+// The oracle of the sd pack's operators, written from ../shared/spec/sd-ops.md (sections 1, 3 and 5)
 // and the pack's public header; see sd.h. Attributes are read from the nodes' attribute bytes in the
 // layout the pack's schemas document (sd-ggml-ext.h and docs/sd-pack.md).
 #include "reference/sd.h"
@@ -190,7 +190,124 @@ std::vector<double> linear(const ggml_tensor * node, std::span<const std::vector
     return y;
 }
 
+// ---- sd.sage_attn.v1 and sd.sol_attn.v1 (sd-ops.md 5; Sol's selection per docs/sd-pack.md) -----
+
+constexpr int64_t kSolTile = 64;  // tokens per KV tile and per query block
+constexpr int64_t kSolDenseTiles = 2;
+
+double dot(const double * a, const double * b, int64_t n) {
+    double s = 0.0;
+    for (int64_t i = 0; i < n; ++i)
+        s += a[i] * b[i];
+    return s;
+}
+
+// The mean of n rows of d values (row stride d).
+std::vector<double> mean_rows(const double * x, int64_t n, int64_t d) {
+    std::vector<double> m(static_cast<size_t>(d), 0.0);
+    for (int64_t r = 0; r < n; ++r)
+        for (int64_t c = 0; c < d; ++c)
+            m[static_cast<size_t>(c)] += x[r * d + c];
+    for (double & x_c : m)
+        x_c /= static_cast<double>(n);
+    return m;
+}
+
+// One softmax entry: `weight` tokens of logit `logit` and value row `value`.
+struct Entry {
+    double logit, weight;
+    const double * value;
+};
+
+// sum_e w_e exp(l_e - max) value_e / sum_e w_e exp(l_e - max) into out (d values).
+void softmax_average(const std::vector<Entry> & entries, int64_t d, double * out) {
+    double m = -INFINITY;
+    for (const Entry & e : entries)
+        m = std::max(m, e.logit);
+    double sum = 0.0;
+    std::fill(out, out + d, 0.0);
+    for (const Entry & e : entries) {
+        const double p = e.weight * std::exp(e.logit - m);
+        sum += p;
+        for (int64_t c = 0; c < d; ++c)
+            out[c] += p * e.value[c];
+    }
+    for (int64_t c = 0; c < d; ++c)
+        out[c] /= sum;
+}
+
+// Softmax attention of q [d, tq, hq, b] over k, v [d, tk, hkv, b] into [d, hq, tq, b]; with sol set,
+// the tiles Sol does not keep for a query block enter as their pooled summary.
+std::vector<double> attend(const ggml_tensor * node, std::span<const std::vector<double>> in, bool sol) {
+    const ggml_tensor *q = node->src[0], *k = node->src[1];
+    if (!q || !k || !node->src[2]) fail(node, "needs q, k and v");
+    const int64_t d = q->ne[0], tq = q->ne[1], hq = q->ne[2], tk = k->ne[1], hkv = k->ne[2], b = q->ne[3];
+    if (k->ne[0] != d || hkv < 1 || hq % hkv != 0 || k->ne[3] != b || tk < 1)
+        fail(node, "shapes outside the operator's contract");
+    const double scale = attr<float>(node, 0);
+    const double tau = sol ? attr<float>(node, 4) : 0.0;
+    const int64_t tiles = (tk + kSolTile - 1) / kSolTile;
+    std::vector<double> y(static_cast<size_t>(d * hq * tq * b));
+    for (int64_t ib = 0; ib < b; ++ib)
+        for (int64_t h = 0; h < hq; ++h) {
+            const int64_t g = ib * hkv + h / (hq / hkv);
+            const double * qh = in[0].data() + (ib * hq + h) * tq * d;
+            const double * kh = in[1].data() + g * tk * d;
+            const double * vh = in[2].data() + g * tk * d;
+            std::vector<std::vector<double>> kbar, vbar;
+            for (int64_t t = 0; sol && t < tiles; ++t) {
+                const int64_t n = std::min(kSolTile, tk - t * kSolTile);
+                kbar.push_back(mean_rows(kh + t * kSolTile * d, n, d));
+                vbar.push_back(mean_rows(vh + t * kSolTile * d, n, d));
+            }
+            std::vector<bool> keep(static_cast<size_t>(tiles), true);
+            for (int64_t i = 0; i < tq; ++i) {
+                if (sol && i % kSolTile == 0 && tiles > kSolDenseTiles) {  // the block's selection
+                    const std::vector<double> qbar = mean_rows(qh + i * d, std::min(kSolTile, tq - i), d);
+                    std::vector<double> score(static_cast<size_t>(tiles));
+                    for (int64_t t = 0; t < tiles; ++t)
+                        score[static_cast<size_t>(t)] =
+                            scale * dot(qbar.data(), kbar[static_cast<size_t>(t)].data(), d);
+                    const auto best = std::max_element(score.begin(), score.end()) - score.begin();
+                    double z = 0.0;
+                    for (int64_t t = 0; t < tiles; ++t)
+                        z += static_cast<double>(std::min(kSolTile, tk - t * kSolTile)) *
+                             std::exp(score[static_cast<size_t>(t)] - score[static_cast<size_t>(best)]);
+                    for (int64_t t = 0; t < tiles; ++t)
+                        keep[static_cast<size_t>(t)] =
+                            t == best || static_cast<double>(tk) *
+                                                 std::exp(score[static_cast<size_t>(t)] -
+                                                          score[static_cast<size_t>(best)]) /
+                                                 z >=
+                                             tau;
+                }
+                const double * qi = qh + i * d;
+                std::vector<Entry> entries;
+                for (int64_t t = 0; t < tiles; ++t) {
+                    const int64_t j0 = t * kSolTile, n = std::min(kSolTile, tk - j0);
+                    if (!keep[static_cast<size_t>(t)]) {
+                        const std::vector<double> & kb = kbar[static_cast<size_t>(t)];
+                        entries.push_back({scale * dot(qi, kb.data(), d), static_cast<double>(n),
+                                           vbar[static_cast<size_t>(t)].data()});
+                        continue;
+                    }
+                    for (int64_t j = j0; j < j0 + n; ++j)
+                        entries.push_back({scale * dot(qi, kh + j * d, d), 1.0, vh + j * d});
+                }
+                softmax_average(entries, d, y.data() + d * (h + hq * (i + tq * ib)));
+            }
+        }
+    return y;
+}
+
 }  // namespace
+
+std::vector<double> attention(const ggml_tensor * node, std::span<const std::vector<double>> inputs) {
+    const char * name = ggml_ext_op_name(ggml_ext_node_op(node));
+    if (!name || (std::strcmp(name, kSage) != 0 && std::strcmp(name, kSol) != 0))
+        fail(node, "not an attention node of the sd pack");
+    return attend(node, inputs, std::strcmp(name, kSol) == 0);
+}
 
 void convrot_row(float * row, int64_t k, int64_t g) {
     const float norm = 1.0f / std::sqrt(static_cast<float>(g));  // an exact power of two for g = 4^n
@@ -258,6 +375,8 @@ void register_ops() {
     register_extension(kRopeApply, rope_apply);
     register_extension(kQuantize, quantize);
     register_extension(kLinear, linear);
+    register_extension(kSage, attention);
+    register_extension(kSol, attention);
 }
 
 }  // namespace ggx::ref::sd

@@ -1,12 +1,16 @@
 // The oracle of the sd extension pack's operators (../shared/spec/sd-ops.md; the pack's header
 // extensions/sd/include/sd-ggml-ext.h): sd.rope_apply.v1, sd.quantize_i8_convrot.v1 and
-// sd.linear_i8.v1, as plain scalar code written from the spec, independent of the pack's kernels.
+// sd.linear_i8.v1, sd.sage_attn.v1 and sd.sol_attn.v1, as plain scalar code written from the spec
+// (and docs/sd-pack.md for Sol's tile selection), independent of the pack's kernels.
 //
 // RoPE is evaluated in double precision. The INT8 path is integer-exact by contract, so its
 // quantization repeats the spec's F32 steps exactly (1/sqrt(G) first, radix-4 butterflies each
 // output left to right, whole-row absmax, scale = amax / 127, inv = 1 / scale, half-even rounding
 // of v * inv clamped to +-127) and the product sums exactly before the F32 epilogue
 // float(acc) * x_scale * w_scale + bias, each step rounded to F32.
+//
+// Sage is evaluated as exact softmax attention in double (its contract is a bound against that);
+// Sol as the same tile selection and pooling as docs/sd-pack.md describes, all in double.
 #pragma once
 
 #include <ggml.h>
@@ -20,8 +24,10 @@ namespace ggx::ref::sd {
 inline constexpr const char * kRopeApply = "sd.rope_apply.v1";
 inline constexpr const char * kQuantize = "sd.quantize_i8_convrot.v1";
 inline constexpr const char * kLinear = "sd.linear_i8.v1";
+inline constexpr const char * kSage = "sd.sage_attn.v1";
+inline constexpr const char * kSol = "sd.sol_attn.v1";
 
-// Teaches the oracle (register_extension) the three operators; harmless when called again.
+// Teaches the oracle (register_extension) the five operators; harmless when called again.
 void register_ops();
 
 // The ConvRot rotation of one row of k values (k a multiple of g; g in {1, 4, 16, 64, 256}) in
@@ -43,5 +49,9 @@ std::vector<uint8_t> pack(const std::vector<QuantizedRow> & rows, int64_t k);
 // oracle and ggx::ref::read_tensor give them) decoded to the dequantized activations code * scale,
 // rows x k values; for comparing packed results whose inputs carry rounding error.
 std::vector<double> dequantize_packed(const ggml_tensor * node, std::span<const double> bytes);
+
+// The oracle's result for a sd.sage_attn.v1 or sd.sol_attn.v1 node from its inputs' logical values
+// (what register_ops teaches the oracle; for ggml_ext_check_kernel references).
+std::vector<double> attention(const ggml_tensor * node, std::span<const std::vector<double>> inputs);
 
 }  // namespace ggx::ref::sd

@@ -174,19 +174,6 @@ bool linear_infer(const ggml_tensor * const * inputs, int n_inputs, const void *
     return true;
 }
 
-ggml_ext_op_t register_once(const char * name, size_t attr_size, int min_inputs, int max_inputs,
-                            ggml_ext_infer_fn infer) {
-    ggml_ext_op_desc desc{};
-    desc.struct_size = sizeof desc;
-    desc.version = GGML_EXT_OP_DESC_VERSION;
-    desc.name = name;
-    desc.attr_size = attr_size;
-    desc.min_inputs = min_inputs;
-    desc.max_inputs = max_inputs;
-    desc.infer = infer;
-    return ggml_ext_register_op(&desc);
-}
-
 std::mutex g_op_mutex;
 
 }  // namespace
@@ -194,28 +181,20 @@ std::mutex g_op_mutex;
 ggml_ext_op_t quantize_op() {
     static ggml_ext_op_t registered = nullptr;
     std::lock_guard lock(g_op_mutex);
-    if (!registered) registered = register_once(kQuantizeOpName, sizeof(QuantizeAttrs), 1, 1, quantize_infer);
+    if (!registered) registered = register_op(kQuantizeOpName, sizeof(QuantizeAttrs), 1, 1, quantize_infer);
     return registered;
 }
 
 ggml_ext_op_t linear_op() {
     static ggml_ext_op_t registered = nullptr;
     std::lock_guard lock(g_op_mutex);
-    if (!registered) registered = register_once(kLinearOpName, sizeof(LinearAttrs), 2, 5, linear_infer);
+    if (!registered) registered = register_op(kLinearOpName, sizeof(LinearAttrs), 2, 5, linear_infer);
     return registered;
 }
 
-QuantizeAttrs quantize_attrs_of(const ggml_tensor * node) {
-    QuantizeAttrs attrs{};
-    std::memcpy(&attrs, ggml_ext_node_attrs(node, nullptr), sizeof attrs);
-    return attrs;
-}
+QuantizeAttrs quantize_attrs_of(const ggml_tensor * node) { return node_attrs<QuantizeAttrs>(node); }
 
-LinearAttrs linear_attrs_of(const ggml_tensor * node) {
-    LinearAttrs attrs{};
-    std::memcpy(&attrs, ggml_ext_node_attrs(node, nullptr), sizeof attrs);
-    return attrs;
-}
+LinearAttrs linear_attrs_of(const ggml_tensor * node) { return node_attrs<LinearAttrs>(node); }
 
 LinearShape linear_shape(const ggml_tensor * node) {
     LinearShape s{};

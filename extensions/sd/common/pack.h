@@ -6,6 +6,7 @@
 #include <ggml-ext.h>
 
 #include <cassert>
+#include <cstring>
 
 namespace sd {
 
@@ -19,6 +20,19 @@ P native_params(const ggml_tensor * node) {
     return p;
 }
 
+// The attributes A of an extension node (the caller matched its operator, whose attr_size is sizeof(A)).
+template <class A>
+A node_attrs(const ggml_tensor * node) {
+    A attrs{};
+    std::memcpy(&attrs, ggml_ext_node_attrs(node, nullptr), sizeof attrs);
+    return attrs;
+}
+
+// Registers the custom operator name (attr_size attribute bytes, min_inputs .. max_inputs inputs,
+// output inference infer); NULL with the registry's message when that fails.
+ggml_ext_op_t register_op(const char * name, size_t attr_size, int min_inputs, int max_inputs,
+                          ggml_ext_infer_fn infer);
+
 // The descriptor of a kernel for the custom operator op (prepare may be null).
 ggml_ext_kernel_desc custom_kernel_desc(const char * name, ggml_ext_op_t op,
                                         decltype(ggml_ext_kernel_desc::supports) supports,
@@ -30,7 +44,8 @@ ggml_ext_fusion_desc fusion_desc(const char * name, decltype(ggml_ext_fusion_des
 
 // Each registers its operators, CPU kernels and CPU fusion rules; false after setting the error
 // (ggml_ext_set_error / the registry's message) when a registration fails.
-bool register_rope();  // common/rope_ops.cpp + cpu/rope.cpp
-bool register_int8();  // common/int8_ops.cpp + cpu/int8.cpp
+bool register_rope();       // common/rope_ops.cpp + cpu/rope.cpp
+bool register_int8();       // common/int8_ops.cpp + cpu/int8.cpp
+bool register_attention();  // common/attention_ops.cpp + cpu/attention.cpp (CPU only)
 
 }  // namespace sd

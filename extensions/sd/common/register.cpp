@@ -14,11 +14,25 @@ extern "C" sd_ggml_ext_status sd_ggml_register_extensions(void) {
         return SD_GGML_EXT_ALREADY_REGISTERED;
     }
     attempted = true;
-    state = sd::register_rope() && sd::register_int8() ? SD_GGML_EXT_REGISTERED : SD_GGML_EXT_FAILED;
+    state = sd::register_rope() && sd::register_int8() && sd::register_attention() ? SD_GGML_EXT_REGISTERED
+                                                                                   : SD_GGML_EXT_FAILED;
     return state;
 }
 
 namespace sd {
+
+ggml_ext_op_t register_op(const char * name, size_t attr_size, int min_inputs, int max_inputs,
+                          ggml_ext_infer_fn infer) {
+    ggml_ext_op_desc desc{};
+    desc.struct_size = sizeof desc;
+    desc.version = GGML_EXT_OP_DESC_VERSION;
+    desc.name = name;
+    desc.attr_size = attr_size;
+    desc.min_inputs = min_inputs;
+    desc.max_inputs = max_inputs;
+    desc.infer = infer;
+    return ggml_ext_register_op(&desc);
+}
 
 ggml_ext_kernel_desc custom_kernel_desc(const char * name, ggml_ext_op_t op,
                                         decltype(ggml_ext_kernel_desc::supports) supports,

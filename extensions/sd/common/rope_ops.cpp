@@ -69,23 +69,11 @@ ggml_ext_op_t op() {
     static std::mutex mutex;
     static ggml_ext_op_t registered = nullptr;
     std::lock_guard lock(mutex);
-    if (registered) return registered;
-    ggml_ext_op_desc desc{};
-    desc.struct_size = sizeof desc;
-    desc.version = GGML_EXT_OP_DESC_VERSION;
-    desc.name = kOpName;
-    desc.attr_size = sizeof(Attrs);
-    desc.min_inputs = desc.max_inputs = 2;
-    desc.infer = infer;
-    registered = ggml_ext_register_op(&desc);
+    if (!registered) registered = register_op(kOpName, sizeof(Attrs), 2, 2, infer);
     return registered;
 }
 
-Attrs attrs_of(const ggml_tensor * node) {
-    Attrs attrs{};
-    std::memcpy(&attrs, ggml_ext_node_attrs(node, nullptr), sizeof attrs);
-    return attrs;
-}
+Attrs attrs_of(const ggml_tensor * node) { return node_attrs<Attrs>(node); }
 
 }  // namespace sd::rope
 

@@ -61,7 +61,8 @@ struct ggml_tensor * ggml_mul_mat_i8_tensorwise(struct ggml_context * ctx, struc
                                                 struct ggml_tensor * input, struct ggml_tensor * weight_scale,
                                                 struct ggml_tensor * bias, int convrot_group_size);
 struct ggml_tensor * ggml_mul_mat_i8_tensorwise_ex(struct ggml_context * ctx, struct ggml_tensor * weight,
-                                                   struct ggml_tensor * input, struct ggml_tensor * weight_scale,
+                                                   struct ggml_tensor * input,
+                                                   struct ggml_tensor * weight_scale,
                                                    struct ggml_tensor * bias, int convrot_group_size,
                                                    struct ggml_tensor * input_scale);
 
@@ -75,15 +76,41 @@ struct ggml_tensor * ggml_ext_linear_i8_tensorwise(struct ggml_context * ctx, st
                                                    struct ggml_tensor * bias, int convrot_group_size,
                                                    float scale);
 
+/* ---------------------------------------------------------------------------------------------- */
+/* Quantized and sparse attention (sd-ops.md section 5; docs/sd-pack.md for the CPU algorithms).    */
+
+enum ggml_sage_attn_mode {
+    GGML_SAGE_ATTN_AUTO = 0,
+    GGML_SAGE_ATTN_2,
+    GGML_SAGE_ATTN_2_PLUS_PLUS,
+};
+
+/* sd.sage_attn.v1: approximately softmax(scale * q k^T) v, SageAttention-2 style (K smoothed by its
+ * per-channel token mean, Q and K quantized to INT8 per block of 64 tokens, exact int32 QK^T, F32
+ * softmax, F16 V). q, k: contiguous F32 [D, Tq, Hq, B] and [D, Tk, Hkv, B]; v: contiguous F16, the
+ * shape of k; Hq % Hkv == 0 (query head h reads kv head h / (Hq / Hkv)); scale finite and > 0.
+ * Result: F32 [D, Hq, Tq, B] (the layout of ggml_flash_attn_ext). No mask. */
+struct ggml_tensor * ggml_sage_attn(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                    struct ggml_tensor * v, float scale, enum ggml_sage_attn_mode mode);
+
+/* sd.sol_attn.v1: noncausal attention with KV tiles of 64 tokens; tiles whose estimated share of a
+ * query block's attention falls below tau are pooled into the softmax through their mean key and
+ * mean value (very negative tau: dense). q, k, v: contiguous F32 of one shape [128, T, H, B], T > 0;
+ * scale finite and > 0; tau finite. Result: F32 [128, H, T, B]. */
+struct ggml_tensor * ggml_sol_attn(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                   struct ggml_tensor * v, float scale, float tau);
+
 #ifdef __cplusplus
 }
 
 /* C++: input_scale as the optional last argument of ggml_mul_mat_i8_tensorwise. */
 inline struct ggml_tensor * ggml_mul_mat_i8_tensorwise(struct ggml_context * ctx, struct ggml_tensor * weight,
                                                        struct ggml_tensor * input,
-                                                       struct ggml_tensor * weight_scale, struct ggml_tensor * bias,
-                                                       int convrot_group_size, struct ggml_tensor * input_scale) {
-    return ggml_mul_mat_i8_tensorwise_ex(ctx, weight, input, weight_scale, bias, convrot_group_size, input_scale);
+                                                       struct ggml_tensor * weight_scale,
+                                                       struct ggml_tensor * bias, int convrot_group_size,
+                                                       struct ggml_tensor * input_scale) {
+    return ggml_mul_mat_i8_tensorwise_ex(ctx, weight, input, weight_scale, bias, convrot_group_size,
+                                         input_scale);
 }
 #endif
 

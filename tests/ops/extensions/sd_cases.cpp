@@ -3,8 +3,11 @@
 // group, every input kind of the INT8 linear), then scheduled graphs shaped like the model's sites
 // so that each of the pack's fusion rules fires on the devices that register it (CPU:
 // sd.rms_norm_mul_rope.cpu; Vulkan: the RoPE, INT8 and modulation fusions). Devices without a rule
-// run the same graphs unfused, which checks them too.
+// run the same graphs unfused, which checks them too. The attention operators (Sage, Sol) also have
+// perf cases, with flash attention at Sage's shape beside them.
 #include <sd-ggml-ext.h>
+
+#include <cmath>
 
 #include "ggx-ops/case.h"
 
@@ -14,6 +17,8 @@ namespace {
 constexpr const char * kRope = "sd.rope_apply.v1";
 constexpr const char * kQuantize = "sd.quantize_i8_convrot.v1";
 constexpr const char * kLinear = "sd.linear_i8.v1";
+constexpr const char * kSage = "sd.sage_attn.v1";
+constexpr const char * kSol = "sd.sol_attn.v1";
 
 const Gen kCodes = Gen::integer(-127, 128);        // I8 weights and activations
 const Gen kScales = Gen::uniform(0.001, 0.02);     // per-row / per-output scales
@@ -192,6 +197,114 @@ void add_linear_cases(CaseList & list) {
     });
 }
 
+// ---- sd.sage_attn.v1 and sd.sol_attn.v1 ---------------------------------------------------------
+
+// The fork's test inputs (sd-ops.md 5.1): standard deviation 0.6 (uniform on [-1.04, 1.04)).
+const Gen kAttnValues = Gen::uniform(-1.04, 1.04);
+const Gen kZeros = Gen::integer(0, 1);
+
+struct AttnShape {
+    int64_t d, tq, tk, hq, hkv, b;
+};
+
+std::string attn_detail(const AttnShape & s, float scale, const char * note) {
+    return format("D=%lld Tq=%lld Tk=%lld H=%lld/%lld B=%lld scale=%g%s", static_cast<long long>(s.d),
+                  static_cast<long long>(s.tq), static_cast<long long>(s.tk), static_cast<long long>(s.hq),
+                  static_cast<long long>(s.hkv), static_cast<long long>(s.b), scale, note);
+}
+
+// k plus the per-channel bias 32 sin(c) the fork's test uses to exercise smoothing, built in the
+// graph (arange -> sin -> scale, broadcast over tokens, heads and batch).
+ggml_tensor * biased(Graph & g, ggml_tensor * k) {
+    ggml_tensor * c = ggml_arange(g.ctx(), 0.0f, static_cast<float>(k->ne[0]), 1.0f);
+    return ggml_add(g.ctx(), k, ggml_scale(g.ctx(), ggml_sin(g.ctx(), c), 32.0f));
+}
+
+struct AttnInputs {
+    Gen q = kAttnValues, k = kAttnValues, v = kAttnValues;
+    bool bias = false;  // Sage: k + 32 sin(c)
+};
+
+void add_sage_case(CaseList & list, const AttnShape & s, float scale, const char * note, AttnInputs in = {}) {
+    list.add_ext(kSage, attn_detail(s, scale, note), [=](Graph & g) {
+        ggml_tensor * q = g.input(GGML_TYPE_F32, {s.d, s.tq, s.hq, s.b}, Layout::Contiguous, in.q);
+        ggml_tensor * k = g.input(GGML_TYPE_F32, {s.d, s.tk, s.hkv, s.b}, Layout::Contiguous, in.k);
+        ggml_tensor * v = g.input(GGML_TYPE_F16, {s.d, s.tk, s.hkv, s.b}, Layout::Contiguous, in.v);
+        return ggml_sage_attn(g.ctx(), q, in.bias ? biased(g, k) : k, v, scale, GGML_SAGE_ATTN_AUTO);
+    });
+}
+
+void add_sage_cases(CaseList & list) {
+    // Lengths 1 .. 1042 (multiples of the 64-token blocks and not), both head sizes, GQA 1-4.
+    const AttnShape shapes[] = {{64, 1, 1, 1, 1, 1},      {64, 7, 65, 2, 1, 1},   {128, 64, 64, 3, 3, 1},
+                                {128, 100, 129, 4, 1, 2}, {64, 200, 77, 4, 2, 1}, {128, 1042, 1042, 1, 1, 1},
+                                {64, 1042, 300, 2, 2, 1}};
+    for (const AttnShape & s : shapes)
+        for (const float scale : {1.0f, 0.7f}) {
+            add_sage_case(list, s, scale, "");
+            add_sage_case(list, s, scale, " k+32sin(c)", {.bias = true});
+        }
+    // All-zero q and k: the mean of v; all-zero v: 0.
+    add_sage_case(list, {128, 70, 130, 2, 1, 1}, 1.0f, " q=k=0", {.q = kZeros, .k = kZeros});
+    add_sage_case(list, {64, 70, 130, 3, 3, 1}, 1.0f, " v=0", {.v = kZeros});
+}
+
+void add_sol_case(CaseList & list, const AttnShape & s, float scale, float tau, AttnInputs in = {}) {
+    list.add_ext(kSol, attn_detail(s, scale, format(" tau=%g", tau).c_str()), [=](Graph & g) {
+        const Shape ne{s.d, s.tq, s.hq, s.b};
+        return ggml_sol_attn(g.ctx(), g.input(GGML_TYPE_F32, ne, Layout::Contiguous, in.q),
+                             g.input(GGML_TYPE_F32, ne, Layout::Contiguous, in.k),
+                             g.input(GGML_TYPE_F32, ne, Layout::Contiguous, in.v), scale, tau);
+    });
+}
+
+void add_sol_cases(CaseList & list) {
+    const float scale = 1.0f / std::sqrt(128.0f);
+    // Dense (tau -100) over lengths below, at and above one tile and the dense-sequence limit.
+    for (const int64_t t : {1, 63, 64, 129, 200, 1042})
+        add_sol_case(list, {128, t, t, t > 200 ? 1 : 2, t > 200 ? 1 : 2, 1}, scale, -100.0f);
+    // Selective: typical tau, with scale 1 (peaked scores) and 0.7 too.
+    for (const float tau : {0.5f, 0.9f, 1.3f}) {
+        add_sol_case(list, {128, 300, 300, 2, 2, 2}, scale, tau);
+        add_sol_case(list, {128, 1042, 1042, 1, 1, 1}, 1.0f, tau);
+    }
+    add_sol_case(list, {128, 257, 257, 3, 3, 1}, 0.7f, 0.9f);
+    // All-zero q and k: every share is 1 (kept), the mean of v; all-zero v: 0.
+    add_sol_case(list, {128, 200, 200, 2, 2, 1}, scale, 1.3f, {.q = kZeros, .k = kZeros});
+    add_sol_case(list, {128, 200, 200, 2, 2, 1}, scale, 0.5f, {.v = kZeros});
+}
+
+// Perf: Sage at the fork's benchmark shape (D 128, 48 query heads over 12 kv heads, N 1042), flash
+// attention (F16 K/V, no mask) at the same shape, and Sol at D 128, 24 heads, N 1042.
+void add_attention_perf_cases(CaseList & list) {
+    const int64_t d = 128, n = 1042, hq = 48, hkv = 12;
+    const double flops = 4.0 * d * n * n * hq;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    list.add_perf_ext(kSage, "perf d128 h48/12 n1042", flops, [=](Graph & g) {
+        ggml_tensor * q = g.input(GGML_TYPE_F32, {d, n, hq, 1}, Layout::Contiguous, kAttnValues);
+        ggml_tensor * k = g.input(GGML_TYPE_F32, {d, n, hkv, 1}, Layout::Contiguous, kAttnValues);
+        ggml_tensor * v = g.input(GGML_TYPE_F16, {d, n, hkv, 1}, Layout::Contiguous, kAttnValues);
+        return ggml_sage_attn(g.ctx(), q, k, v, scale, GGML_SAGE_ATTN_AUTO);
+    });
+    list.add_perf(
+        GGML_OP_FLASH_ATTN_EXT, "perf d128 h48/12 q1042 kv1042 f16 no-mask (sage's shape)", flops,
+        [=](Graph & g) {
+            ggml_tensor * q = g.input(GGML_TYPE_F32, {d, n, hq, 1}, Layout::Contiguous, kAttnValues);
+            ggml_tensor * k = g.input(GGML_TYPE_F16, {d, n, hkv, 1}, Layout::Contiguous, kAttnValues);
+            ggml_tensor * v = g.input(GGML_TYPE_F16, {d, n, hkv, 1}, Layout::Contiguous, kAttnValues);
+            return ggml_flash_attn_ext(g.ctx(), q, k, v, nullptr, scale, 0.0f, 0.0f);
+        });
+    for (const float tau : {-100.0f, 0.9f}) {
+        list.add_perf_ext(
+            kSol, format("perf d128 h24 n1042 tau=%g", tau), 4.0 * d * n * n * 24, [=](Graph & g) {
+                const Shape ne{d, n, 24, 1};
+                return ggml_sol_attn(g.ctx(), g.input(GGML_TYPE_F32, ne, Layout::Contiguous, kAttnValues),
+                                     g.input(GGML_TYPE_F32, ne, Layout::Contiguous, kAttnValues),
+                                     g.input(GGML_TYPE_F32, ne, Layout::Contiguous, kAttnValues), scale, tau);
+            });
+    }
+}
+
 // ---- fusions (scheduled) ------------------------------------------------------------------------
 
 // RMSNorm -> Mul(1-D weight) -> RoPE: the Q/K norm (sd-ops.md 2).
@@ -327,6 +440,9 @@ void add_sd_cases(CaseList & list) {
     add_rope_apply_cases(list);
     add_quantize_cases(list);
     add_linear_cases(list);
+    add_sage_cases(list);
+    add_sol_cases(list);
+    add_attention_perf_cases(list);
     add_fusion_cases(list);
 }
 

@@ -153,6 +153,11 @@ constexpr ExtensionRow kExtensionTable[] = {
     // sd.quantize_i8_convrot.v1: packed I8 codes and scales, exact (the oracle repeats the F32 steps);
     // see kRequantizeNmse for inputs that carry rounding error.
     {"sd.quantize_i8_convrot.v1", 0},
+    // sd.sage_attn.v1: INT8 QK^T against exact attention; the contract's relative L2 error < 0.05
+    // (sd-ops.md 5.1) squared. The max-abs half of the contract is tests/extensions/sd's.
+    {"sd.sage_attn.v1", 0.05 * 0.05},
+    // sd.sol_attn.v1: the oracle repeats the tile selection; F32 dots, exp and accumulation.
+    {"sd.sol_attn.v1", 1e-10},
 };
 
 int column_of(ggml_type type) {

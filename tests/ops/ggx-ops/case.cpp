@@ -143,6 +143,15 @@ void CaseList::add_perf(ggml_op op, const std::string & detail, double flops, Bu
     cases_.push_back(std::move(c));
 }
 
+void CaseList::add_perf_ext(const std::string & ext_op, const std::string & detail, double flops,
+                            Builder build) {
+    Case c = make_case(ext_op + " " + detail, GGML_OP_CUSTOM, "", std::move(build));
+    c.ext_op = ext_op;
+    c.perf = true;
+    c.flops = flops;
+    cases_.push_back(std::move(c));
+}
+
 std::string format(const char * fmt, ...) {
     char buf[512];
     va_list args;

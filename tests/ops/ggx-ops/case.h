@@ -91,6 +91,8 @@ public:
     void add_fusion(ggml_op op, const std::string & detail, Builder build);
     // A perf case; flops 0 means the op is judged by its memory traffic alone.
     void add_perf(ggml_op op, const std::string & detail, double flops, Builder build);
+    // A perf case of a registered extension operator, named "<ext_op> <detail>".
+    void add_perf_ext(const std::string & ext_op, const std::string & detail, double flops, Builder build);
     const std::vector<Case> & cases() const { return cases_; }
 
 private:
