@@ -91,13 +91,23 @@ HWY_INLINE void unpack_nibbles(const uint8_t * qs, int8_t * q, Code code) {
 // bits of a Q5 block.
 HWY_INLINE V16 fifth_bits(uint32_t high, size_t first) {
     const D16 d;
+    if (hn::Lanes(d) >= 16) {
+        // Lane i takes byte i / 8 of the 16 bits and tests its bit i % 8.
+        HWY_ALIGN static constexpr uint8_t kByte[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+        HWY_ALIGN static constexpr uint8_t kBit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+        const hn::Repartition<uint16_t, D16> d16;
+        const V16 two = hn::BitCast(d, hn::Set(d16, static_cast<uint16_t>(high >> first)));  // low, high byte
+        const V16 bytes = hn::TableLookupBytes(two, hn::Load(d, kByte));
+        const auto set = hn::Ne(hn::And(bytes, hn::Load(d, kBit)), hn::Zero(d));
+        return hn::IfThenElseZero(set, hn::Set(d, uint8_t{0x10}));
+    }
     HWY_ALIGN uint8_t bits[16];
     for (size_t i = 0; i < hn::Lanes(d); ++i)
         bits[i] = static_cast<uint8_t>(((high >> (first + i)) & 1) << 4);
     return hn::Load(d, bits);
 }
 
-V16 identity(V16 v, size_t, int) { return v; }
+constexpr auto identity = [](V16 v, size_t, int) { return v; };
 
 // The F16 at byte `at` of each of the run's 8 blocks of `bytes` bytes, converted together.
 HWY_INLINE void block_halves(const char * p, size_t bytes, size_t at, float * out) {
@@ -196,15 +206,28 @@ void DecodeMxfp4(const char * p, DecodedRun & out) {
 void DecodeNvfp4(const char * p, DecodedRun & out) {
     for (int64_t b = 0; b < kRun / 64; ++b, p += 36) {
         for (int64_t s = 0; s < 4; ++s) {
-            const int64_t g = 4 * b + s;
-            out.scale[g] = core::quant::ue4m3_half(bytes_at(p)[s]);
-            out.offset[g] = 0.0f;
-            const uint8_t * qs = bytes_at(p + 4 + 8 * s);
-            for (int j = 0; j < 8; ++j) {
-                out.q[16 * g + j] = core::quant::kFp4Values[qs[j] & 0x0F];
-                out.q[16 * g + j + 8] = core::quant::kFp4Values[qs[j] >> 4];
-            }
+            out.scale[4 * b + s] = core::quant::ue4m3_half(bytes_at(p)[s]);
+            out.offset[4 * b + s] = 0.0f;
         }
+        int8_t * q = out.q + 64 * b;
+        const uint8_t * qs = bytes_at(p + 4);
+#if HWY_TARGET == HWY_SCALAR
+        for (int j = 0; j < 32; ++j) {  // group j / 8: value j % 8 low, j % 8 + 8 high
+            q[16 * (j / 8) + j % 8] = core::quant::kFp4Values[qs[j] & 0x0F];
+            q[16 * (j / 8) + j % 8 + 8] = core::quant::kFp4Values[qs[j] >> 4];
+        }
+#else
+        // Two groups per 16 bytes: each group's low nibbles, then its high nibbles.
+        const D16 d;
+        const hn::Repartition<uint64_t, D16> d64;
+        for (int g = 0; g < 4; g += 2) {
+            const V16 v = hn::LoadU(d, qs + 8 * g);
+            const auto lo = hn::BitCast(d64, fp4_levels(hn::And(v, hn::Set(d, uint8_t{0x0F}))));
+            const auto hi = hn::BitCast(d64, fp4_levels(hn::ShiftRight<4>(v)));
+            store_codes(d, hn::BitCast(d, hn::InterleaveLower(d64, lo, hi)), q + 16 * g);
+            store_codes(d, hn::BitCast(d, hn::InterleaveUpper(d64, lo, hi)), q + 16 * g + 16);
+        }
+#endif
     }
 }
 

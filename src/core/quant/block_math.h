@@ -45,18 +45,26 @@ inline float first_max(const float * x, int n, float * amax) {
 // The FP4 E2M1 levels doubled (a format fact of MXFP4 and NVFP4), for scales halved to match.
 inline constexpr int8_t kFp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
-// MXFP4's E8M0 scale 2^(e - 127), halved for the doubled levels.
-inline float e8m0_half(uint8_t e) { return std::ldexp(1.0f, static_cast<int>(e) - 128); }
+inline float float_of_bits(uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
 
-// NVFP4's unsigned E4M3 scale (bias 7; bit 7 ignored), halved for the doubled levels; 0x7f (NaN)
-// reads as 0.
+// MXFP4's E8M0 scale 2^(e - 127), halved for the doubled levels: 2^(e - 128) built from its bits
+// (e 0 and 1 give the subnormals 2^-128 and 2^-127).
+inline float e8m0_half(uint8_t e) {
+    return float_of_bits(e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23);
+}
+
+// NVFP4's unsigned E4M3 scale (bias 7; bit 7 ignored), halved for the doubled levels, built from its
+// bits: exponent 0 is mantissa * 2^-9 (times 1/2: exact), otherwise (1 + mantissa/8) * 2^(exponent - 8).
+// 0x7f (NaN) reads as 0; with bit 7 set the rest reads as a number (0xff as 240 / 2), as in ggml.
 inline float ue4m3_half(uint8_t u) {
-    if (u == 0 || u == 0x7f) return 0.0f;
-    const int exponent = (u >> 3) & 0x0f;
-    const auto mantissa = static_cast<float>(u & 0x07);
-    const float raw =
-        exponent == 0 ? std::ldexp(mantissa, -9) : std::ldexp(1.0f + mantissa / 8.0f, exponent - 7);
-    return raw * 0.5f;
+    if (u == 0x7f) return 0.0f;
+    const uint32_t exponent = (u >> 3) & 0x0f, mantissa = u & 0x07;
+    if (exponent == 0) return static_cast<float>(mantissa) * 0x1p-10f;
+    return float_of_bits(((exponent - 8 + 127) << 23) | (mantissa << 20));
 }
 
 }  // namespace ggx::core::quant
