@@ -101,10 +101,10 @@ HWY_INLINE V16 fifth_bits(uint32_t high, size_t first) {
         const auto set = hn::Ne(hn::And(bytes, hn::Load(d, kBit)), hn::Zero(d));
         return hn::IfThenElseZero(set, hn::Set(d, uint8_t{0x10}));
     }
-    HWY_ALIGN uint8_t bits[16];
+    uint8_t bits[16];
     for (size_t i = 0; i < hn::Lanes(d); ++i)
         bits[i] = static_cast<uint8_t>(((high >> (first + i)) & 1) << 4);
-    return hn::Load(d, bits);
+    return hn::LoadU(d, bits);
 }
 
 constexpr auto identity = [](V16 v, size_t, int) { return v; };
@@ -181,11 +181,11 @@ HWY_INLINE V16 levels(const int8_t * table, V16 nibbles) {
     const D16 d;
     const auto * bytes = reinterpret_cast<const uint8_t *>(table);
     if (hn::Lanes(d) >= 16) return hn::TableLookupBytes(hn::LoadU(d, bytes), nibbles);
-    HWY_ALIGN uint8_t lanes[16];
-    hn::Store(nibbles, d, lanes);
+    uint8_t lanes[16];
+    hn::StoreU(nibbles, d, lanes);
     for (size_t i = 0; i < hn::Lanes(d); ++i)
         lanes[i] = bytes[lanes[i]];
-    return hn::Load(d, lanes);
+    return hn::LoadU(d, lanes);
 }
 
 HWY_INLINE V16 non_linear(V16 nibbles) { return levels(kNonLinear.data(), nibbles); }

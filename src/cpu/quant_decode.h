@@ -17,7 +17,7 @@ inline constexpr int64_t kGroup = 16;   // values per scale
 inline constexpr int64_t kGroups = kRun / kGroup;
 
 struct DecodedRun {
-    alignas(64) int8_t q[kRun];
+    int8_t q[kRun];  // no alignment is assumed: the kernels load it unaligned
     float scale[kGroups];
     float offset[kGroups];
 };

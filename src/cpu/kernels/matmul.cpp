@@ -153,7 +153,7 @@ HWY_INLINE void decoded_to_f32(ggml_type type, quant::DecodeRun decode, const ch
     const int64_t L = static_cast<int64_t>(hn::Lanes(df));
     const size_t run_bytes = ggml_row_size(type, quant::kRun);
     constexpr int64_t kRuns = 4;
-    HWY_ALIGN quant::DecodedRun runs[kRuns];
+    quant::DecodedRun runs[kRuns];
     for (int64_t r0 = 0; r0 < n / quant::kRun; r0 += kRuns) {
         const int64_t count = std::min(kRuns, n / quant::kRun - r0);
         decode(src + r0 * run_bytes, run_bytes, count, runs);
@@ -992,8 +992,8 @@ struct DecodedDot {
         const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
         const __m512i quarter = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
         for (int k = 0; k < 4; ++k) {
-            const __m512i q = _mm512_xor_si512(_mm512_load_si512(run.q + 64 * k), flip);
-            const __m512i xq = _mm512_load_si512(x.qs + (b0 + 2 * k) * 32);
+            const __m512i q = _mm512_xor_si512(_mm512_loadu_si512(run.q + 64 * k), flip);
+            const __m512i xq = _mm512_loadu_si512(x.qs + (b0 + 2 * k) * 32);
             const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, xq);
             // Lane l sums values 4l..4l+3 of the 64: group 4k + l / 4.
             const __m512i groups = _mm512_add_epi32(_mm512_set1_epi32(4 * k), quarter);
@@ -1027,8 +1027,8 @@ struct DecodedDot {
         }
         const __m256i halves = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
         for (int k = 0; k < 8; ++k) {
-            const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i *>(run.q + 32 * k));
-            const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i *>(x.qs + (b0 + k) * 32));
+            const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(run.q + 32 * k));
+            const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.qs + (b0 + k) * 32));
             const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(xq, q));
             const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
             // Lanes 0..3 sum values 0..15 of the block (group 2k), lanes 4..7 values 16..31.
@@ -1092,7 +1092,7 @@ GGX_MM_VNNI HWY_INLINE void gemv_decoded_step(const Operand & a, quant::DecodeRu
 GGX_MM_VNNI HWY_NOINLINE void gemv_decoded_rows(const Operand & a, quant::DecodeRun decode, int64_t m0,
                                                 int64_t m1, int64_t K, const QuantVec & x, float * y) {
     const int64_t runs = K / quant::kRun;
-    HWY_ALIGN quant::DecodedRun chunk[kChunkRuns];
+    quant::DecodedRun chunk[kChunkRuns];
     const int64_t part = (m1 - m0) / kStreams;
     for (int64_t i = 0; i < part; ++i) {
         int64_t rows[kStreams];
