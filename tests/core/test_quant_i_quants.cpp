@@ -15,7 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "quant_test_support.h"
+
 namespace {
+
+using quant_test::gaussian;
 
 constexpr int64_t kBlock = 256;
 
@@ -31,15 +35,6 @@ const Case kCases[] = {
     {GGML_TYPE_IQ3_XXS, 0.19, false}, {GGML_TYPE_IQ3_S, 0.14, false}, {GGML_TYPE_IQ1_S, 0.46, true},
     {GGML_TYPE_IQ1_M, 0.43, false},
 };
-
-std::vector<float> gaussian(int64_t n, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal;
-    std::vector<float> x(static_cast<size_t>(n));
-    for (float & v : x)
-        v = normal(rng);
-    return x;
-}
 
 // Rows of one block each, with kBlock importance weights or none.
 std::vector<float> round_trip(ggml_type type, const std::vector<float> & x, const float * imatrix) {

@@ -16,7 +16,11 @@
 #include <random>
 #include <vector>
 
+#include "quant_test_support.h"
+
 namespace {
+
+using quant_test::gaussian;
 
 constexpr int64_t kValues = 256;
 constexpr ggml_type kWeightTypes[] = {GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
@@ -43,22 +47,6 @@ Bytes encode(ggml_type type, const std::vector<float> & x) {
     Bytes q(ggml_row_size(type, n));
     EXPECT_EQ(ggml_quantize_row(type, x.data(), q.data(), n), q.size());
     return q;
-}
-
-std::vector<float> gaussian(size_t n, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal;
-    std::vector<float> x(n);
-    for (float & v : x)
-        v = normal(rng);
-    return x;
-}
-
-double rmse(const std::vector<float> & a, const std::vector<float> & b) {
-    double sum = 0;
-    for (size_t i = 0; i < a.size(); ++i)
-        sum += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    return std::sqrt(sum / static_cast<double>(a.size()));
 }
 
 // ---- Hand-built blocks --------------------------------------------------------------------------
@@ -218,7 +206,7 @@ TEST(KQuantRoundTrip, GaussianWithinFormatError) {
     const std::vector<float> x = gaussian(512 * kValues, 1);
     for (const auto & c : cases) {
         SCOPED_TRACE(ggml_type_name(c.type));
-        const double error = rmse(decode(c.type, encode(c.type, x)), x);
+        const double error = quant_test::weighted_rmse(decode(c.type, encode(c.type, x)), x);
         EXPECT_LT(error, c.bound);
         EXPECT_GT(error, c.bound / 2);  // a bound far above the error would check nothing
     }

@@ -15,8 +15,11 @@
 #include <vector>
 
 #include "core/quant/format.h"
+#include "quant_test_support.h"
 
 namespace {
+
+using quant_test::gaussian;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -60,22 +63,6 @@ Bytes quantize(ggml_type type, const std::vector<float> & x) {
     Bytes row(ggml_row_size(type, static_cast<int64_t>(x.size())));
     EXPECT_EQ(ggml_quantize_row(type, x.data(), row.data(), static_cast<int64_t>(x.size())), row.size());
     return row;
-}
-
-std::vector<float> gaussian(size_t n, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> x(n);
-    for (float & v : x)
-        v = normal(rng);
-    return x;
-}
-
-double rmse(const std::vector<float> & a, const std::vector<float> & b) {
-    double sum = 0;
-    for (size_t i = 0; i < a.size(); ++i)
-        sum += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    return std::sqrt(sum / static_cast<double>(a.size()));
 }
 
 // ---- Traits and table -----------------------------------------------------------------------------
@@ -290,7 +277,7 @@ TEST(TernaryFormats, GaussianRoundTripError) {
         {GGML_TYPE_TQ1_0, 0.82}, {GGML_TYPE_TQ2_0, 0.82}, {GGML_TYPE_Q1_0, 0.61}, {GGML_TYPE_Q2_0, 0.74}};
     const std::vector<float> x = gaussian(256 * 64, 19);
     for (const auto & c : cases) {
-        const double error = rmse(x, dequantize(c.type, quantize(c.type, x)));
+        const double error = quant_test::weighted_rmse(x, dequantize(c.type, quantize(c.type, x)));
         EXPECT_LT(error, c.bound) << ggml_type_name(c.type);
         EXPECT_GT(error, c.bound - 0.05) << ggml_type_name(c.type);
     }
