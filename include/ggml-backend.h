@@ -195,6 +195,14 @@ ggml_backend_dev_t ggml_backend_reg_dev_get(ggml_backend_reg_t reg, size_t index
  * backend not loaded). */
 void * ggml_backend_reg_get_proc_address(ggml_backend_reg_t reg, const char * name);
 
+/* What proc address "ggml_backend_get_features" returns: the backend's features as name/value pairs
+ * (the CPU's: the instruction sets it can use, value "1"), ending with a NULL name. */
+struct ggml_backend_feature {
+    const char * name;
+    const char * value;
+};
+typedef struct ggml_backend_feature * (*ggml_backend_get_features_t)(ggml_backend_reg_t reg);
+
 size_t ggml_backend_reg_count(void);
 ggml_backend_reg_t ggml_backend_reg_get(size_t index);
 ggml_backend_reg_t ggml_backend_reg_by_name(const char * name);

@@ -144,6 +144,9 @@ void * CpuReg::proc_address(const char * name) {
     if (std::string_view(name) == "ggml_backend_set_n_threads") {
         return reinterpret_cast<void *>(&set_n_threads_service);
     }
+    if (std::string_view(name) == "ggml_backend_get_features") {
+        return reinterpret_cast<void *>(+[](ggml_backend_reg_t) { return feature_list(); });
+    }
     if (std::string_view(name) == GGML_EXT_CPU_PARALLEL_V1) {
         return const_cast<ggml_ext_cpu_parallel_v1 *>(parallel_service());
     }

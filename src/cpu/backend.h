@@ -25,6 +25,12 @@ void host_memory(size_t * free, size_t * total);
 // proc_address returns.
 const ggml_ext_cpu_parallel_v1 * parallel_service();
 
+// The features of the CPU running the process (features.cpp), for proc address
+// "ggml_backend_get_features"; NULL-name terminated.
+ggml_backend_feature * feature_list();
+// Whether AMX-BF16 tiles are usable (ggml-cpu.h has only ggml_cpu_has_amx_int8).
+bool has_amx_bf16();
+
 // Appends a device to the CPU registry, which owns it for the rest of the process. Safe while other
 // threads enumerate devices.
 ggml_backend_dev_t append_device(std::unique_ptr<ggml_backend_device> device);

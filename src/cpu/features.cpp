@@ -6,9 +6,15 @@
 #include <dirent.h>
 
 #include <cstring>
+#include <utility>
+#include <vector>
+
+#include "cpu/backend.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 #if defined(__aarch64__)
 #include <asm/hwcap.h>
@@ -20,7 +26,7 @@ namespace {
 
 struct Features {
     bool sse3, ssse3, avx, avx_vnni, avx2, bmi2, f16c, fma, avx512, avx512_vbmi, avx512_vnni, avx512_bf16,
-        amx_int8;
+        amx_int8, amx_bf16;
     bool neon, arm_fma, fp16_va, dotprod, matmul_int8, sve, sme, sme2;
     int sve_bytes;
 };
@@ -46,6 +52,17 @@ unsigned long long enabled_state(const CpuidRegs & leaf1) {
     return (static_cast<unsigned long long>(hi) << 32) | lo;
 }
 
+// Linux gives a process the AMX tile data state only on request (arch_prctl, once per process: the
+// permission covers every thread). false where the kernel refuses or predates the request.
+bool request_tile_data() {
+#if defined(__linux__) && defined(__x86_64__)
+    constexpr int kReqXcompPerm = 0x1023, kXfeatureTileData = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureTileData) == 0;
+#else
+    return false;
+#endif
+}
+
 void detect_x86(Features & f) {
     const CpuidRegs leaf1 = cpuid(1, 0), leaf7 = cpuid(7, 0), leaf7_1 = cpuid(7, 1);
     const unsigned long long xcr0 = enabled_state(leaf1);
@@ -64,7 +81,9 @@ void detect_x86(Features & f) {
     f.avx512_vbmi = f.avx512 && bit(leaf7.c, 1);
     f.avx512_vnni = f.avx512 && bit(leaf7.c, 11);
     f.avx512_bf16 = f.avx512 && bit(leaf7_1.a, 5);
-    f.amx_int8 = amx_state && bit(leaf7.d, 25);
+    const bool amx_tiles = amx_state && bit(leaf7.d, 24) && request_tile_data();
+    f.amx_int8 = amx_tiles && bit(leaf7.d, 25);
+    f.amx_bf16 = amx_tiles && bit(leaf7.d, 22);
 }
 #endif
 
@@ -119,6 +138,48 @@ int count_numa_nodes() {
 int numa_nodes = 1;
 
 }  // namespace
+
+namespace ggx::cpu {
+
+ggml_backend_feature * feature_list() {
+    static std::vector<ggml_backend_feature> list = [] {
+        const Features & f = features();
+        const std::pair<const char *, bool> named[] = {
+            {"SSE3", f.sse3},
+            {"SSSE3", f.ssse3},
+            {"AVX", f.avx},
+            {"AVX_VNNI", f.avx_vnni},
+            {"AVX2", f.avx2},
+            {"BMI2", f.bmi2},
+            {"F16C", f.f16c},
+            {"FMA", f.fma},
+            {"AVX512", f.avx512},
+            {"AVX512_VBMI", f.avx512_vbmi},
+            {"AVX512_VNNI", f.avx512_vnni},
+            {"AVX512_BF16", f.avx512_bf16},
+            {"AMX_INT8", f.amx_int8},
+            {"AMX_BF16", f.amx_bf16},
+            {"NEON", f.neon},
+            {"ARM_FMA", f.arm_fma},
+            {"FP16_VA", f.fp16_va},
+            {"DOTPROD", f.dotprod},
+            {"MATMUL_INT8", f.matmul_int8},
+            {"SVE", f.sve},
+            {"SME", f.sme},
+            {"SME2", f.sme2},
+        };
+        std::vector<ggml_backend_feature> present;
+        for (const auto & [name, has] : named)
+            if (has) present.push_back({name, "1"});
+        present.push_back({nullptr, nullptr});
+        return present;
+    }();
+    return list.data();
+}
+
+bool has_amx_bf16() { return features().amx_bf16; }
+
+}  // namespace ggx::cpu
 
 extern "C" {
 

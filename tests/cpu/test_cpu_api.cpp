@@ -268,6 +268,39 @@ TEST(CpuFeatures, AnswerThisMachinesTruth) {
     EXPECT_EQ(ggml_cpu_has_llamafile(), 0);
 }
 
+// The CPU registry's "ggml_backend_get_features": exactly the features the ggml_cpu_has_* queries
+// report, value "1", NULL-terminated (AMX_BF16 has no query: it needs the tiles AMX_INT8 needs).
+TEST(CpuFeatures, RegistryFeatureListMatchesTheQueries) {
+    ggml_backend_reg_t reg = ggml_backend_reg_by_name("CPU");
+    auto get = reinterpret_cast<ggml_backend_get_features_t>(
+        ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features"));
+    ASSERT_NE(get, nullptr);
+    std::set<std::string> listed;
+    for (const ggml_backend_feature * f = get(reg); f->name; ++f) {
+        EXPECT_STREQ(f->value, "1") << f->name;
+        listed.insert(f->name);
+    }
+    const std::pair<int (*)(), const char *> named[] = {
+        {ggml_cpu_has_sse3, "SSE3"},         {ggml_cpu_has_ssse3, "SSSE3"},
+        {ggml_cpu_has_avx, "AVX"},           {ggml_cpu_has_avx_vnni, "AVX_VNNI"},
+        {ggml_cpu_has_avx2, "AVX2"},         {ggml_cpu_has_bmi2, "BMI2"},
+        {ggml_cpu_has_f16c, "F16C"},         {ggml_cpu_has_fma, "FMA"},
+        {ggml_cpu_has_avx512, "AVX512"},     {ggml_cpu_has_avx512_vbmi, "AVX512_VBMI"},
+        {ggml_cpu_has_avx512_vnni, "AVX512_VNNI"}, {ggml_cpu_has_avx512_bf16, "AVX512_BF16"},
+        {ggml_cpu_has_amx_int8, "AMX_INT8"}, {ggml_cpu_has_neon, "NEON"},
+        {ggml_cpu_has_arm_fma, "ARM_FMA"},   {ggml_cpu_has_fp16_va, "FP16_VA"},
+        {ggml_cpu_has_dotprod, "DOTPROD"},   {ggml_cpu_has_matmul_int8, "MATMUL_INT8"},
+        {ggml_cpu_has_sve, "SVE"},           {ggml_cpu_has_sme, "SME"},
+        {ggml_cpu_has_sme2, "SME2"},
+    };
+    for (const auto & [query, name] : named) {
+        EXPECT_EQ(listed.count(name), query() ? 1u : 0u) << name;
+        listed.erase(name);
+    }
+    listed.erase("AMX_BF16");
+    EXPECT_TRUE(listed.empty()) << *listed.begin();
+}
+
 TEST(CpuFeatures, NumaFollowsTheSystemsNodes) {
     int nodes = 0;
     if (DIR * dir = opendir("/sys/devices/system/node")) {

@@ -12,6 +12,8 @@
 //
 // GEMM: y[r, o] = float(sum_k W[o, k] * X[r, k]) * s_x[r] * s_w[o] + b[o], each step an F32 op in
 // that order (this file is compiled with -ffp-contract=off). The int32 sums are exact:
+//  * AMX (on the AVX3_DL target where the CPU backend reports AMX_INT8): tdpbssd tiles, in
+//    cpu/int8_amx.cpp.
 //  * AVX3_DL (AVX-512 VNNI): vpdpbusd with the weight as the unsigned operand, w + 128 (w ^ 0x80),
 //    which sums sum_k (w + 128) x exactly in int32 (modular, exact once corrected); the correction
 //    128 * sum_k x[r, k] per activation row is computed once per product in a separate phase.
@@ -50,6 +52,7 @@
 
 #include "common/int8.h"
 #include "common/pack.h"
+#include "cpu/int8_amx.h"
 
 #if HWY_ARCH_X86
 #include <immintrin.h>
@@ -73,9 +76,10 @@ inline bool overlaps(const void * a, size_t na, const void * b, size_t nb) {
 }
 
 // Workspace layout of a linear node: quantized codes (F32 input), their scales, the VNNI row sums,
-// then room for the whole output (used when it overlaps an input).
+// room for the whole output (used when it overlaps an input), then the AMX path's packed tiles
+// where AMX is available.
 struct LinearWorkspace {
-    size_t codes = 0, scales = 0, sums = 0, alias = 0, total = 0;
+    size_t codes = 0, scales = 0, sums = 0, alias = 0, amx = 0, total = 0;
 };
 
 inline LinearWorkspace linear_workspace(const LinearShape & s, const ggml_tensor * node) {
@@ -91,6 +95,8 @@ inline LinearWorkspace linear_workspace(const LinearShape & s, const ggml_tensor
     at += align64(sizeof(int32_t) * size_t(s.rows));
     l.alias = at;
     at += align64(ggml_nbytes(node));
+    l.amx = at;
+    if (amx::available()) at += align64(amx::workspace(s.k, s.n, s.rows));
     l.total = at;
     return l;
 }
@@ -433,17 +439,6 @@ ggml_status ExecuteQuantize(const ggml_ext_execute_params * params) {
 
 // ---- INT8 GEMM -------------------------------------------------------------------------------
 
-struct Gemm {
-    const int8_t * w;  // n rows of k codes
-    const int8_t * x;  // m rows of k codes
-    int64_t k, n, m;
-    const float * sx;      // m row scales or NULL (1)
-    const float * sw;      // n weight scales or NULL (1)
-    const float * bias;    // n or NULL
-    const int32_t * xsum;  // VNNI: sum of each activation row over the vector part of K
-    float * y;             // [n, m]: y[r * n + o]
-};
-
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3
 // (GCC 12's _mm512_reduce_add_epi32 trips -Wmaybe-uninitialized.)
 HWY_INLINE int32_t hsum512(__m512i v) {
@@ -708,8 +703,9 @@ ggml_status ExecuteLinear(const ggml_ext_execute_params * params) {
             break;
     }
     if (s.rows == 0 || s.n == 0) return GGML_STATUS_SUCCESS;
+    const bool on_amx = HWY_TARGET == HWY_AVX3_DL && amx::enabled();
     // Phase 2 (VNNI): the activation row sums of the correction.
-    if (kNeedsSums) {
+    if (kNeedsSums && !on_amx) {
         SumJob job{g.x, s.k, s.rows, reinterpret_cast<int32_t *>(ws + l.sums)};
         const ggml_status st = g_parallel->run(backend, sums_task, &job, int(std::min<int64_t>(nth, s.rows)));
         if (st != GGML_STATUS_SUCCESS) return st;
@@ -724,7 +720,8 @@ ggml_status ExecuteLinear(const ggml_ext_execute_params * params) {
     }
     g.y = reinterpret_cast<float *>(alias ? ws + l.alias : static_cast<char *>(node->data));
     const int64_t tasks = ((s.n + kWBlock - 1) / kWBlock) * ((s.rows + kXBlock - 1) / kXBlock);
-    const ggml_status st = g_parallel->run(backend, gemm_task, &g, int(std::min<int64_t>(nth, tasks)));
+    const ggml_status st = on_amx ? amx::run(g_parallel, backend, g, ws + l.amx, nth)
+                                  : g_parallel->run(backend, gemm_task, &g, int(std::min<int64_t>(nth, tasks)));
     if (st != GGML_STATUS_SUCCESS) return st;
     if (alias) std::memcpy(node->data, g.y, out_bytes);
     return GGML_STATUS_SUCCESS;

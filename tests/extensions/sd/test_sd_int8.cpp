@@ -1,7 +1,7 @@
 // The sd pack's INT8 operators on CPU (sd-ops.md section 3): ConvRot, activation quantization and the
 // packed layout byte for byte, the INT8 GEMM exact against an int64 reference for every input kind,
-// on every Highway target this machine runs (AVX3_DL: VNNI, AVX3/AVX2: maddubs, SSE4/SSSE3/EMU128:
-// the portable path), ggml_ext_check_kernel on both kernels, constructor errors, cancellation and the
+// on every Highway target this machine runs (AVX3_DL: AMX tiles where the CPU has them, and VNNI;
+// AVX3/AVX2: maddubs; SSE4/SSSE3/EMU128: the portable path), ggml_ext_check_kernel on both kernels, constructor errors, cancellation and the
 // per-context cache of ggml_ext_linear_i8_tensorwise. Compiled with -ffp-contract=off so the
 // references round every F32 step separately, as the spec orders.
 // The VNNI target of cpu/int8.cpp is only iterated when this TU generates it too.
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/int8.h"
+#include "cpu/int8_amx.h"
 #include "sd-ggml-ext.h"
 #include "support/check_util.h"
 #include "support/test_util.h"
@@ -138,24 +139,44 @@ ggml_tensor * tensor(ggml_context * ctx, ggml_type t, std::initializer_list<int6
     return x;
 }
 
-const std::vector<int64_t> & targets() {
-    static const std::vector<int64_t> all = hwy::SupportedAndGeneratedTargets();
+// A kernel path: a Highway target, and on AVX3_DL with AMX available, with or without the AMX GEMM.
+struct Path {
+    int64_t target;
+    bool amx;
+    std::string name() const { return std::string(hwy::TargetName(target)) + (amx ? " + AMX" : ""); }
+    void select() const {
+        hwy::SetSupportedTargetsForTest(target);
+        sd::int8::cpu::amx::set_enabled(amx);
+    }
+};
+
+const std::vector<Path> & paths() {
+    static const std::vector<Path> all = [] {
+        std::vector<Path> p;
+        for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+            if (target == HWY_AVX3_DL && sd::int8::cpu::amx::available()) p.push_back({target, true});
+            p.push_back({target, false});
+        }
+        return p;
+    }();
     return all;
 }
 
-struct TargetReset {
-    ~TargetReset() { hwy::SetSupportedTargetsForTest(0); }
+struct PathReset {
+    ~PathReset() {
+        hwy::SetSupportedTargetsForTest(0);
+        sd::int8::cpu::amx::set_enabled(true);
+    }
 };
 
-// Computes graph ending in out with 1, 2 and 3 threads on every target; check(target name) each time.
+// Computes graph ending in out with 1 and 3 threads on every path; check() each time.
 template <typename Check>
 void compute_everywhere(ggml_cgraph * graph, ggml_tensor * out, Check check) {
-    TargetReset reset;
-    for (int64_t target : targets())
+    PathReset reset;
+    for (const Path & path : paths())
         for (int threads : {1, 3}) {
-            SCOPED_TRACE(std::string(hwy::TargetName(target)) + ", " + std::to_string(threads) +
-                         " thread(s)");
-            hwy::SetSupportedTargetsForTest(target);
+            SCOPED_TRACE(path.name() + ", " + std::to_string(threads) + " thread(s)");
+            path.select();
             std::memset(out->data, 0x5A, ggml_nbytes(out));
             ggml_backend_cpu_set_n_threads(cpu(), threads);
             ASSERT_EQ(ggml_backend_graph_compute(cpu(), graph), GGML_STATUS_SUCCESS)
@@ -339,6 +360,20 @@ TEST_F(Int8Test, GemmExactAllInputKinds) {
 }
 
 // Weight scales stored as the checkpoint's [out, 1] (ggml [1, N]) and input scales shaped like the rows.
+// Tile edges (issue 20): K off the 64-byte tile row, N and M from 1 to 67 around the 16-row tiles
+// and the 2 x 2 blocks.
+TEST_F(Int8Test, GemmExactOnTileEdges) {
+    for (int64_t k : {1, 63, 65, 200})
+        for (int64_t n : {1, 15, 17, 33, 67})
+            for (int64_t m : {1, 16, 31, 67})
+                run_gemm_case({Kind::I8, k, n, m, 1, 0, (n + m) % 2 == 0, n % 2 == 1});
+}
+
+TEST(SdInt8Amx, AvailableExactlyWhenTheCpuBackendReportsAmxInt8) {
+    EXPECT_EQ(sd::int8::cpu::amx::available(), ggml_cpu_has_amx_int8() != 0);
+    if (!sd::int8::cpu::amx::available()) GTEST_SKIP() << "this CPU (or kernel) offers no AMX-INT8 tiles";
+}
+
 TEST_F(Int8Test, ScaleShapesAccepted) {
     Ctx ctx(ggml_init({1u << 20, nullptr, true}));
     ggml_tensor * w = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_I8, 32, 6);
@@ -529,10 +564,10 @@ TEST_F(Int8Test, CheckKernelQuantize) {
         check_case("G1 [37, 3]", {{GGML_TYPE_F32, {37, 3, 1, 1}}}, &g1, sizeof g1),
     };
     std::string why;
-    TargetReset reset;
-    for (int64_t target : targets()) {
-        hwy::SetSupportedTargetsForTest(target);
-        EXPECT_TRUE(run_check(cpu_quantize_kernel(), cases, &why)) << hwy::TargetName(target) << ": " << why;
+    PathReset reset;
+    for (const Path & path : paths()) {
+        path.select();
+        EXPECT_TRUE(run_check(cpu_quantize_kernel(), cases, &why)) << path.name() << ": " << why;
     }
 }
 
@@ -569,10 +604,10 @@ TEST_F(Int8Test, CheckKernelLinear) {
     };
     cases[4].range[1][0] = 56, cases[4].range[1][1] = 64;
     std::string why;
-    TargetReset reset;
-    for (int64_t target : targets()) {
-        hwy::SetSupportedTargetsForTest(target);
-        EXPECT_TRUE(run_check(cpu_linear_kernel(), cases, &why)) << hwy::TargetName(target) << ": " << why;
+    PathReset reset;
+    for (const Path & path : paths()) {
+        path.select();
+        EXPECT_TRUE(run_check(cpu_linear_kernel(), cases, &why)) << path.name() << ": " << why;
     }
 }
 
