@@ -232,8 +232,23 @@ SD_AMX void epilogue(const Gemm & g, const int32_t * c, int64_t go, int64_t gr) 
     }
 }
 
-// The 2 x 2 block of weight groups go, go + 1 and activation groups gr, gr + 1 over all of K.
-SD_AMX void block(const Job & j, int64_t go, int64_t gr) {
+// C tiles of a finished 2 x 2 block, waiting for their epilogue.
+struct Finished {
+    int64_t go = -1, gr = 0;
+    alignas(64) int32_t c[4][16 * 16];
+};
+
+SD_AMX void finish(const Gemm & g, const Finished & f) {
+    if (f.go < 0) return;
+    epilogue(g, f.c[0], f.go, f.gr);
+    epilogue(g, f.c[1], f.go, f.gr + 1);
+    epilogue(g, f.c[2], f.go + 1, f.gr);
+    epilogue(g, f.c[3], f.go + 1, f.gr + 1);
+}
+
+// The 2 x 2 block of weight groups go, go + 1 and activation groups gr, gr + 1 over all of K into
+// out; the previous block's epilogue runs halfway, while the tile unit works on this one.
+SD_AMX void block(const Job & j, int64_t go, int64_t gr, Finished & out, const Finished & previous) {
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
@@ -250,16 +265,14 @@ SD_AMX void block(const Job & j, int64_t go, int64_t gr) {
         _tile_dpbssd(1, 4, 7);
         _tile_dpbssd(2, 5, 6);
         _tile_dpbssd(3, 5, 7);
+        if (s == j.l.steps / 2) finish(j.g, previous);
     }
-    alignas(64) int32_t c[4][16 * 16];
-    _tile_stored(0, c[0], kBytes);
-    _tile_stored(1, c[1], kBytes);
-    _tile_stored(2, c[2], kBytes);
-    _tile_stored(3, c[3], kBytes);
-    epilogue(j.g, c[0], go, gr);
-    epilogue(j.g, c[1], go, gr + 1);
-    epilogue(j.g, c[2], go + 1, gr);
-    epilogue(j.g, c[3], go + 1, gr + 1);
+    _tile_stored(0, out.c[0], kBytes);
+    _tile_stored(1, out.c[1], kBytes);
+    _tile_stored(2, out.c[2], kBytes);
+    _tile_stored(3, out.c[3], kBytes);
+    out.go = go;
+    out.gr = gr;
 }
 
 struct Tasks {
@@ -278,14 +291,19 @@ SD_AMX void gemm_task(const ggml_ext_cpu_task * task) {
     const Job & j = *static_cast<const Job *>(task->user_data);
     const Tasks t = tasks_of(j.l);
     _tile_loadconfig(&tile_config());
+    Finished done[2];
+    int cur = 0;
     for (int64_t i = task->ith; i < t.count; i += task->nth) {
         if (j.pool->should_stop(task)) break;
         const int64_t o0 = (i % t.per_o) * kTaskO, r0 = (i / t.per_o) * kTaskR;
         const int64_t o1 = std::min(j.l.groups_o, o0 + kTaskO), r1 = std::min(j.l.groups_r, r0 + kTaskR);
         for (int64_t go = o0; go < o1; go += 2)
-            for (int64_t gr = r0; gr < r1; gr += 2)
-                block(j, go, gr);
+            for (int64_t gr = r0; gr < r1; gr += 2, cur ^= 1) {
+                block(j, go, gr, done[cur], done[cur ^ 1]);
+                done[cur ^ 1].go = -1;
+            }
     }
+    finish(j.g, done[cur ^ 1]);
     _tile_release();
 }
 
