@@ -4,8 +4,9 @@
 //            sd.quantize_i8_convrot.v1 node feeding kLinears sd.linear_i8.v1 nodes. The GEMM time
 //            per linear is (t(quantize + linears) - t(quantize)) / kLinears. Compared with the
 //            native F32 GGML_OP_MUL_MAT of the same shape (goal: >= 1.5x its throughput), and as int8
-//            GOP/s (2 M N K per product) against the int8 peak, twice the FP32 FMA peak of
-//            ../shared/tools/roofline.
+//            GOP/s (2 M N K per product) against the peak of the unit the kernel runs on
+//            (../shared/tools/roofline's amx_int8_gops_all where the CPU backend reports AMX_INT8,
+//            else int8_dot_gops_all; twice the FP32 FMA peak when the roofline has neither).
 //   convrot: sd.quantize_i8_convrot.v1 of F32 [3072, 4096], G = 256: bytes read + written per
 //            second against the roofline's DRAM triad bandwidth (goal: >= 50%).
 // Median of kRuns after a warm-up. The roofline JSON comes from GGX_ROOFLINE (text or file) or the tool.
@@ -21,6 +22,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/roofline.h"
@@ -71,12 +73,29 @@ void fill(ggml_tensor * t, std::mt19937 & rng) {
     }
 }
 
+bool cpu_has_feature(const char * name) {
+    ggml_backend_reg_t reg = ggml_backend_reg_by_name("CPU");
+    auto get = reinterpret_cast<ggml_backend_get_features_t>(
+        reg ? ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features") : nullptr);
+    for (const ggml_backend_feature * f = get ? get(reg) : nullptr; f && f->name; ++f)
+        if (std::strcmp(f->name, name) == 0) return true;
+    return false;
+}
+
+// The int8 unit sd.linear_i8 runs on and its peak in GOP/s.
+std::pair<const char *, double> int8_unit(const std::string & json) {
+    const bool amx = cpu_has_feature("AMX_INT8");
+    const double peak = ggx::tools::roofline_number(json, amx ? "amx_int8_gops_all" : "int8_dot_gops_all");
+    if (peak > 0) return {amx ? "amx" : "int8_dot", peak};
+    return {"2x_fp32_fma", 2.0 * std::max(ggx::tools::roofline_number(json, "fp32_fma_gflops_all"),
+                                          ggx::tools::roofline_number(json, "fp32_fma_gflops_1t"))};
+}
+
 }  // namespace
 
 std::string sd_int8_report() {
     const std::string json = roofline();
-    const double fma_gflops = std::max(ggx::tools::roofline_number(json, "fp32_fma_gflops_all"),
-                                       ggx::tools::roofline_number(json, "fp32_fma_gflops_1t"));
+    const auto [unit, int8_peak] = int8_unit(json);
     const double dram_gbs = std::max(ggx::tools::roofline_number(json, "dram_triad_gbs_all"),
                                      ggx::tools::roofline_number(json, "dram_triad_gbs_1t"));
     if (sd_ggml_register_extensions() == SD_GGML_EXT_FAILED)
@@ -129,14 +148,14 @@ std::string sd_int8_report() {
         "{\"hw_threads\": %d, \"linear\": {\"K\": %lld, \"N\": %lld, \"M\": %lld, \"G\": %d, "
         "\"linears_per_packed\": %d, "
         "\"int8_gemm_ms\": %.3f, \"quantize_ms\": %.3f, \"f32_mul_mat_ms\": %.3f, \"int8_gops\": %.1f, "
-        "\"f32_gflops\": %.1f, \"speedup_vs_f32\": %.2f, \"goal_speedup\": 1.5, \"int8_peak_gops\": %.1f, "
-        "\"int8_fraction_of_peak\": %.3f}, "
+        "\"f32_gflops\": %.1f, \"speedup_vs_f32\": %.2f, \"goal_speedup\": 1.5, \"int8_unit\": \"%s\", "
+        "\"int8_peak_gops\": %.1f, \"int8_fraction_of_peak\": %.3f}, "
         "\"convrot\": {\"shape\": [%lld, %lld], \"G\": %d, \"ms\": %.3f, \"gbs\": %.2f, \"dram_triad_gbs\": "
         "%.2f, "
         "\"fraction_of_dram\": %.3f, \"goal_fraction\": 0.5}}",
         static_cast<int>(std::thread::hardware_concurrency()), (long long)kK, (long long)kN, (long long)kM,
-        kG, kLinears, t_gemm * 1e3, t_q * 1e3, t_f32 * 1e3, int8_gops, f32_gflops, t_f32 / t_gemm,
-        2.0 * fma_gflops, fma_gflops > 0 ? int8_gops / (2.0 * fma_gflops) : 0.0, (long long)kQK,
+        kG, kLinears, t_gemm * 1e3, t_q * 1e3, t_f32 * 1e3, int8_gops, f32_gflops, t_f32 / t_gemm, unit,
+        int8_peak, int8_peak > 0 ? int8_gops / int8_peak : 0.0, (long long)kQK,
         (long long)kQRows, kG, t_c * 1e3, quant_gbs, dram_gbs, dram_gbs > 0 ? quant_gbs / dram_gbs : 0.0);
     ggml_backend_free(cpu);
     return out;
