@@ -4,7 +4,8 @@
 //  LinearI8/<K>/<N>/<M>/<amx>: weight I8 [K, N] times activations I8 [K, M]; amx 1 uses the AMX
 //    tiles where the CPU has them (skipped elsewhere), 0 the AVX-512 VNNI / AVX2 path. Counter GOPs
 //    (2 M N K per second). Shapes: K = N = 3072, M = 256 (ggx-bench sd-int8), and ggx-run's DiT
-//    linears at 1024 tokens (hidden 1024, FFN 2816).
+//    linears at 1024 tokens (hidden 1024, FFN 2816), and K = 1024, N = 512, M = 256 (every operand
+//    L2-resident: the tile loop's own speed).
 //
 // With GGX_ROOFLINE set to the JSON of ../shared/tools/roofline, peak_ratio is GOPs over the peak of
 // the unit that ran: amx_int8_gops_all with AMX, int8_dot_gops_all otherwise.
@@ -94,6 +95,7 @@ void BM_LinearI8(benchmark::State & state) {
 void shapes(benchmark::internal::Benchmark * b) {
     for (int amx : {1, 0}) {
         b->Args({3072, 3072, 256, amx});
+        b->Args({1024, 512, 256, amx});    // TMP
         b->Args({1024, 1024, 1024, amx});  // ggx-run: attention projections
         b->Args({1024, 5632, 1024, amx});  // MLP gate and up, packed
         b->Args({2816, 1024, 1024, amx});  // MLP down

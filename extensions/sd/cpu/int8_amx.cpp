@@ -4,12 +4,13 @@
 // the weight is never repacked; B is the activations in the tile's "VNNI" layout (16 rows of K/4 x
 // 16 activation rows x 4 bytes: a 16 x 16 transpose of 32-bit groups), packed per call into the
 // workspace (m x k bytes, cheap next to the m x n x k product); C = A B is 16 weight rows x 16
-// activation rows of int32. Register blocking 2 x 2: C0..C3 in tmm0-3, A in tmm4-5, B in tmm6-7,
-// over the whole K. Edges never read outside the weight: the last partial group of weight rows is
-// copied zero-padded into the workspace, and so are the K-tail bytes of the other rows; an absent
-// second weight group of a block reads a zero tile. The epilogue transposes each C tile back to
-// activation-row order and applies sd-ops.md 3.4's F32 steps in order (this file is compiled with
-// -ffp-contract=off).
+// activation rows of int32. Register blocking 2 x 2: C0..C3 in tmm0-3, A in tmm4-5, B in tmm6-7.
+// Long K goes in chunks of 8 steps (512 bytes): a block row's weight chunk (16 KiB) stays in L1
+// while the task's activation chunks stream past it from L2, partial C tiles waiting on the stack.
+// Edges never read outside the weight: the last partial group of weight rows is copied zero-padded
+// into the workspace, and so are the K-tail bytes of the other rows; an absent second weight group
+// of a block reads a zero tile. The epilogue transposes each C tile back to activation-row order and
+// applies sd-ops.md 3.4's F32 steps in order (this file is compiled with -ffp-contract=off).
 #include "cpu/int8_amx.h"
 
 #include <algorithm>
@@ -53,19 +54,20 @@ void set_enabled(bool on) { g_disabled.store(!on, std::memory_order_relaxed); }
 
 namespace {
 
-constexpr int64_t kRows = 16;     // rows of every tile
-constexpr int64_t kBytes = 64;    // bytes per tile row: 64 K values of A, 16 int32 groups of B
-constexpr int64_t kTile = 1024;   // bytes of a tile
-constexpr int64_t kTaskO = 4;     // weight groups (16 rows) per task
-constexpr int64_t kTaskR = 16;    // activation groups per task
+constexpr int64_t kRows = 16;    // rows of every tile
+constexpr int64_t kBytes = 64;   // bytes per tile row: 64 K values of A, 16 int32 groups of B
+constexpr int64_t kTile = 1024;  // bytes of a tile
+constexpr int64_t kTaskO = 4;    // weight groups (16 rows) per task
+constexpr int64_t kTaskR = 16;   // activation groups per task
+constexpr int64_t kChunk = 8;    // K steps per chunk, when K has more than 2 chunks
 
 size_t align64(size_t x) { return (x + 63) & ~size_t(63); }
 
 // Sizes and workspace offsets of one product.
 struct Layout {
-    int64_t k64, kv, steps;     // K rounded up to 64, K's whole 64-byte steps, steps of k64
-    int64_t groups_o, full_o;   // weight groups (16 rows), of which complete
-    int64_t groups_r;           // activation groups, rounded up to even (2 x 2 blocks)
+    int64_t k64, kv, steps;    // K rounded up to 64, K's whole 64-byte steps, steps of k64
+    int64_t groups_o, full_o;  // weight groups (16 rows), of which complete
+    int64_t groups_r;          // activation groups, rounded up to even (2 x 2 blocks)
     size_t xpack, wedge, wtail, zero, total;
 };
 
@@ -161,7 +163,8 @@ SD_AMX void pack_group(const Job & j, int64_t grp) {
         __m512i rows[16];
         for (int64_t i = 0; i < kRows; ++i) {
             const int64_t r = grp * kRows + i;
-            rows[i] = r < g.m ? _mm512_maskz_loadu_epi8(mask, g.x + r * g.k + s * kBytes) : _mm512_setzero_si512();
+            rows[i] =
+                r < g.m ? _mm512_maskz_loadu_epi8(mask, g.x + r * g.k + s * kBytes) : _mm512_setzero_si512();
         }
         transpose16(rows);
         for (int64_t i = 0; i < kRows; ++i)
@@ -246,16 +249,25 @@ SD_AMX void finish(const Gemm & g, const Finished & f) {
     epilogue(g, f.c[3], f.go + 1, f.gr + 1);
 }
 
-// The 2 x 2 block of weight groups go, go + 1 and activation groups gr, gr + 1 over all of K into
-// out; the previous block's epilogue runs halfway, while the tile unit works on this one.
-SD_AMX void block(const Job & j, int64_t go, int64_t gr, Finished & out, const Finished & previous) {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    const char * b = j.ws + j.l.xpack + gr * j.l.steps * kTile;
+// Steps [s0, s1) of the 2 x 2 block of weight groups go, go + 1 and activation groups gr, gr + 1:
+// C starts from zero (s0 == 0) or from c, and is stored back to c; halfway, the previous block's
+// epilogue runs while the tile unit works on this one.
+SD_AMX void block(const Job & j, int64_t go, int64_t gr, int64_t s0, int64_t s1, int32_t (*c)[256],
+                  const Finished & previous) {
+    if (s0 == 0) {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    } else {
+        _tile_loadd(0, c[0], kBytes);
+        _tile_loadd(1, c[1], kBytes);
+        _tile_loadd(2, c[2], kBytes);
+        _tile_loadd(3, c[3], kBytes);
+    }
+    const char * b = j.ws + j.l.xpack + (gr * j.l.steps + s0) * kTile;
     const int64_t next_b = j.l.steps * kTile;  // from group gr to gr + 1
-    for (int64_t s = 0; s < j.l.steps; ++s, b += kTile) {
+    for (int64_t s = s0; s < s1; ++s, b += kTile) {
         const ATile a0 = a_tile(j, go, s), a1 = a_tile(j, go + 1, s);
         _tile_loadd(4, a0.p, a0.stride);
         _tile_loadd(5, a1.p, a1.stride);
@@ -265,14 +277,12 @@ SD_AMX void block(const Job & j, int64_t go, int64_t gr, Finished & out, const F
         _tile_dpbssd(1, 4, 7);
         _tile_dpbssd(2, 5, 6);
         _tile_dpbssd(3, 5, 7);
-        if (s == j.l.steps / 2) finish(j.g, previous);
+        if (s == (s0 + s1) / 2) finish(j.g, previous);
     }
-    _tile_stored(0, out.c[0], kBytes);
-    _tile_stored(1, out.c[1], kBytes);
-    _tile_stored(2, out.c[2], kBytes);
-    _tile_stored(3, out.c[3], kBytes);
-    out.go = go;
-    out.gr = gr;
+    _tile_stored(0, c[0], kBytes);
+    _tile_stored(1, c[1], kBytes);
+    _tile_stored(2, c[2], kBytes);
+    _tile_stored(3, c[3], kBytes);
 }
 
 struct Tasks {
@@ -287,21 +297,36 @@ Tasks tasks_of(const Layout & l) {
     return t;
 }
 
+// A task's blocks, K chunk by K chunk (kChunk steps): each weight chunk of a block row stays in L1
+// while the activation chunks stream past it; partial C tiles wait in acc between chunks.
 SD_AMX void gemm_task(const ggml_ext_cpu_task * task) {
     const Job & j = *static_cast<const Job *>(task->user_data);
     const Tasks t = tasks_of(j.l);
     _tile_loadconfig(&tile_config());
     Finished done[2];
     int cur = 0;
+    alignas(64) int32_t acc[kTaskO / 2 * kTaskR / 2][4][256];  // 64 KiB
+    const int64_t chunk = j.l.steps > 2 * kChunk ? kChunk : j.l.steps;
     for (int64_t i = task->ith; i < t.count; i += task->nth) {
         if (j.pool->should_stop(task)) break;
         const int64_t o0 = (i % t.per_o) * kTaskO, r0 = (i / t.per_o) * kTaskR;
         const int64_t o1 = std::min(j.l.groups_o, o0 + kTaskO), r1 = std::min(j.l.groups_r, r0 + kTaskR);
-        for (int64_t go = o0; go < o1; go += 2)
-            for (int64_t gr = r0; gr < r1; gr += 2, cur ^= 1) {
-                block(j, go, gr, done[cur], done[cur ^ 1]);
-                done[cur ^ 1].go = -1;
-            }
+        for (int64_t s0 = 0; s0 < j.l.steps; s0 += chunk) {
+            const int64_t s1 = std::min(j.l.steps, s0 + chunk);
+            for (int64_t go = o0; go < o1; go += 2)
+                for (int64_t gr = r0; gr < r1; gr += 2) {
+                    const bool last = s1 == j.l.steps;
+                    int32_t(*partial)[256] = acc[(go - o0) / 2 * (kTaskR / 2) + (gr - r0) / 2];
+                    int32_t(*c)[256] = last ? done[cur].c : partial;
+                    if (last && s0 > 0) std::memcpy(c, partial, sizeof acc[0]);
+                    block(j, go, gr, s0, s1, c, done[cur ^ 1]);
+                    done[cur ^ 1].go = -1;
+                    if (!last) continue;
+                    done[cur].go = go;
+                    done[cur].gr = gr;
+                    cur ^= 1;
+                }
+        }
     }
     finish(j.g, done[cur ^ 1]);
     _tile_release();
@@ -309,8 +334,8 @@ SD_AMX void gemm_task(const ggml_ext_cpu_task * task) {
 
 }  // namespace
 
-ggml_status run(const ggml_ext_cpu_parallel_v1 * pool, ggml_backend_t backend, const Gemm & g, void * workspace,
-                int nth) {
+ggml_status run(const ggml_ext_cpu_parallel_v1 * pool, ggml_backend_t backend, const Gemm & g,
+                void * workspace, int nth) {
     Job job{pool, g, layout_of(g.k, g.n, g.m), static_cast<char *>(workspace)};
     ggml_status st = pool->run(backend, pack_task, &job, int(std::min<int64_t>(nth, job.l.groups_r + 1)));
     if (st != GGML_STATUS_SUCCESS) return st;

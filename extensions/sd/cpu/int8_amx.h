@@ -34,8 +34,8 @@ void set_enabled(bool on);
 // Workspace bytes of a product of these sizes (64-byte aligned start expected).
 size_t workspace(int64_t k, int64_t n, int64_t m);
 // Computes g on the pool with up to nth threads, using workspace (workspace(k, n, m) bytes).
-ggml_status run(const ggml_ext_cpu_parallel_v1 * pool, ggml_backend_t backend, const Gemm & g, void * workspace,
-                int nth);
+ggml_status run(const ggml_ext_cpu_parallel_v1 * pool, ggml_backend_t backend, const Gemm & g,
+                void * workspace, int nth);
 
 }  // namespace amx
 }  // namespace sd::int8::cpu
