@@ -121,6 +121,10 @@ struct ggml_backend {
     // which returns the status of that completion. Plans do not nest.
     virtual void begin_plan() {}
     virtual ggml_status end_plan() { return GGML_STATUS_SUCCESS; }
+    // After an extension step of a plan ran nodes (its kernel or fusion succeeded): a backend that
+    // queues work counts them toward its submission thresholds as it counts native nodes (spec:
+    // scheduled Vulkan plans share FLOP thresholds across native fragments and extension callbacks).
+    virtual ggml_status end_extension_step(std::span<ggml_tensor * const>) { return GGML_STATUS_SUCCESS; }
 
     // The workspace of direct graph computations' temporary plans, kept for the next one.
     std::unique_ptr<ggml_backend_buffer> direct_workspace;

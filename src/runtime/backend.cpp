@@ -383,7 +383,9 @@ ggml_status ggml_backend_graph_plan_compute(ggml_backend_t backend, ggml_backend
     const ggx::Workspace workspace = plan->workspace
                                     ? ggx::Workspace{plan->workspace.get(), plan->workspace->base(), plan->workspace->size}
                                     : ggx::Workspace{};
-    const ggml_status status = plan->plan.run(0, plan->n_nodes, workspace);
+    // A direct backend call: fragment execution, as ggml_backend_graph_compute.
+    const ggml_status status =
+        plan->plan.run(0, plan->n_nodes, workspace, ExecutionPlan::Execution::kFragments);
     backend->synchronize();
     return status;
 }

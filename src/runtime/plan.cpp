@@ -191,7 +191,7 @@ ggml_status ExecutionPlan::validate() {
     return GGML_STATUS_SUCCESS;
 }
 
-ggml_status ExecutionPlan::run(int first, int last, const Workspace & workspace) {
+ggml_status ExecutionPlan::run(int first, int last, const Workspace & workspace, Execution execution) {
     if (!is_current()) {
         return fail(GGML_STATUS_FAILED,
                     std::string(backend_->name()) +
@@ -207,34 +207,44 @@ ggml_status ExecutionPlan::run(int first, int last, const Workspace & workspace)
     if (!validated_) {
         if (const ggml_status status = validate()) return status;
     }
+    if (execution == Execution::kFragments) return run_steps(first, last, workspace, execution);
+    return bracketed([&] { return run_steps(first, last, workspace, execution); });
+}
+
+template <class F>
+ggml_status ExecutionPlan::bracketed(F f) const {
     backend_->begin_plan();
-    const ggml_status status = run_steps(first, last, workspace);
+    const ggml_status status = f();
     const ggml_status ended = backend_->end_plan();
     return status != GGML_STATUS_SUCCESS ? status : ended;
 }
 
-ggml_status ExecutionPlan::run_steps(int first, int last, const Workspace & workspace) const {
+ggml_status ExecutionPlan::run_steps(int first, int last, const Workspace & workspace,
+                                     Execution execution) const {
     for (const Step & s : steps_) {
         const int b = std::max(s.begin, first), e = std::min(s.end, last);
         if (b >= e) continue;
-        if (!s.kernel) {
-            const auto by_index = [](const NativeNode & n, int i) { return n.index < i; };
-            const std::span<const NativeNode> natives =
-                std::span<const NativeNode>(natives_).subspan(s.first_native, s.n_native);
-            const auto from = std::lower_bound(natives.begin(), natives.end(), b, by_index);
-            const auto to = std::lower_bound(from, natives.end(), e, by_index);
-            if (from == to) continue;
-            if (const ggml_status status = backend_->compute_native({from, to}, workspace)) return status;
-            continue;
-        }
-        if (b != s.begin || e != s.end) {
+        if (s.kernel && (b != s.begin || e != s.end)) {
             return fail(GGML_STATUS_FAILED, std::string(backend_->name()) + ": nodes " +
                                                 range_text(first, last) + " cut the fused range " +
                                                 range_text(s.begin, s.end));
         }
-        if (const ggml_status status = run_step(s, workspace)) return status;
+        const auto part = [&] { return run_part(s, b, e, workspace); };
+        const ggml_status status = execution == Execution::kFragments ? bracketed(part) : part();
+        if (status != GGML_STATUS_SUCCESS) return status;
     }
     return GGML_STATUS_SUCCESS;
+}
+
+ggml_status ExecutionPlan::run_part(const Step & s, int b, int e, const Workspace & workspace) const {
+    if (s.kernel) return run_step(s, workspace);
+    const auto by_index = [](const NativeNode & n, int i) { return n.index < i; };
+    const std::span<const NativeNode> natives =
+        std::span<const NativeNode>(natives_).subspan(s.first_native, s.n_native);
+    const auto from = std::lower_bound(natives.begin(), natives.end(), b, by_index);
+    const auto to = std::lower_bound(from, natives.end(), e, by_index);
+    if (from == to) return GGML_STATUS_SUCCESS;
+    return backend_->compute_native({from, to}, workspace);
 }
 
 ggml_status ExecutionPlan::run_step(const Step & s, const Workspace & workspace) const {
@@ -244,8 +254,9 @@ ggml_status ExecutionPlan::run_step(const Step & s, const Workspace & workspace)
                           workspace.size,   nullptr};
     clear_last_error();
     const ggml_status status = s.kernel->execute(*s.kernel, call);
-    if (status == GGML_STATUS_SUCCESS) return status;
-    return fail(status, step_failure(s) + ": " + ggml_backend_get_last_error());
+    if (status != GGML_STATUS_SUCCESS)
+        return fail(status, step_failure(s) + ": " + ggml_backend_get_last_error());
+    return backend_->end_extension_step({ggml_graph_nodes(graph_) + s.begin, size_t(s.end - s.begin)});
 }
 
 std::string ExecutionPlan::step_failure(const Step & s) const {
@@ -276,7 +287,7 @@ ggml_status run_temporary_plan(ggml_backend_t backend, int i0, int i1, Build bui
     }
     const Workspace region =
         workspace ? Workspace{workspace.get(), workspace->base(), workspace->size} : Workspace{};
-    const ggml_status status = plan.run(i0, i1, region);
+    const ggml_status status = plan.run(i0, i1, region, ExecutionPlan::Execution::kFragments);
     backend->synchronize();  // before the plan and its workspace are released or reused
     return status;
 }

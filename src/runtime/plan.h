@@ -62,10 +62,18 @@ public:
     // backend reaches. A later run skips the check; validate again after the tensors move.
     ggml_status validate();
 
+    // How a run brackets its steps with the backend's begin_plan .. end_plan. kBatched: the whole
+    // run is one bracket, so a backend may queue native ranges and extension steps together and
+    // complete them at the end (scheduled plans). kFragments: every step is a bracket of its own,
+    // completed before the next begins (spec: evaluation callbacks and direct backend calls retain
+    // fragment execution).
+    enum class Execution { kBatched, kFragments };
+
     // Runs the plan's nodes that lie in [first, last), in order, queued on the backend (validating
     // first when validate has not succeeded). Fails without running anything when the plan is not
     // current, or when the workspace is smaller than workspace_bytes().
-    ggml_status run(int first, int last, const Workspace & workspace);
+    ggml_status run(int first, int last, const Workspace & workspace,
+                    Execution execution = Execution::kBatched);
 
 private:
     enum class Mode { kSelect, kNativeOnly };
@@ -77,8 +85,13 @@ private:
                               const Kernel * forced_kernel) const;
     bool prepare(const Kernel & kernel, int begin, int end, void ** state, size_t * bytes);
     void add_native(int i, const Kernel & kernel, void * state, size_t bytes);
-    ggml_status run_steps(int first, int last, const Workspace & workspace) const;
+    ggml_status run_steps(int first, int last, const Workspace & workspace, Execution execution) const;
+    // Runs step s's nodes in [b, e): its native nodes there, or the whole extension step.
+    ggml_status run_part(const Step & s, int b, int e, const Workspace & workspace) const;
     ggml_status run_step(const Step & s, const Workspace & workspace) const;
+    // f() between the backend's begin_plan and end_plan: f's status, else end_plan's.
+    template <class F>
+    ggml_status bracketed(F f) const;
     std::string step_failure(const Step & s) const;
     void release();
 
@@ -95,12 +108,13 @@ private:
 // Plan validations (ExecutionPlan::validate) since the process started, for tests.
 uint64_t plan_validations();
 
-// Computes nodes [i0, i1) of graph with the device's own kernels only, through a temporary plan.
+// Computes nodes [i0, i1) of graph with the device's own kernels only, through a temporary plan
+// (fragment execution, as every direct call).
 ggml_status compute_native_range(ggml_backend_t backend, ggml_cgraph * graph, int i0, int i1);
 
 // A backend graph computation through a temporary plan (spec: direct calls use temporary plans and
-// synchronize before releasing them): nodes [i0, i1). Its workspace is the backend's
-// direct_workspace, grown to the plan's request.
+// synchronize before releasing them; they retain fragment execution): nodes [i0, i1). Its workspace
+// is the backend's direct_workspace, grown to the plan's request.
 ggml_status compute_with_temporary_plan(ggml_backend_t backend, ggml_cgraph * graph, int i0, int i1);
 
 }  // namespace ggx::backend

@@ -606,7 +606,7 @@ ggml_status ggml_backend_sched::run_split(Split & s) {
             ggml_tensor * node = ggml_graph_node(graph, i);
             const bool observed = eval_callback(node, true, eval_user_data);
             if (!observed && i + 1 < s.end) continue;
-            status = s.plan.run(begin, i + 1, workspace);
+            status = s.plan.run(begin, i + 1, workspace, ggx::backend::ExecutionPlan::Execution::kFragments);
             ggml_backend_synchronize(backend);
             begin = i + 1;
             if (status == GGML_STATUS_SUCCESS && observed && !eval_callback(node, false, eval_user_data))

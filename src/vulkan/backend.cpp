@@ -100,6 +100,7 @@ void Backend::submit_commands() {
     in_flight_.push_back(c);  // its fence is waited for even if the submission fails
     device_.submit(submit, c.fence);
     ++last_submissions_;
+    ++total_submissions_;
 }
 
 // Barriers in later buffers order their commands after every earlier submission to the queue, so
@@ -184,6 +185,15 @@ ggml_status Backend::record_extension(const std::function<void(Recorder &)> & re
     }
     return guarded([&] {
         record(recording());
+        submit_if_due();
+    });
+}
+
+ggml_status Backend::end_extension_step(std::span<ggml_tensor * const> nodes) {
+    if (!recorder_) return GGML_STATUS_SUCCESS;  // the step recorded nothing here
+    return guarded([&] {
+        for (const ggml_tensor * node : nodes)
+            pending_flops_ += node_flops(node);
         submit_if_due();
     });
 }

@@ -1,8 +1,9 @@
 // The Vulkan backend: records a graph into command buffers on its device's compute queue and waits
 // for them at the end. Within a plan (begin_plan .. end_plan) the native ranges and the extensions'
 // dispatches and copies (ggml_ext_vulkan_v1) are recorded together: one counter of commands and of
-// matrix FLOPs decides when a command buffer is submitted early (so the device starts while the
-// rest is recorded), and end_plan submits the rest and waits.
+// matrix FLOPs (of native nodes and extension steps' nodes alike) decides when a command buffer is
+// submitted early (so the device starts while the rest is recorded), and end_plan submits the rest
+// and waits. Fragment execution brackets every step on its own, so each is submitted and waited for.
 #pragma once
 
 #include <functional>
@@ -29,6 +30,9 @@ public:
     bool can_access(ggml_backend_buffer_type_t buft) const override { return buft == &buffer_type_; }
     void begin_plan() override;
     ggml_status end_plan() override;
+    // Counts the matrix FLOPs of an extension step's nodes (MUL_MAT, FLASH_ATTN_EXT, as native ones
+    // count) toward the submission threshold, and submits when it is reached.
+    ggml_status end_extension_step(std::span<ggml_tensor * const> nodes) override;
 
     // Records extension work (record(recorder)) into the executing plan, counting toward the
     // submission thresholds. FAILED with an error outside a plan or when record throws.
@@ -40,6 +44,8 @@ public:
     size_t last_dispatches() const { return last_dispatches_; }
     size_t last_barriers() const { return last_barriers_; }
     size_t last_submissions() const { return last_submissions_; }
+    // Queue submissions since the backend was created (for tests of fragment execution).
+    size_t total_submissions() const { return total_submissions_; }
 
     // A command buffer is submitted early once it holds this many commands or matrix FLOPs.
     static constexpr size_t kSubmitCommands = 100;
@@ -80,7 +86,7 @@ private:
     DescriptorArena arena_;
     std::optional<Recorder> recorder_;
     bool in_plan_ = false;
-    size_t last_dispatches_ = 0, last_barriers_ = 0, last_submissions_ = 0;
+    size_t last_dispatches_ = 0, last_barriers_ = 0, last_submissions_ = 0, total_submissions_ = 0;
 };
 
 }  // namespace ggx::vulkan

@@ -315,10 +315,11 @@ Device::~Device() {
     if (!device_) return;
     staging_.reset();
     vkDeviceWaitIdle(device_);
-    for (auto & [key, pipeline] : pipelines_)
-        vkDestroyPipeline(device_, pipeline->handle, nullptr);
-    for (auto & [name, module] : modules_)
-        vkDestroyShaderModule(device_, module, nullptr);
+    pipelines_.for_each([&](PipelineCache::Module & module) {
+        for (const auto & [constants, pipeline] : module.pipelines)
+            vkDestroyPipeline(device_, pipeline.handle, nullptr);
+        vkDestroyShaderModule(device_, module.handle, nullptr);
+    });
     vkDestroyCommandPool(device_, transfer_pool_, nullptr);
     vkDestroyPipelineLayout(device_, pipeline_layout_, nullptr);
     vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
@@ -486,30 +487,37 @@ uint8_t * Allocation::map() {
 }
 
 const Pipeline & Device::pipeline(const std::string & shader, const std::vector<uint32_t> & constants) {
-    const auto & table = shader_table();
-    const auto code =
-        std::find_if(table.begin(), table.end(), [&](const ShaderCode & c) { return shader == c.name; });
-    if (code == table.end()) throw Error("no shader named '" + shader + "'");
-    return pipeline(shader, code->words, code->n_words, constants);
+    std::lock_guard lock(pipeline_mutex_);
+    PipelineCache::Module *& module = builtins_[shader];
+    if (!module) {
+        const auto & table = shader_table();
+        const auto code =
+            std::find_if(table.begin(), table.end(), [&](const ShaderCode & c) { return shader == c.name; });
+        if (code == table.end()) {
+            builtins_.erase(shader);
+            throw Error("no shader named '" + shader + "'");
+        }
+        module = &pipelines_.module({code->words, code->n_words});
+    }
+    return pipeline_of(*module, shader, constants);
 }
 
-VkShaderModule Device::module(const std::string & key, const uint32_t * words, size_t n_words) {
-    if (const auto it = modules_.find(key); it != modules_.end()) return it->second;
-    VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-    info.codeSize = n_words * sizeof(uint32_t);
-    info.pCode = words;
-    VkShaderModule module = VK_NULL_HANDLE;
-    check(vkCreateShaderModule(device_, &info, nullptr, &module),
-          ("vkCreateShaderModule(" + key + ")").c_str());
-    return modules_[key] = module;
-}
-
-const Pipeline & Device::pipeline(const std::string & key, const uint32_t * words, size_t n_words,
+const Pipeline & Device::pipeline(const std::string & name, std::span<const uint32_t> words,
                                   const std::vector<uint32_t> & constants) {
     std::lock_guard lock(pipeline_mutex_);
-    auto cache_key = std::make_pair(key, constants);
-    if (const auto it = pipelines_.find(cache_key); it != pipelines_.end()) return *it->second;
+    return pipeline_of(pipelines_.module(words), name, constants);
+}
 
+const Pipeline & Device::pipeline_of(PipelineCache::Module & module, const std::string & name,
+                                     const std::vector<uint32_t> & constants) {
+    if (const auto it = module.pipelines.find(constants); it != module.pipelines.end()) return it->second;
+    if (!module.handle) {
+        VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+        info.codeSize = module.words.size() * sizeof(uint32_t);
+        info.pCode = module.words.data();
+        check(vkCreateShaderModule(device_, &info, nullptr, &module.handle),
+              ("vkCreateShaderModule(" + name + ")").c_str());
+    }
     std::vector<VkSpecializationMapEntry> entries(constants.size());
     for (uint32_t i = 0; i < entries.size(); ++i)
         entries[i] = {i, i * 4u, 4u};
@@ -518,14 +526,14 @@ const Pipeline & Device::pipeline(const std::string & key, const uint32_t * word
     VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-    info.stage.module = module(key, words, n_words);
+    info.stage.module = module.handle;
     info.stage.pName = "main";
     info.stage.pSpecializationInfo = constants.empty() ? nullptr : &specialization;
     info.layout = pipeline_layout_;
-    auto pipeline = std::make_unique<Pipeline>();
-    check(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline->handle),
-          ("vkCreateComputePipelines(" + key + ")").c_str());
-    return *pipelines_.emplace(std::move(cache_key), std::move(pipeline)).first->second;
+    Pipeline pipeline;
+    check(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline.handle),
+          ("vkCreateComputePipelines(" + name + ")").c_str());
+    return module.pipelines.emplace(constants, pipeline).first->second;
 }
 
 }  // namespace ggx::vulkan

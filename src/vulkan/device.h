@@ -7,12 +7,15 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
+
+#include "vulkan/pipeline_cache.h"
 
 namespace ggx::vulkan {
 
@@ -40,10 +43,6 @@ struct Limits {
     uint32_t max_workgroup_count[3] = {};
     uint32_t max_shared_memory = 0;
     uint32_t subgroup_size = 0;
-};
-
-struct Pipeline {
-    VkPipeline handle = VK_NULL_HANDLE;
 };
 
 class Device;
@@ -111,10 +110,11 @@ public:
     const Pipeline & pipeline(const std::string & shader, const std::vector<uint32_t> & constants = {});
     size_t n_pipelines() const {
         std::lock_guard lock(pipeline_mutex_);
-        return pipelines_.size();
+        return pipelines_.n_pipelines();
     }
-    // The same for an application's SPIR-V module (words), cached under key.
-    const Pipeline & pipeline(const std::string & key, const uint32_t * words, size_t n_words,
+    // The same for an application's SPIR-V module, cached under its complete words and constants
+    // (name is for error messages).
+    const Pipeline & pipeline(const std::string & name, std::span<const uint32_t> words,
                               const std::vector<uint32_t> & constants);
 
 private:
@@ -137,7 +137,9 @@ private:
     // The cooperative-matrix shapes of the extensions enabled on the device (nv, khr).
     void read_coopmat(VkInstance instance, bool nv, bool khr);
     void add_coopmat_shape(const ggml_ext_vulkan_coopmat_shape & shape);
-    VkShaderModule module(const std::string & key, const uint32_t * words, size_t n_words);  // mutex held
+    // module's pipeline for constants, created (with the module's handle) on first use; mutex held.
+    const Pipeline & pipeline_of(PipelineCache::Module & module, const std::string & name,
+                                 const std::vector<uint32_t> & constants);
     // Stages host data through staging_ (created on first use) in chunks of at most its size.
     template <class Chunk>
     void staged(size_t bytes, Chunk chunk);
@@ -145,9 +147,9 @@ private:
     std::mutex transfer_mutex_;  // guards transfer_pool_ and staging_
     VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
     std::unique_ptr<Allocation> staging_;
-    mutable std::mutex pipeline_mutex_;
-    std::map<std::pair<std::string, std::vector<uint32_t>>, std::unique_ptr<Pipeline>> pipelines_;
-    std::map<std::string, VkShaderModule> modules_;
+    mutable std::mutex pipeline_mutex_;  // guards pipelines_ and builtins_
+    PipelineCache pipelines_;
+    std::unordered_map<std::string, PipelineCache::Module *> builtins_;  // the built-in shaders' by name
 };
 
 }  // namespace ggx::vulkan

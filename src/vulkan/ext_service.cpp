@@ -118,14 +118,6 @@ std::string check_dispatch(const Device & device, const ggml_ext_vulkan_dispatch
     return "";
 }
 
-// FNV-1a of the module: its pipelines are cached under this key.
-std::string module_key(const ggml_ext_vulkan_dispatch & d) {
-    uint64_t hash = 14695981039346656037ull;
-    for (size_t i = 0; i < d.spirv_bytes / 4; ++i)
-        hash = (hash ^ d.spirv[i]) * 1099511628211ull;
-    return "ext:" + std::to_string(hash) + ":" + std::to_string(d.spirv_bytes);
-}
-
 ggml_status dispatch(ggml_backend_t backend, const ggml_ext_vulkan_dispatch * d) {
     Backend * vk = vulkan_backend(backend, "dispatch");
     if (!vk || !d) return GGML_STATUS_FAILED;
@@ -153,7 +145,7 @@ ggml_status dispatch(ggml_backend_t backend, const ggml_ext_vulkan_dispatch * d)
     if (!in_plan(*vk, what)) return GGML_STATUS_FAILED;
     const Pipeline * pipeline = nullptr;
     try {
-        pipeline = &device.pipeline(module_key(*d), d->spirv, d->spirv_bytes / 4,
+        pipeline = &device.pipeline(d->name ? d->name : "?", {d->spirv, d->spirv_bytes / 4},
                                     std::vector<uint32_t>(d->constants, d->constants + d->n_constants));
     } catch (const Error & e) {
         ggml_ext_set_error((what + ": " + e.what()).c_str());

@@ -29,6 +29,7 @@ set(ggx_vulkan_sources
   ${ggx_vulkan_dir}/device.cpp
   ${ggx_vulkan_dir}/buffer.cpp
   ${ggx_vulkan_dir}/backend.cpp
+  ${ggx_vulkan_dir}/pipeline_cache.cpp
   ${ggx_vulkan_dir}/recorder.cpp
   ${ggx_vulkan_dir}/registry.cpp
   ${ggx_vulkan_dir}/ext_service.cpp

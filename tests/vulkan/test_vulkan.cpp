@@ -1,6 +1,7 @@
 // The Vulkan backend (ggml-vulkan.h, docs/vulkan.md): registry and devices, buffers (mapped and
 // staged transfers), one submission per graph with barriers only on hazards, the errors of
-// graph_compute, and the scheduler over Vulkan + CPU against the CPU alone. Runs on Mesa lavapipe in
+// graph_compute, the pipeline cache's keys, and the scheduler over Vulkan + CPU against the CPU alone.
+// Runs on Mesa lavapipe in
 // CI; GGX_REQUIRE_VULKAN=1 (set by CTest) turns a missing device into a failure instead of a skip.
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
@@ -20,6 +21,7 @@
 #include "vulkan/backend.h"
 #include "vulkan/buffer.h"
 #include "vulkan/kernels.h"
+#include "vulkan/pipeline_cache.h"
 #include "vulkan/vulkan_fixture.h"
 
 namespace ggx::test {
@@ -321,6 +323,42 @@ TEST_F(Vulkan, SchedulerOverVulkanAndCpuMatchesTheCpuAlone) {
                 << rng.trace() << ", element " << i;
     }
     EXPECT_GT(mixed, 30);
+}
+
+// The cache keys a module by its complete words: with every hash equal, two distinct modules are two
+// entries (each found again by its own words, its pipelines its own), never one for the other.
+TEST(VulkanPipelineCache, ModulesWhoseHashesCollideStayDistinct) {
+    vulkan::PipelineCache cache([](std::span<const uint32_t>) -> uint64_t { return 42; });
+    const std::vector<uint32_t> first = {0x07230203u, 0x10000u, 0, 10, 0, 1, 2};
+    std::vector<uint32_t> second = first;
+    second.back() = 3;  // the same length and hash, one word apart
+    const std::vector<uint32_t> prefix(first.begin(), first.end() - 1);
+    vulkan::PipelineCache::Module & a = cache.module(first);
+    vulkan::PipelineCache::Module & b = cache.module(second);
+    vulkan::PipelineCache::Module & c = cache.module(prefix);
+    EXPECT_NE(&a, &b);
+    EXPECT_NE(&a, &c);
+    EXPECT_NE(&b, &c);
+    EXPECT_EQ(cache.n_modules(), 3u);
+    EXPECT_EQ(&cache.module(first), &a);
+    EXPECT_EQ(&cache.module(std::vector<uint32_t>(second)), &b);  // equal words at another address
+    EXPECT_EQ(a.words, first);
+    EXPECT_EQ(b.words, second);
+
+    // Pipelines are per module and per complete list of specialisation constants.
+    a.pipelines[{1, 2}] = {};
+    a.pipelines[{1, 2, 0}] = {};
+    b.pipelines[{1, 2}] = {};
+    EXPECT_EQ(cache.n_pipelines(), 3u);
+    EXPECT_EQ(cache.module(second).pipelines.size(), 1u);
+    EXPECT_EQ(cache.n_modules(), 3u);
+}
+
+TEST(VulkanPipelineCache, TheDefaultHashCoversEveryWord) {
+    std::vector<uint32_t> words(64, 7);
+    const uint64_t h = vulkan::PipelineCache::hash_words(words);
+    words[63] = 8;
+    EXPECT_NE(vulkan::PipelineCache::hash_words(words), h);
 }
 
 }  // namespace

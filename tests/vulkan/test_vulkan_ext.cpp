@@ -134,6 +134,21 @@ protected:
         ASSERT_TRUE(ggml_ext_register_kernel(dev, &dup)) << ggml_backend_get_last_error();
     }
     void TearDown() override { probe() = nullptr; }
+
+    // Computes out's graph as a scheduled plan: through a scheduler over Vulkan0 and the CPU (the
+    // tensors are already in Vulkan memory, so every node runs there).
+    ggml_status scheduled_compute(ggml_tensor * out) {
+        ggml_cgraph * graph = ggml_new_graph_custom(ctx(), 512, false);
+        ggml_build_forward_expand(graph, out);
+        return scheduled_compute(graph);
+    }
+    ggml_status scheduled_compute(ggml_cgraph * graph) {
+        Backend cpu(ggml_backend_cpu_init());
+        ggml_backend_t backends[] = {vk(), cpu.get()};
+        Sched sched(ggml_backend_sched_new(backends, nullptr, 2, 512, false, false));
+        if (!ggml_backend_sched_alloc_graph(sched.get(), graph)) return GGML_STATUS_ALLOC_FAILED;
+        return ggml_backend_sched_graph_compute(sched.get(), graph);
+    }
 };
 
 TEST_F(VulkanExt, ServiceIsVersionedAndReportsTheDevice) {
@@ -341,9 +356,11 @@ TEST_F(VulkanExt, BufferInfoRejectsEmptyOutsideAndForeignRanges) {
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "not a Vulkan backend"));
 }
 
-// add (native) -> scale (the extension's SPIR-V) -> mul (native) -> dup (the copy service), all in
-// one command buffer and one submission, ordered by barriers.
-TEST_F(VulkanExt, ExtensionWorkIsRecordedInOrderWithNativeWorkInOneSubmission) {
+// add (native) -> scale (the extension's SPIR-V) -> mul (native) -> dup (the copy service). A
+// scheduled plan records them all in one command buffer and one submission, ordered by barriers; a
+// direct ggml_backend_graph_compute keeps fragment execution: each of the four fragments is
+// submitted (and completed) on its own. Both give the same values.
+TEST_F(VulkanExt, ScheduledPlansBatchFragmentsAndDirectCallsSubmitEachFragment) {
     ggml_tensor * a = input(1000, 3);
     ggml_tensor * b = input(1000, 3);
     ggml_tensor * scaled = ggml_scale_bias(ctx(), ggml_add(ctx(), a, b), 3.0f, 1.0f);
@@ -353,19 +370,30 @@ TEST_F(VulkanExt, ExtensionWorkIsRecordedInOrderWithNativeWorkInOneSubmission) {
     const std::vector<float> va = ramp(3000, -1.0f, 0.001f), vb = ramp(3000, 2.0f, -0.0005f);
     write_f32(a, va);
     write_f32(b, vb);
-    ASSERT_EQ(compute(out), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    const auto expect_values = [&] {
+        const std::vector<float> got = read_f32(out);
+        for (size_t i = 0; i < got.size(); ++i) {
+            const float want = ((va[i] + vb[i]) * 3.0f + 1.0f) * va[i];
+            ASSERT_NEAR(got[i], want, 1e-5f * (1.0f + std::fabs(want))) << i;
+        }
+    };
+    size_t before = vk_impl().total_submissions();
+    ASSERT_EQ(scheduled_compute(out), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
     EXPECT_EQ(vk_impl().last_dispatches(), 3u);  // add, scale, mul; the dup is a copy command
     EXPECT_EQ(vk_impl().last_barriers(), 3u);
-    EXPECT_EQ(vk_impl().last_submissions(), 1u);
-    const std::vector<float> got = read_f32(out);
-    for (size_t i = 0; i < got.size(); ++i) {
-        const float want = ((va[i] + vb[i]) * 3.0f + 1.0f) * va[i];
-        ASSERT_NEAR(got[i], want, 1e-5f * (1.0f + std::fabs(want))) << i;
-    }
+    EXPECT_EQ(vk_impl().total_submissions() - before, 1u);
+    expect_values();
+
+    write_f32(out, std::vector<float>(3000, -1.0f));
+    before = vk_impl().total_submissions();
+    ASSERT_EQ(compute(out), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_EQ(vk_impl().total_submissions() - before, 4u);
+    expect_values();
 }
 
-// Native dispatches and the extension's count toward one submission threshold: 60 extension scales
-// and 60 native adds are 120 commands, so one early submission and one at the end.
+// Native dispatches and the extension's count toward one submission threshold in a scheduled plan:
+// 60 extension scales and 60 native adds are 120 commands, so one early submission and one at the
+// end. A direct call submits each of its 120 fragments instead.
 TEST_F(VulkanExt, NativeAndExtensionCommandsShareTheSubmissionCounter) {
     ggml_tensor * x = input(32);
     ggml_tensor * one = input(32);
@@ -375,12 +403,65 @@ TEST_F(VulkanExt, NativeAndExtensionCommandsShareTheSubmissionCounter) {
     alloc();
     write_f32(x, std::vector<float>(32, 2.0f));
     write_f32(one, std::vector<float>(32, 1.0f));
+    size_t before = vk_impl().total_submissions();
+    ASSERT_EQ(scheduled_compute(y), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_EQ(vk_impl().last_dispatches(), 120u);
+    EXPECT_EQ(vk_impl().total_submissions() - before, 2u);
+    EXPECT_EQ(read_f32(y), std::vector<float>(32, 2.0f));  // 2 is the fixed point of x / 2 + 1
+
     ggml_cgraph * graph = ggml_new_graph_custom(ctx(), 256, false);
     ggml_build_forward_expand(graph, y);
+    before = vk_impl().total_submissions();
     ASSERT_EQ(ggml_backend_graph_compute(vk(), graph), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
-    EXPECT_EQ(vk_impl().last_dispatches(), 120u);
-    EXPECT_EQ(vk_impl().last_submissions(), 2u);
-    EXPECT_EQ(read_f32(y), std::vector<float>(32, 2.0f));  // 2 is the fixed point of x / 2 + 1
+    EXPECT_EQ(vk_impl().total_submissions() - before, 120u);
+    EXPECT_EQ(read_f32(y), std::vector<float>(32, 2.0f));
+}
+
+// An extension kernel for the MUL_MATs named "flops*" that records one copy each (its values do not
+// matter here): the products' matrix FLOPs count toward the submission threshold as native ones do.
+ggml_ext_kernel_desc flops_kernel() {
+    ggml_ext_kernel_desc d{};
+    d.struct_size = sizeof d;
+    d.version = GGML_EXT_KERNEL_DESC_VERSION;
+    d.name = "test.mul_mat_copy.vulkan";
+    d.op = GGML_OP_MUL_MAT;
+    d.supports = [](ggml_backend_dev_t, const ggml_tensor * node, void *) {
+        return std::string(node->name).starts_with("flops");
+    };
+    d.preferred = [](ggml_backend_dev_t, const ggml_tensor *, void *) { return true; };
+    d.execute = [](const ggml_ext_execute_params * params) {
+        const ggml_ext_vulkan_range dst = range_of(params->node),
+                                    src = range_of(params->node->src[1], 0, ggml_nbytes(params->node));
+        return service()->copy(params->backend, &dst, &src);
+    };
+    return d;
+}
+
+// Four extension products of 2 * 4096 * 512 * 512 = 2.1 GFLOP each, four commands: the 4 GFLOP
+// threshold submits after the second and the fourth, with nothing left for the end of the plan.
+TEST_F(VulkanExt, ExtensionStepsCountTowardTheFlopThreshold) {
+    static const bool registered = [] {
+        const ggml_ext_kernel_desc d = flops_kernel();
+        return ggml_ext_register_kernel(ggml_backend_dev_by_name("Vulkan0"), &d);
+    }();
+    ASSERT_TRUE(registered) << ggml_backend_get_last_error();
+    ggml_tensor * a = input(4096, 512);
+    ggml_tensor * b = input(4096, 512);
+    ggml_cgraph * graph = ggml_new_graph(ctx());
+    for (int i = 0; i < 4; ++i) {
+        ggml_tensor * product = ggml_mul_mat(ctx(), a, b);
+        ggml_format_name(product, "flops%d", i);
+        ggml_build_forward_expand(graph, product);
+    }
+    alloc();
+    ASSERT_STREQ(ggml_ext_dev_selected_kernel(ggml_backend_get_device(vk()), ggml_graph_node(graph, 0)),
+                 "test.mul_mat_copy.vulkan");
+    ASSERT_GT(2.0 * 4096 * 512 * 512 * 2, vulkan::Backend::kSubmitFlops);
+    ASSERT_LT(2.0 * 4096 * 512 * 512, vulkan::Backend::kSubmitFlops);
+    const size_t before = vk_impl().total_submissions();
+    ASSERT_EQ(scheduled_compute(graph), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    EXPECT_EQ(vk_impl().last_dispatches(), 0u);
+    EXPECT_EQ(vk_impl().total_submissions() - before, 2u);
 }
 
 // With an eval callback the scheduler runs node by node, each fragment submitted on its own: the
@@ -601,6 +682,27 @@ TEST_F(VulkanExt, PipelinesAreCreatedOnExecutionAndCached) {
     EXPECT_GT(after_first, before);
     ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), graph), GGML_STATUS_SUCCESS);
     EXPECT_EQ(device.n_pipelines(), after_first);
+}
+
+// "caches the complete shader/configuration per device": an application module is found again by
+// its words wherever they lie, a module one word apart (the header's generator, so it stays valid)
+// and another list of constants get pipelines of their own.
+TEST_F(VulkanExt, ApplicationPipelinesAreKeyedByTheCompleteModuleAndConstants) {
+    vulkan::Device & device = vk_impl().vulkan();
+    const std::vector<uint32_t> & words = scale_spirv();
+    std::vector<uint32_t> copy = words, other = words;
+    other[2] ^= 1;  // SPIR-V word 2: the generator's magic number
+    const vulkan::Pipeline & p = device.pipeline("scale", words, {0});
+    const size_t n = device.n_pipelines();
+    EXPECT_EQ(&device.pipeline("scale copy", copy, {0}), &p);
+    EXPECT_EQ(device.n_pipelines(), n);
+    const vulkan::Pipeline & q = device.pipeline("scale other", other, {0});
+    const vulkan::Pipeline & r = device.pipeline("scale", words, {2});  // no other test uses 2
+    EXPECT_NE(&q, &p);
+    EXPECT_NE(&r, &p);
+    EXPECT_NE(q.handle, p.handle);
+    EXPECT_NE(r.handle, p.handle);
+    EXPECT_EQ(device.n_pipelines(), n + 2);
 }
 
 }  // namespace

@@ -359,6 +359,83 @@ TEST_F(Int8Test, GemmExactAllInputKinds) {
         run_gemm_case(c);
 }
 
+// ---- outputs over their inputs -------------------------------------------------------------------
+
+std::vector<uint8_t> bytes_of(const ggml_tensor * t) {
+    const auto * p = static_cast<const uint8_t *>(t->data);
+    return {p, p + ggml_nbytes(t)};
+}
+
+// Computes graph (ending in out) with out in storage of its own, then with out placed offset bytes
+// into input's storage (as the allocator's in-place reuse places an output; input's bytes restored
+// before and after): out's bytes must be the same, with 1 and 3 threads.
+void expect_same_over_input(ggml_cgraph * graph, ggml_tensor * out, ggml_tensor * input, size_t offset) {
+    SCOPED_TRACE("output over '" + std::string(input->name) + "' + " + std::to_string(offset));
+    ASSERT_LE(offset + ggml_nbytes(out), ggml_nbytes(input));
+    const std::vector<uint8_t> original = bytes_of(input);
+    void * own = out->data;
+    for (int threads : {1, 3}) {
+        ggml_backend_cpu_set_n_threads(cpu(), threads);
+        out->data = own;
+        ASSERT_EQ(ggml_backend_graph_compute(cpu(), graph), GGML_STATUS_SUCCESS)
+            << ggml_backend_get_last_error();
+        const std::vector<uint8_t> expected = bytes_of(out);
+        out->data = static_cast<char *>(input->data) + offset;
+        ASSERT_EQ(ggml_backend_graph_compute(cpu(), graph), GGML_STATUS_SUCCESS)
+            << ggml_backend_get_last_error();
+        EXPECT_EQ(bytes_of(out), expected) << threads << " thread(s)";
+        std::memcpy(input->data, original.data(), original.size());
+    }
+    out->data = own;
+}
+
+// An output may overlap an input (the allocator's in-place reuse); the CPU kernels then compute into
+// the workspace and copy (cpu/int8.cpp). Quantization over its F32 input, and the GEMM over its activations
+// (F32, I8 and packed) and over its weights, exactly or partly overlapping.
+TEST_F(Int8Test, OutputsOverTheirInputsMatchOutputsOfTheirOwn) {
+    Ctx ctx(ggml_init({16u << 20, nullptr, false}));
+    std::mt19937_64 rng(kSeed + 5);
+    const std::vector<float> xf = random_floats(rng, 256 * 12, -2.0f, 2.0f);
+    const std::vector<int8_t> w_codes = random_codes(rng, 256 * 17), x_codes = random_codes(rng, 256 * 12);
+    const std::vector<float> sw = random_floats(rng, 17, 0.001f, 0.02f),
+                             sx = random_floats(rng, 12, 0.01f, 0.05f);
+    ggml_tensor * w = tensor(ctx.get(), GGML_TYPE_I8, {256, 17}, w_codes.data());
+    ggml_tensor * tsw = tensor(ctx.get(), GGML_TYPE_F32, {17}, sw.data());
+    ggml_tensor * x32 = tensor(ctx.get(), GGML_TYPE_F32, {256, 6, 2}, xf.data());
+    ggml_tensor * x8 = tensor(ctx.get(), GGML_TYPE_I8, {256, 6, 2}, x_codes.data());
+    ggml_tensor * tsx = tensor(ctx.get(), GGML_TYPE_F32, {6, 2}, sx.data());
+    ggml_set_name(w, "w");
+    ggml_set_name(x32, "x f32");
+    ggml_set_name(x8, "x i8");
+
+    const auto graph_of = [&](ggml_tensor * out) {
+        EXPECT_NE(out, nullptr) << ggml_get_error(ctx.get());
+        ggml_cgraph * graph = ggml_new_graph(ctx.get());
+        ggml_build_forward_expand(graph, out);
+        return graph;
+    };
+    ggml_tensor * q = ggml_quantize_i8_convrot(ctx.get(), x32, 64);
+    ggml_cgraph * quantize = graph_of(q);
+    expect_same_over_input(quantize, q, x32, 0);
+    expect_same_over_input(quantize, q, x32, 100);
+
+    ggml_tensor * y_f32 = ggml_mul_mat_i8_tensorwise(ctx.get(), w, x32, tsw, nullptr, 16, nullptr);
+    ggml_tensor * y_i8 = ggml_mul_mat_i8_tensorwise(ctx.get(), w, x8, tsw, nullptr, 0, tsx);
+    ggml_tensor * packed = ggml_quantize_i8_convrot(ctx.get(), x32, 256);
+    ggml_set_name(packed, "packed");
+    ggml_tensor * y_packed = ggml_mul_mat_i8_tensorwise(ctx.get(), w, packed, tsw, nullptr, 256, nullptr);
+    ggml_cgraph * f32 = graph_of(y_f32);
+    ggml_cgraph * i8 = graph_of(y_i8);
+    ggml_cgraph * from_packed = graph_of(y_packed);
+    for (size_t offset : {size_t{0}, size_t{36}}) {
+        expect_same_over_input(f32, y_f32, x32, offset);
+        expect_same_over_input(f32, y_f32, w, offset);
+        expect_same_over_input(i8, y_i8, x8, offset);
+        expect_same_over_input(i8, y_i8, w, offset);
+        expect_same_over_input(from_packed, y_packed, packed, offset);
+    }
+}
+
 // Weight scales stored as the checkpoint's [out, 1] (ggml [1, N]) and input scales shaped like the rows.
 // Tile edges (issue 20): K off the 64-byte tile row, N and M from 1 to 67 around the 16-row tiles
 // and the 2 x 2 blocks.

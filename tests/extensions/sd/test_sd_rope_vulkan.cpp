@@ -667,4 +667,36 @@ TEST_F(SdRopeVulkan, AnIntermediateWithAnotherConsumerIsNotFused) {
     EXPECT_TRUE(contains(reason, "rule 'external uses' fails at 'mul'")) << reason;
 }
 
+// The spec's compilation policy for these shaders: "SPIR-V optimization is disabled because it
+// changes the reduction results" (NO_OPTIMIZE in vulkan/shaders/rope.cmake, glslc -O0). Unoptimised
+// modules keep their helper functions' calls (rope.glsl's conversions and stores); glslc -O inlines
+// every function into main, so the pack's other, optimised modules have none. Checked on the
+// embedded SPIR-V, so a build that drops the flag fails here.
+size_t function_calls(const sd::vulkan::SpirvModule & m) {
+    constexpr uint32_t kOpFunctionCall = 57;
+    size_t calls = 0;
+    for (size_t i = 5; i < m.n_words;) {  // after the five-word header, instructions
+        const uint32_t n = m.words[i] >> 16;
+        if (n == 0) break;
+        calls += (m.words[i] & 0xFFFFu) == kOpFunctionCall;
+        i += n;
+    }
+    return calls;
+}
+
+TEST(SdVulkanShaders, OnlyTheRopeShadersAreCompiledWithoutOptimisation) {
+    const std::vector<std::string> unoptimised = {"sd_rope_apply", "sd_rms_norm_mul_rope",
+                                                  "sd_rms_norm_mul_rope_scale_f16"};
+    size_t found = 0;
+    for (const sd::vulkan::SpirvModule & m : sd::vulkan::shader_table()) {
+        const bool rope = std::find(unoptimised.begin(), unoptimised.end(), m.name) != unoptimised.end();
+        found += rope;
+        if (rope)
+            EXPECT_GT(function_calls(m), 0u) << m.name << " is optimised";
+        else
+            EXPECT_EQ(function_calls(m), 0u) << m.name << " is not optimised";
+    }
+    EXPECT_EQ(found, unoptimised.size());
+}
+
 }  // namespace
