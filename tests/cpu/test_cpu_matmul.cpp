@@ -36,8 +36,8 @@
 #include <string>
 #include <vector>
 
-#include "cpu/kernel.h"
 #include "core/types.h"
+#include "cpu/kernel.h"
 #include "cpu/kernels/common.h"
 #include "cpu/quant_decode.h"
 #include "reference/reference.h"
@@ -166,22 +166,24 @@ std::vector<double> quant_vec_bounds(const ggml_tensor * out) {
     const ggml_tensor * a = out->src[0];
     const ggml_tensor * b = out->src[1];
     const std::vector<double> av = ggx::ref::read_tensor(a), bv = ggx::ref::read_tensor(b);
-    const int64_t K = a->ne[0], M = a->ne[1];
-    std::vector<double> bounds(static_cast<size_t>(M));
-    for (int64_t m = 0; m < M; ++m) {
-        double s = 0.0, mag = 0.0;
-        for (int64_t k0 = 0; k0 < K; k0 += 32) {
-            double amax = 0.0;
-            for (int64_t k = k0; k < k0 + 32; ++k)
-                amax = std::max(amax, std::fabs(bv[static_cast<size_t>(k)]));
-            for (int64_t k = k0; k < k0 + 32; ++k) {
-                const double ak = std::fabs(av[static_cast<size_t>(m * K + k)]);
-                s += ak * amax / 127.0 / 2.0;
-                mag += ak * std::fabs(bv[static_cast<size_t>(k)]);
+    const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
+    std::vector<double> bounds(static_cast<size_t>(M * N));
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t m = 0; m < M; ++m) {
+            const double * x = bv.data() + n * K;
+            double s = 0.0, mag = 0.0;
+            for (int64_t k0 = 0; k0 < K; k0 += 32) {
+                double amax = 0.0;
+                for (int64_t k = k0; k < k0 + 32; ++k)
+                    amax = std::max(amax, std::fabs(x[k]));
+                for (int64_t k = k0; k < k0 + 32; ++k) {
+                    const double ak = std::fabs(av[static_cast<size_t>(m * K + k)]);
+                    s += ak * amax / 127.0 / 2.0;
+                    mag += ak * std::fabs(x[k]);
+                }
             }
+            bounds[static_cast<size_t>(n * M + m)] = s * 1.001 + mag * 1e-5 + 1e-6;
         }
-        bounds[static_cast<size_t>(m)] = s * 1.001 + mag * 1e-5 + 1e-6;
-    }
     return bounds;
 }
 
@@ -216,32 +218,34 @@ TEST(CpuMulMat, AllTypeCombinationsAndOddSizes) {
             }
 }
 
-// The formats with an int8 decoder (cpu/quant_decode.h) beyond Q8_0 and Q4_0: the
-// matrix-vector product (runs of 256 values, odd M, two runs per row and a partial chunk of runs) on
-// every target, within the int8-activation bound.
+// The formats with an int8 decoder (cpu/quant_decode.h): the matrix-vector product (N = 1, beyond
+// Q8_0 and Q4_0, which have their own) and the small-N product of decoded rows against int8 columns
+// (N = 3, 8; runs of 256 values, odd M, two runs per row and a partial chunk of runs) on every
+// target, within the int8-activation bound.
 TEST(CpuMulMat, DecodedFormatsOnEveryTarget) {
     std::vector<ggml_type> types;
     for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
         const auto type = static_cast<ggml_type>(t);
-        if (type != GGML_TYPE_Q8_0 && type != GGML_TYPE_Q4_0 && ggx::cpu::quant::decoder_of(type) &&
-            ggx::core::has_conversion(type))
-            types.push_back(type);
+        if (ggx::cpu::quant::decoder_of(type) && ggx::core::has_conversion(type)) types.push_back(type);
     }
-    if (types.empty()) GTEST_SKIP() << "no decoded block format beyond Q8_0 and Q4_0 has a conversion";
+    if (types.empty()) GTEST_SKIP() << "no decoded block format has a conversion";
     for (ggml_type ta : types)
-        for (int64_t K : {512, 256 * 11}) {
-            const std::string what = std::string(ggml_type_name(ta)) + " K=" + std::to_string(K) + " M=37 N=1";
-            const Build build = [&](ggml_context * ctx, Rng & rng) {
-                return ggml_mul_mat(ctx, input(ctx, rng, ta, {K, 37, 1, 1}),
-                                    input(ctx, rng, GGML_TYPE_F32, {K, 1, 1, 1}));
-            };
-            run_all_threads(build, what, [&](const Result & r) {
-                const std::vector<double> bounds = quant_vec_bounds(r.out);
-                for (size_t m = 0; m < bounds.size(); ++m)
-                    ASSERT_LE(std::fabs(r.actual[m] - r.expected[m]), bounds[m]) << "row " << m;
-                EXPECT_LE(ggx::ref::nmse(r.actual, r.expected), kQuantVecBound);
-            });
-        }
+        for (int64_t K : {512, 256 * 11})
+            for (int64_t N : {1, 3, 8}) {
+                if (N == 1 && (ta == GGML_TYPE_Q8_0 || ta == GGML_TYPE_Q4_0)) continue;
+                const std::string what = std::string(ggml_type_name(ta)) + " K=" + std::to_string(K) +
+                                         " M=37 N=" + std::to_string(N);
+                const Build build = [&](ggml_context * ctx, Rng & rng) {
+                    return ggml_mul_mat(ctx, input(ctx, rng, ta, {K, 37, 1, 1}),
+                                        input(ctx, rng, GGML_TYPE_F32, {K, N, 1, 1}));
+                };
+                run_all_threads(build, what, [&](const Result & r) {
+                    const std::vector<double> bounds = quant_vec_bounds(r.out);
+                    for (size_t m = 0; m < bounds.size(); ++m)
+                        ASSERT_LE(std::fabs(r.actual[m] - r.expected[m]), bounds[m]) << "row " << m;
+                    EXPECT_LE(ggx::ref::nmse(r.actual, r.expected), kQuantVecBound);
+                });
+            }
 }
 
 // 2 <= N <= 8 (the small-N path): every N, K with partial chunks and vector tails, M not a multiple of

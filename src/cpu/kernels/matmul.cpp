@@ -1032,7 +1032,9 @@ struct DecodedDot {
             const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(xq, q));
             const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
             // Lanes 0..3 sum values 0..15 of the block (group 2k), lanes 4..7 values 16..31.
-            const __m128 two = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double *>(scale + 2 * k)));
+            // (Through __m128i, which may alias: a double load of the floats would break strict aliasing.)
+            const __m128 two =
+                _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(scale + 2 * k)));
             const __m256 sv = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), halves);
             acc[k % 4] = _mm256_fmadd_ps(p, sv, acc[k % 4]);
         }
@@ -1067,9 +1069,9 @@ inline constexpr int64_t kChunkRuns = 8;
 inline constexpr int kStreams = 4;
 
 template <int R>
-GGX_MM_VNNI HWY_INLINE void gemv_decoded_step(const Operand & a, quant::DecodeRun decode, const int64_t * rows,
-                                              int64_t runs, const QuantVec & x, quant::DecodedRun * chunk,
-                                              float * y) {
+GGX_MM_VNNI HWY_INLINE void gemv_decoded_step(const Operand & a, quant::DecodeRun decode,
+                                              const int64_t * rows, int64_t runs, const QuantVec & x,
+                                              quant::DecodedRun * chunk, float * y) {
     const size_t run_bytes = ggml_row_size(a.type, quant::kRun);
     DecodedDot dots[R];
     for (int64_t r0 = 0; r0 < runs; r0 += kChunkRuns) {
@@ -1102,6 +1104,21 @@ GGX_MM_VNNI HWY_NOINLINE void gemv_decoded_rows(const Operand & a, quant::Decode
     }
     for (int64_t m = m0 + kStreams * part; m < m1; ++m)
         gemv_decoded_step<1>(a, decode, &m, runs, x, chunk, y);
+}
+
+// Column n of b (K values of any float type) as int8 blocks of 32 (quantize_q8), converted kKC
+// values at a time.
+HWY_INLINE void quantize_column(const Operand & b, int64_t n, int64_t K, const QuantVec & xq) {
+    HWY_ALIGN float piece[kKC];
+    for (int64_t k = 0; k < K; k += kKC) {
+        const int64_t count = std::min(kKC, K - k);
+        const float * src = piece;
+        if (b.type == GGML_TYPE_F32 && b.nb0 == sizeof(float))
+            src = reinterpret_cast<const float *>(b.at(n, k));
+        else
+            convert_row(b.type, b.at(n, k), b.nb0, count, piece);
+        quantize_q8(src, count, xq, k / 32);
+    }
 }
 
 HWY_INLINE size_t gemv_per_thread(const ggml_tensor * a) {
@@ -1142,23 +1159,10 @@ HWY_NOINLINE void gemv(const Exec & ex, const Batches & bt) {
         const Gemm g = bt.gemm(bi);
         if (bi != cur) {
             cur = bi;
-            float * xf = reinterpret_cast<float *>(mine);
-            if (ggml_is_quantized(a->type)) {
-                // Convert in 256-element pieces through the tail of y's row? Use a stack buffer.
-                HWY_ALIGN float piece[kKC];
-                const QuantVec xq = QuantVec::at(mine, K / 32);
-                for (int64_t k = 0; k < K; k += kKC) {
-                    const int64_t n = std::min(kKC, K - k);
-                    const float * src = piece;
-                    if (g.b.type == GGML_TYPE_F32 && g.b.nb0 == sizeof(float))
-                        src = reinterpret_cast<const float *>(g.b.at(0, k));
-                    else
-                        convert_row(g.b.type, g.b.at(0, k), g.b.nb0, n, piece);
-                    quantize_q8(src, n, xq, k / 32);
-                }
-            } else {
-                convert_row(g.b.type, g.b.at(0, 0), g.b.nb0, K, xf);
-            }
+            if (ggml_is_quantized(a->type))
+                quantize_column(g.b, 0, K, QuantVec::at(mine, K / 32));
+            else
+                convert_row(g.b.type, g.b.at(0, 0), g.b.nb0, K, reinterpret_cast<float *>(mine));
         }
         float * y = g.c;
         switch (a->type) {
@@ -1253,14 +1257,152 @@ HWY_NOINLINE void small_n_rows(const Operand & a, int64_t m0, int64_t m1, int64_
     }
 }
 
+// The dot products of one decoded weight row with N int8 columns, run by run. With VNNI the run's
+// codes and scales are loaded once for all columns, and each column keeps one accumulator and one
+// offset sum in registers; elsewhere one DecodedDot per column.
+template <int N>
+struct ColumnDots {
+#if HWY_TARGET == HWY_AVX3_DL
+    // A run's 16 groups of 16 codes, regrouped so that lane g of vector k holds codes 4k..4k+3 of
+    // group g: vpdpbusd over the 4 vectors then sums each group in its own lane, and the group
+    // scales apply once per run and column instead of once per 4 codes. Columns are regrouped the
+    // same way once (prepare), each run's codes once for all columns.
+    GGX_MM_VNNI static HWY_INLINE void regroup(__m512i v[4]) {
+        // Stage 1: codes 0..7 (quads 0, 1) and 8..15 (quads 2, 3) of groups 0..7 from v0, v1; the
+        // same for groups 8..15 from v2, v3. Lane 8h + j: quad 2s + h of group j (of the pair).
+        alignas(64) static constexpr int32_t kLow[16] = {0, 4, 8, 12, 16, 20, 24, 28,
+                                                         1, 5, 9, 13, 17, 21, 25, 29};
+        alignas(64) static constexpr int32_t kHigh[16] = {2, 6, 10, 14, 18, 22, 26, 30,
+                                                          3, 7, 11, 15, 19, 23, 27, 31};
+        const __m512i low = _mm512_load_si512(kLow), high = _mm512_load_si512(kHigh);
+        const __m512i a0 = _mm512_permutex2var_epi32(v[0], low, v[1]),
+                      a1 = _mm512_permutex2var_epi32(v[0], high, v[1]);
+        const __m512i b0 = _mm512_permutex2var_epi32(v[2], low, v[3]),
+                      b1 = _mm512_permutex2var_epi32(v[2], high, v[3]);
+        // Stage 2: quad k of all 16 groups.
+        v[0] = _mm512_maskz_shuffle_i64x2(0xFF, a0, b0, 0x44);
+        v[1] = _mm512_maskz_shuffle_i64x2(0xFF, a0, b0, 0xEE);
+        v[2] = _mm512_maskz_shuffle_i64x2(0xFF, a1, b1, 0x44);
+        v[3] = _mm512_maskz_shuffle_i64x2(0xFF, a1, b1, 0xEE);
+    }
+
+    // Regroups a quantized column's codes run by run (K a multiple of kRun).
+    GGX_MM_VNNI static HWY_NOINLINE void prepare(const QuantVec & x, int64_t K) {
+        for (int64_t r = 0; r < K / quant::kRun; ++r) {
+            int8_t * q = x.qs + r * quant::kRun;
+            __m512i v[4];
+            for (int k = 0; k < 4; ++k)
+                v[k] = _mm512_loadu_si512(q + 64 * k);
+            regroup(v);
+            for (int k = 0; k < 4; ++k)
+                _mm512_storeu_si512(q + 64 * k, v[k]);
+        }
+    }
+
+    __m512 acc[N];  // per group lane: products minus offsets
+
+    GGX_MM_VNNI HWY_INLINE ColumnDots() {
+        for (int n = 0; n < N; ++n)
+            acc[n] = _mm512_setzero_ps();
+    }
+
+    GGX_MM_VNNI HWY_INLINE void add(const quant::DecodedRun & run, const QuantVec * x, int64_t b0) {
+        constexpr __mmask16 kAll = DecodedDot::kAll;
+        const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+        __m512i q[4];
+        for (int k = 0; k < 4; ++k)
+            q[k] = _mm512_xor_si512(_mm512_loadu_si512(run.q + 64 * k), flip);
+        regroup(q);
+        const __m512 raw = _mm512_loadu_ps(run.scale);
+        const __m512 bias = _mm512_fmadd_ps(raw, _mm512_set1_ps(128.0f), _mm512_loadu_ps(run.offset));
+        const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+#pragma GCC unroll 8
+        for (int n = 0; n < N; ++n) {
+            const int8_t * xq = x[n].qs + b0 * 32;
+            __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], _mm512_loadu_si512(xq));
+            for (int k = 1; k < 4; ++k)
+                p = _mm512_dpbusd_epi32(p, q[k], _mm512_loadu_si512(xq + 64 * k));
+            const __m512 dx =
+                _mm512_maskz_permutexvar_ps(kAll, pairs, _mm512_maskz_loadu_ps(0x00FF, x[n].d + b0));
+            const __m512 products = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(kAll, p), _mm512_mul_ps(raw, dx));
+            acc[n] =
+                _mm512_add_ps(acc[n], _mm512_fnmadd_ps(bias, _mm512_loadu_ps(x[n].gsum + 2 * b0), products));
+        }
+    }
+    GGX_MM_VNNI HWY_INLINE float result(int n) const {
+        HWY_ALIGN float lanes[16];
+        _mm512_store_ps(lanes, acc[n]);
+        float total = 0.0f;
+        for (float v : lanes)
+            total += v;
+        return total;
+    }
+#else
+    DecodedDot dots[N];
+
+    static HWY_INLINE void prepare(const QuantVec &, int64_t) {}
+    HWY_INLINE ColumnDots() {}  // (an implicit one would lack the target's attributes)
+    HWY_INLINE void add(const quant::DecodedRun & run, const QuantVec * x, int64_t b0) {
+        for (int n = 0; n < N; ++n)
+            dots[n].add(run, x[n], b0);
+    }
+    HWY_INLINE float result(int n) const { return dots[n].result(); }
+#endif
+};
+
+// Rows [m0, m1) of y (column n at y + n * ldy) against the N int8 columns x: each row is decoded
+// kChunkRuns runs at a time (in L1) and each run dotted with every column.
+template <int N>
+GGX_MM_VNNI HWY_NOINLINE void small_n_decoded_rows(const Operand & a, quant::DecodeRun decode, int64_t m0,
+                                                   int64_t m1, int64_t K, const QuantVec * x, float * y,
+                                                   int64_t ldy) {
+    const int64_t runs = K / quant::kRun;
+    const size_t run_bytes = ggml_row_size(a.type, quant::kRun);
+    quant::DecodedRun chunk[kChunkRuns];
+    for (int64_t m = m0; m < m1; ++m) {
+        ColumnDots<N> dots;
+        for (int64_t r0 = 0; r0 < runs; r0 += kChunkRuns) {
+            const int64_t count = std::min(kChunkRuns, runs - r0);
+            const char * blocks = a.at(m, 0) + r0 * run_bytes;
+            decode(blocks, run_bytes, count, chunk);
+            for (int64_t r = 0; r < count; ++r) {
+                for (size_t line = 0; line < run_bytes; line += 64)  // spread over the products
+                    hwy::Prefetch(blocks + r * run_bytes + kRowPrefetch + line);
+                dots.add(chunk[r], x, (r0 + r) * (quant::kRun / 32));
+            }
+        }
+        for (int n = 0; n < N; ++n)
+            y[n * ldy + m] = dots.result(n);
+    }
+}
+
+// small_n_decoded_rows for a run-time N in [1, kSmallN].
+HWY_INLINE void small_n_decoded(const Operand & a, quant::DecodeRun decode, int64_t m0, int64_t m1, int64_t K,
+                                const QuantVec * x, int64_t N, float * y, int64_t ldy) {
+    using Rows = void (*)(const Operand &, quant::DecodeRun, int64_t, int64_t, int64_t, const QuantVec *,
+                          float *, int64_t);
+    static constexpr Rows kRows[kSmallN] = {
+        small_n_decoded_rows<1>, small_n_decoded_rows<2>, small_n_decoded_rows<3>, small_n_decoded_rows<4>,
+        small_n_decoded_rows<5>, small_n_decoded_rows<6>, small_n_decoded_rows<7>, small_n_decoded_rows<8>};
+    kRows[N - 1](a, decode, m0, m1, K, x, y, ldy);
+}
+
 // N == 1 comes here for a quantized a without an int8 matrix-vector product, or an exact
 // (GGML_PREC_F32) product of one.
 HWY_INLINE bool use_small_n(const Batches & bt) {
     return bt.b->ne[1] >= 1 && bt.b->ne[1] <= kSmallN && dense_rows(bt.a) && !use_gemv(bt);
 }
 
+// Quantized a with an int8 decoder and b's columns as int8 blocks (not for exact products).
+HWY_INLINE bool small_n_int8(const Batches & bt) {
+    return ggml_is_quantized(bt.a->type) && !bt.exact && quant::decoder_of(bt.a->type) != nullptr &&
+           bt.a->ne[0] % quant::kRun == 0;
+}
+
 HWY_INLINE size_t small_n_per_thread(int64_t K, int64_t N) {
-    return align64(sizeof(float) * static_cast<size_t>(K * N)) + align64(sizeof(float) * 4 * kSmallChunk);
+    const size_t floats =
+        align64(sizeof(float) * static_cast<size_t>(K * N)) + align64(sizeof(float) * 4 * kSmallChunk);
+    return std::max(floats, static_cast<size_t>(N) * QuantVec::bytes(K / 32));
 }
 
 HWY_NOINLINE void small_n(const Exec & ex, const Batches & bt) {
@@ -1271,12 +1413,27 @@ HWY_NOINLINE void small_n(const Exec & ex, const Batches & bt) {
     float * x = reinterpret_cast<float *>(mine);
     float * buf = reinterpret_cast<float *>(mine + align64(sizeof(float) * static_cast<size_t>(K * N)));
     int64_t cur = -1;
+    const bool int8 = small_n_int8(bt);
+    QuantVec xq[kSmallN];
     constexpr int64_t kRows = 192;  // rows between stop polls
     for (int64_t r = r0; r < r1;) {
         if (ex.should_stop()) return;
         const int64_t bi = r / M, m0 = r % M;
         const int64_t m1 = std::min(M, m0 + std::min(kRows, r1 - r));
         const Gemm g = bt.gemm(bi);
+        if (int8) {
+            if (bi != cur) {
+                cur = bi;
+                for (int64_t n = 0; n < N; ++n) {
+                    xq[n] = QuantVec::at(mine + static_cast<size_t>(n) * QuantVec::bytes(K / 32), K / 32);
+                    quantize_column(g.b, n, K, xq[n]);
+                    ColumnDots<1>::prepare(xq[n], K);
+                }
+            }
+            small_n_decoded(g.a, quant::decoder_of(a->type), m0, m1, K, xq, N, g.c, g.ldc);
+            r += m1 - m0;
+            continue;
+        }
         if (bi != cur) {
             cur = bi;
             for (int64_t n = 0; n < N; ++n)
