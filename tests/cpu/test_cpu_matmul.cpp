@@ -6,7 +6,8 @@
 // 1..3 threads, abort.
 //
 // NMSE bounds (sum of squared errors over sum of squared expected values).
-//  - Float and quantized a with N > 1, and float a with N == 1: F16/BF16 inputs and dequantized
+//  - Float and quantized a with N > 1 (quantized: rows not whole 256-value runs, or N > 8), and float
+//    a with N == 1: F16/BF16 inputs and dequantized
 //    Q8_0/Q4_0 weights (d * q: an 11-bit times an 8-bit significand) are exact in F32, so the only
 //    error is F32 accumulation: each product and sum rounds with relative error 2^-24 and K <= ~600
 //    terms accumulate, NMSE <= ~K * 2^-48 ~ 1e-12 in the worst case here: bound 1e-10.
@@ -15,9 +16,13 @@
 //    NMSE ~ (amax / 127)^2 / 12 / E[b^2], about 1.6e-5 for b uniform in [-2, 2] (amax ~ 2): bound
 //    1e-4 over >= 32 outputs, and every element also within its rigorous bound
 //    sum_k |a_k| * d_block(k) / 2 (plus F32 slack).
+//  - BF16 a with N >= 16 on AMX-BF16 tiles: b rounded to BF16 (8 significant bits, relative error
+//    up to 2^-9): NMSE ~ 2^-18 / 3 ~ 1.3e-6: bound 1e-5 (product_bound).
 //  - Flash attention: F32 scores (rounding 2^-24 relative, so absolute ~1e-6 at |s| ~ 10), exp/tanh
 //    from Highway's polynomials (a few ulp), F32 accumulation over n_kv <= 300 keys and D <= 128:
 //    relative errors ~1e-6 per output at worst, NMSE ~1e-12: bound 1e-9.
+// The AVX-512 VNNI target (and the AMX paths it takes) is only iterated when this TU generates it.
+#define HWY_WANT_AVX3_DL
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
 #include <ggml.h>
@@ -51,8 +56,13 @@ constexpr uint32_t kSeed = 4321;
 constexpr ggml_type kATypes[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q8_0,
                                  GGML_TYPE_Q4_0};
 
-constexpr double kExactBound = 1e-10;     // F32 accumulation only
-constexpr double kQuantVecBound = 1e-4;   // int8 activations (quantized a, N == 1)
+constexpr double kExactBound = 1e-10;       // F32 accumulation only
+constexpr double kQuantVecBound = 1e-4;     // int8 activations (quantized a, N == 1)
+constexpr double kBf16ColumnsBound = 1e-5;  // BF16-rounded activations (BF16 a, N >= 16, AMX)
+
+double product_bound(ggml_type ta, int64_t N) {
+    return ta == GGML_TYPE_BF16 && N >= 16 ? kBf16ColumnsBound : kExactBound;
+}
 constexpr double kAttentionBound = 1e-9;  // F32 scores, polynomial exp / tanh
 
 std::string shape_str(const ggml_tensor * t) {
@@ -203,7 +213,7 @@ TEST(CpuMulMat, AllTypeCombinationsAndOddSizes) {
                                         input(ctx, rng, tb, {K, d.N, 1, 1}));
                 };
                 if (!quant_vec) {
-                    expect_matches(build, kExactBound, what);
+                    expect_matches(build, product_bound(ta, d.N), what);
                     continue;
                 }
                 run_all_threads(build, what, [&](const Result & r) {
@@ -274,7 +284,7 @@ TEST(CpuMulMat, CrossesCacheBlocks) {
             const int64_t K = fit_k(ta, d.K);
             const std::string what = std::string(ggml_type_name(ta)) + " K=" + std::to_string(K) +
                                      " M=" + std::to_string(d.M) + " N=" + std::to_string(d.N);
-            const double bound = ggml_is_quantized(ta) && d.N == 1 ? kQuantVecBound : kExactBound;
+            const double bound = ggml_is_quantized(ta) && d.N == 1 ? kQuantVecBound : product_bound(ta, d.N);
             expect_matches(
                 [&](ggml_context * ctx, Rng & rng) {
                     return ggml_mul_mat(ctx, input(ctx, rng, ta, {K, d.M, 1, 1}),
@@ -306,7 +316,7 @@ TEST(CpuMulMat, BroadcastOverBatches) {
                 [&](ggml_context * ctx, Rng & rng) {
                     return ggml_mul_mat(ctx, input(ctx, rng, ta, c.a), input(ctx, rng, GGML_TYPE_F32, c.b));
                 },
-                quant_vec ? kQuantVecBound : kExactBound, what);
+                quant_vec ? kQuantVecBound : product_bound(ta, c.b[1]), what);
         }
 }
 
@@ -335,7 +345,7 @@ TEST(CpuMulMat, StridedOperands) {
                         return ggml_mul_mat(ctx, gapped_input(ctx, rng, ta, {45, 21, 2, 1}),
                                             gapped_input(ctx, rng, tb, {45, N, 2, 1}));
                     },
-                    kExactBound, what + " gapped rows");
+                    product_bound(ta, N), what + " gapped rows");
             }
     for (ggml_type ta : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0})
         for (int64_t N : {1, 7}) {
@@ -406,16 +416,21 @@ TEST(CpuMulMat, Aborts) {
     }
 }
 
-// GGML_PREC_F32: a quantized a with N == 1 keeps b in F32 (no int8 activations), so the product is
-// as exact as the float paths.
+// GGML_PREC_F32 keeps b in F32 where the default precision rounds it (int8 for a quantized a with
+// up to 8 columns, BF16 for a BF16 a with 16 or more on AMX), so the product is as exact as the
+// float paths.
 TEST(CpuMulMat, PrecF32KeepsActivationsExact) {
-    for (ggml_type ta : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0})
-        for (int64_t K : {32, 288}) {
-            const std::string what = std::string(ggml_type_name(ta)) + " K=" + std::to_string(K);
+    const std::pair<ggml_type, int64_t> cases[] = {
+        {GGML_TYPE_Q8_0, 1}, {GGML_TYPE_Q4_0, 1}, {GGML_TYPE_Q4_K, 5}, {GGML_TYPE_BF16, 33}};
+    for (const auto & [ta, N] : cases)
+        for (int64_t K : {256, 288 * 8}) {
+            if (K % ggml_blck_size(ta) != 0) continue;
+            const std::string what =
+                std::string(ggml_type_name(ta)) + " K=" + std::to_string(K) + " N=" + std::to_string(N);
             expect_matches(
                 [&](ggml_context * ctx, Rng & rng) {
                     ggml_tensor * r = ggml_mul_mat(ctx, input(ctx, rng, ta, {K, 45, 1, 1}),
-                                                   input(ctx, rng, GGML_TYPE_F32, {K, 1, 1, 1}));
+                                                   input(ctx, rng, GGML_TYPE_F32, {K, N, 1, 1}));
                     ggml_mul_mat_set_prec(r, GGML_PREC_F32);
                     return r;
                 },
@@ -461,7 +476,7 @@ TEST(CpuMulMatId, MatchesOracle) {
                     ggml_tensor * b = input(ctx, rng, GGML_TYPE_F32, {r.K, r.n_b, r.T, 1});
                     return ggml_mul_mat_id(ctx, as, b, expert_ids(ctx, rng, r.n_as, r.n_used, r.T));
                 },
-                ggml_is_quantized(ta) ? kQuantVecBound : kExactBound, what);
+                ggml_is_quantized(ta) ? kQuantVecBound : product_bound(ta, 16), what);
         }
 }
 
