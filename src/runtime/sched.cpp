@@ -465,30 +465,37 @@ bool ggml_backend_sched::reserve_workspaces() {
     return true;
 }
 
-// Spec: "External inputs stay allocated through the final node" of every fused range.
+// Spec: "External inputs stay allocated through the final node" of every fused range; so do the
+// retained intermediates (below), which the rule's kernel may use while it computes the output.
 std::vector<ggx::backend::KeepAlive> ggml_backend_sched::fused_inputs_keep_alive() const {
     std::vector<ggx::backend::KeepAlive> keep;
     for (const Split & s : splits) {
         for (const ggx::ext::FusedGroup & group : s.fused) {
             ggml_tensor * const * nodes = ggml_graph_nodes(graph) + group.first;
+            const int last = group.first + group.n - 1;
             const auto inside = [&](const ggml_tensor * t) {
                 return std::find(nodes, nodes + group.n, t) != nodes + group.n;
             };
-            for (int k = 0; k < group.n; ++k)
+            const bool retained = !(group.rule->desc.flags & GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE);
+            for (int k = 0; k < group.n; ++k) {
                 for (const ggml_tensor * src : nodes[k]->src)
-                    if (src && !inside(src)) keep.push_back({src, group.first + group.n - 1});
+                    if (src && !inside(src)) keep.push_back({src, last});
+                if (retained && k + 1 < group.n) keep.push_back({nodes[k], last});
+            }
         }
     }
     return keep;
 }
 
-// Beyond the spec ("no memory for what nobody sees"): the storage owners among a fused range's
-// intermediates are neither computed nor read by anything else (legality guarantees it), so they
-// take no memory; the owner a writeback output writes into keeps its storage.
+// Spec: "Intermediate allocations are retained", unless the rule declares that its kernels never
+// touch them (GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE): then the storage owners among the range's
+// intermediates, which nothing else reads either (legality guarantees it), take no memory; the owner
+// a writeback output writes into keeps its storage.
 std::vector<const ggml_tensor *> ggml_backend_sched::fused_away_intermediates() const {
     std::vector<const ggml_tensor *> away;
     for (const Split & s : splits) {
         for (const ggx::ext::FusedGroup & group : s.fused) {
+            if (!(group.rule->desc.flags & GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE)) continue;
             ggml_tensor * const * nodes = ggml_graph_nodes(graph) + group.first;
             const ggml_tensor * out = nodes[group.n - 1];
             for (int k = 0; k + 1 < group.n; ++k)

@@ -14,8 +14,9 @@ extern "C" sd_ggml_ext_status sd_ggml_register_extensions(void) {
         return SD_GGML_EXT_ALREADY_REGISTERED;
     }
     attempted = true;
-    state = sd::register_rope() && sd::register_int8() && sd::register_attention() ? SD_GGML_EXT_REGISTERED
-                                                                                   : SD_GGML_EXT_FAILED;
+    state = sd::register_rope() && sd::register_int8() && sd::register_attention() && sd::register_affine()
+                ? SD_GGML_EXT_REGISTERED
+                : SD_GGML_EXT_FAILED;
     return state;
 }
 
@@ -58,6 +59,8 @@ ggml_ext_fusion_desc fusion_desc(const char * name, decltype(ggml_ext_fusion_des
     d.name = name;
     d.match = match;
     d.execute = execute;
+    // Every rule of the pack computes from its range's external inputs only.
+    d.flags = GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE;
     return d;
 }
 

@@ -29,12 +29,7 @@ const ggml_ext_vulkan_v1 * service();
 // (read on every match).
 bool fusion_disabled();
 
-// For the rules' optimize callbacks: makes every chain (node indices, increasing) that chain_at(i)
-// finds at node i (empty: none) consecutive, scanning the graph once: the leading links are delayed
-// past the independent nodes before each next link (ggml_ext_graph_delay), so each chain ends
-// consecutive at its last link; a refused delay (a crossed node depends on the chain, so the
-// legality check would refuse the fusion anyway) stops that chain. Nothing when fusion_disabled().
-// Idempotent.
+// sd::make_chains_consecutive (common/pack.h), nothing when fusion_disabled().
 void make_chains_consecutive(ggml_cgraph * graph, const std::function<std::vector<int>(int)> & chain_at);
 
 // ---- binding tensors for the kernels -------------------------------------------------------------

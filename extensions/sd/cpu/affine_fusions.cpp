@@ -1,0 +1,444 @@
+// CPU affine fusions (ggml-extensions.md, the affine rules):
+//   "sd.mul_add.cpu":        F32 Mul(gate) -> Add(residual), y = (x * gate) + residual;
+//   "sd.concat_f16.cpu":     Concat -> [Permute] -> F16 copy;
+//   "sd.cont_scale_f16.cpu": Contiguous -> Scale -> Permute -> F16 copy.
+// Bit-identical to the unfused nodes: the product and the sum are separate F32 operations in the
+// operands' order (this file is compiled with -ffp-contract=off), Scale is the native kernel's one
+// MulAdd per element on the same Highway target, Concat, Permute and Contiguous move values
+// unchanged, and the F16 conversion is the native copy's (ggml_fp32_to_fp16_row for dense
+// destination rows, ggml_fp32_to_fp16 per element otherwise). No intermediate is materialised.
+// Outputs that overlap an input are computed into the workspace and copied over, except an output
+// exactly in place over a same-shaped Mul/Add input (each element is read before it is written).
+
+// clang-format off
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/affine_fusions.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+// clang-format on
+
+#include <ggml-ext.h>
+#include <ggml.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#ifndef SD_AFFINE_FUSIONS_SHARED
+#define SD_AFFINE_FUSIONS_SHARED
+namespace sd::affine {
+
+// y[i] = op(a[i], b[i]) rows of the Mul/Add chain: t = x * gate, then t + residual (or residual + t).
+struct MulAddRow {
+    const float * x;
+    const float * gate;      // k values, or one repeated
+    const float * residual;  // k values, or one repeated
+    bool gate_scalar, residual_scalar, mul_first;
+    int64_t k;
+};
+
+}  // namespace sd::affine
+#endif  // SD_AFFINE_FUSIONS_SHARED
+
+HWY_BEFORE_NAMESPACE();
+namespace sd::affine::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+void ComputeMulAdd(const MulAddRow & r, float * HWY_RESTRICT y) {
+    const hn::ScalableTag<float> d;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+    const auto load = [&](const float * p, bool scalar, int64_t i) {
+        return scalar ? hn::Set(d, p[0]) : hn::LoadU(d, p + i);
+    };
+    int64_t i = 0;
+    for (; i + lanes <= r.k; i += lanes) {
+        const auto t = hn::Mul(hn::LoadU(d, r.x + i), load(r.gate, r.gate_scalar, i));
+        const auto res = load(r.residual, r.residual_scalar, i);
+        hn::StoreU(r.mul_first ? hn::Add(t, res) : hn::Add(res, t), d, y + i);
+    }
+    for (; i < r.k; ++i) {
+        const float t = r.x[i] * r.gate[r.gate_scalar ? 0 : i];
+        const float res = r.residual[r.residual_scalar ? 0 : i];
+        y[i] = r.mul_first ? t + res : res + t;
+    }
+}
+
+// v[i] = v[i] * s + b, the native SCALE's MulAdd (its tail through a padded vector).
+void ScaleRow(float * v, int64_t n, float s, float b) {
+    const hn::ScalableTag<float> d;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+    const auto vs = hn::Set(d, s), vb = hn::Set(d, b);
+    int64_t i = 0;
+    for (; i + lanes <= n; i += lanes)
+        hn::StoreU(hn::MulAdd(hn::LoadU(d, v + i), vs, vb), d, v + i);
+    if (i == n) return;
+    HWY_ALIGN float t[HWY_MAX_BYTES / sizeof(float)] = {};
+    std::copy(v + i, v + n, t);
+    hn::Store(hn::MulAdd(hn::Load(d, t), vs, vb), d, t);
+    std::copy(t, t + (n - i), v + i);
+}
+
+}  // namespace sd::affine::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+
+#include <cstring>
+#include <vector>
+
+#include "common/pack.h"
+
+namespace sd::affine {
+HWY_EXPORT(ComputeMulAdd);
+HWY_EXPORT(ScaleRow);
+
+namespace {
+
+const ggml_ext_cpu_parallel_v1 * g_parallel = nullptr;
+
+ggml_status fail(const char * message) {
+    ggml_ext_set_error(message);
+    return GGML_STATUS_FAILED;
+}
+
+// The bytes [lo, hi) t's elements span through its strides.
+std::pair<uintptr_t, uintptr_t> span_of(const ggml_tensor * t) {
+    size_t last = ggml_type_size(t->type);
+    for (int i = 0; i < GGML_MAX_DIMS; ++i)
+        last += static_cast<size_t>(std::max<int64_t>(t->ne[i] - 1, 0)) * t->nb[i];
+    const auto lo = reinterpret_cast<uintptr_t>(t->data);
+    return {lo, lo + last};
+}
+
+bool overlaps(const ggml_tensor * a, const ggml_tensor * b) {
+    const auto [a0, a1] = span_of(a);
+    const auto [b0, b1] = span_of(b);
+    return a0 < b1 && b0 < a1;
+}
+
+bool f32_rows(const ggml_tensor * t) {
+    return t && t->type == GGML_TYPE_F32 && t->nb[0] == sizeof(float) &&
+           std::all_of(t->nb, t->nb + GGML_MAX_DIMS, [](size_t nb) { return nb % sizeof(float) == 0; });
+}
+
+// Rows [0, rows) split among the pool's threads (about 16 Ki elements per task at least).
+template <class F>
+ggml_status parallel_rows(ggml_backend_t backend, int64_t rows, int64_t row_elements, F & per_row) {
+    if (rows == 0) return GGML_STATUS_SUCCESS;
+    struct Job {
+        F * f;
+        int64_t rows;
+    } job{&per_row, rows};
+    const int64_t want = std::max<int64_t>(1, rows * row_elements / 16384);
+    const int n_tasks = static_cast<int>(std::min<int64_t>({want, std::max(1, g_parallel->n_threads(backend)), rows}));
+    return g_parallel->run(
+        backend,
+        [](const ggml_ext_cpu_task * task) {
+            const auto & j = *static_cast<const Job *>(task->user_data);
+            const int64_t per = (j.rows + task->nth - 1) / task->nth;
+            for (int64_t r = task->ith * per; r < std::min(j.rows, (task->ith + 1) * per); ++r) {
+                if ((r - task->ith * per) % 32 == 0 && g_parallel->should_stop(task)) return;
+                (*j.f)(r);
+            }
+        },
+        &job, n_tasks);
+}
+
+// Row r of t (rows enumerated ne1 fastest).
+char * row_at(const ggml_tensor * t, int64_t r) {
+    const int64_t i1 = r % t->ne[1], i2 = r / t->ne[1] % t->ne[2], i3 = r / (t->ne[1] * t->ne[2]);
+    return static_cast<char *>(t->data) + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
+}
+
+// Where an output is computed: over the output itself, or into the contiguous workspace when it
+// overlaps an input it still reads (copied over after).
+struct Destination {
+    ggml_tensor * out;
+    ggml_tensor staged;  // out's metadata over the workspace, contiguous
+    bool in_workspace = false;
+
+    ggml_status init(const ggml_ext_fusion_execute_params * p, ggml_tensor * node, bool overlapping) {
+        out = node;
+        staged = *node;
+        in_workspace = overlapping;
+        if (!overlapping) return GGML_STATUS_SUCCESS;
+        const size_t bytes = ggml_nelements(node) * ggml_type_size(node->type);
+        if (p->workspace_size < bytes) return fail("sd affine fusion (CPU): workspace smaller than prepare requested");
+        staged.data = p->workspace_data;
+        staged.nb[0] = ggml_type_size(node->type);
+        for (int i = 1; i < GGML_MAX_DIMS; ++i)
+            staged.nb[i] = staged.nb[i - 1] * static_cast<size_t>(node->ne[i - 1]);
+        return GGML_STATUS_SUCCESS;
+    }
+    const ggml_tensor * target() const { return in_workspace ? &staged : out; }
+    // The staged rows copied over the output.
+    void commit() const {
+        if (!in_workspace) return;
+        const size_t elem = ggml_type_size(out->type);
+        for (int64_t r = 0; r < ggml_nrows(out); ++r) {
+            const char * src = row_at(&staged, r);
+            char * dst = row_at(out, r);
+            for (int64_t i = 0; i < out->ne[0]; ++i)
+                std::memcpy(dst + i * out->nb[0], src + i * elem, elem);
+        }
+    }
+};
+
+ggml_status prepare_output_sized(const ggml_ext_fusion_prepare_params * params, void ** state,
+                                 size_t * workspace_bytes) {
+    const ggml_tensor * out = params->nodes[params->n_nodes - 1];
+    *state = nullptr;
+    *workspace_bytes = ggml_nelements(out) * ggml_type_size(out->type);
+    return GGML_STATUS_SUCCESS;
+}
+
+// ---- Mul(gate) -> Add(residual) ------------------------------------------------------------------
+
+// An operand read per output row: k values, or one repeated (ne0 == 1), with rows broadcast.
+bool row_operand(const ggml_tensor * t, const ggml_tensor * node) {
+    return f32_rows(t) && (t->ne[0] == node->ne[0] || t->ne[0] == 1) && ggml_can_repeat(t, node);
+}
+
+struct MulAdd {
+    const ggml_tensor *x, *gate, *residual;
+    bool mul_first;
+};
+
+bool parse_mul_add(const ggml_tensor * mul, const ggml_tensor * add, MulAdd * m) {
+    if (mul->op != GGML_OP_MUL || add->op != GGML_OP_ADD || mul->type != GGML_TYPE_F32 ||
+        add->type != GGML_TYPE_F32 || !ggml_are_same_shape(mul, add) || !ggml_is_contiguous(add))
+        return false;
+    if (add->src[0] == add->src[1]) return false;  // a self-residual
+    m->mul_first = add->src[0] == mul;
+    if (!m->mul_first && add->src[1] != mul) return false;
+    m->x = mul->src[0];
+    m->gate = mul->src[1];
+    m->residual = m->mul_first ? add->src[1] : add->src[0];
+    return f32_rows(m->x) && ggml_are_same_shape(m->x, mul) && row_operand(m->gate, mul) &&
+           row_operand(m->residual, add);
+}
+
+int mul_add_match(ggml_backend_dev_t, const ggml_cgraph * graph, int first, void *) {
+    if (first + 2 > ggml_graph_n_nodes(graph)) return 0;
+    MulAdd m;
+    return parse_mul_add(ggml_graph_node(graph, first), ggml_graph_node(graph, first + 1), &m) ? 2 : 0;
+}
+
+// The Mul made adjacent to its Add when the residual's producer sits between them.
+void mul_add_optimize(ggml_backend_dev_t, ggml_cgraph * graph, void *) {
+    make_chains_consecutive(graph, [&](int i) -> std::vector<int> {
+        if (ggml_graph_node(graph, i)->op != GGML_OP_MUL) return {};
+        const int add = next_consumer(graph, i, i + 1);
+        MulAdd m;
+        if (add < 0 || !parse_mul_add(ggml_graph_node(graph, i), ggml_graph_node(graph, add), &m)) return {};
+        return {i, add};
+    });
+}
+
+// Reading input at the output's own addresses element by element is safe; any other overlap is not.
+bool exactly_in_place(const ggml_tensor * input, const ggml_tensor * out) {
+    return input->data == out->data && ggml_are_same_shape(input, out) && ggml_is_contiguous(input);
+}
+
+ggml_status mul_add_execute(const ggml_ext_fusion_execute_params * params) {
+    ggml_tensor * add = params->nodes[1];
+    MulAdd m;
+    if (params->n_nodes != 2 || !parse_mul_add(params->nodes[0], add, &m))
+        return fail("sd.mul_add.cpu: the nodes are not a chain it computes");
+    bool overlapping = false;
+    for (const ggml_tensor * in : {m.x, m.gate, m.residual})
+        overlapping = overlapping || (overlaps(in, add) && !exactly_in_place(in, add));
+    Destination dst;
+    if (const ggml_status st = dst.init(params, add, overlapping); st != GGML_STATUS_SUCCESS) return st;
+    const ggml_tensor * y = dst.target();
+    const auto operand_row = [&](const ggml_tensor * t, int64_t r) {
+        const int64_t i1 = r % add->ne[1], i2 = r / add->ne[1] % add->ne[2], i3 = r / (add->ne[1] * add->ne[2]);
+        return reinterpret_cast<const float *>(static_cast<const char *>(t->data) + i1 % t->ne[1] * t->nb[1] +
+                                               i2 % t->ne[2] * t->nb[2] + i3 % t->ne[3] * t->nb[3]);
+    };
+    auto per_row = [&](int64_t r) {
+        const MulAddRow row{operand_row(m.x, r),      operand_row(m.gate, r), operand_row(m.residual, r),
+                            m.gate->ne[0] == 1 && add->ne[0] != 1,
+                            m.residual->ne[0] == 1 && add->ne[0] != 1,
+                            m.mul_first,
+                            add->ne[0]};
+        HWY_DYNAMIC_DISPATCH(ComputeMulAdd)(row, reinterpret_cast<float *>(row_at(y, r)));
+    };
+    const ggml_status st = parallel_rows(params->backend, ggml_nrows(add), add->ne[0], per_row);
+    if (st == GGML_STATUS_SUCCESS) dst.commit();
+    return st;
+}
+
+// ---- [Concat | Contiguous -> Scale] -> [Permute] -> F16 copy -----------------------------------
+
+// The value source of a copy chain: c, a contiguous F32 tensor (the Concat's or the Contiguous's
+// result, eliminated) read through the copy's (possibly permuted) view of it.
+struct CopyChain {
+    const ggml_tensor * c;         // the contiguous producer (Concat or Contiguous node)
+    const ggml_tensor * view;      // what the copy reads: c, or a Permute view of it
+    const ggml_tensor *a, *b;      // Concat: its inputs, joined along dim; Contiguous: a, b NULL
+    int dim;
+    bool scaled;
+    float scale, bias;
+    int axis_of[GGML_MAX_DIMS];  // the view's dimension walking each dimension of c (-1: c's is 1)
+};
+
+bool f16_copy_of(const ggml_tensor * cpy, const ggml_tensor * src) {
+    return cpy->op == GGML_OP_CPY && cpy->src[0] == src && cpy->type == GGML_TYPE_F16 &&
+           ggml_are_same_shape(cpy, src) && cpy->nb[0] % sizeof(uint16_t) == 0;
+}
+
+// view reads c, contiguous, as a permutation: the view's dimension of each of c's.
+bool map_axes(const ggml_tensor * view, const ggml_tensor * c, int axis_of[GGML_MAX_DIMS]) {
+    for (int d = 0; d < GGML_MAX_DIMS; ++d) {
+        axis_of[d] = -1;
+        if (c->ne[d] == 1) continue;
+        for (int k = 0; k < GGML_MAX_DIMS; ++k)
+            if (view->ne[k] == c->ne[d] && view->nb[k] == c->nb[d]) axis_of[d] = k;
+        if (axis_of[d] < 0) return false;
+    }
+    return view == c || view->view_offs == 0;
+}
+
+bool concat_inputs(const ggml_tensor * concat, CopyChain * ch) {
+    ch->a = concat->src[0];
+    ch->b = concat->src[1];
+    ch->dim = native_params<ggml_ext_concat_params>(concat).dim;
+    if (!ch->a || !ch->b || ch->a->type != GGML_TYPE_F32 || ch->b->type != GGML_TYPE_F32 ||
+        concat->type != GGML_TYPE_F32 || ch->dim < 0 || ch->dim >= GGML_MAX_DIMS)
+        return false;
+    for (const ggml_tensor * t : {ch->a, ch->b})
+        if (!std::all_of(t->nb, t->nb + GGML_MAX_DIMS, [](size_t nb) { return nb % sizeof(float) == 0; }))
+            return false;
+    return true;  // the node's own shape rules hold: ggml_concat checked them
+}
+
+// nodes[0, n): Concat [-> Permute] -> CPY, or Contiguous -> Scale -> Permute -> CPY.
+bool parse_copy(ggml_tensor * const * nodes, int n, CopyChain * ch) {
+    *ch = {};
+    const ggml_tensor * cpy = nodes[n - 1];
+    const ggml_tensor * producer = nodes[0];
+    ch->c = producer;
+    if (producer->op == GGML_OP_CONCAT) {
+        if (n < 2 || n > 3 || !concat_inputs(producer, ch)) return false;
+    } else if (producer->op == GGML_OP_CONT) {
+        const ggml_tensor * x = producer->src[0];
+        const ggml_tensor * scale = n == 4 ? nodes[1] : nullptr;
+        if (!scale || scale->op != GGML_OP_SCALE || scale->src[0] != producer || scale->type != GGML_TYPE_F32 ||
+            !x || x->type != GGML_TYPE_F32 || producer->type != GGML_TYPE_F32 || !ggml_are_same_shape(x, producer) ||
+            !std::all_of(x->nb, x->nb + GGML_MAX_DIMS, [](size_t nb) { return nb % sizeof(float) == 0; }))
+            return false;
+        const auto p = native_params<ggml_ext_scale_params>(scale);
+        ch->a = x;
+        ch->dim = -1;
+        ch->scaled = true;
+        ch->scale = p.scale;
+        ch->bias = p.bias;
+        ch->c = scale;  // contiguous, x's values scaled
+    } else {
+        return false;
+    }
+    if (!ggml_is_contiguous(ch->c)) return false;
+    const ggml_tensor * permute = n >= 3 ? nodes[n - 2] : nullptr;
+    if (permute && (permute->op != GGML_OP_PERMUTE || permute->src[0] != ch->c)) return false;
+    ch->view = permute ? permute : ch->c;
+    return f16_copy_of(cpy, ch->view) && map_axes(ch->view, ch->c, ch->axis_of);
+}
+
+template <ggml_op kFirst, int kNodes>
+int copy_match(ggml_backend_dev_t, const ggml_cgraph * graph, int first, void *) {
+    if (first + kNodes > ggml_graph_n_nodes(graph) || ggml_graph_node(graph, first)->op != kFirst) return 0;
+    CopyChain ch;
+    return parse_copy(ggml_graph_nodes(graph) + first, kNodes, &ch) ? kNodes : 0;
+}
+
+// Row r of the copy (the view's logical row) as F32 into v: each element read where c's value of
+// that position comes from (an input of the Concat, or the Contiguous's input), then the Scale.
+void gather_row(const CopyChain & ch, int64_t r, float * v) {
+    const ggml_tensor * view = ch.view;
+    int64_t at[GGML_MAX_DIMS] = {0, r % view->ne[1], r / view->ne[1] % view->ne[2],
+                                 r / (view->ne[1] * view->ne[2])};
+    int64_t coord[GGML_MAX_DIMS];  // in c
+    int walk = -1;                 // c's dimension the row walks
+    for (int d = 0; d < GGML_MAX_DIMS; ++d) {
+        coord[d] = ch.axis_of[d] < 0 ? 0 : at[ch.axis_of[d]];
+        if (ch.axis_of[d] == 0) walk = d;
+    }
+    for (int64_t i = 0; i < view->ne[0]; ++i) {
+        if (walk >= 0) coord[walk] = i;
+        const bool second = ch.b && coord[ch.dim] >= ch.a->ne[ch.dim];
+        const ggml_tensor * src = second ? ch.b : ch.a;
+        int64_t offset = 0;
+        for (int d = 0; d < GGML_MAX_DIMS; ++d)
+            offset += (coord[d] - (second && d == ch.dim ? ch.a->ne[d] : 0)) * static_cast<int64_t>(src->nb[d]);
+        std::memcpy(v + i, static_cast<const char *>(src->data) + offset, sizeof(float));
+    }
+    if (ch.scaled) HWY_DYNAMIC_DISPATCH(ScaleRow)(v, view->ne[0], ch.scale, ch.bias);
+}
+
+// The native copy's F32 -> F16 conversion of one row into dst (element stride nb0).
+void store_f16_row(const float * v, int64_t n, char * dst, size_t nb0) {
+    if (nb0 == sizeof(ggml_fp16_t)) return ggml_fp32_to_fp16_row(v, reinterpret_cast<ggml_fp16_t *>(dst), n);
+    for (int64_t i = 0; i < n; ++i) {
+        const ggml_fp16_t h = ggml_fp32_to_fp16(v[i]);
+        std::memcpy(dst + i * nb0, &h, sizeof h);
+    }
+}
+
+ggml_status copy_execute(const ggml_ext_fusion_execute_params * params) {
+    ggml_tensor * cpy = params->nodes[params->n_nodes - 1];
+    CopyChain ch;
+    if (!parse_copy(params->nodes, params->n_nodes, &ch))
+        return fail("sd F16 copy fusion (CPU): the nodes are not a chain it computes");
+    const bool overlapping = overlaps(ch.a, cpy) || (ch.b && overlaps(ch.b, cpy));
+    Destination dst;
+    if (const ggml_status st = dst.init(params, cpy, overlapping); st != GGML_STATUS_SUCCESS) return st;
+    const ggml_tensor * y = dst.target();
+    auto per_row = [&](int64_t r) {
+        std::vector<float> v(static_cast<size_t>(cpy->ne[0]));
+        gather_row(ch, r, v.data());
+        store_f16_row(v.data(), cpy->ne[0], row_at(y, r), y->nb[0]);
+    };
+    const ggml_status st = parallel_rows(params->backend, ggml_nrows(cpy), cpy->ne[0], per_row);
+    if (st == GGML_STATUS_SUCCESS) dst.commit();
+    return st;
+}
+
+bool register_rule(ggml_backend_dev_t device, const char * name, decltype(ggml_ext_fusion_desc::match) match,
+                   decltype(ggml_ext_fusion_desc::execute) execute,
+                   decltype(ggml_ext_fusion_desc::optimize) optimize = nullptr) {
+    ggml_ext_fusion_desc d = fusion_desc(name, match, execute);
+    d.prepare = prepare_output_sized;
+    d.optimize = optimize;
+    return ggml_ext_register_fusion(device, &d);
+}
+
+// Concat -> Permute -> CPY first (the longer chain), then Concat -> CPY.
+int concat_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int first, void * user) {
+    const int n = copy_match<GGML_OP_CONCAT, 3>(device, graph, first, user);
+    return n ? n : copy_match<GGML_OP_CONCAT, 2>(device, graph, first, user);
+}
+
+}  // namespace
+}  // namespace sd::affine
+
+namespace sd {
+
+bool register_affine() {
+    using namespace sd::affine;
+    ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    g_parallel = cpu ? static_cast<const ggml_ext_cpu_parallel_v1 *>(ggml_backend_reg_get_proc_address(
+                           ggml_backend_dev_backend_reg(cpu), GGML_EXT_CPU_PARALLEL_V1))
+                     : nullptr;
+    if (!g_parallel || g_parallel->struct_size < sizeof(ggml_ext_cpu_parallel_v1) ||
+        g_parallel->version < GGML_EXT_CPU_PARALLEL_V1_VERSION) {
+        ggml_ext_set_error("sd affine fusions: no CPU device with the ggml_ext_cpu_parallel_v1 service");
+        return false;
+    }
+    return register_rule(cpu, "sd.mul_add.cpu", mul_add_match, mul_add_execute, mul_add_optimize) &&
+           register_rule(cpu, "sd.concat_f16.cpu", concat_match, copy_execute) &&
+           register_rule(cpu, "sd.cont_scale_f16.cpu", copy_match<GGML_OP_CONT, 4>, copy_execute);
+}
+
+}  // namespace sd
+
+#endif  // HWY_ONCE
