@@ -231,6 +231,12 @@ void ggml_ext_set_error(const char * message);
  * implementation), so a kernel may use them as scratch; the owner a writeback output writes into
  * always keeps its storage. */
 #define GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE (1u << 0)
+/* The rule's kernels compute correctly with the output exactly over (same address, type, shape and
+ * strides as) the external input at the head of the range's src[0] chain, when every node of that
+ * chain is an operator that may run in place (ggml_op_can_inplace): the allocator may then place the
+ * output over that input when nothing after the range reads it, as the unfused in-place chain would
+ * be placed, so fusing costs no memory. */
+#define GGML_EXT_FUSION_OUTPUT_IN_PLACE (1u << 1)
 
 /* One fused range, metadata only (prepare) or with current addresses (execute). */
 struct ggml_ext_fusion_prepare_params {

@@ -522,7 +522,7 @@ bool ggml_ext_register_fusion(ggml_backend_dev_t device, const ggml_ext_fusion_d
     ggml_ext_fusion_desc accepted{};
     std::memcpy(&accepted, desc, std::min(desc->struct_size, sizeof accepted));
     if (desc->version < 2 || desc->struct_size < sizeof accepted) accepted.flags = 0;
-    if (accepted.flags & ~GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE)
+    if (accepted.flags & ~(GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE | GGML_EXT_FUSION_OUTPUT_IN_PLACE))
         return fail(where + ": unknown flags " + std::to_string(accepted.flags));
     desc = &accepted;
     const std::string name = desc->name ? desc->name : "";

@@ -298,6 +298,28 @@ TEST(FusionExecution, IntermediatesKeepTheirStorageUnlessTheRuleDeclaresItUnused
               ggml_backend_sched_get_buffer_size(retained_sched.get(), retained_rig.backend.get()));
 }
 
+// GGML_EXT_FUSION_OUTPUT_IN_PLACE: the output may take the block of the input heading its chain of
+// in-place operators (sqr(p) for out = sqr(p) * sqr(q) + r), where the unfused MUL and ADD would have
+// been placed; without the flag that input stays apart through the final node.
+TEST(FusionExecution, AnInPlaceRuleOutputMayTakeItsChainHeadsBlock) {
+    for (const bool in_place : {false, true}) {
+        SCOPED_TRACE(in_place ? "in place" : "apart");
+        MulAddRig rig("fusion_test_dev_", "mul_add_in_place", false,
+                      GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE | (in_place ? GGML_EXT_FUSION_OUTPUT_IN_PLACE : 0));
+        MulAddGraph g;
+        g.out->src[0] = g.m;  // out = m + r: m heads the ADD, sp the MUL
+        g.out->src[1] = g.r;
+        Sched sched = rig.sched();
+        ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph)) << ggml_backend_get_last_error();
+        ASSERT_GT(rig.rule.matches, 0);
+        EXPECT_EQ(g.out->data == g.sp->data, in_place);
+        g.fill();
+        ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS);
+        EXPECT_EQ(rig.rule.executes, 1);
+        EXPECT_EQ(read_f32(g.out), g.expected());
+    }
+}
+
 // Version 2 of the descriptor added flags: a version 1 descriptor (ending before them) registers with
 // none, unknown flags are refused.
 TEST(FusionRegistration, VersionOneDescriptorsAndUnknownFlags) {
@@ -314,7 +336,7 @@ TEST(FusionRegistration, VersionOneDescriptorsAndUnknownFlags) {
     d.struct_size = sizeof d;
     d.version = GGML_EXT_FUSION_DESC_VERSION;
     d.name = "flags.unknown";
-    d.flags = 2;
+    d.flags = 4;
     EXPECT_FALSE(ggml_ext_register_fusion(dev, &d));
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "unknown flags")) << ggml_backend_get_last_error();
 }

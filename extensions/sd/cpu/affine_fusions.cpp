@@ -223,17 +223,6 @@ int mul_add_match(ggml_backend_dev_t, const ggml_cgraph * graph, int first, void
     return parse_mul_add(ggml_graph_node(graph, first), ggml_graph_node(graph, first + 1), &m) ? 2 : 0;
 }
 
-// The Mul made adjacent to its Add when the residual's producer sits between them.
-void mul_add_optimize(ggml_backend_dev_t, ggml_cgraph * graph, void *) {
-    make_chains_consecutive(graph, [&](int i) -> std::vector<int> {
-        if (ggml_graph_node(graph, i)->op != GGML_OP_MUL) return {};
-        const int add = next_consumer(graph, i, i + 1);
-        MulAdd m;
-        if (add < 0 || !parse_mul_add(ggml_graph_node(graph, i), ggml_graph_node(graph, add), &m)) return {};
-        return {i, add};
-    });
-}
-
 // Reading input at the output's own addresses element by element is safe; any other overlap is not.
 bool exactly_in_place(const ggml_tensor * input, const ggml_tensor * out) {
     return input->data == out->data && ggml_are_same_shape(input, out) && ggml_is_contiguous(input);
@@ -403,12 +392,12 @@ ggml_status copy_execute(const ggml_ext_fusion_execute_params * params) {
     return st;
 }
 
+// (No optimize callback: the specification's affine rules reorder nothing.)
 bool register_rule(ggml_backend_dev_t device, const char * name, decltype(ggml_ext_fusion_desc::match) match,
-                   decltype(ggml_ext_fusion_desc::execute) execute,
-                   decltype(ggml_ext_fusion_desc::optimize) optimize = nullptr) {
+                   decltype(ggml_ext_fusion_desc::execute) execute, uint32_t flags = 0) {
     ggml_ext_fusion_desc d = fusion_desc(name, match, execute);
     d.prepare = prepare_output_sized;
-    d.optimize = optimize;
+    d.flags |= flags;
     return ggml_ext_register_fusion(device, &d);
 }
 
@@ -434,7 +423,9 @@ bool register_affine() {
         ggml_ext_set_error("sd affine fusions: no CPU device with the ggml_ext_cpu_parallel_v1 service");
         return false;
     }
-    return register_rule(cpu, "sd.mul_add.cpu", mul_add_match, mul_add_execute, mul_add_optimize) &&
+    // Mul -> Add computes exactly in place (each element read before it is written), so its output may
+    // take x's block as the unfused in-place Mul and Add would.
+    return register_rule(cpu, "sd.mul_add.cpu", mul_add_match, mul_add_execute, GGML_EXT_FUSION_OUTPUT_IN_PLACE) &&
            register_rule(cpu, "sd.concat_f16.cpu", concat_match, copy_execute) &&
            register_rule(cpu, "sd.cont_scale_f16.cpu", copy_match<GGML_OP_CONT, 4>, copy_execute);
 }

@@ -41,6 +41,7 @@ struct Chain {
     std::vector<ggml_tensor *> inputs;
     std::vector<ggml_tensor *> intermediates;
     ggml_tensor * out = nullptr;
+    const ggml_tensor * out_in_place_over = nullptr;  // the block the fused output must take, if any
 };
 
 using Build = std::function<Chain(ggml_context *)>;
@@ -162,15 +163,19 @@ Chain activation_mul_convrot(ggml_context * c, bool sigmoid, bool activation_fir
 
 enum class Residual { after, before, in_place };
 
-Chain mul_add(ggml_context * c, Residual form, bool scalar_gate, int64_t k, int64_t rows) {
+// computed_x: x is a node's result, which the fused output may take over in place
+// (GGML_EXT_FUSION_OUTPUT_IN_PLACE), as the unfused in-place Mul and Add would.
+Chain mul_add(ggml_context * c, Residual form, bool scalar_gate, bool computed_x, int64_t k, int64_t rows) {
     Chain ch;
     ggml_tensor * x = input(c, ch, k, rows, 2);
+    if (computed_x) x = ggml_scale(c, x, 0.75f);
     ggml_tensor * m = ggml_mul(c, x, input(c, ch, scalar_gate ? 1 : k, 1, 2));
-    ggml_tensor * r = ggml_scale(c, input(c, ch, k, rows, 2), 0.5f);  // computed between the two
+    ggml_tensor * r = input(c, ch, k, rows, 2);
     ch.intermediates = {m};
     ch.out = form == Residual::after     ? ggml_add(c, m, r)
              : form == Residual::before  ? ggml_add(c, r, m)
                                          : ggml_add_inplace(c, m, r);
+    if (computed_x && form == Residual::after) ch.out_in_place_over = x;
     return ch;
 }
 
@@ -220,8 +225,9 @@ std::vector<FusionCase> cases() {
                                 }});
     for (Residual form : {Residual::after, Residual::before, Residual::in_place})
         for (bool scalar : {false, true})
-            list.push_back({"mul_add", "sd.mul_add.cpu",
-                            [=](ggml_context * c) { return mul_add(c, form, scalar, 37, 6); }});
+            for (bool computed_x : {false, true})
+                list.push_back({"mul_add", "sd.mul_add.cpu",
+                                [=](ggml_context * c) { return mul_add(c, form, scalar, computed_x, 37, 6); }});
     for (int dim : {0, 1, 2})
         for (bool permuted : {false, true})
             list.push_back({"concat_f16", "sd.concat_f16.cpu",
@@ -249,6 +255,9 @@ TEST(SdCpuFusions, EachFiresAndEqualsItsUnfusedChainBitForBit) {
             }
         for (const ggml_tensor * t : unfused.chain.intermediates)
             EXPECT_NE(t->data, nullptr);
+        if (const ggml_tensor * head = fused.chain.out_in_place_over) {
+            EXPECT_EQ(fused.chain.out->data, head->data);
+        }
     }
 }
 
