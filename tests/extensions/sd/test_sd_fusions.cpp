@@ -27,14 +27,7 @@ using ggx::test::contains;
 using ggx::test::Context;
 using ggx::test::Sched;
 
-ggml_backend_t backend() {
-    static ggml_backend_t cpu = [] {
-        ggml_backend_t b = ggml_backend_cpu_init();
-        ggml_backend_cpu_set_n_threads(b, 3);  // uneven row shares
-        return b;
-    }();
-    return cpu;
-}
+ggml_backend_t backend() { return ggx::test::sd_cpu_backend(); }
 
 // A chain's graph: its inputs, the intermediates the rule eliminates and its output.
 struct Chain {
