@@ -30,27 +30,12 @@
 
 #ifndef SD_CONVROT_FUSIONS_SHARED
 #define SD_CONVROT_FUSIONS_SHARED
+#include "common/convrot_chain.h"
+
 namespace sd::convrot_fusion {
 
-// What produces the quantize input.
-enum class Producer : int32_t {
-    scale,        // SCALE(x)
-    silu_mul,     // MUL(SILU(x), other), operands in the MUL's order
-    sigmoid_mul,  // MUL(SIGMOID(x), other)
-    swiglu,       // GLU SWIGLU: merged x (halves, swapped or not) or split x, other
-};
-
-// One fused range, from its nodes.
-struct Chain {
-    Producer producer;
-    const ggml_tensor * x;      // the first node's input: rows of k (2k for merged SwiGLU) F32 values
-    const ggml_tensor * other;  // MUL's other operand (broadcast over rows) or SwiGLU's up input; or NULL
-    bool activation_first;      // MUL: the activation is src0
-    bool swapped;               // merged SwiGLU: the activation takes the second half
-    float scale, bias;          // SCALE
-    int64_t k;                  // the row length of the quantize input
-    int group;
-};
+using convrot_chain::Chain;
+using convrot_chain::Producer;
 
 inline const float * row_of(const ggml_tensor * t, int64_t i1, int64_t i2, int64_t i3) {
     return reinterpret_cast<const float *>(static_cast<const char *>(t->data) + i1 * t->nb[1] + i2 * t->nb[2] +
@@ -150,94 +135,15 @@ namespace {
 
 const ggml_ext_cpu_parallel_v1 * g_parallel = nullptr;
 
-bool f32_rows(const ggml_tensor * t) {
-    return t && t->type == GGML_TYPE_F32 && t->nb[0] == sizeof(float) &&
-           std::all_of(t->nb, t->nb + GGML_MAX_DIMS, [](size_t nb) { return nb % sizeof(float) == 0; });
-}
-
-// A quantize node the CPU kernel computes, reading `input`.
-bool quantize_of(const ggml_tensor * node, const ggml_tensor * input) {
-    return node && ggml_ext_node_op(node) == int8::quantize_op() && node->type == GGML_TYPE_I8 &&
-           node->src[0] == input && ggml_is_contiguous(input);
-}
-
-// A node of op computing F32 of x's shape from x (as src0).
-bool map_of(const ggml_tensor * node, ggml_op op, const ggml_tensor * x) {
-    return node->op == op && node->type == GGML_TYPE_F32 && node->src[0] == x && f32_rows(x) &&
-           ggml_are_same_shape(node, x);
-}
-
-// The other operand of a MUL of value (same shape as the MUL, read row by row with broadcast rows).
-const ggml_tensor * mul_operand(const ggml_tensor * mul, const ggml_tensor * value, bool * value_first) {
-    if (mul->op != GGML_OP_MUL || mul->type != GGML_TYPE_F32 || !ggml_are_same_shape(mul, value)) return nullptr;
-    *value_first = mul->src[0] == value;
-    const ggml_tensor * other = *value_first ? mul->src[1] : mul->src[0];
-    if (!*value_first && mul->src[1] != value) return nullptr;
-    return f32_rows(other) && other->ne[0] == mul->ne[0] && ggml_can_repeat(other, mul) ? other : nullptr;
-}
-
-// The chain of nodes[0, n) (n of the rule), or false.
-bool parse(ggml_tensor * const * nodes, int n, Chain * c) {
-    const ggml_tensor * first = nodes[0];
-    const ggml_tensor * quantize = nodes[n - 1];
-    if (!quantize_of(quantize, nodes[n - 2])) return false;
-    *c = {};
-    c->x = first->src[0];
-    c->k = quantize->src[0]->ne[0];
-    c->group = std::max(1, int8::quantize_attrs_of(quantize).group);
-    if (n == 2 && first->op == GGML_OP_SCALE) {
-        const auto p = native_params<ggml_ext_scale_params>(first);
-        c->producer = Producer::scale;
-        c->scale = p.scale;
-        c->bias = p.bias;
-        return map_of(first, GGML_OP_SCALE, c->x);
-    }
-    if (n == 2 && first->op == GGML_OP_GLU) {
-        const auto p = native_params<ggml_ext_glu_params>(first);
-        c->producer = Producer::swiglu;
-        c->other = first->src[1];
-        c->swapped = p.swapped != 0;
-        if (p.op != GGML_GLU_OP_SWIGLU || first->type != GGML_TYPE_F32 || !f32_rows(c->x)) return false;
-        if (c->other) return f32_rows(c->other) && ggml_are_same_shape(c->x, c->other) &&
-                             ggml_are_same_shape(c->x, first);
-        return c->x->ne[0] == 2 * first->ne[0] && c->x->ne[1] == first->ne[1] && c->x->ne[2] == first->ne[2] &&
-               c->x->ne[3] == first->ne[3];
-    }
-    if (n == 3 && first->op == GGML_OP_UNARY) {
-        const ggml_unary_op op = ggml_get_unary_op(first);
-        if (op != GGML_UNARY_OP_SILU && op != GGML_UNARY_OP_SIGMOID) return false;
-        c->producer = op == GGML_UNARY_OP_SILU ? Producer::silu_mul : Producer::sigmoid_mul;
-        c->other = mul_operand(nodes[1], first, &c->activation_first);
-        return map_of(first, GGML_OP_UNARY, c->x) && c->other;
-    }
-    return false;
-}
-
 // The rule of the chains of kNodes nodes starting with a node of kOp.
 template <ggml_op kOp, int kNodes>
 int match(ggml_backend_dev_t, const ggml_cgraph * graph, int first, void *) {
-    if (first + kNodes > ggml_graph_n_nodes(graph) || ggml_graph_node(graph, first)->op != kOp) return 0;
     Chain c;
-    return parse(ggml_graph_nodes(graph) + first, kNodes, &c) ? kNodes : 0;
-}
-
-// For SiLU/Sigmoid -> Mul -> ConvRot: the activation and its Mul made consecutive with the
-// quantize node when an independent producer of the Mul's other operand (or anything else) sits
-// between them.
-std::vector<int> activation_chain(const ggml_cgraph * graph, int first) {
-    const ggml_tensor * act = ggml_graph_node(graph, first);
-    if (act->op != GGML_OP_UNARY) return {};
-    const ggml_unary_op op = ggml_get_unary_op(act);
-    if (op != GGML_UNARY_OP_SILU && op != GGML_UNARY_OP_SIGMOID) return {};
-    const int mul = next_consumer(graph, first, first + 1);
-    if (mul < 0 || ggml_graph_node(graph, mul)->op != GGML_OP_MUL) return {};
-    const int quantize = next_consumer(graph, mul, mul + 1);
-    if (quantize < 0 || !quantize_of(ggml_graph_node(graph, quantize), ggml_graph_node(graph, mul))) return {};
-    return {first, mul, quantize};
+    return convrot_chain::match(graph, first, kOp, kNodes, &c);
 }
 
 void activation_optimize(ggml_backend_dev_t, ggml_cgraph * graph, void *) {
-    make_chains_consecutive(graph, [&](int i) { return activation_chain(graph, i); });
+    make_chains_consecutive(graph, [&](int i) { return convrot_chain::activation_chain(graph, i); });
 }
 
 // Rows [next, ...) in chunks, each computed into the task's buffer and quantized.
@@ -280,7 +186,7 @@ ggml_status prepare(const ggml_ext_fusion_prepare_params * params, void ** state
 ggml_status execute(const ggml_ext_fusion_execute_params * params) {
     ggml_tensor * quantize = params->nodes[params->n_nodes - 1];
     Job job;
-    if (!parse(params->nodes, params->n_nodes, &job.chain)) {
+    if (!convrot_chain::parse(params->nodes, params->n_nodes, &job.chain)) {
         ggml_ext_set_error("sd ConvRot fusion (CPU): the nodes are not a chain it computes");
         return GGML_STATUS_FAILED;
     }
