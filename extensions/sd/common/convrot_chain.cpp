@@ -9,11 +9,6 @@
 namespace sd::convrot_chain {
 namespace {
 
-bool f32_rows(const ggml_tensor * t) {
-    return t && t->type == GGML_TYPE_F32 && t->nb[0] == sizeof(float) &&
-           std::all_of(t->nb, t->nb + GGML_MAX_DIMS, [](size_t nb) { return nb % sizeof(float) == 0; });
-}
-
 // A quantize node reading `input`, F32 and contiguous.
 bool quantize_of(const ggml_tensor * node, const ggml_tensor * input) {
     return node && ggml_ext_node_op(node) == int8::quantize_op() && node->type == GGML_TYPE_I8 &&

@@ -32,6 +32,14 @@ A node_attrs(const ggml_tensor * node) {
     return attrs;
 }
 
+// F32 with contiguous elements (nb0 == 4) and float-aligned strides.
+inline bool f32_rows(const ggml_tensor * t) {
+    if (!t || t->type != GGML_TYPE_F32 || t->nb[0] != sizeof(float)) return false;
+    for (size_t nb : t->nb)
+        if (nb % sizeof(float) != 0) return false;
+    return true;
+}
+
 // Registers the custom operator name (attr_size attribute bytes, min_inputs .. max_inputs inputs,
 // output inference infer); NULL with the registry's message when that fails.
 ggml_ext_op_t register_op(const char * name, size_t attr_size, int min_inputs, int max_inputs,
@@ -62,6 +70,6 @@ int next_consumer(const ggml_cgraph * graph, int producer, int from);
 bool register_rope();       // common/rope_ops.cpp + cpu/rope.cpp
 bool register_int8();       // common/int8_ops.cpp + cpu/int8.cpp
 bool register_attention();  // common/attention_ops.cpp + cpu/attention.cpp (CPU only)
-bool register_affine();     // cpu/affine_fusions.cpp: the affine fusion rules (CPU only)
+bool register_affine();     // cpu/affine_fusions.cpp + vulkan/affine.cpp: the affine fusion rules
 
 }  // namespace sd

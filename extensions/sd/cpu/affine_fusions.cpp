@@ -85,7 +85,11 @@ HWY_AFTER_NAMESPACE();
 #include <cstring>
 #include <vector>
 
+#include "common/affine_chain.h"
 #include "common/pack.h"
+#ifdef SD_VULKAN
+#include "vulkan/sd_vulkan.h"
+#endif
 
 namespace sd::affine {
 HWY_EXPORT(ComputeMulAdd);
@@ -113,11 +117,6 @@ bool overlaps(const ggml_tensor * a, const ggml_tensor * b) {
     const auto [a0, a1] = span_of(a);
     const auto [b0, b1] = span_of(b);
     return a0 < b1 && b0 < a1;
-}
-
-bool f32_rows(const ggml_tensor * t) {
-    return t && t->type == GGML_TYPE_F32 && t->nb[0] == sizeof(float) &&
-           std::all_of(t->nb, t->nb + GGML_MAX_DIMS, [](size_t nb) { return nb % sizeof(float) == 0; });
 }
 
 // Rows [0, rows) split among the pool's threads (about 16 Ki elements per task at least).
@@ -193,34 +192,10 @@ ggml_status prepare_output_sized(const ggml_ext_fusion_prepare_params * params, 
 
 // ---- Mul(gate) -> Add(residual) ------------------------------------------------------------------
 
-// An operand read per output row: k values, or one repeated (ne0 == 1), with rows broadcast.
-bool row_operand(const ggml_tensor * t, const ggml_tensor * node) {
-    return f32_rows(t) && (t->ne[0] == node->ne[0] || t->ne[0] == 1) && ggml_can_repeat(t, node);
-}
-
-struct MulAdd {
-    const ggml_tensor *x, *gate, *residual;
-    bool mul_first;
-};
-
-bool parse_mul_add(const ggml_tensor * mul, const ggml_tensor * add, MulAdd * m) {
-    if (mul->op != GGML_OP_MUL || add->op != GGML_OP_ADD || mul->type != GGML_TYPE_F32 ||
-        add->type != GGML_TYPE_F32 || !ggml_are_same_shape(mul, add) || !ggml_is_contiguous(add))
-        return false;
-    if (add->src[0] == add->src[1]) return false;  // a self-residual
-    m->mul_first = add->src[0] == mul;
-    if (!m->mul_first && add->src[1] != mul) return false;
-    m->x = mul->src[0];
-    m->gate = mul->src[1];
-    m->residual = m->mul_first ? add->src[1] : add->src[0];
-    return f32_rows(m->x) && ggml_are_same_shape(m->x, mul) && row_operand(m->gate, mul) &&
-           row_operand(m->residual, add);
-}
-
 int mul_add_match(ggml_backend_dev_t, const ggml_cgraph * graph, int first, void *) {
     if (first + 2 > ggml_graph_n_nodes(graph)) return 0;
-    MulAdd m;
-    return parse_mul_add(ggml_graph_node(graph, first), ggml_graph_node(graph, first + 1), &m) ? 2 : 0;
+    affine_chain::MulAdd m;
+    return affine_chain::parse_mul_add(ggml_graph_node(graph, first), ggml_graph_node(graph, first + 1), &m) ? 2 : 0;
 }
 
 // Reading input at the output's own addresses element by element is safe; any other overlap is not.
@@ -230,8 +205,8 @@ bool exactly_in_place(const ggml_tensor * input, const ggml_tensor * out) {
 
 ggml_status mul_add_execute(const ggml_ext_fusion_execute_params * params) {
     ggml_tensor * add = params->nodes[1];
-    MulAdd m;
-    if (params->n_nodes != 2 || !parse_mul_add(params->nodes[0], add, &m))
+    affine_chain::MulAdd m;
+    if (params->n_nodes != 2 || !affine_chain::parse_mul_add(params->nodes[0], add, &m))
         return fail("sd.mul_add.cpu: the nodes are not a chain it computes");
     bool overlapping = false;
     for (const ggml_tensor * in : {m.x, m.gate, m.residual})
@@ -425,6 +400,10 @@ bool register_affine() {
     }
     // Mul -> Add computes exactly in place (each element read before it is written), so its output may
     // take x's block as the unfused in-place Mul and Add would.
+#ifdef SD_VULKAN
+    for (ggml_backend_dev_t device : vulkan::devices())
+        if (!vulkan::register_affine(device)) return false;
+#endif
     return register_rule(cpu, "sd.mul_add.cpu", mul_add_match, mul_add_execute, GGML_EXT_FUSION_OUTPUT_IN_PLACE) &&
            register_rule(cpu, "sd.concat_f16.cpu", concat_match, copy_execute) &&
            register_rule(cpu, "sd.cont_scale_f16.cpu", copy_match<GGML_OP_CONT, 4>, copy_execute);

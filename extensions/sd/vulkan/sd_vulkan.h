@@ -93,6 +93,7 @@ ggml_status dispatch(ggml_backend_t backend, const char * shader,
 bool register_rope(ggml_backend_dev_t device, ggml_ext_op_t rope_op);  // vulkan/rope.cpp
 bool register_convrot(ggml_backend_dev_t device);                      // vulkan/convrot.cpp
 bool register_int8(ggml_backend_dev_t device);                         // vulkan/int8.cpp
+bool register_affine(ggml_backend_dev_t device);                       // vulkan/affine.cpp
 
 // Records ConvRot quantization (sd-ops.md 3.3; group 1: no rotation) of `rows` contiguous F32 rows of
 // k values (k a multiple of 4 and of the group) bound as `in` into the packed layout bound as `out`

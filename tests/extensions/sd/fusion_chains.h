@@ -217,14 +217,20 @@ inline std::vector<FusionCase> convrot_cases() {
     return list;
 }
 
-// The affine chains.
-inline std::vector<FusionCase> affine_cases() {
+// The Mul(gate) -> Add(residual) chains.
+inline std::vector<FusionCase> mul_add_cases() {
     std::vector<FusionCase> list;
     for (Residual form : {Residual::after, Residual::before, Residual::in_place})
         for (bool scalar : {false, true})
             for (bool computed_x : {false, true})
                 list.push_back({"mul_add", "sd.mul_add",
                                 [=](ggml_context * c) { return mul_add(c, form, scalar, computed_x, 37, 6); }});
+    return list;
+}
+
+// The affine chains: Mul -> Add, then the F16 copies.
+inline std::vector<FusionCase> affine_cases() {
+    std::vector<FusionCase> list = mul_add_cases();
     for (int dim : {0, 1, 2})
         for (bool permuted : {false, true})
             list.push_back({"concat_f16", "sd.concat_f16", [=](ggml_context * c) { return concat_f16(c, permuted, dim); }});

@@ -1,6 +1,7 @@
-// The sd pack's Vulkan ConvRot fusions (extensions/sd/vulkan/convrot.cpp, shaders/activation_convrot.comp)
-// by the checks of fusion_chains.h on Vulkan0 beside the CPU: Scale, SwiGLU (packed, swapped, split)
-// and SiLU/Sigmoid -> Mul, each then ConvRot, bit-identical to the native Vulkan operators.
+// The sd pack's Vulkan ConvRot and Mul -> Add fusions (extensions/sd/vulkan/convrot.cpp and affine.cpp,
+// shaders/activation_convrot.comp and mul_add.comp) by the checks of fusion_chains.h on Vulkan0 beside
+// the CPU: Scale, SwiGLU (packed, swapped, split) and SiLU/Sigmoid -> Mul, each then ConvRot, and
+// Mul(gate) -> Add(residual), bit-identical to the native Vulkan operators.
 #include <ggml-vulkan.h>
 #include <gtest/gtest.h>
 
@@ -23,12 +24,14 @@ protected:
     ggx::test::Backend vk_;
 };
 
-TEST_F(SdVulkanFusions, EachConvRotRuleFiresAndEqualsItsUnfusedChainBitForBit) {
+TEST_F(SdVulkanFusions, EachRuleFiresAndEqualsItsUnfusedChainBitForBit) {
     expect_fused_equals_unfused(backends(), convrot_cases(), ".vulkan");
+    expect_fused_equals_unfused(backends(), mul_add_cases(), ".vulkan");
 }
 
 TEST_F(SdVulkanFusions, AnIntermediateWithAnotherConsumerIsNotFused) {
     expect_external_consumer_blocks(backends(), convrot_cases(), ".vulkan");
+    expect_external_consumer_blocks(backends(), mul_add_cases(), ".vulkan");
 }
 
 }  // namespace
