@@ -234,90 +234,16 @@ ggml_status mul_add_execute(const ggml_ext_fusion_execute_params * params) {
 
 // ---- [Concat | Contiguous -> Scale] -> [Permute] -> F16 copy -----------------------------------
 
-// The value source of a copy chain: c, a contiguous F32 tensor (the Concat's or the Contiguous's
-// result, eliminated) read through the copy's (possibly permuted) view of it.
-struct CopyChain {
-    const ggml_tensor * c;         // the contiguous producer (Concat or Contiguous node)
-    const ggml_tensor * view;      // what the copy reads: c, or a Permute view of it
-    const ggml_tensor *a, *b;      // Concat: its inputs, joined along dim; Contiguous: a, b NULL
-    int dim;
-    bool scaled;
-    float scale, bias;
-    int axis_of[GGML_MAX_DIMS];  // the view's dimension walking each dimension of c (-1: c's is 1)
-};
-
-bool f16_copy_of(const ggml_tensor * cpy, const ggml_tensor * src) {
-    return cpy->op == GGML_OP_CPY && cpy->src[0] == src && cpy->type == GGML_TYPE_F16 &&
-           ggml_are_same_shape(cpy, src) && cpy->nb[0] % sizeof(uint16_t) == 0;
-}
-
-// view reads c, contiguous, as a permutation: the view's dimension of each of c's.
-bool map_axes(const ggml_tensor * view, const ggml_tensor * c, int axis_of[GGML_MAX_DIMS]) {
-    for (int d = 0; d < GGML_MAX_DIMS; ++d) {
-        axis_of[d] = -1;
-        if (c->ne[d] == 1) continue;
-        for (int k = 0; k < GGML_MAX_DIMS; ++k)
-            if (view->ne[k] == c->ne[d] && view->nb[k] == c->nb[d]) axis_of[d] = k;
-        if (axis_of[d] < 0) return false;
-    }
-    return view == c || view->view_offs == 0;
-}
-
-bool concat_inputs(const ggml_tensor * concat, CopyChain * ch) {
-    ch->a = concat->src[0];
-    ch->b = concat->src[1];
-    ch->dim = native_params<ggml_ext_concat_params>(concat).dim;
-    if (!ch->a || !ch->b || ch->a->type != GGML_TYPE_F32 || ch->b->type != GGML_TYPE_F32 ||
-        concat->type != GGML_TYPE_F32 || ch->dim < 0 || ch->dim >= GGML_MAX_DIMS)
-        return false;
-    for (const ggml_tensor * t : {ch->a, ch->b})
-        if (!std::all_of(t->nb, t->nb + GGML_MAX_DIMS, [](size_t nb) { return nb % sizeof(float) == 0; }))
-            return false;
-    return true;  // the node's own shape rules hold: ggml_concat checked them
-}
-
-// nodes[0, n): Concat [-> Permute] -> CPY, or Contiguous -> Scale -> Permute -> CPY.
-bool parse_copy(ggml_tensor * const * nodes, int n, CopyChain * ch) {
-    *ch = {};
-    const ggml_tensor * cpy = nodes[n - 1];
-    const ggml_tensor * producer = nodes[0];
-    ch->c = producer;
-    if (producer->op == GGML_OP_CONCAT) {
-        if (n < 2 || n > 3 || !concat_inputs(producer, ch)) return false;
-    } else if (producer->op == GGML_OP_CONT) {
-        const ggml_tensor * x = producer->src[0];
-        const ggml_tensor * scale = n == 4 ? nodes[1] : nullptr;
-        if (!scale || scale->op != GGML_OP_SCALE || scale->src[0] != producer || scale->type != GGML_TYPE_F32 ||
-            !x || x->type != GGML_TYPE_F32 || producer->type != GGML_TYPE_F32 || !ggml_are_same_shape(x, producer) ||
-            !std::all_of(x->nb, x->nb + GGML_MAX_DIMS, [](size_t nb) { return nb % sizeof(float) == 0; }))
-            return false;
-        const auto p = native_params<ggml_ext_scale_params>(scale);
-        ch->a = x;
-        ch->dim = -1;
-        ch->scaled = true;
-        ch->scale = p.scale;
-        ch->bias = p.bias;
-        ch->c = scale;  // contiguous, x's values scaled
-    } else {
-        return false;
-    }
-    if (!ggml_is_contiguous(ch->c)) return false;
-    const ggml_tensor * permute = n >= 3 ? nodes[n - 2] : nullptr;
-    if (permute && (permute->op != GGML_OP_PERMUTE || permute->src[0] != ch->c)) return false;
-    ch->view = permute ? permute : ch->c;
-    return f16_copy_of(cpy, ch->view) && map_axes(ch->view, ch->c, ch->axis_of);
-}
-
 template <ggml_op kFirst, int kNodes>
 int copy_match(ggml_backend_dev_t, const ggml_cgraph * graph, int first, void *) {
     if (first + kNodes > ggml_graph_n_nodes(graph) || ggml_graph_node(graph, first)->op != kFirst) return 0;
-    CopyChain ch;
-    return parse_copy(ggml_graph_nodes(graph) + first, kNodes, &ch) ? kNodes : 0;
+    affine_chain::CopyChain ch;
+    return affine_chain::parse_copy(ggml_graph_nodes(graph) + first, kNodes, &ch) ? kNodes : 0;
 }
 
 // Row r of the copy (the view's logical row) as F32 into v: each element read where c's value of
 // that position comes from (an input of the Concat, or the Contiguous's input), then the Scale.
-void gather_row(const CopyChain & ch, int64_t r, float * v) {
+void gather_row(const affine_chain::CopyChain & ch, int64_t r, float * v) {
     const ggml_tensor * view = ch.view;
     int64_t at[GGML_MAX_DIMS] = {0, r % view->ne[1], r / view->ne[1] % view->ne[2],
                                  r / (view->ne[1] * view->ne[2])};
@@ -350,8 +276,8 @@ void store_f16_row(const float * v, int64_t n, char * dst, size_t nb0) {
 
 ggml_status copy_execute(const ggml_ext_fusion_execute_params * params) {
     ggml_tensor * cpy = params->nodes[params->n_nodes - 1];
-    CopyChain ch;
-    if (!parse_copy(params->nodes, params->n_nodes, &ch))
+    affine_chain::CopyChain ch;
+    if (!affine_chain::parse_copy(params->nodes, params->n_nodes, &ch))
         return fail("sd F16 copy fusion (CPU): the nodes are not a chain it computes");
     const bool overlapping = overlaps(ch.a, cpy) || (ch.b && overlaps(ch.b, cpy));
     Destination dst;
