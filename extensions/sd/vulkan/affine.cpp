@@ -1,9 +1,14 @@
-// The sd pack's affine fusion on Vulkan (ggml-extensions.md's affine rules): "sd.mul_add.vulkan",
-// F32 MUL(x, gate) -> ADD(residual) (common/affine_chain.h) in one pass (shaders/mul_add.comp), the
-// product and the sum rounded separately as the native MUL and ADD store them: bit-identical to the
-// unfused chain. The output may take x's block in place (GGML_EXT_FUSION_OUTPUT_IN_PLACE: each
-// element is read before it is written); any other overlap of the output with an input is computed in
-// the plan workspace and copied. GGML_VK_DISABLE_FUSION set to anything but "0" makes it match nothing.
+// The sd pack's affine fusions on Vulkan (ggml-extensions.md's affine rules; chains of
+// common/affine_chain.h), each bit-identical to its unfused chain on Vulkan:
+//  * "sd.mul_add.vulkan": F32 MUL(x, gate) -> ADD(residual) in one pass (shaders/mul_add.comp), the
+//    product and the sum rounded separately as the native MUL and ADD store them. The output may take
+//    x's block in place (GGML_EXT_FUSION_OUTPUT_IN_PLACE: each element is read before it is written);
+//    any other overlap of the output with an input is computed in the plan workspace and copied.
+//  * "sd.concat_f16.vulkan" (CONCAT -> [PERMUTE] -> CPY into F16) and "sd.cont_scale_f16.vulkan"
+//    (CONT -> SCALE -> PERMUTE -> CPY into F16) in one pass (shaders/f16_copy.comp): values read where
+//    the eliminated contiguous tensor's come from, SCALE's native expression, the native F16 rounding.
+//    A contiguous copy over an input is staged in the workspace; a strided one is refused.
+// GGML_VK_DISABLE_FUSION set to anything but "0" makes them match nothing.
 #include <algorithm>
 
 #include "common/affine_chain.h"
@@ -33,8 +38,8 @@ int mul_add_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int firs
     return affine_chain::parse_mul_add(ggml_graph_node(graph, first), add, &m) && chain_ok(device, m, add) ? 2 : 0;
 }
 
-ggml_status mul_add_prepare(const ggml_ext_fusion_prepare_params * params, void ** state,
-                            size_t * workspace_bytes) {
+ggml_status output_sized_workspace(const ggml_ext_fusion_prepare_params * params, void ** state,
+                                   size_t * workspace_bytes) {
     *state = nullptr;
     *workspace_bytes = ggml_nbytes(params->nodes[params->n_nodes - 1]);  // an output over an input
     return GGML_STATUS_SUCCESS;
@@ -82,6 +87,103 @@ ggml_status mul_add_execute(const ggml_ext_fusion_execute_params * params) {
     return service()->copy(backend, &out.binding.range, &d.binding.range);
 }
 
+// ---- [CONCAT | CONT -> SCALE] -> [PERMUTE] -> CPY into F16 -------------------------------------------
+
+struct CopyPush {
+    uint32_t ne[4];
+    uint32_t a_offset, a_nb[4];
+    uint32_t b_offset, b_nb[4];
+    uint32_t split, a_extent;
+    float s, bias;
+    uint32_t d_offset, d_nb[4];
+};
+static_assert(sizeof(CopyPush) <= 128, "every device takes 128 bytes of push constants");
+
+bool copy_chain_ok(ggml_backend_dev_t device, const affine_chain::CopyChain & ch, const ggml_tensor * cpy) {
+    return bindable_f32(device, ch.a) && (!ch.b || bindable_f32(device, ch.b)) &&
+           fits_binding(device, ggml_nbytes(cpy)) && ggml_nelements(cpy) < (int64_t{1} << 32);
+}
+
+template <ggml_op kFirst, int kNodes>
+int copy_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int first, void *) {
+    if (fusion_disabled() || first + kNodes > ggml_graph_n_nodes(graph) ||
+        ggml_graph_node(graph, first)->op != kFirst)
+        return 0;
+    affine_chain::CopyChain ch;
+    const ggml_tensor * const * nodes = ggml_graph_nodes(graph) + first;
+    return affine_chain::parse_copy(nodes, kNodes, &ch) && copy_chain_ok(device, ch, nodes[kNodes - 1]) ? kNodes : 0;
+}
+
+// Concat -> Permute -> CPY first (the longer chain), then Concat -> CPY.
+int concat_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int first, void * user) {
+    const int n = copy_match<GGML_OP_CONCAT, 3>(device, graph, first, user);
+    return n ? n : copy_match<GGML_OP_CONCAT, 2>(device, graph, first, user);
+}
+
+// t's strides in floats along the copy's dimensions (0 where the copy's dimension walks nothing of t).
+void strides_along_copy(const affine_chain::CopyChain & ch, const ggml_tensor * t, uint32_t nb[4]) {
+    for (int k = 0; k < 4; ++k)
+        nb[k] = 0;
+    for (int d = 0; d < 4; ++d)
+        if (ch.axis_of[d] >= 0) nb[ch.axis_of[d]] = static_cast<uint32_t>(t->nb[d] / sizeof(float));
+}
+
+ggml_status copy_execute(const ggml_ext_fusion_execute_params * params) {
+    ggml_backend_t backend = params->backend;
+    ggml_tensor * cpy = params->nodes[params->n_nodes - 1];
+    affine_chain::CopyChain ch;
+    if (!affine_chain::parse_copy(params->nodes, params->n_nodes, &ch) ||
+        !copy_chain_ok(ggml_backend_get_device(backend), ch, cpy))
+        return fail("sd F16 copy fusion (Vulkan): the nodes are not a chain it computes");
+    if (ggml_nelements(cpy) == 0) return GGML_STATUS_SUCCESS;
+    Bound a, b, out;
+    if (!bind(backend, ch.a, false, &a) || !bind(backend, cpy, true, &out)) return GGML_STATUS_FAILED;
+    b = a;  // bound but never read without a second input
+    if (ch.b && !bind(backend, ch.b, false, &b)) return GGML_STATUS_FAILED;
+    if (a.info.shader_offset % 4 != 0 || b.info.shader_offset % 4 != 0 || out.info.shader_offset % 2 != 0)
+        return fail("sd F16 copy fusion (Vulkan): tensors must start on their element size");
+    const bool scratch = overlaps(a, out) || (ch.b && overlaps(b, out));
+    // A contiguous copy is staged whole in the workspace; a strided destination view cannot be.
+    if (scratch && !ggml_is_contiguous(cpy))
+        return fail("sd F16 copy fusion (Vulkan): a strided F16 destination over an input is not supported");
+    Bound d = out;
+    const size_t bytes = ggml_nbytes(cpy);
+    if (scratch) {
+        if (!params->workspace || params->workspace_size < bytes)
+            return fail("sd F16 copy fusion (Vulkan): workspace smaller than prepare requested");
+        d.binding = {workspace_range(params->workspace, params->workspace_data, bytes), true};
+        if (!service()->buffer_info(backend, &d.binding.range, &d.info)) return GGML_STATUS_FAILED;
+    }
+    CopyPush push{};
+    for (int k = 0; k < 4; ++k) {
+        push.ne[k] = static_cast<uint32_t>(cpy->ne[k]);
+        push.d_nb[k] = static_cast<uint32_t>(cpy->nb[k] / sizeof(uint16_t));
+    }
+    push.a_offset = a.info.shader_offset / 4;
+    push.b_offset = b.info.shader_offset / 4;
+    strides_along_copy(ch, ch.a, push.a_nb);
+    if (ch.b) strides_along_copy(ch, ch.b, push.b_nb);
+    push.split = ch.b ? static_cast<uint32_t>(ch.axis_of[ch.dim]) : 4;
+    push.a_extent = ch.b ? static_cast<uint32_t>(ch.a->ne[ch.dim]) : 0;
+    push.s = ch.scale;
+    push.bias = ch.bias;
+    push.d_offset = d.info.shader_offset / 2;
+    const auto groups = static_cast<uint32_t>(
+        std::clamp<int64_t>((ggml_nelements(cpy) + kInvocations - 1) / kInvocations, 1, 65535));
+    const ggml_status status = dispatch(backend, "sd_f16_copy", {a.binding, b.binding, d.binding},
+                                        {static_cast<uint32_t>(ch.scaled)}, &push, sizeof push, groups);
+    if (status != GGML_STATUS_SUCCESS || !scratch) return status;
+    return service()->copy(backend, &out.binding.range, &d.binding.range);
+}
+
+bool register_rule(ggml_backend_dev_t device, const char * name, decltype(ggml_ext_fusion_desc::match) match,
+                   decltype(ggml_ext_fusion_desc::execute) execute, uint32_t flags = 0) {
+    ggml_ext_fusion_desc d = fusion_desc(name, match, execute);
+    d.prepare = output_sized_workspace;
+    d.flags |= flags;
+    return ggml_ext_register_fusion(device, &d);
+}
+
 }  // namespace
 
 bool register_affine(ggml_backend_dev_t device) {
@@ -89,12 +191,12 @@ bool register_affine(ggml_backend_dev_t device) {
     info.struct_size = sizeof info;
     if (!service() || !service()->device_info(device, &info)) return false;
     if (info.max_bindings < 4 || info.max_constants < 1 || info.max_push_constants < sizeof(MulAddPush) ||
-        info.max_workgroup_invocations < kInvocations || info.max_workgroup_size[0] < kInvocations)
-        return true;  // the chain runs as its two native operators
-    ggml_ext_fusion_desc d = fusion_desc("sd.mul_add.vulkan", mul_add_match, mul_add_execute);
-    d.prepare = mul_add_prepare;
-    d.flags |= GGML_EXT_FUSION_OUTPUT_IN_PLACE;
-    return ggml_ext_register_fusion(device, &d);
+        info.max_push_constants < sizeof(CopyPush) || info.max_workgroup_invocations < kInvocations ||
+        info.max_workgroup_size[0] < kInvocations)
+        return true;  // the chains run as their native operators
+    return register_rule(device, "sd.mul_add.vulkan", mul_add_match, mul_add_execute, GGML_EXT_FUSION_OUTPUT_IN_PLACE) &&
+           register_rule(device, "sd.concat_f16.vulkan", concat_match, copy_execute) &&
+           register_rule(device, "sd.cont_scale_f16.vulkan", copy_match<GGML_OP_CONT, 4>, copy_execute);
 }
 
 }  // namespace sd::vulkan

@@ -1,7 +1,8 @@
-// The sd pack's Vulkan ConvRot and Mul -> Add fusions (extensions/sd/vulkan/convrot.cpp and affine.cpp,
-// shaders/activation_convrot.comp and mul_add.comp) by the checks of fusion_chains.h on Vulkan0 beside
-// the CPU: Scale, SwiGLU (packed, swapped, split) and SiLU/Sigmoid -> Mul, each then ConvRot, and
-// Mul(gate) -> Add(residual), bit-identical to the native Vulkan operators.
+// The sd pack's Vulkan ConvRot and affine fusions (extensions/sd/vulkan/convrot.cpp and affine.cpp,
+// shaders/activation_convrot.comp, mul_add.comp, f16_copy.comp) by the checks of fusion_chains.h on
+// Vulkan0 beside the CPU: Scale, SwiGLU (packed, swapped, split) and SiLU/Sigmoid -> Mul, each then
+// ConvRot; Mul(gate) -> Add(residual); Concat -> [Permute] -> F16 copy and Contiguous -> Scale ->
+// Permute -> F16 copy; each bit-identical to the native Vulkan operators.
 #include <ggml-vulkan.h>
 #include <gtest/gtest.h>
 
@@ -26,12 +27,12 @@ protected:
 
 TEST_F(SdVulkanFusions, EachRuleFiresAndEqualsItsUnfusedChainBitForBit) {
     expect_fused_equals_unfused(backends(), convrot_cases(), ".vulkan");
-    expect_fused_equals_unfused(backends(), mul_add_cases(), ".vulkan");
+    expect_fused_equals_unfused(backends(), affine_cases(), ".vulkan");
 }
 
 TEST_F(SdVulkanFusions, AnIntermediateWithAnotherConsumerIsNotFused) {
     expect_external_consumer_blocks(backends(), convrot_cases(), ".vulkan");
-    expect_external_consumer_blocks(backends(), mul_add_cases(), ".vulkan");
+    expect_external_consumer_blocks(backends(), affine_cases(), ".vulkan");
 }
 
 }  // namespace
