@@ -56,6 +56,16 @@ ggml_ext_kernel_desc custom_kernel_desc(const char * name, ggml_ext_op_t op,
 ggml_ext_fusion_desc fusion_desc(const char * name, decltype(ggml_ext_fusion_desc::match) match,
                                  decltype(ggml_ext_fusion_desc::execute) execute);
 
+// Registers a fusion rule of the pack on device: fusion_desc(name, match, execute), the optional
+// optimize, extra flags, and a prepare requesting a workspace of the output's size (for an output that
+// overlaps an input, computed there and copied over).
+bool register_fusion(ggml_backend_dev_t device, const char * name, decltype(ggml_ext_fusion_desc::match) match,
+                     decltype(ggml_ext_fusion_desc::execute) execute,
+                     decltype(ggml_ext_fusion_desc::optimize) optimize = nullptr, uint32_t flags = 0);
+// That prepare.
+ggml_status output_sized_workspace(const ggml_ext_fusion_prepare_params * params, void ** state,
+                                   size_t * workspace_bytes);
+
 // For the rules' optimize callbacks: makes every chain (node indices, increasing) that chain_at(i)
 // finds at node i (empty: none) consecutive, scanning the graph once: the leading links are delayed
 // past the independent nodes before each next link (ggml_ext_graph_delay), so each chain ends

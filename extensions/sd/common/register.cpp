@@ -64,4 +64,21 @@ ggml_ext_fusion_desc fusion_desc(const char * name, decltype(ggml_ext_fusion_des
     return d;
 }
 
+ggml_status output_sized_workspace(const ggml_ext_fusion_prepare_params * params, void ** state,
+                                   size_t * workspace_bytes) {
+    *state = nullptr;
+    *workspace_bytes = ggml_nbytes(params->nodes[params->n_nodes - 1]);
+    return GGML_STATUS_SUCCESS;
+}
+
+bool register_fusion(ggml_backend_dev_t device, const char * name, decltype(ggml_ext_fusion_desc::match) match,
+                     decltype(ggml_ext_fusion_desc::execute) execute,
+                     decltype(ggml_ext_fusion_desc::optimize) optimize, uint32_t flags) {
+    ggml_ext_fusion_desc d = fusion_desc(name, match, execute);
+    d.prepare = output_sized_workspace;
+    d.optimize = optimize;
+    d.flags |= flags;
+    return ggml_ext_register_fusion(device, &d);
+}
+
 }  // namespace sd

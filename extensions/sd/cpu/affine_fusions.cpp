@@ -182,14 +182,6 @@ struct Destination {
     }
 };
 
-ggml_status prepare_output_sized(const ggml_ext_fusion_prepare_params * params, void ** state,
-                                 size_t * workspace_bytes) {
-    const ggml_tensor * out = params->nodes[params->n_nodes - 1];
-    *state = nullptr;
-    *workspace_bytes = ggml_nelements(out) * ggml_type_size(out->type);
-    return GGML_STATUS_SUCCESS;
-}
-
 // ---- Mul(gate) -> Add(residual) ------------------------------------------------------------------
 
 int mul_add_match(ggml_backend_dev_t, const ggml_cgraph * graph, int first, void *) {
@@ -293,15 +285,6 @@ ggml_status copy_execute(const ggml_ext_fusion_execute_params * params) {
     return st;
 }
 
-// (No optimize callback: the specification's affine rules reorder nothing.)
-bool register_rule(ggml_backend_dev_t device, const char * name, decltype(ggml_ext_fusion_desc::match) match,
-                   decltype(ggml_ext_fusion_desc::execute) execute, uint32_t flags = 0) {
-    ggml_ext_fusion_desc d = fusion_desc(name, match, execute);
-    d.prepare = prepare_output_sized;
-    d.flags |= flags;
-    return ggml_ext_register_fusion(device, &d);
-}
-
 // Concat -> Permute -> CPY first (the longer chain), then Concat -> CPY.
 int concat_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int first, void * user) {
     const int n = copy_match<GGML_OP_CONCAT, 3>(device, graph, first, user);
@@ -330,9 +313,11 @@ bool register_affine() {
     for (ggml_backend_dev_t device : vulkan::devices())
         if (!vulkan::register_affine(device)) return false;
 #endif
-    return register_rule(cpu, "sd.mul_add.cpu", mul_add_match, mul_add_execute, GGML_EXT_FUSION_OUTPUT_IN_PLACE) &&
-           register_rule(cpu, "sd.concat_f16.cpu", concat_match, copy_execute) &&
-           register_rule(cpu, "sd.cont_scale_f16.cpu", copy_match<GGML_OP_CONT, 4>, copy_execute);
+    // (No optimize callbacks: the specification's affine rules reorder nothing.)
+    return register_fusion(cpu, "sd.mul_add.cpu", mul_add_match, mul_add_execute, nullptr,
+                           GGML_EXT_FUSION_OUTPUT_IN_PLACE) &&
+           register_fusion(cpu, "sd.concat_f16.cpu", concat_match, copy_execute) &&
+           register_fusion(cpu, "sd.cont_scale_f16.cpu", copy_match<GGML_OP_CONT, 4>, copy_execute);
 }
 
 }  // namespace sd

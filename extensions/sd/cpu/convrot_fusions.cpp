@@ -177,12 +177,6 @@ bool overlaps(const ggml_tensor * a, const ggml_tensor * b) {
     return pa < pb + ggml_nbytes(b) && pb < pa + ggml_nbytes(a);
 }
 
-ggml_status prepare(const ggml_ext_fusion_prepare_params * params, void ** state, size_t * workspace_bytes) {
-    *state = nullptr;
-    *workspace_bytes = ggml_nbytes(params->nodes[params->n_nodes - 1]);  // an output over an input
-    return GGML_STATUS_SUCCESS;
-}
-
 ggml_status execute(const ggml_ext_fusion_execute_params * params) {
     ggml_tensor * quantize = params->nodes[params->n_nodes - 1];
     Job job;
@@ -212,14 +206,6 @@ ggml_status execute(const ggml_ext_fusion_execute_params * params) {
     return GGML_STATUS_SUCCESS;
 }
 
-bool register_rule(ggml_backend_dev_t device, const char * name, decltype(ggml_ext_fusion_desc::match) m,
-                   decltype(ggml_ext_fusion_desc::optimize) optimize) {
-    ggml_ext_fusion_desc d = fusion_desc(name, m, execute);
-    d.prepare = prepare;
-    d.optimize = optimize;
-    return ggml_ext_register_fusion(device, &d);
-}
-
 }  // namespace
 }  // namespace sd::convrot_fusion
 
@@ -234,9 +220,10 @@ bool register_cpu_convrot_fusions(ggml_backend_dev_t device) {
         ggml_ext_set_error("sd ConvRot fusions: the CPU registry offers no ggml_ext_cpu_parallel_v1 service");
         return false;
     }
-    return register_rule(device, "sd.scale_convrot.cpu", match<GGML_OP_SCALE, 2>, nullptr) &&
-           register_rule(device, "sd.swiglu_convrot.cpu", match<GGML_OP_GLU, 2>, nullptr) &&
-           register_rule(device, "sd.activation_mul_convrot.cpu", match<GGML_OP_UNARY, 3>, activation_optimize);
+    return register_fusion(device, "sd.scale_convrot.cpu", match<GGML_OP_SCALE, 2>, execute) &&
+           register_fusion(device, "sd.swiglu_convrot.cpu", match<GGML_OP_GLU, 2>, execute) &&
+           register_fusion(device, "sd.activation_mul_convrot.cpu", match<GGML_OP_UNARY, 3>, execute,
+                           activation_optimize);
 }
 
 }  // namespace sd::int8

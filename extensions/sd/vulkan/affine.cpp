@@ -38,13 +38,6 @@ int mul_add_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int firs
     return affine_chain::parse_mul_add(ggml_graph_node(graph, first), add, &m) && chain_ok(device, m, add) ? 2 : 0;
 }
 
-ggml_status output_sized_workspace(const ggml_ext_fusion_prepare_params * params, void ** state,
-                                   size_t * workspace_bytes) {
-    *state = nullptr;
-    *workspace_bytes = ggml_nbytes(params->nodes[params->n_nodes - 1]);  // an output over an input
-    return GGML_STATUS_SUCCESS;
-}
-
 // An input the output may cover: none of its bytes, or exactly the same range (x or the residual of
 // the output's shape, read element by element before the element is written).
 bool safe_under(const Bound & in, const ggml_tensor * t, const Bound & out, const ggml_tensor * add) {
@@ -70,12 +63,7 @@ ggml_status mul_add_execute(const ggml_ext_fusion_execute_params * params) {
     const bool scratch = !safe_under(x, m.x, out, add) || !safe_under(gate, m.gate, out, add) ||
                          !safe_under(residual, m.residual, out, add);
     Bound d = out;
-    if (scratch) {
-        if (!params->workspace || params->workspace_size < bytes)
-            return fail("sd.mul_add.vulkan: workspace smaller than prepare requested");
-        if (!bind_output(backend, workspace_range(params->workspace, params->workspace_data, bytes), &d))
-            return GGML_STATUS_FAILED;
-    }
+    if (scratch && !bind_workspace(params, bytes, &d)) return GGML_STATUS_FAILED;
     const MulAddPush push{view_of(x, m.x), view_of(gate, m.gate), view_of(residual, m.residual),
                           d.info.shader_offset / 4};
     const auto groups = static_cast<uint32_t>(
@@ -147,13 +135,7 @@ ggml_status copy_execute(const ggml_ext_fusion_execute_params * params) {
     if (scratch && !ggml_is_contiguous(cpy))
         return fail("sd F16 copy fusion (Vulkan): a strided F16 destination over an input is not supported");
     Bound d = out;
-    const size_t bytes = ggml_nbytes(cpy);
-    if (scratch) {
-        if (!params->workspace || params->workspace_size < bytes)
-            return fail("sd F16 copy fusion (Vulkan): workspace smaller than prepare requested");
-        d.binding = {workspace_range(params->workspace, params->workspace_data, bytes), true};
-        if (!service()->buffer_info(backend, &d.binding.range, &d.info)) return GGML_STATUS_FAILED;
-    }
+    if (scratch && !bind_workspace(params, ggml_nbytes(cpy), &d)) return GGML_STATUS_FAILED;
     CopyPush push{};
     for (int k = 0; k < 4; ++k) {
         push.ne[k] = static_cast<uint32_t>(cpy->ne[k]);
@@ -176,14 +158,6 @@ ggml_status copy_execute(const ggml_ext_fusion_execute_params * params) {
     return service()->copy(backend, &out.binding.range, &d.binding.range);
 }
 
-bool register_rule(ggml_backend_dev_t device, const char * name, decltype(ggml_ext_fusion_desc::match) match,
-                   decltype(ggml_ext_fusion_desc::execute) execute, uint32_t flags = 0) {
-    ggml_ext_fusion_desc d = fusion_desc(name, match, execute);
-    d.prepare = output_sized_workspace;
-    d.flags |= flags;
-    return ggml_ext_register_fusion(device, &d);
-}
-
 }  // namespace
 
 bool register_affine(ggml_backend_dev_t device) {
@@ -194,9 +168,10 @@ bool register_affine(ggml_backend_dev_t device) {
         info.max_push_constants < sizeof(CopyPush) || info.max_workgroup_invocations < kInvocations ||
         info.max_workgroup_size[0] < kInvocations)
         return true;  // the chains run as their native operators
-    return register_rule(device, "sd.mul_add.vulkan", mul_add_match, mul_add_execute, GGML_EXT_FUSION_OUTPUT_IN_PLACE) &&
-           register_rule(device, "sd.concat_f16.vulkan", concat_match, copy_execute) &&
-           register_rule(device, "sd.cont_scale_f16.vulkan", copy_match<GGML_OP_CONT, 4>, copy_execute);
+    return register_fusion(device, "sd.mul_add.vulkan", mul_add_match, mul_add_execute, nullptr,
+                           GGML_EXT_FUSION_OUTPUT_IN_PLACE) &&
+           register_fusion(device, "sd.concat_f16.vulkan", concat_match, copy_execute) &&
+           register_fusion(device, "sd.cont_scale_f16.vulkan", copy_match<GGML_OP_CONT, 4>, copy_execute);
 }
 
 }  // namespace sd::vulkan

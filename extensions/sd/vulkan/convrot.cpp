@@ -142,15 +142,6 @@ int modulate_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int fir
     return parse_chain(device, nodes, n, &c) ? c.n_nodes() : 0;  // the runtime checks legality
 }
 
-// Where addresses are known only at execution an input may overlap the output (a hand-made layout),
-// so the output's size is always requested for scratch.
-ggml_status modulate_prepare(const ggml_ext_fusion_prepare_params * params, void ** state,
-                             size_t * workspace_bytes) {
-    *state = nullptr;
-    *workspace_bytes = ggml_nbytes(params->nodes[params->n_nodes - 1]);
-    return GGML_STATUS_SUCCESS;
-}
-
 struct ModulatePush {
     uint32_t k, rows, ne1, ne2, q_offset;
     float eps;
@@ -229,12 +220,7 @@ ggml_status modulate_execute(const ggml_ext_fusion_execute_params * params) {
         if (floats->info.shader_offset % 4 != 0)
             return fail("sd.modulate_convrot.vulkan: F32 tensors must start on a 4-byte boundary");
     Bound q = out;
-    if (scratch) {
-        if (!params->workspace || params->workspace_size < bytes)
-            return fail("sd.modulate_convrot.vulkan: workspace smaller than prepare requested");
-        if (!bind_output(backend, workspace_range(params->workspace, params->workspace_data, bytes), &q))
-            return GGML_STATUS_FAILED;
-    }
+    if (scratch && !bind_workspace(params, bytes, &q)) return GGML_STATUS_FAILED;
     const ModulatePush push = modulate_push(c, x, operands, q);
     const RowGrid grid = row_grid(ggml_nrows(c.norm));
     const ggml_status status =
@@ -279,7 +265,7 @@ const ggml_ext_fusion_desc * modulate_fusion_desc() {
     static const ggml_ext_fusion_desc desc = [] {
         ggml_ext_fusion_desc d = fusion_desc("sd.modulate_convrot.vulkan", modulate_match, modulate_execute);
         d.optimize = modulate_optimize;
-        d.prepare = modulate_prepare;
+        d.prepare = output_sized_workspace;  // an output over an input (a hand-made layout)
         return d;
     }();
     return &desc;
@@ -356,12 +342,7 @@ ggml_status activation_execute(const ggml_ext_fusion_execute_params * params) {
         return fail("sd.activation_convrot.vulkan: F32 tensors must start on a 4-byte boundary");
     Bound q = out;
     const bool scratch = overlaps(x, out) || (c.other && overlaps(other, out));
-    if (scratch) {
-        if (!params->workspace || params->workspace_size < bytes)
-            return fail("sd.activation_convrot.vulkan: workspace smaller than prepare requested");
-        if (!bind_output(backend, workspace_range(params->workspace, params->workspace_data, bytes), &q))
-            return GGML_STATUS_FAILED;
-    }
+    if (scratch && !bind_workspace(params, bytes, &q)) return GGML_STATUS_FAILED;
     const ggml_tensor * shape = quantize->src[0];
     ActivationPush push{static_cast<uint32_t>(c.k),
                         static_cast<uint32_t>(ggml_nrows(shape)),
@@ -386,16 +367,10 @@ ggml_status activation_execute(const ggml_ext_fusion_execute_params * params) {
 }
 
 bool register_activation_fusions(ggml_backend_dev_t device) {
-    const auto rule = [&](const char * name, decltype(ggml_ext_fusion_desc::match) match,
-                          decltype(ggml_ext_fusion_desc::optimize) optimize) {
-        ggml_ext_fusion_desc d = fusion_desc(name, match, activation_execute);
-        d.prepare = modulate_prepare;  // the output's size, for an output over an input
-        d.optimize = optimize;
-        return ggml_ext_register_fusion(device, &d);
-    };
-    return rule("sd.scale_convrot.vulkan", activation_match<GGML_OP_SCALE, 2>, nullptr) &&
-           rule("sd.swiglu_convrot.vulkan", activation_match<GGML_OP_GLU, 2>, nullptr) &&
-           rule("sd.activation_mul_convrot.vulkan", activation_match<GGML_OP_UNARY, 3>, activation_optimize);
+    return register_fusion(device, "sd.scale_convrot.vulkan", activation_match<GGML_OP_SCALE, 2>, activation_execute) &&
+           register_fusion(device, "sd.swiglu_convrot.vulkan", activation_match<GGML_OP_GLU, 2>, activation_execute) &&
+           register_fusion(device, "sd.activation_mul_convrot.vulkan", activation_match<GGML_OP_UNARY, 3>,
+                           activation_execute, activation_optimize);
 }
 
 }  // namespace

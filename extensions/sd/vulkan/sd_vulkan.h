@@ -53,6 +53,10 @@ bool bind_output(ggml_backend_t backend, const ggml_ext_vulkan_range & range, Bo
 ggml_ext_vulkan_range workspace_range(ggml_backend_buffer_t workspace, const void * workspace_data,
                                       size_t bytes);
 
+// Binds the first `bytes` of a fusion's workspace as a written output (for an output that overlaps an
+// input); false with the error set when the workspace is smaller.
+bool bind_workspace(const ggml_ext_fusion_execute_params * params, size_t bytes, Bound * out);
+
 // Whether two bound ranges share bytes, and whether they are the same range.
 bool overlaps(const Bound & a, const Bound & b);
 bool same_range(const Bound & a, const Bound & b);

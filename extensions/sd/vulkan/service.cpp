@@ -50,6 +50,14 @@ ggml_ext_vulkan_range workspace_range(ggml_backend_buffer_t workspace, const voi
     return {nullptr, workspace, offset, bytes};
 }
 
+bool bind_workspace(const ggml_ext_fusion_execute_params * params, size_t bytes, Bound * out) {
+    if (!params->workspace || params->workspace_size < bytes) {
+        ggml_ext_set_error("sd vulkan fusion: workspace smaller than prepare requested");
+        return false;
+    }
+    return bind_output(params->backend, workspace_range(params->workspace, params->workspace_data, bytes), out);
+}
+
 bool overlaps(const Bound & a, const Bound & b) {
     return a.info.storage == b.info.storage && a.info.begin < b.info.end && b.info.begin < a.info.end;
 }
