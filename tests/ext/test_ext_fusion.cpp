@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstddef>
 #include <cmath>
+#include <cstddef>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -289,7 +289,8 @@ TEST(FusionExecution, IntermediatesKeepTheirStorageUnlessTheRuleDeclaresItUnused
     ASSERT_EQ(ggml_backend_sched_graph_compute(retained_sched.get(), retained.graph), GGML_STATUS_SUCCESS);
     EXPECT_EQ(read_f32(retained.out), retained.expected());
 
-    MulAddRig unused_rig("fusion_test_dev_", "mul_add_unused", false, GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE);
+    MulAddRig unused_rig("fusion_test_dev_", "mul_add_unused", false,
+                         GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE);
     MulAddGraph unused;
     Sched unused_sched = unused_rig.sched();
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(unused_sched.get(), unused.graph));
@@ -304,8 +305,9 @@ TEST(FusionExecution, IntermediatesKeepTheirStorageUnlessTheRuleDeclaresItUnused
 TEST(FusionExecution, AnInPlaceRuleOutputMayTakeItsChainHeadsBlock) {
     for (const bool in_place : {false, true}) {
         SCOPED_TRACE(in_place ? "in place" : "apart");
-        MulAddRig rig("fusion_test_dev_", "mul_add_in_place", false,
-                      GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE | (in_place ? GGML_EXT_FUSION_OUTPUT_IN_PLACE : 0));
+        MulAddRig rig(
+            "fusion_test_dev_", "mul_add_in_place", false,
+            GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE | (in_place ? GGML_EXT_FUSION_OUTPUT_IN_PLACE : 0));
         MulAddGraph g;
         g.out->src[0] = g.m;  // out = m + r: m heads the ADD, sp the MUL
         g.out->src[1] = g.r;

@@ -7,7 +7,6 @@
 
 namespace sd::affine_chain {
 
-
 namespace {
 
 // An operand read per output row: k values, or one repeated (ne0 == 1), with rows broadcast.
@@ -73,9 +72,9 @@ bool parse_copy(const ggml_tensor * const * nodes, int n, CopyChain * ch) {
     } else if (producer->op == GGML_OP_CONT) {
         const ggml_tensor * x = producer->src[0];
         const ggml_tensor * scale = n == 4 ? nodes[1] : nullptr;
-        if (!scale || scale->op != GGML_OP_SCALE || scale->src[0] != producer || scale->type != GGML_TYPE_F32 ||
-            !x || x->type != GGML_TYPE_F32 || producer->type != GGML_TYPE_F32 || !ggml_are_same_shape(x, producer) ||
-            !float_strides(x))
+        if (!scale || scale->op != GGML_OP_SCALE || scale->src[0] != producer ||
+            scale->type != GGML_TYPE_F32 || !x || x->type != GGML_TYPE_F32 ||
+            producer->type != GGML_TYPE_F32 || !ggml_are_same_shape(x, producer) || !float_strides(x))
             return false;
         const auto p = native_params<ggml_ext_scale_params>(scale);
         ch->a = x;
@@ -93,6 +92,5 @@ bool parse_copy(const ggml_tensor * const * nodes, int n, CopyChain * ch) {
     ch->view = permute ? permute : ch->c;
     return f16_copy_of(cpy, ch->view) && map_axes(ch->view, ch->c, ch->axis_of);
 }
-
 
 }  // namespace sd::affine_chain

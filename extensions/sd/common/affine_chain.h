@@ -21,9 +21,9 @@ bool parse_mul_add(const ggml_tensor * mul, const ggml_tensor * add, MulAdd * m)
 // The value source of a copy chain: c, a contiguous F32 tensor (the Concat's or the Contiguous's
 // result, eliminated) read through the copy's (possibly permuted) view of it.
 struct CopyChain {
-    const ggml_tensor * c;         // the contiguous producer (Concat or Contiguous node)
-    const ggml_tensor * view;      // what the copy reads: c, or a Permute view of it
-    const ggml_tensor *a, *b;      // Concat: its inputs, joined along dim; Contiguous: a, b NULL
+    const ggml_tensor * c;     // the contiguous producer (Concat or Contiguous node)
+    const ggml_tensor * view;  // what the copy reads: c, or a Permute view of it
+    const ggml_tensor *a, *b;  // Concat: its inputs, joined along dim; Contiguous: a, b NULL
     int dim;
     bool scaled;
     float scale, bias;

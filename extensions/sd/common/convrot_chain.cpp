@@ -30,7 +30,8 @@ bool is_activation(const ggml_tensor * node) {
 // The other operand of a MUL of value (the MUL of value's shape; the operand of the row length, rows
 // broadcast).
 const ggml_tensor * mul_operand(const ggml_tensor * mul, const ggml_tensor * value, bool * value_first) {
-    if (mul->op != GGML_OP_MUL || mul->type != GGML_TYPE_F32 || !ggml_are_same_shape(mul, value)) return nullptr;
+    if (mul->op != GGML_OP_MUL || mul->type != GGML_TYPE_F32 || !ggml_are_same_shape(mul, value))
+        return nullptr;
     *value_first = mul->src[0] == value;
     if (!*value_first && mul->src[1] != value) return nullptr;
     const ggml_tensor * other = *value_first ? mul->src[1] : mul->src[0];
@@ -43,7 +44,8 @@ bool parse_swiglu(const ggml_tensor * glu, Chain * c) {
     c->other = glu->src[1];
     c->swapped = p.swapped != 0;
     if (p.op != GGML_GLU_OP_SWIGLU || glu->type != GGML_TYPE_F32 || !f32_rows(c->x)) return false;
-    if (c->other) return f32_rows(c->other) && ggml_are_same_shape(c->x, c->other) && ggml_are_same_shape(c->x, glu);
+    if (c->other)
+        return f32_rows(c->other) && ggml_are_same_shape(c->x, c->other) && ggml_are_same_shape(c->x, glu);
     return c->x->ne[0] == 2 * glu->ne[0] && c->x->ne[1] == glu->ne[1] && c->x->ne[2] == glu->ne[2] &&
            c->x->ne[3] == glu->ne[3];
 }
@@ -67,7 +69,8 @@ bool parse(const ggml_tensor * const * nodes, int n, Chain * c) {
     }
     if (n == 2 && first->op == GGML_OP_GLU) return parse_swiglu(first, c);
     if (n == 3 && is_activation(first)) {
-        c->producer = ggml_get_unary_op(first) == GGML_UNARY_OP_SILU ? Producer::silu_mul : Producer::sigmoid_mul;
+        c->producer =
+            ggml_get_unary_op(first) == GGML_UNARY_OP_SILU ? Producer::silu_mul : Producer::sigmoid_mul;
         c->other = mul_operand(nodes[1], first, &c->activation_first);
         return map_of(first, GGML_OP_UNARY, c->x) && c->other;
     }
@@ -84,7 +87,8 @@ std::vector<int> activation_chain(const ggml_cgraph * graph, int first) {
     const int mul = next_consumer(graph, first, first + 1);
     if (mul < 0 || ggml_graph_node(graph, mul)->op != GGML_OP_MUL) return {};
     const int quantize = next_consumer(graph, mul, mul + 1);
-    if (quantize < 0 || !quantize_of(ggml_graph_node(graph, quantize), ggml_graph_node(graph, mul))) return {};
+    if (quantize < 0 || !quantize_of(ggml_graph_node(graph, quantize), ggml_graph_node(graph, mul)))
+        return {};
     return {first, mul, quantize};
 }
 

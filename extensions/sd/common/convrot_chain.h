@@ -24,13 +24,14 @@ enum class Producer : int32_t {
 // float-aligned row strides.
 struct Chain {
     Producer producer;
-    const ggml_tensor * x;      // the first node's input: rows of k (2k for merged SwiGLU) values
-    const ggml_tensor * other;  // MUL's other operand (k values per row, rows broadcast) or SwiGLU's up; or NULL
-    bool activation_first;      // MUL: the activation is src0
-    bool swapped;               // merged SwiGLU: the activation takes the second half
-    float scale, bias;          // SCALE
-    int64_t k;                  // the row length of the quantize input
-    int group;                  // ConvRot's G (1: none)
+    const ggml_tensor * x;  // the first node's input: rows of k (2k for merged SwiGLU) values
+    const ggml_tensor *
+        other;              // MUL's other operand (k values per row, rows broadcast) or SwiGLU's up; or NULL
+    bool activation_first;  // MUL: the activation is src0
+    bool swapped;           // merged SwiGLU: the activation takes the second half
+    float scale, bias;      // SCALE
+    int64_t k;              // the row length of the quantize input
+    int group;              // ConvRot's G (1: none)
 };
 
 // Whether nodes[0, n) form a chain of n nodes (2: SCALE or SWIGLU, 3: SILU / SIGMOID -> MUL) ending

@@ -59,7 +59,8 @@ ggml_ext_fusion_desc fusion_desc(const char * name, decltype(ggml_ext_fusion_des
 // Registers a fusion rule of the pack on device: fusion_desc(name, match, execute), the optional
 // optimize, extra flags, and a prepare requesting a workspace of the output's size (for an output that
 // overlaps an input, computed there and copied over).
-bool register_fusion(ggml_backend_dev_t device, const char * name, decltype(ggml_ext_fusion_desc::match) match,
+bool register_fusion(ggml_backend_dev_t device, const char * name,
+                     decltype(ggml_ext_fusion_desc::match) match,
                      decltype(ggml_ext_fusion_desc::execute) execute,
                      decltype(ggml_ext_fusion_desc::optimize) optimize = nullptr, uint32_t flags = 0);
 // That prepare.

@@ -71,7 +71,8 @@ ggml_status output_sized_workspace(const ggml_ext_fusion_prepare_params * params
     return GGML_STATUS_SUCCESS;
 }
 
-bool register_fusion(ggml_backend_dev_t device, const char * name, decltype(ggml_ext_fusion_desc::match) match,
+bool register_fusion(ggml_backend_dev_t device, const char * name,
+                     decltype(ggml_ext_fusion_desc::match) match,
                      decltype(ggml_ext_fusion_desc::execute) execute,
                      decltype(ggml_ext_fusion_desc::optimize) optimize, uint32_t flags) {
     ggml_ext_fusion_desc d = fusion_desc(name, match, execute);

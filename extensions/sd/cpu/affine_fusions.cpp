@@ -128,7 +128,8 @@ ggml_status parallel_rows(ggml_backend_t backend, int64_t rows, int64_t row_elem
         int64_t rows;
     } job{&per_row, rows};
     const int64_t want = std::max<int64_t>(1, rows * row_elements / 16384);
-    const int n_tasks = static_cast<int>(std::min<int64_t>({want, std::max(1, g_parallel->n_threads(backend)), rows}));
+    const int n_tasks =
+        static_cast<int>(std::min<int64_t>({want, std::max(1, g_parallel->n_threads(backend)), rows}));
     return g_parallel->run(
         backend,
         [](const ggml_ext_cpu_task * task) {
@@ -161,7 +162,8 @@ struct Destination {
         in_workspace = overlapping;
         if (!overlapping) return GGML_STATUS_SUCCESS;
         const size_t bytes = ggml_nelements(node) * ggml_type_size(node->type);
-        if (p->workspace_size < bytes) return fail("sd affine fusion (CPU): workspace smaller than prepare requested");
+        if (p->workspace_size < bytes)
+            return fail("sd affine fusion (CPU): workspace smaller than prepare requested");
         staged.data = p->workspace_data;
         staged.nb[0] = ggml_type_size(node->type);
         for (int i = 1; i < GGML_MAX_DIMS; ++i)
@@ -187,7 +189,9 @@ struct Destination {
 int mul_add_match(ggml_backend_dev_t, const ggml_cgraph * graph, int first, void *) {
     if (first + 2 > ggml_graph_n_nodes(graph)) return 0;
     affine_chain::MulAdd m;
-    return affine_chain::parse_mul_add(ggml_graph_node(graph, first), ggml_graph_node(graph, first + 1), &m) ? 2 : 0;
+    return affine_chain::parse_mul_add(ggml_graph_node(graph, first), ggml_graph_node(graph, first + 1), &m)
+               ? 2
+               : 0;
 }
 
 // Reading input at the output's own addresses element by element is safe; any other overlap is not.
@@ -207,12 +211,15 @@ ggml_status mul_add_execute(const ggml_ext_fusion_execute_params * params) {
     if (const ggml_status st = dst.init(params, add, overlapping); st != GGML_STATUS_SUCCESS) return st;
     const ggml_tensor * y = dst.target();
     const auto operand_row = [&](const ggml_tensor * t, int64_t r) {
-        const int64_t i1 = r % add->ne[1], i2 = r / add->ne[1] % add->ne[2], i3 = r / (add->ne[1] * add->ne[2]);
+        const int64_t i1 = r % add->ne[1], i2 = r / add->ne[1] % add->ne[2],
+                      i3 = r / (add->ne[1] * add->ne[2]);
         return reinterpret_cast<const float *>(static_cast<const char *>(t->data) + i1 % t->ne[1] * t->nb[1] +
                                                i2 % t->ne[2] * t->nb[2] + i3 % t->ne[3] * t->nb[3]);
     };
     auto per_row = [&](int64_t r) {
-        const MulAddRow row{operand_row(m.x, r),      operand_row(m.gate, r), operand_row(m.residual, r),
+        const MulAddRow row{operand_row(m.x, r),
+                            operand_row(m.gate, r),
+                            operand_row(m.residual, r),
                             m.gate->ne[0] == 1 && add->ne[0] != 1,
                             m.residual->ne[0] == 1 && add->ne[0] != 1,
                             m.mul_first,
@@ -251,7 +258,8 @@ void gather_row(const affine_chain::CopyChain & ch, int64_t r, float * v) {
         const ggml_tensor * src = second ? ch.b : ch.a;
         int64_t offset = 0;
         for (int d = 0; d < GGML_MAX_DIMS; ++d)
-            offset += (coord[d] - (second && d == ch.dim ? ch.a->ne[d] : 0)) * static_cast<int64_t>(src->nb[d]);
+            offset +=
+                (coord[d] - (second && d == ch.dim ? ch.a->ne[d] : 0)) * static_cast<int64_t>(src->nb[d]);
         std::memcpy(v + i, static_cast<const char *>(src->data) + offset, sizeof(float));
     }
     if (ch.scaled) HWY_DYNAMIC_DISPATCH(ScaleRow)(v, view->ne[0], ch.scale, ch.bias);

@@ -38,8 +38,8 @@ using convrot_chain::Chain;
 using convrot_chain::Producer;
 
 inline const float * row_of(const ggml_tensor * t, int64_t i1, int64_t i2, int64_t i3) {
-    return reinterpret_cast<const float *>(static_cast<const char *>(t->data) + i1 * t->nb[1] + i2 * t->nb[2] +
-                                           i3 * t->nb[3]);
+    return reinterpret_cast<const float *>(static_cast<const char *>(t->data) + i1 * t->nb[1] +
+                                           i2 * t->nb[2] + i3 * t->nb[3]);
 }
 
 }  // namespace sd::convrot_fusion
@@ -197,7 +197,8 @@ ggml_status execute(const ggml_ext_fusion_execute_params * params) {
     job.codes = out;
     job.scales = reinterpret_cast<float *>(out + c.k * int8::packed_rows_pad(job.rows));
     if (job.rows > 0) {
-        const int nth = static_cast<int>(std::min<int64_t>(job.rows, std::max(1, g_parallel->n_threads(params->backend))));
+        const int nth = static_cast<int>(
+            std::min<int64_t>(job.rows, std::max(1, g_parallel->n_threads(params->backend))));
         const ggml_status st = g_parallel->run(params->backend, task_fn, &job, nth);
         if (st != GGML_STATUS_SUCCESS) return st;
     }

@@ -35,13 +35,16 @@ int mul_add_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int firs
     if (fusion_disabled() || first + 2 > ggml_graph_n_nodes(graph)) return 0;
     affine_chain::MulAdd m;
     const ggml_tensor * add = ggml_graph_node(graph, first + 1);
-    return affine_chain::parse_mul_add(ggml_graph_node(graph, first), add, &m) && chain_ok(device, m, add) ? 2 : 0;
+    return affine_chain::parse_mul_add(ggml_graph_node(graph, first), add, &m) && chain_ok(device, m, add)
+               ? 2
+               : 0;
 }
 
 // An input the output may cover: none of its bytes, or exactly the same range (x or the residual of
 // the output's shape, read element by element before the element is written).
 bool safe_under(const Bound & in, const ggml_tensor * t, const Bound & out, const ggml_tensor * add) {
-    return !overlaps(in, out) || (same_range(in, out) && ggml_are_same_shape(t, add) && ggml_is_contiguous(t));
+    return !overlaps(in, out) ||
+           (same_range(in, out) && ggml_are_same_shape(t, add) && ggml_is_contiguous(t));
 }
 
 ggml_status mul_add_execute(const ggml_ext_fusion_execute_params * params) {
@@ -99,7 +102,9 @@ int copy_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int first, 
         return 0;
     affine_chain::CopyChain ch;
     const ggml_tensor * const * nodes = ggml_graph_nodes(graph) + first;
-    return affine_chain::parse_copy(nodes, kNodes, &ch) && copy_chain_ok(device, ch, nodes[kNodes - 1]) ? kNodes : 0;
+    return affine_chain::parse_copy(nodes, kNodes, &ch) && copy_chain_ok(device, ch, nodes[kNodes - 1])
+               ? kNodes
+               : 0;
 }
 
 // Concat -> Permute -> CPY first (the longer chain), then Concat -> CPY.

@@ -335,7 +335,8 @@ ggml_status activation_execute(const ggml_ext_fusion_execute_params * params) {
     const size_t bytes = ggml_nbytes(quantize);
     if (bytes == 0) return GGML_STATUS_SUCCESS;
     Bound x, other, out;
-    if (!bind(backend, c.x, false, &x) || !bind_output(backend, {quantize, nullptr, 0, 0}, &out)) return GGML_STATUS_FAILED;
+    if (!bind(backend, c.x, false, &x) || !bind_output(backend, {quantize, nullptr, 0, 0}, &out))
+        return GGML_STATUS_FAILED;
     other = x;  // bound but never read without an operand
     if (c.other && !bind(backend, c.other, false, &other)) return GGML_STATUS_FAILED;
     if (x.info.shader_offset % 4 != 0 || other.info.shader_offset % 4 != 0)
@@ -351,7 +352,10 @@ ggml_status activation_execute(const ggml_ext_fusion_execute_params * params) {
                         q.info.shader_offset / 4,
                         c.scale,
                         c.bias,
-                        0, {}, 0, {}};
+                        0,
+                        {},
+                        0,
+                        {}};
     const bool merged = c.producer == Producer::swiglu && !c.other;
     row_view(x, c.x, shape, merged && c.swapped ? c.k : 0, &push.x_offset, push.x_nb);
     if (merged)
@@ -359,16 +363,18 @@ ggml_status activation_execute(const ggml_ext_fusion_execute_params * params) {
     else if (c.other)
         row_view(other, c.other, shape, 0, &push.o_offset, push.o_nb);
     const RowGrid grid = row_grid(ggml_nrows(shape));
-    const ggml_status status = dispatch(backend, "sd_activation_convrot", {x.binding, q.binding, other.binding},
-                                        {static_cast<uint32_t>(c.group), activation_op(c)}, &push, sizeof push,
-                                        grid.x, grid.y);
+    const ggml_status status =
+        dispatch(backend, "sd_activation_convrot", {x.binding, q.binding, other.binding},
+                 {static_cast<uint32_t>(c.group), activation_op(c)}, &push, sizeof push, grid.x, grid.y);
     if (status != GGML_STATUS_SUCCESS || !scratch) return status;
     return service()->copy(backend, &out.binding.range, &q.binding.range);
 }
 
 bool register_activation_fusions(ggml_backend_dev_t device) {
-    return register_fusion(device, "sd.scale_convrot.vulkan", activation_match<GGML_OP_SCALE, 2>, activation_execute) &&
-           register_fusion(device, "sd.swiglu_convrot.vulkan", activation_match<GGML_OP_GLU, 2>, activation_execute) &&
+    return register_fusion(device, "sd.scale_convrot.vulkan", activation_match<GGML_OP_SCALE, 2>,
+                           activation_execute) &&
+           register_fusion(device, "sd.swiglu_convrot.vulkan", activation_match<GGML_OP_GLU, 2>,
+                           activation_execute) &&
            register_fusion(device, "sd.activation_mul_convrot.vulkan", activation_match<GGML_OP_UNARY, 3>,
                            activation_execute, activation_optimize);
 }
@@ -410,8 +416,8 @@ bool register_convrot(ggml_backend_dev_t device) {
                         info.max_push_constants >= sizeof(ModulatePush);
     return ggml_ext_register_kernel(device, int8_quantize_kernel_desc()) &&
            (!fusion || ggml_ext_register_fusion(device, modulate_fusion_desc())) &&
-           (info.max_bindings < 3 || info.max_constants < 2 || info.max_push_constants < sizeof(ActivationPush) ||
-            register_activation_fusions(device));
+           (info.max_bindings < 3 || info.max_constants < 2 ||
+            info.max_push_constants < sizeof(ActivationPush) || register_activation_fusions(device));
 }
 
 }  // namespace sd::vulkan

@@ -55,7 +55,8 @@ bool bind_workspace(const ggml_ext_fusion_execute_params * params, size_t bytes,
         ggml_ext_set_error("sd vulkan fusion: workspace smaller than prepare requested");
         return false;
     }
-    return bind_output(params->backend, workspace_range(params->workspace, params->workspace_data, bytes), out);
+    return bind_output(params->backend, workspace_range(params->workspace, params->workspace_data, bytes),
+                       out);
 }
 
 bool overlaps(const Bound & a, const Bound & b) {

@@ -43,7 +43,8 @@ struct FusionCase {
     Build build;
 };
 
-inline ggml_tensor * input(ggml_context * c, Chain & ch, int64_t n0, int64_t n1, int64_t n2 = 1, int64_t n3 = 1) {
+inline ggml_tensor * input(ggml_context * c, Chain & ch, int64_t n0, int64_t n1, int64_t n2 = 1,
+                           int64_t n3 = 1) {
     ggml_tensor * t = ggml_new_tensor_4d(c, GGML_TYPE_F32, n0, n1, n2, n3);
     ggml_set_input(t);
     ch.inputs.push_back(t);
@@ -142,7 +143,7 @@ inline Chain swiglu_convrot(ggml_context * c, Glu form, int64_t k, int64_t rows,
 // The up operand is computed by a node of its own, placed between the activation and the Mul by the
 // graph's order: the rule's optimize callback makes the chain consecutive.
 inline Chain activation_mul_convrot(ggml_context * c, bool sigmoid, bool activation_first, bool broadcast_up,
-                             int64_t k, int64_t rows, int group) {
+                                    int64_t k, int64_t rows, int group) {
     Chain ch;
     ggml_tensor * x = input(c, ch, k, rows, 3);
     ggml_tensor * act = sigmoid ? ggml_sigmoid(c, x) : ggml_silu(c, x);
@@ -157,16 +158,17 @@ enum class Residual { after, before, in_place };
 
 // computed_x: x is a node's result, which the fused output may take over in place
 // (GGML_EXT_FUSION_OUTPUT_IN_PLACE), as the unfused in-place Mul and Add would.
-inline Chain mul_add(ggml_context * c, Residual form, bool scalar_gate, bool computed_x, int64_t k, int64_t rows) {
+inline Chain mul_add(ggml_context * c, Residual form, bool scalar_gate, bool computed_x, int64_t k,
+                     int64_t rows) {
     Chain ch;
     ggml_tensor * x = input(c, ch, k, rows, 2);
     if (computed_x) x = ggml_scale(c, x, 0.75f);
     ggml_tensor * m = ggml_mul(c, x, input(c, ch, scalar_gate ? 1 : k, 1, 2));
     ggml_tensor * r = input(c, ch, k, rows, 2);
     ch.intermediates = {m};
-    ch.out = form == Residual::after     ? ggml_add(c, m, r)
-             : form == Residual::before  ? ggml_add(c, r, m)
-                                         : ggml_add_inplace(c, m, r);
+    ch.out = form == Residual::after    ? ggml_add(c, m, r)
+             : form == Residual::before ? ggml_add(c, r, m)
+                                        : ggml_add_inplace(c, m, r);
     if (computed_x && form == Residual::after) ch.out_in_place_over = x;
     return ch;
 }
@@ -202,7 +204,8 @@ inline Chain cont_scale_f16(ggml_context * c) {
 inline std::vector<FusionCase> convrot_cases() {
     std::vector<FusionCase> list;
     for (int g : {1, 4, 64, 256})
-        list.push_back({"scale_convrot", "sd.scale_convrot", [g](ggml_context * c) { return scale_convrot(c, 256, 5, g); }});
+        list.push_back({"scale_convrot", "sd.scale_convrot",
+                        [g](ggml_context * c) { return scale_convrot(c, 256, 5, g); }});
     list.push_back({"scale_convrot_long", "sd.scale_convrot",
                     [](ggml_context * c) { return scale_convrot(c, 5120, 3, 256); }});
     for (Glu form : {Glu::packed, Glu::swapped, Glu::split})
@@ -223,8 +226,9 @@ inline std::vector<FusionCase> mul_add_cases() {
     for (Residual form : {Residual::after, Residual::before, Residual::in_place})
         for (bool scalar : {false, true})
             for (bool computed_x : {false, true})
-                list.push_back({"mul_add", "sd.mul_add",
-                                [=](ggml_context * c) { return mul_add(c, form, scalar, computed_x, 37, 6); }});
+                list.push_back({"mul_add", "sd.mul_add", [=](ggml_context * c) {
+                                    return mul_add(c, form, scalar, computed_x, 37, 6);
+                                }});
     return list;
 }
 
@@ -233,7 +237,8 @@ inline std::vector<FusionCase> affine_cases() {
     std::vector<FusionCase> list = mul_add_cases();
     for (int dim : {0, 1, 2})
         for (bool permuted : {false, true})
-            list.push_back({"concat_f16", "sd.concat_f16", [=](ggml_context * c) { return concat_f16(c, permuted, dim); }});
+            list.push_back({"concat_f16", "sd.concat_f16",
+                            [=](ggml_context * c) { return concat_f16(c, permuted, dim); }});
     list.push_back({"cont_scale_f16", "sd.cont_scale_f16", cont_scale_f16});
     return list;
 }
@@ -270,7 +275,8 @@ inline void expect_fused_equals_unfused(const std::vector<ggml_backend_t> & back
 // With another consumer of an intermediate no rule fires, the results are the unfused ones, and
 // explain mode names the rule and the legality rule that failed.
 inline void expect_external_consumer_blocks(const std::vector<ggml_backend_t> & backends,
-                                            const std::vector<FusionCase> & cases, const std::string & suffix) {
+                                            const std::vector<FusionCase> & cases,
+                                            const std::string & suffix) {
     for (const FusionCase & fc : cases) {
         SCOPED_TRACE(fc.name);
         const std::string rule = fc.rule + suffix;
