@@ -214,13 +214,29 @@ void ggml_ext_set_error(const char * message);
  * freezes the selection before allocating tensors. The runtime checks legality (compute flags,
  * external uses, output flags, views, in-place writes; see docs/extensions.md); the rule stays
  * responsible for mathematical equivalence, dtype, shape, layout and hardware constraints. Only the
- * last node is the fused output; the computation of the others is removed (intermediates that
- * nothing else observes take no memory). External inputs stay allocated through the last node; the
+ * last node is the fused output; the computation of the others is removed. The intermediates keep
+ * their allocations (the rule's kernel may use them as scratch) unless the rule declares
+ * GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE, in which case they take no memory and their data stays
+ * NULL. External inputs stay allocated through the last node; the
  * output may still share storage with an input by the allocator's in-place reuse, which the kernel
  * must handle (with workspace when needed). A fusion-only registration does not claim single-node
  * support in capability queries. */
 
-#define GGML_EXT_FUSION_DESC_VERSION 1
+#define GGML_EXT_FUSION_DESC_VERSION 2
+
+/* ggml_ext_fusion_desc.flags (version 2). */
+/* The rule's kernels never read or write the storage of the range's intermediates (every node but
+ * the last, and the storage their views share): the scheduler gives them no memory and leaves their
+ * data NULL. Without it the intermediates keep their allocations (the specification's initial
+ * implementation), so a kernel may use them as scratch; the owner a writeback output writes into
+ * always keeps its storage. */
+#define GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE (1u << 0)
+/* The rule's kernels compute correctly with the output exactly over (same address, type, shape and
+ * strides as) the external input at the head of the range's src[0] chain, when every node of that
+ * chain is an operator that may run in place (ggml_op_can_inplace): the allocator may then place the
+ * output over that input when nothing after the range reads it, as the unfused in-place chain would
+ * be placed, so fusing costs no memory. */
+#define GGML_EXT_FUSION_OUTPUT_IN_PLACE (1u << 1)
 
 /* One fused range, metadata only (prepare) or with current addresses (execute). */
 struct ggml_ext_fusion_prepare_params {
@@ -258,10 +274,13 @@ struct ggml_ext_fusion_desc {
     enum ggml_status (*execute)(const struct ggml_ext_fusion_execute_params * params);
     void (*destroy)(void * state, void * user_data); /* optional */
     void * user_data;
+    /* Version 2: GGML_EXT_FUSION_* flags (0 for a version 1 descriptor, which ends before it). */
+    uint32_t flags;
 };
 
 /* Register a fusion rule for device. false (error in ggml_backend_get_last_error, nothing registered)
- * for a bad descriptor or a name the device already has. */
+ * for a bad descriptor (unknown flags included) or a name the device already has. A version 1
+ * descriptor (struct_size up to user_data) is accepted with flags 0. */
 bool ggml_ext_register_fusion(ggml_backend_dev_t device, const struct ggml_ext_fusion_desc * desc);
 
 /* For optimize callbacks: move the producer range, nodes [first, first + n) of graph, to just after

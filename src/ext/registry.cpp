@@ -512,12 +512,19 @@ bool ggml_ext_register_fusion(ggml_backend_dev_t device, const ggml_ext_fusion_d
     if (!device) return fail(where + ": the device is NULL");
     where += std::string(" on '") + device->name() + "'";
     if (!desc) return fail(where + ": the descriptor is NULL");
-    if (desc->struct_size < sizeof(ggml_ext_fusion_desc) || desc->version < GGML_EXT_FUSION_DESC_VERSION) {
+    // Version 1 ended before flags; it is accepted with flags 0.
+    constexpr size_t kFirstSize = offsetof(ggml_ext_fusion_desc, flags);
+    if (desc->struct_size < kFirstSize || desc->version < 1) {
         return fail(where + ": descriptor struct_size " + std::to_string(desc->struct_size) + " / version " +
-                    std::to_string(desc->version) + " is older than this runtime's (" +
-                    std::to_string(sizeof(ggml_ext_fusion_desc)) + " / " +
-                    std::to_string(GGML_EXT_FUSION_DESC_VERSION) + ")");
+                    std::to_string(desc->version) + " is older than the first version (" +
+                    std::to_string(kFirstSize) + " / 1)");
     }
+    ggml_ext_fusion_desc accepted{};
+    std::memcpy(&accepted, desc, std::min(desc->struct_size, sizeof accepted));
+    if (desc->version < 2 || desc->struct_size < sizeof accepted) accepted.flags = 0;
+    if (accepted.flags & ~(GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE | GGML_EXT_FUSION_OUTPUT_IN_PLACE))
+        return fail(where + ": unknown flags " + std::to_string(accepted.flags));
+    desc = &accepted;
     const std::string name = desc->name ? desc->name : "";
     if (name.empty() || name.size() >= GGML_EXT_MAX_NAME) {
         return fail(where + ": a fusion rule needs a name shorter than " + std::to_string(GGML_EXT_MAX_NAME) +

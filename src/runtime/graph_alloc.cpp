@@ -92,12 +92,15 @@ std::string tensor_name(const ggml_tensor * t) {
 class Planner {
 public:
     Planner(const GraphAllocator & galloc, const ggml_cgraph * graph, AllocationPlan & out,
-            std::span<const ggml_tensor * const> no_storage)
+            const PlanExtras & extras)
         : galloc_(galloc),
           graph_(graph),
           out_(out),
           pools_(galloc.n_buffers()),
-          no_storage_(no_storage.begin(), no_storage.end()) {}
+          no_storage_(extras.no_storage.begin(), extras.no_storage.end()) {
+        for (const InplaceSource & c : extras.inplace_sources)
+            inplace_sources_.emplace(c.node, c);
+    }
 
     bool run(std::span<const int> node_ids, std::span<const int> leaf_ids,
              std::span<const KeepAlive> keep_alive);
@@ -151,6 +154,7 @@ private:
     std::unordered_set<const ggml_tensor *> leafs_;
     std::vector<int> start_;  // slots placed / born before the first node, in order
     std::unordered_set<const ggml_tensor *> no_storage_;
+    std::unordered_map<const ggml_tensor *, InplaceSource> inplace_sources_;
 };
 
 int Planner::slot_of(ggml_tensor * t) {
@@ -222,21 +226,26 @@ void Planner::list_view(int s) {
     out_.views.push_back(slots_[s].tensor);
 }
 
-// Places node s over the block of its src[0] when the op allows it and src[0]'s storage dies here.
+// Places node s over the block of its src[0] (or of its InplaceSource) when the op allows it and
+// that storage dies here.
 bool Planner::try_inplace(int s) {
     ggml_tensor * node = slots_[s].tensor;
     if (!ggml_op_can_inplace(node)) return false;
-    const ggml_tensor * src = node->src[0];
-    const int p = index_.at(src);
+    const auto hint = inplace_sources_.find(node);
+    const ggml_tensor * src = hint != inplace_sources_.end() ? hint->second.source : node->src[0];
+    const int expected_remaining = hint != inplace_sources_.end() ? hint->second.remaining : 1;
+    const auto at = index_.find(src);
+    if (at == index_.end()) return false;
+    const int p = at->second;
     const int r = slots_[p].root;
     const Slot &in = slots_[p], &owner = slots_[r];
     if (!owner.needs || !owner.placed || owner.dead || owner.pinned || owner.bytes == 0) return false;
     if (owner.buffer_id != slots_[s].buffer_id || !same_layout(node, src)) return false;
     if (in.is_view && (!in.needs || in.pinned || src->view_offs != 0)) return false;
-    for (int j = 1; j < GGML_MAX_SRC; ++j) {  // another source reading the same storage
-        if (node->src[j] && slots_[index_.at(node->src[j])].root == r) return false;
+    for (int j = 0; j < GGML_MAX_SRC; ++j) {  // another source reading the same storage
+        if (node->src[j] && node->src[j] != src && slots_[index_.at(node->src[j])].root == r) return false;
     }
-    if (in.remaining != 1) return false;  // src[0] is read again later
+    if (in.remaining != expected_remaining) return false;  // src is read again later
     if (in.is_view ? owner.remaining != 0 || owner.live_views != 1 : owner.live_views != 0) return false;
     ggml_backend_buffer_type_t buft = galloc_.buffer_type(owner.buffer_id);
     const size_t bytes =
@@ -393,7 +402,7 @@ bool GraphAllocator::owns(const ggml_backend_buffer * buffer) const {
 bool GraphAllocator::plan(const ggml_cgraph * graph, std::span<const int> node_ids,
                           std::span<const int> leaf_ids, AllocationPlan & out,
                           const PlanExtras & extras) const {
-    return Planner(*this, graph, out, extras.no_storage).run(node_ids, leaf_ids, extras.keep_alive);
+    return Planner(*this, graph, out, extras).run(node_ids, leaf_ids, extras.keep_alive);
 }
 
 bool GraphAllocator::reserve(std::span<const size_t> sizes, const std::vector<bool> & used) {

@@ -34,10 +34,20 @@ struct KeepAlive {
     int until;
 };
 
+// A node that may be placed in place over `source` instead of its src[0] (a fused range's output over
+// the external input its eliminated in-place chain starts from), when source's uses still to come
+// there number exactly `remaining` (its keep-alive entries and the node's own reads).
+struct InplaceSource {
+    const ggml_tensor * node;
+    const ggml_tensor * source;
+    int remaining;
+};
+
 // What a caller (the scheduler, for fused ranges) adds to a graph's own liveness.
 struct PlanExtras {
     std::span<const KeepAlive> keep_alive;            // lifetimes extended through a later node
     std::span<const ggml_tensor * const> no_storage;  // owners nothing will compute or read: not placed
+    std::span<const InplaceSource> inplace_sources;   // in-place candidates other than src[0]
 };
 
 class GraphAllocator {

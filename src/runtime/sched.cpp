@@ -211,6 +211,8 @@ struct ggml_backend_sched {
     bool build_execution_plans();
     std::vector<ggx::backend::KeepAlive> fused_inputs_keep_alive() const;
     std::vector<const ggml_tensor *> fused_away_intermediates() const;
+    std::vector<ggx::backend::InplaceSource> fused_inplace_sources(
+        std::span<const ggx::backend::KeepAlive> keep) const;
     bool reserve_workspaces();
     size_t workspace_size(int b) const {
         return workspaces[b] ? ggml_backend_buffer_get_size(workspaces[b].get()) : 0;
@@ -465,30 +467,37 @@ bool ggml_backend_sched::reserve_workspaces() {
     return true;
 }
 
-// Spec: "External inputs stay allocated through the final node" of every fused range.
+// Spec: "External inputs stay allocated through the final node" of every fused range; so do the
+// retained intermediates (below), which the rule's kernel may use while it computes the output.
 std::vector<ggx::backend::KeepAlive> ggml_backend_sched::fused_inputs_keep_alive() const {
     std::vector<ggx::backend::KeepAlive> keep;
     for (const Split & s : splits) {
         for (const ggx::ext::FusedGroup & group : s.fused) {
             ggml_tensor * const * nodes = ggml_graph_nodes(graph) + group.first;
+            const int last = group.first + group.n - 1;
             const auto inside = [&](const ggml_tensor * t) {
                 return std::find(nodes, nodes + group.n, t) != nodes + group.n;
             };
-            for (int k = 0; k < group.n; ++k)
+            const bool retained = !(group.rule->desc.flags & GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE);
+            for (int k = 0; k < group.n; ++k) {
                 for (const ggml_tensor * src : nodes[k]->src)
-                    if (src && !inside(src)) keep.push_back({src, group.first + group.n - 1});
+                    if (src && !inside(src)) keep.push_back({src, last});
+                if (retained && k + 1 < group.n) keep.push_back({nodes[k], last});
+            }
         }
     }
     return keep;
 }
 
-// Beyond the spec ("no memory for what nobody sees"): the storage owners among a fused range's
-// intermediates are neither computed nor read by anything else (legality guarantees it), so they
-// take no memory; the owner a writeback output writes into keeps its storage.
+// Spec: "Intermediate allocations are retained", unless the rule declares that its kernels never
+// touch them (GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE): then the storage owners among the range's
+// intermediates, which nothing else reads either (legality guarantees it), take no memory; the owner
+// a writeback output writes into keeps its storage.
 std::vector<const ggml_tensor *> ggml_backend_sched::fused_away_intermediates() const {
     std::vector<const ggml_tensor *> away;
     for (const Split & s : splits) {
         for (const ggx::ext::FusedGroup & group : s.fused) {
+            if (!(group.rule->desc.flags & GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE)) continue;
             ggml_tensor * const * nodes = ggml_graph_nodes(graph) + group.first;
             const ggml_tensor * out = nodes[group.n - 1];
             for (int k = 0; k + 1 < group.n; ++k)
@@ -498,12 +507,39 @@ std::vector<const ggml_tensor *> ggml_backend_sched::fused_away_intermediates() 
     return away;
 }
 
+// For the ranges of GGML_EXT_FUSION_OUTPUT_IN_PLACE rules: the output may take the block of the external
+// input heading its src[0] chain of in-place operators, whose remaining uses there are its keep-alive
+// entries and the output's own reads.
+std::vector<ggx::backend::InplaceSource> ggml_backend_sched::fused_inplace_sources(
+    std::span<const ggx::backend::KeepAlive> keep) const {
+    std::vector<ggx::backend::InplaceSource> sources;
+    for (const Split & s : splits) {
+        for (const ggx::ext::FusedGroup & group : s.fused) {
+            if (!(group.rule->desc.flags & GGML_EXT_FUSION_OUTPUT_IN_PLACE)) continue;
+            ggml_tensor * const * nodes = ggml_graph_nodes(graph) + group.first;
+            const ggml_tensor * out = nodes[group.n - 1];
+            const ggml_tensor * head = out;
+            for (int k = group.n - 1; k >= 0 && head == nodes[k] && ggml_op_can_inplace(head); --k)
+                head = head->src[0];
+            if (!head || std::find(nodes, nodes + group.n, head) != nodes + group.n) continue;
+            const int last = group.first + group.n - 1;
+            int remaining = static_cast<int>(std::count(std::begin(out->src), std::end(out->src), head));
+            for (const ggx::backend::KeepAlive & k : keep)
+                remaining += k.tensor == head && k.until == last;
+            sources.push_back({out, head, remaining});
+        }
+    }
+    return sources;
+}
+
 // Plans the plan graph's storage (with the rewrites applied); touches no buffer and no tensor.
 bool ggml_backend_sched::plan_storage(ggx::backend::AllocationPlan & plan) {
     ggx::backend::RewriteScope scope(rewrites, 0);
     const std::vector<ggx::backend::KeepAlive> keep = fused_inputs_keep_alive();
     const std::vector<const ggml_tensor *> unseen = fused_away_intermediates();
-    return galloc->plan(graph, node_ids, leaf_ids, plan, {keep, unseen}) || fail(ggml_backend_get_last_error());
+    const std::vector<ggx::backend::InplaceSource> inplace = fused_inplace_sources(keep);
+    return galloc->plan(graph, node_ids, leaf_ids, plan, {keep, unseen, inplace}) ||
+           fail(ggml_backend_get_last_error());
 }
 
 // Plans the plan graph's storage and, unless only measuring, places it.

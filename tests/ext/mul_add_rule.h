@@ -70,7 +70,7 @@ inline void optimize_mul_add(ggml_backend_dev_t, ggml_cgraph * graph, void * use
 
 // The rule registered under `name` on a fresh virtual device named `device_prefix` + a counter.
 struct MulAddRig {
-    MulAddRig(const char * device_prefix, const char * name, bool with_optimize) {
+    MulAddRig(const char * device_prefix, const char * name, bool with_optimize, uint32_t flags = 0) {
         static std::atomic<int> counter{0};
         const std::string device_name = device_prefix + std::to_string(counter++);
         const ggml_op ops[] = {GGML_OP_MUL, GGML_OP_ADD, GGML_OP_SQR};
@@ -85,6 +85,7 @@ struct MulAddRig {
         d.match = match_mul_add;
         d.execute = execute_mul_add;
         d.user_data = &rule;
+        d.flags = flags;
         EXPECT_TRUE(ggml_ext_register_fusion(device, &d)) << ggml_backend_get_last_error();
     }
     Sched sched(bool parallel = false) {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -247,14 +248,14 @@ struct MulAddGraph {
 // selection before allocating tensors." and "Native graph optimization and execution operate on the
 // remaining contiguous ranges, so native fusion cannot consume nodes selected by an extension."
 TEST(FusionExecution, MatchedRangesRunFusedAndTheRestNatively) {
-    MulAddRig rig("fusion_test_dev_", "mul_add", false);
+    MulAddRig rig("fusion_test_dev_", "mul_add_unused", false, GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE);
     MulAddGraph g;
     Sched sched = rig.sched();
     ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph)) << ggml_backend_get_last_error();
     const int matches_after_alloc = rig.rule.matches;
     EXPECT_GT(matches_after_alloc, 0);
-    // Issue 6, beyond the spec: the eliminated intermediate, observed by nothing, takes no memory
-    // (so nothing could compute it either).
+    // The rule declares it never touches the eliminated intermediate, which nothing else observes:
+    // it takes no memory (so nothing could compute it either).
     EXPECT_EQ(g.m->data, nullptr);
     EXPECT_EQ(g.m->buffer, nullptr);
     g.fill();
@@ -266,6 +267,80 @@ TEST(FusionExecution, MatchedRangesRunFusedAndTheRestNatively) {
     EXPECT_EQ(rig.rule.matches, matches_after_alloc);  // frozen: no matching while computing
     EXPECT_EQ(read_f32(g.out), g.expected());
     EXPECT_GT(std::abs(read_f32(g.sp)[1]), 0.0f);  // the SQR nodes ran natively
+}
+
+// "Intermediate allocations are retained in this initial implementation; only their computation is
+// removed." Without GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE the intermediate keeps its storage, live
+// through the final node (the rule's kernel may use it as scratch), so the output is never placed
+// over it; the flag frees it, and the graph's compute buffer is no larger then.
+TEST(FusionExecution, IntermediatesKeepTheirStorageUnlessTheRuleDeclaresItUnused) {
+    MulAddRig retained_rig("fusion_test_dev_", "mul_add", false);
+    MulAddGraph retained;
+    Sched retained_sched = retained_rig.sched();
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(retained_sched.get(), retained.graph))
+        << ggml_backend_get_last_error();
+    ASSERT_GT(retained_rig.rule.matches, 0);
+    ASSERT_NE(retained.m->data, nullptr);
+    EXPECT_NE(retained.m->buffer, nullptr);
+    const char * m = static_cast<const char *>(retained.m->data);
+    const char * out = static_cast<const char *>(retained.out->data);
+    EXPECT_TRUE(out + ggml_nbytes(retained.out) <= m || m + ggml_nbytes(retained.m) <= out);
+    retained.fill();
+    ASSERT_EQ(ggml_backend_sched_graph_compute(retained_sched.get(), retained.graph), GGML_STATUS_SUCCESS);
+    EXPECT_EQ(read_f32(retained.out), retained.expected());
+
+    MulAddRig unused_rig("fusion_test_dev_", "mul_add_unused", false,
+                         GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE);
+    MulAddGraph unused;
+    Sched unused_sched = unused_rig.sched();
+    ASSERT_TRUE(ggml_backend_sched_alloc_graph(unused_sched.get(), unused.graph));
+    EXPECT_EQ(unused.m->data, nullptr);
+    EXPECT_LE(ggml_backend_sched_get_buffer_size(unused_sched.get(), unused_rig.backend.get()),
+              ggml_backend_sched_get_buffer_size(retained_sched.get(), retained_rig.backend.get()));
+}
+
+// GGML_EXT_FUSION_OUTPUT_IN_PLACE: the output may take the block of the input heading its chain of
+// in-place operators (sqr(p) for out = sqr(p) * sqr(q) + r), where the unfused MUL and ADD would have
+// been placed; without the flag that input stays apart through the final node.
+TEST(FusionExecution, AnInPlaceRuleOutputMayTakeItsChainHeadsBlock) {
+    for (const bool in_place : {false, true}) {
+        SCOPED_TRACE(in_place ? "in place" : "apart");
+        MulAddRig rig(
+            "fusion_test_dev_", "mul_add_in_place", false,
+            GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE | (in_place ? GGML_EXT_FUSION_OUTPUT_IN_PLACE : 0));
+        MulAddGraph g;
+        g.out->src[0] = g.m;  // out = m + r: m heads the ADD, sp the MUL
+        g.out->src[1] = g.r;
+        Sched sched = rig.sched();
+        ASSERT_TRUE(ggml_backend_sched_alloc_graph(sched.get(), g.graph)) << ggml_backend_get_last_error();
+        ASSERT_GT(rig.rule.matches, 0);
+        EXPECT_EQ(g.out->data == g.sp->data, in_place);
+        g.fill();
+        ASSERT_EQ(ggml_backend_sched_graph_compute(sched.get(), g.graph), GGML_STATUS_SUCCESS);
+        EXPECT_EQ(rig.rule.executes, 1);
+        EXPECT_EQ(read_f32(g.out), g.expected());
+    }
+}
+
+// Version 2 of the descriptor added flags: a version 1 descriptor (ending before them) registers with
+// none, unknown flags are refused.
+TEST(FusionRegistration, VersionOneDescriptorsAndUnknownFlags) {
+    ggml_backend_dev_t dev = ggml_backend_cpu_add_virtual_device("fusion_flags_dev", nullptr, 0);
+    ASSERT_NE(dev, nullptr);
+    ggml_ext_fusion_desc d{};
+    d.struct_size = offsetof(ggml_ext_fusion_desc, flags);
+    d.version = 1;
+    d.name = "flags.v1";
+    d.match = match_mul_add;
+    d.execute = execute_mul_add;
+    d.flags = 0xdead;  // beyond the version 1 struct: never read
+    EXPECT_TRUE(ggml_ext_register_fusion(dev, &d)) << ggml_backend_get_last_error();
+    d.struct_size = sizeof d;
+    d.version = GGML_EXT_FUSION_DESC_VERSION;
+    d.name = "flags.unknown";
+    d.flags = 4;
+    EXPECT_FALSE(ggml_ext_register_fusion(dev, &d));
+    EXPECT_TRUE(contains(ggml_backend_get_last_error(), "unknown flags")) << ggml_backend_get_last_error();
 }
 
 // "External inputs stay allocated through the final node."

@@ -157,11 +157,11 @@ TEST_F(Liveness, KeepAliveExtendsALifetimeThroughTheGivenNode) {
     ASSERT_TRUE(allocator.plan(graph, {}, {}, plain));
     EXPECT_EQ(offset_in(plain, c), offset_in(plain, a));
     const ggx::backend::KeepAlive keep[] = {{a, 3}};  // through d (nodes a, b, c, d)
-    ASSERT_TRUE(allocator.plan(graph, {}, {}, kept, {keep, {}}));
+    ASSERT_TRUE(allocator.plan(graph, {}, {}, kept, {keep, {}, {}}));
     EXPECT_NE(offset_in(kept, c), offset_in(kept, a));
     EXPECT_NE(offset_in(kept, d), offset_in(kept, a));
     const ggx::backend::KeepAlive bad[] = {{a, 7}};
-    EXPECT_FALSE(allocator.plan(graph, {}, {}, kept, {bad, {}}));
+    EXPECT_FALSE(allocator.plan(graph, {}, {}, kept, {bad, {}, {}}));
     EXPECT_NE(std::string(ggml_backend_get_last_error()).find("keep-alive"), std::string::npos);
 }
 

@@ -161,6 +161,7 @@ bool register_rule(ggml_backend_dev_t cpu) {
         desc.name = "ggx_bench.mul_add_mul_scale";
         desc.match = match_chain;
         desc.execute = execute_chain;
+        desc.flags = GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE;  // it reads only the chain's inputs
         return ggml_ext_register_fusion(cpu, &desc);
     }();
     return registered;

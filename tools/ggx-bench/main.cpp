@@ -245,6 +245,7 @@ std::string memory_report() {
     rule.name = "ggx_bench.rms_norm_mul";
     rule.match = match_norm_mul;
     rule.execute = execute_norm_mul;
+    rule.flags = GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE;  // it reads only the chain's inputs
     ggml_ext_register_fusion(ggml_backend_get_device(cpu), &rule);
     g_norm_mul_active = true;
     const size_t unfused = scheduled_bytes(cpu, graph, false), fused = scheduled_bytes(cpu, graph, true);

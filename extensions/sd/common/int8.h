@@ -6,6 +6,7 @@
 #include <ggml-ext.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace sd::int8 {
 
@@ -52,6 +53,15 @@ inline size_t packed_bytes(int64_t k, int64_t rows) {
     return static_cast<size_t>(k * (packed_rows_pad(rows) + packed_scale_rows(rows, k)));
 }
 
+// Zeroes the padding rows of a packed tensor of `bytes` bytes and the tail after its row scales
+// (deterministic output).
+inline void zero_packed_padding(int8_t * packed, int64_t k, int64_t rows, size_t bytes) {
+    const int64_t rows_pad = packed_rows_pad(rows);
+    std::memset(packed + k * rows, 0, static_cast<size_t>(k * (rows_pad - rows)));
+    const size_t used = static_cast<size_t>(k * rows_pad) + sizeof(float) * static_cast<size_t>(rows);
+    std::memset(packed + used, 0, bytes - used);
+}
+
 // The operators, registered on first use (by a constructor or by sd_ggml_register_extensions);
 // NULL with the registry's message in ggml_backend_get_last_error when that failed.
 ggml_ext_op_t quantize_op();
@@ -74,7 +84,16 @@ LinearShape linear_shape(const ggml_tensor * node);
 const ggml_ext_kernel_desc * cpu_quantize_kernel();
 const ggml_ext_kernel_desc * cpu_linear_kernel();
 
+// The CPU quantization of one row of k contiguous F32 values (rotation `group`, 1: none) into k codes
+// and its scale: exactly what "sd.quantize_i8_convrot.cpu" computes for the row (cpu/int8.cpp).
+namespace cpu {
+void convrot_row(const float * src, int64_t k, int group, int8_t * codes, float * scale);
+}
+
 // Registers both CPU kernels on device. false with the registry's message when that fails.
 bool register_cpu(ggml_backend_dev_t device);
+// Registers the CPU fusions ending in ConvRot on device (cpu/convrot_fusions.cpp):
+// "sd.scale_convrot.cpu", "sd.swiglu_convrot.cpu" and "sd.activation_mul_convrot.cpu".
+bool register_cpu_convrot_fusions(ggml_backend_dev_t device);
 
 }  // namespace sd::int8

@@ -224,7 +224,7 @@ bool register_int8() {
         ggml_ext_set_error("sd.linear_i8.v1: no CPU device to register the kernels on");
         return false;
     }
-    if (!int8::register_cpu(cpu)) return false;
+    if (!int8::register_cpu(cpu) || !int8::register_cpu_convrot_fusions(cpu)) return false;
 #ifdef SD_VULKAN
     for (ggml_backend_dev_t device : vulkan::devices())
         if (!vulkan::register_convrot(device) || !vulkan::register_int8(device)) return false;

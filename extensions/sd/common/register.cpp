@@ -14,8 +14,9 @@ extern "C" sd_ggml_ext_status sd_ggml_register_extensions(void) {
         return SD_GGML_EXT_ALREADY_REGISTERED;
     }
     attempted = true;
-    state = sd::register_rope() && sd::register_int8() && sd::register_attention() ? SD_GGML_EXT_REGISTERED
-                                                                                   : SD_GGML_EXT_FAILED;
+    state = sd::register_rope() && sd::register_int8() && sd::register_attention() && sd::register_affine()
+                ? SD_GGML_EXT_REGISTERED
+                : SD_GGML_EXT_FAILED;
     return state;
 }
 
@@ -58,7 +59,27 @@ ggml_ext_fusion_desc fusion_desc(const char * name, decltype(ggml_ext_fusion_des
     d.name = name;
     d.match = match;
     d.execute = execute;
+    // Every rule of the pack computes from its range's external inputs only.
+    d.flags = GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE;
     return d;
+}
+
+ggml_status output_sized_workspace(const ggml_ext_fusion_prepare_params * params, void ** state,
+                                   size_t * workspace_bytes) {
+    *state = nullptr;
+    *workspace_bytes = ggml_nbytes(params->nodes[params->n_nodes - 1]);
+    return GGML_STATUS_SUCCESS;
+}
+
+bool register_fusion(ggml_backend_dev_t device, const char * name,
+                     decltype(ggml_ext_fusion_desc::match) match,
+                     decltype(ggml_ext_fusion_desc::execute) execute,
+                     decltype(ggml_ext_fusion_desc::optimize) optimize, uint32_t flags) {
+    ggml_ext_fusion_desc d = fusion_desc(name, match, execute);
+    d.prepare = output_sized_workspace;
+    d.optimize = optimize;
+    d.flags |= flags;
+    return ggml_ext_register_fusion(device, &d);
 }
 
 }  // namespace sd

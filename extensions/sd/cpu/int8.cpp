@@ -429,10 +429,7 @@ ggml_status ExecuteQuantize(const ggml_ext_execute_params * params) {
     auto * scales = reinterpret_cast<float *>(out + k * rows_pad);
     const ggml_status st = run_quantize(params->backend, a, k, rows, group, out, scales);
     if (st != GGML_STATUS_SUCCESS) return st;
-    // Padding rows zeroed; the tail of the last scale row zeroed too (deterministic output).
-    std::memset(out + k * rows, 0, size_t(k * (rows_pad - rows)));
-    const size_t used = size_t(k * rows_pad) + sizeof(float) * size_t(rows);
-    std::memset(out + used, 0, out_bytes - used);
+    zero_packed_padding(out, k, rows, out_bytes);
     if (alias) std::memmove(node->data, out, out_bytes);
     return GGML_STATUS_SUCCESS;
 }
@@ -734,6 +731,11 @@ HWY_AFTER_NAMESPACE();
 namespace sd::int8::cpu {
 HWY_EXPORT(ExecuteQuantize);
 HWY_EXPORT(ExecuteLinear);
+HWY_EXPORT(quantize_row);
+
+void convrot_row(const float * src, int64_t k, int group, int8_t * codes, float * scale) {
+    HWY_DYNAMIC_DISPATCH(quantize_row)(src, k, group, codes, scale);
+}
 
 namespace {
 

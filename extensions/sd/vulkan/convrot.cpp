@@ -16,10 +16,17 @@
 //    between them (a modulation chunk's view and SCALE, as a DiT block emits them), so that the chain
 //    becomes consecutive. GGML_VK_DISABLE_FUSION set to anything but "0" makes it match and reorder
 //    nothing.
+//  * the fusion rules "sd.scale_convrot.vulkan", "sd.swiglu_convrot.vulkan" (packed, swapped or split)
+//    and "sd.activation_mul_convrot.vulkan" (SILU / SIGMOID -> MUL), the chains of
+//    common/convrot_chain.h, in one pass (shaders/activation_convrot.comp): each row value is the
+//    native Vulkan map / GLU / binary shaders' expression, then the kernel's rotation and
+//    quantization. The SILU / SIGMOID rule's optimize makes its chain consecutive as the CPU rule's
+//    does; overlapping outputs use the workspace; GGML_VK_DISABLE_FUSION is honoured.
 #include <algorithm>
 #include <bit>
 #include <vector>
 
+#include "common/convrot_chain.h"
 #include "common/int8.h"
 #include "common/pack.h"
 #include "vulkan/sd_vulkan.h"
@@ -135,15 +142,6 @@ int modulate_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int fir
     return parse_chain(device, nodes, n, &c) ? c.n_nodes() : 0;  // the runtime checks legality
 }
 
-// Where addresses are known only at execution an input may overlap the output (a hand-made layout),
-// so the output's size is always requested for scratch.
-ggml_status modulate_prepare(const ggml_ext_fusion_prepare_params * params, void ** state,
-                             size_t * workspace_bytes) {
-    *state = nullptr;
-    *workspace_bytes = ggml_nbytes(params->nodes[params->n_nodes - 1]);
-    return GGML_STATUS_SUCCESS;
-}
-
 struct ModulatePush {
     uint32_t k, rows, ne1, ne2, q_offset;
     float eps;
@@ -222,12 +220,7 @@ ggml_status modulate_execute(const ggml_ext_fusion_execute_params * params) {
         if (floats->info.shader_offset % 4 != 0)
             return fail("sd.modulate_convrot.vulkan: F32 tensors must start on a 4-byte boundary");
     Bound q = out;
-    if (scratch) {
-        if (!params->workspace || params->workspace_size < bytes)
-            return fail("sd.modulate_convrot.vulkan: workspace smaller than prepare requested");
-        if (!bind_output(backend, workspace_range(params->workspace, params->workspace_data, bytes), &q))
-            return GGML_STATUS_FAILED;
-    }
+    if (scratch && !bind_workspace(params, bytes, &q)) return GGML_STATUS_FAILED;
     const ModulatePush push = modulate_push(c, x, operands, q);
     const RowGrid grid = row_grid(ggml_nrows(c.norm));
     const ggml_status status =
@@ -272,10 +265,118 @@ const ggml_ext_fusion_desc * modulate_fusion_desc() {
     static const ggml_ext_fusion_desc desc = [] {
         ggml_ext_fusion_desc d = fusion_desc("sd.modulate_convrot.vulkan", modulate_match, modulate_execute);
         d.optimize = modulate_optimize;
-        d.prepare = modulate_prepare;
+        d.prepare = output_sized_workspace;  // an output over an input (a hand-made layout)
         return d;
     }();
     return &desc;
+}
+
+// ---- the fusion SCALE | SWIGLU | SILU/SIGMOID -> MUL, then quantize --------------------------------
+
+using convrot_chain::Chain;
+using convrot_chain::Producer;
+
+struct ActivationPush {
+    uint32_t k, rows, ne1, ne2, q_offset;
+    float s, b;
+    uint32_t x_offset, x_nb[3];
+    uint32_t o_offset, o_nb[3];
+};
+static_assert(sizeof(ActivationPush) <= 128, "every device takes 128 bytes of push constants");
+
+// The chain with the Vulkan constraints: the quantize kernel's, and bindable inputs.
+bool activation_chain_ok(ggml_backend_dev_t device, const Chain & c, const ggml_tensor * quantize) {
+    return quantize_supports(device, quantize, nullptr) && bindable_f32(device, c.x) &&
+           (!c.other || bindable_f32(device, c.other));
+}
+
+template <ggml_op kOp, int kNodes>
+int activation_match(ggml_backend_dev_t device, const ggml_cgraph * graph, int first, void *) {
+    Chain c;
+    if (fusion_disabled() || !convrot_chain::match(graph, first, kOp, kNodes, &c)) return 0;
+    return activation_chain_ok(device, c, ggml_graph_node(graph, first + kNodes - 1)) ? kNodes : 0;
+}
+
+void activation_optimize(ggml_backend_dev_t, ggml_cgraph * graph, void *) {
+    make_chains_consecutive(graph, [&](int i) { return convrot_chain::activation_chain(graph, i); });
+}
+
+// activation_convrot.comp's OP.
+uint32_t activation_op(const Chain & c) {
+    switch (c.producer) {
+        case Producer::scale:
+            return 0;
+        case Producer::silu_mul:
+            return c.activation_first ? 1 : 2;
+        case Producer::sigmoid_mul:
+            return c.activation_first ? 3 : 4;
+        case Producer::swiglu:
+            break;
+    }
+    return 5;
+}
+
+// Floats from t's binding start to its row 0 (plus `column`), its row strides in floats (0 for a
+// dimension broadcast over the output's rows).
+void row_view(const Bound & bound, const ggml_tensor * t, const ggml_tensor * out, int64_t column,
+              uint32_t * offset, uint32_t nb[3]) {
+    *offset = bound.info.shader_offset / 4 + static_cast<uint32_t>(column);
+    for (int d = 1; d < 4; ++d)
+        nb[d - 1] = t->ne[d] == 1 && out->ne[d] != 1 ? 0 : static_cast<uint32_t>(t->nb[d] / sizeof(float));
+}
+
+ggml_status activation_execute(const ggml_ext_fusion_execute_params * params) {
+    ggml_backend_t backend = params->backend;
+    const ggml_tensor * quantize = params->nodes[params->n_nodes - 1];
+    Chain c;
+    if (!convrot_chain::parse(params->nodes, params->n_nodes, &c) ||
+        !activation_chain_ok(ggml_backend_get_device(backend), c, quantize))
+        return fail("sd.activation_convrot.vulkan: the nodes are not a chain it computes");
+    const size_t bytes = ggml_nbytes(quantize);
+    if (bytes == 0) return GGML_STATUS_SUCCESS;
+    Bound x, other, out;
+    if (!bind(backend, c.x, false, &x) || !bind_output(backend, {quantize, nullptr, 0, 0}, &out))
+        return GGML_STATUS_FAILED;
+    other = x;  // bound but never read without an operand
+    if (c.other && !bind(backend, c.other, false, &other)) return GGML_STATUS_FAILED;
+    if (x.info.shader_offset % 4 != 0 || other.info.shader_offset % 4 != 0)
+        return fail("sd.activation_convrot.vulkan: F32 tensors must start on a 4-byte boundary");
+    Bound q = out;
+    const bool scratch = overlaps(x, out) || (c.other && overlaps(other, out));
+    if (scratch && !bind_workspace(params, bytes, &q)) return GGML_STATUS_FAILED;
+    const ggml_tensor * shape = quantize->src[0];
+    ActivationPush push{static_cast<uint32_t>(c.k),
+                        static_cast<uint32_t>(ggml_nrows(shape)),
+                        static_cast<uint32_t>(shape->ne[1]),
+                        static_cast<uint32_t>(shape->ne[2]),
+                        q.info.shader_offset / 4,
+                        c.scale,
+                        c.bias,
+                        0,
+                        {},
+                        0,
+                        {}};
+    const bool merged = c.producer == Producer::swiglu && !c.other;
+    row_view(x, c.x, shape, merged && c.swapped ? c.k : 0, &push.x_offset, push.x_nb);
+    if (merged)
+        row_view(x, c.x, shape, c.swapped ? 0 : c.k, &push.o_offset, push.o_nb);
+    else if (c.other)
+        row_view(other, c.other, shape, 0, &push.o_offset, push.o_nb);
+    const RowGrid grid = row_grid(ggml_nrows(shape));
+    const ggml_status status =
+        dispatch(backend, "sd_activation_convrot", {x.binding, q.binding, other.binding},
+                 {static_cast<uint32_t>(c.group), activation_op(c)}, &push, sizeof push, grid.x, grid.y);
+    if (status != GGML_STATUS_SUCCESS || !scratch) return status;
+    return service()->copy(backend, &out.binding.range, &q.binding.range);
+}
+
+bool register_activation_fusions(ggml_backend_dev_t device) {
+    return register_fusion(device, "sd.scale_convrot.vulkan", activation_match<GGML_OP_SCALE, 2>,
+                           activation_execute) &&
+           register_fusion(device, "sd.swiglu_convrot.vulkan", activation_match<GGML_OP_GLU, 2>,
+                           activation_execute) &&
+           register_fusion(device, "sd.activation_mul_convrot.vulkan", activation_match<GGML_OP_UNARY, 3>,
+                           activation_execute, activation_optimize);
 }
 
 }  // namespace
@@ -314,7 +415,9 @@ bool register_convrot(ggml_backend_dev_t device) {
     const bool fusion = info.max_bindings >= 6 && info.max_constants >= kModulateConstants &&
                         info.max_push_constants >= sizeof(ModulatePush);
     return ggml_ext_register_kernel(device, int8_quantize_kernel_desc()) &&
-           (!fusion || ggml_ext_register_fusion(device, modulate_fusion_desc()));
+           (!fusion || ggml_ext_register_fusion(device, modulate_fusion_desc())) &&
+           (info.max_bindings < 3 || info.max_constants < 2 ||
+            info.max_push_constants < sizeof(ActivationPush) || register_activation_fusions(device));
 }
 
 }  // namespace sd::vulkan

@@ -29,12 +29,7 @@ const ggml_ext_vulkan_v1 * service();
 // (read on every match).
 bool fusion_disabled();
 
-// For the rules' optimize callbacks: makes every chain (node indices, increasing) that chain_at(i)
-// finds at node i (empty: none) consecutive, scanning the graph once: the leading links are delayed
-// past the independent nodes before each next link (ggml_ext_graph_delay), so each chain ends
-// consecutive at its last link; a refused delay (a crossed node depends on the chain, so the
-// legality check would refuse the fusion anyway) stops that chain. Nothing when fusion_disabled().
-// Idempotent.
+// sd::make_chains_consecutive (common/pack.h), nothing when fusion_disabled().
 void make_chains_consecutive(ggml_cgraph * graph, const std::function<std::vector<int>(int)> & chain_at);
 
 // ---- binding tensors for the kernels -------------------------------------------------------------
@@ -57,6 +52,10 @@ bool bind_output(ggml_backend_t backend, const ggml_ext_vulkan_range & range, Bo
 // its buffer from workspace_data, which need not be the buffer's start.
 ggml_ext_vulkan_range workspace_range(ggml_backend_buffer_t workspace, const void * workspace_data,
                                       size_t bytes);
+
+// Binds the first `bytes` of a fusion's workspace as a written output (for an output that overlaps an
+// input); false with the error set when the workspace is smaller.
+bool bind_workspace(const ggml_ext_fusion_execute_params * params, size_t bytes, Bound * out);
 
 // Whether two bound ranges share bytes, and whether they are the same range.
 bool overlaps(const Bound & a, const Bound & b);
@@ -98,6 +97,7 @@ ggml_status dispatch(ggml_backend_t backend, const char * shader,
 bool register_rope(ggml_backend_dev_t device, ggml_ext_op_t rope_op);  // vulkan/rope.cpp
 bool register_convrot(ggml_backend_dev_t device);                      // vulkan/convrot.cpp
 bool register_int8(ggml_backend_dev_t device);                         // vulkan/int8.cpp
+bool register_affine(ggml_backend_dev_t device);                       // vulkan/affine.cpp
 
 // Records ConvRot quantization (sd-ops.md 3.3; group 1: no rotation) of `rows` contiguous F32 rows of
 // k values (k a multiple of 4 and of the group) bound as `in` into the packed layout bound as `out`

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/pack.h"
 #include "vulkan/sd_vulkan.h"
 
 namespace sd::vulkan {
@@ -25,24 +26,6 @@ bool fusion_disabled() {
     const char * value = std::getenv("GGML_VK_DISABLE_FUSION");
     return value && std::strcmp(value, "0") != 0;
 }
-
-namespace {
-
-// Delays chain's leading links past the nodes before each next link; whether anything moved.
-bool make_consecutive(ggml_cgraph * graph, const std::vector<int> & chain) {
-    bool moved = false;
-    int start = chain[0];  // links 0 .. k - 1 sit at [start, start + k)
-    for (size_t k = 1; k < chain.size(); ++k) {
-        const int n = static_cast<int>(k);
-        if (chain[k] == start + n) continue;
-        if (!ggml_ext_graph_delay(graph, start, n, chain[k] - 1)) return moved;
-        start = chain[k] - n;  // later positions are unchanged by the move
-        moved = true;
-    }
-    return moved;
-}
-
-}  // namespace
 
 bool bind(ggml_backend_t backend, const ggml_tensor * t, bool written, Bound * out, size_t offset,
           size_t size) {
@@ -65,6 +48,15 @@ ggml_ext_vulkan_range workspace_range(ggml_backend_buffer_t workspace, const voi
         static_cast<size_t>(static_cast<const char *>(workspace_data) -
                             static_cast<const char *>(ggml_backend_buffer_get_base(workspace)));
     return {nullptr, workspace, offset, bytes};
+}
+
+bool bind_workspace(const ggml_ext_fusion_execute_params * params, size_t bytes, Bound * out) {
+    if (!params->workspace || params->workspace_size < bytes) {
+        ggml_ext_set_error("sd vulkan fusion: workspace smaller than prepare requested");
+        return false;
+    }
+    return bind_output(params->backend, workspace_range(params->workspace, params->workspace_data, bytes),
+                       out);
 }
 
 bool overlaps(const Bound & a, const Bound & b) {
@@ -111,11 +103,7 @@ View view_of(const Bound & bound, const ggml_tensor * t) {
 }
 
 void make_chains_consecutive(ggml_cgraph * graph, const std::function<std::vector<int>(int)> & chain_at) {
-    if (fusion_disabled()) return;
-    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
-        const std::vector<int> chain = chain_at(i);
-        if (!chain.empty() && make_consecutive(graph, chain)) --i;  // a crossed node now sits at i
-    }
+    if (!fusion_disabled()) sd::make_chains_consecutive(graph, chain_at);
 }
 
 std::vector<ggml_backend_dev_t> devices() {

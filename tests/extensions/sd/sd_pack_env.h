@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ggml-backend.h>
+#include <ggml-cpu.h>
 #include <gtest/gtest.h>
 
 #include "sd-ggml-ext.h"
@@ -16,5 +17,15 @@ public:
     }
 };
 inline const auto * const g_sd_pack = ::testing::AddGlobalTestEnvironment(new SdPack);
+
+// The suites' CPU backend, with three threads: uneven row shares on the 2-core test machine too.
+inline ggml_backend_t sd_cpu_backend() {
+    static ggml_backend_t cpu = [] {
+        ggml_backend_t b = ggml_backend_cpu_init();
+        ggml_backend_cpu_set_n_threads(b, 3);
+        return b;
+    }();
+    return cpu;
+}
 
 }  // namespace ggx::test

@@ -2,7 +2,8 @@
 // the shapes, layouts and attribute values it accepts (odd sizes, partial rotation, every ConvRot
 // group, every input kind of the INT8 linear), then scheduled graphs shaped like the model's sites
 // so that each of the pack's fusion rules fires on the devices that register it (CPU:
-// sd.rms_norm_mul_rope.cpu; Vulkan: the RoPE, INT8 and modulation fusions). Devices without a rule
+// sd.rms_norm_mul_rope.cpu and the ConvRot and affine fusions; Vulkan: the RoPE, INT8, modulation,
+// ConvRot and affine fusions). Devices without a rule
 // run the same graphs unfused, which checks them too. The attention operators (Sage, Sol) also have
 // perf cases, with flash attention at Sage's shape beside them.
 #include <sd-ggml-ext.h>
@@ -432,6 +433,58 @@ void add_fusion_cases(CaseList & list) {
             ggml_tensor * v = ggml_add(g.ctx(), n, ggml_mul(g.ctx(), n, s));
             return ggml_quantize_i8_convrot(g.ctx(), v, 256);
         });
+    // sd.scale_convrot, sd.swiglu_convrot, sd.activation_mul_convrot (.cpu and .vulkan).
+    list.add_fusion(GGML_OP_CUSTOM, "scale_convrot G=64 K=128 M=5", [](Graph & g) {
+        ggml_tensor * x = g.input(GGML_TYPE_F32, {128, 5, 1, 1}, Layout::Contiguous, kActivations);
+        return ggml_quantize_i8_convrot(g.ctx(), ggml_scale_bias(g.ctx(), x, 0.75f, 0.125f), 64);
+    });
+    for (const bool swapped : {false, true}) {
+        list.add_fusion(
+            GGML_OP_CUSTOM, std::string("swiglu_convrot G=16 K=64 M=3") + (swapped ? " swapped" : ""),
+            [=](Graph & g) {
+                ggml_tensor * x = g.input(GGML_TYPE_F32, {128, 3, 1, 1}, Layout::Contiguous, kActivations);
+                ggml_tensor * y = swapped ? ggml_swiglu_swapped(g.ctx(), x) : ggml_swiglu(g.ctx(), x);
+                return ggml_quantize_i8_convrot(g.ctx(), y, 16);
+            });
+    }
+    list.add_fusion(GGML_OP_CUSTOM, "swiglu_convrot split G=256 K=256 M=2", [](Graph & g) {
+        ggml_tensor * gate = g.input(GGML_TYPE_F32, {256, 2, 1, 1}, Layout::Contiguous, kActivations);
+        ggml_tensor * up = g.input(GGML_TYPE_F32, {256, 2, 1, 1}, Layout::Contiguous, kActivations);
+        return ggml_quantize_i8_convrot(g.ctx(), ggml_swiglu_split(g.ctx(), gate, up), 256);
+    });
+    for (const bool sigmoid : {false, true}) {
+        list.add_fusion(
+            GGML_OP_CUSTOM,
+            std::string(sigmoid ? "sigmoid" : "silu") + "_mul_convrot G=4 K=64 M=3x2 row-broadcast up",
+            [=](Graph & g) {
+                ggml_tensor * x = g.input(GGML_TYPE_F32, {64, 3, 2, 1}, Layout::Contiguous, kActivations);
+                ggml_tensor * up = g.input(GGML_TYPE_F32, {64, 1, 2, 1}, Layout::Contiguous, kActivations);
+                ggml_tensor * act = sigmoid ? ggml_sigmoid(g.ctx(), x) : ggml_silu(g.ctx(), x);
+                return ggml_quantize_i8_convrot(g.ctx(), ggml_mul(g.ctx(), act, up), 4);
+            });
+    }
+    // sd.mul_add, sd.concat_f16, sd.cont_scale_f16 (.cpu and .vulkan).
+    list.add_fusion(GGML_OP_ADD, "mul_add gate [K,1] residual first K=40 M=6", [](Graph & g) {
+        ggml_tensor * x = g.input(GGML_TYPE_F32, {40, 6, 1, 1});
+        ggml_tensor * gate = g.input(GGML_TYPE_F32, {40, 1, 1, 1});
+        ggml_tensor * residual = g.input(GGML_TYPE_F32, {40, 6, 1, 1});
+        return ggml_add(g.ctx(), residual, ggml_mul(g.ctx(), x, gate));
+    });
+    for (const bool permuted : {false, true}) {
+        list.add_fusion(GGML_OP_CPY, std::string("concat_f16 dim 1") + (permuted ? " permuted" : ""),
+                        [=](Graph & g) {
+                            ggml_tensor * a = g.input(GGML_TYPE_F32, {16, 3, 4, 1});
+                            ggml_tensor * b = g.input(GGML_TYPE_F32, {16, 5, 4, 1});
+                            ggml_tensor * c = ggml_concat(g.ctx(), a, b, 1);
+                            if (permuted) c = ggml_permute(g.ctx(), c, 0, 2, 1, 3);
+                            return ggml_cast(g.ctx(), c, GGML_TYPE_F16);
+                        });
+    }
+    list.add_fusion(GGML_OP_CPY, "cont_scale_f16 transposed x permuted", [](Graph & g) {
+        ggml_tensor * y = g.input(GGML_TYPE_F32, {6, 20, 3, 1});
+        ggml_tensor * s = ggml_scale(g.ctx(), ggml_cont(g.ctx(), ggml_transpose(g.ctx(), y)), 0.125f);
+        return ggml_cast(g.ctx(), ggml_permute(g.ctx(), s, 1, 0, 2, 3), GGML_TYPE_F16);
+    });
 }
 
 }  // namespace
