@@ -18,6 +18,7 @@ void usage() {
         "  check            run every case on every device against the reference; the last line\n"
         "                   is 'N passed, M failed'\n"
         "  perf             time the large-shape cases: time, GFLOP/s or GB/s, ratio to the roofline\n"
+        "                   of the unit the kernel runs on (FMA, int8 dot, AMX-INT8, AMX-BF16)\n"
         "  --device D       only device D (default: every device; check also runs the CPU with three\n"
         "                   threads as device CPU/3t)\n"
         "  --op OP          only cases of op OP (MUL_MAT), sub-op (SILU, SWIGLU), extension op\n"

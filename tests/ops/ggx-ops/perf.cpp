@@ -1,11 +1,13 @@
 // `ggx-ops perf`: large-shape cases timed on every device, as GFLOP/s or GB/s and as a fraction of
-// the machine's roofline (../shared/tools/roofline).
+// the machine's roofline (../shared/tools/roofline) for the compute unit the case's kernel runs on
+// (FMA, int8 dot, AMX-INT8, AMX-BF16), so no ratio is measured against another unit's roof.
 #include <ggml-alloc.h>
 #include <ggml-ext.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include "common/roofline.h"
@@ -20,10 +22,46 @@ constexpr size_t kContextBytes = size_t{4} << 20;
 constexpr double kMinSeconds = 1.0;
 constexpr int kMinRuns = 3, kMaxRuns = 200;
 
+// The compute units whose peaks the roofline tool measures.
+enum Unit { kFma, kInt8Dot, kAmxInt8, kAmxBf16, kUnits };
+constexpr const char * kUnitNames[kUnits] = {"FMA", "int8 dot", "AMX-INT8", "AMX-BF16"};
+constexpr const char * kUnitKeys[kUnits] = {"fp32_fma_gflops_all", "int8_dot_gops_all", "amx_int8_gops_all",
+                                            "amx_bf16_gflops_all"};
+
 struct Roofline {
-    double gflops = 0.0, gbs = 0.0;  // best FP32 FMA rate and best DRAM bandwidth measured
-    std::string note;                // why the ratio is unavailable, if it is
+    double peak[kUnits] = {};  // G(FL)OP/s of each unit, 0 where the machine has none
+    double gbs = 0.0;          // best DRAM bandwidth measured
+    std::string note;          // why the ratio is unavailable, if it is
 };
+
+bool cpu_has(const char * feature) {
+    ggml_backend_reg_t reg = ggml_backend_reg_by_name("CPU");
+    auto get = reinterpret_cast<ggml_backend_get_features_t>(
+        reg ? ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features") : nullptr);
+    for (const ggml_backend_feature * f = get ? get(reg) : nullptr; f && f->name; ++f)
+        if (std::strcmp(f->name, feature) == 0) return true;
+    return false;
+}
+
+// The unit the CPU kernels run a case's heaviest node on (docs/quantization.md, docs/ops.md): the
+// int8 products of quantized weights with up to 8 columns, BF16 weights with 16 or more on AMX-BF16,
+// sd.linear_i8 on AMX-INT8 or int8 dots; FMA otherwise and on other devices.
+Unit unit_of(const ggml_cgraph * graph, const Device & device, const Roofline & roof) {
+    if (!device.is_cpu) return kFma;
+    Unit unit = kFma;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
+        const ggml_tensor * node = ggml_graph_node(graph, i);
+        const ggml_tensor * a = node->src[0];
+        if (node->op == GGML_OP_MUL_MAT && a && node->src[1]) {
+            const int64_t n = node->src[1]->ne[1];
+            if (ggml_is_quantized(a->type) && n <= 8 && a->ne[0] % 256 == 0) unit = kInt8Dot;
+            if (a->type == GGML_TYPE_BF16 && n >= 16 && cpu_has("AMX_BF16")) unit = kAmxBf16;
+        } else if (node->op == GGML_OP_CUSTOM && a && a->type == GGML_TYPE_I8) {
+            unit = cpu_has("AMX_INT8") ? kAmxInt8 : kInt8Dot;
+        }
+    }
+    return roof.peak[unit] > 0.0 ? unit : kFma;
+}
 
 std::string roofline_tool() { return std::string(GGX_OPS_SOURCE_DIR) + "/../shared/tools/roofline"; }
 
@@ -40,13 +78,14 @@ std::string run_roofline_tool() {
 Roofline load_roofline(const std::string & option) {
     const std::string json = option.empty() ? run_roofline_tool() : tools::roofline_json(option);
     Roofline r;
-    r.gflops = std::max(tools::roofline_number(json, "fp32_fma_gflops_all"),
-                        tools::roofline_number(json, "fp32_fma_gflops_1t"));
+    for (int u = 0; u < kUnits; ++u)
+        r.peak[u] = tools::roofline_number(json, kUnitKeys[u]);
+    r.peak[kFma] = std::max(r.peak[kFma], tools::roofline_number(json, "fp32_fma_gflops_1t"));
     for (const char * key :
          {"dram_triad_gbs_all", "dram_read_gbs_all", "dram_triad_gbs_1t", "dram_read_gbs_1t"}) {
         r.gbs = std::max(r.gbs, tools::roofline_number(json, key));
     }
-    if (r.gflops <= 0.0 || r.gbs <= 0.0) {
+    if (r.peak[kFma] <= 0.0 || r.gbs <= 0.0) {
         r.note = "roofline unavailable (no figures from " +
                  (option.empty() ? roofline_tool() : "'" + option + "'") + ")";
     }
@@ -94,7 +133,7 @@ double time_graph(ggml_backend_t backend, ggml_cgraph * graph) {
     return runs[runs.size() / 2];
 }
 
-void print_result(const Case & c, const Device & device, double seconds, double bytes,
+void print_result(const Case & c, const Device & device, double seconds, double bytes, Unit unit,
                   const Roofline & roof) {
     const double gflops = c.flops / seconds * 1e-9, gbs = bytes / seconds * 1e-9;
     std::printf("%-64s %-5s %10.3f ms %9.1f GFLOP/s %8.1f GB/s", c.name.c_str(), device.name.c_str(),
@@ -103,9 +142,9 @@ void print_result(const Case & c, const Device & device, double seconds, double 
         std::printf("  ratio unavailable\n");
         return;
     }
-    const double flop_time = c.flops * 1e-9 / roof.gflops, byte_time = bytes * 1e-9 / roof.gbs;
-    std::printf("  %5.2f of roofline (%s-bound)\n", std::max(flop_time, byte_time) / seconds,
-                flop_time > byte_time ? "compute" : "memory");
+    const double flop_time = c.flops * 1e-9 / roof.peak[unit], byte_time = bytes * 1e-9 / roof.gbs;
+    std::printf("  %5.2f of roofline (%s-bound, %s)\n", std::max(flop_time, byte_time) / seconds,
+                flop_time > byte_time ? "compute" : "memory", kUnitNames[unit]);
 }
 
 std::string run_one(const Case & c, const Device & device, uint64_t seed, const Roofline & roof) {
@@ -129,7 +168,7 @@ std::string run_one(const Case & c, const Device & device, uint64_t seed, const 
         return std::string("allocation: ") + ggml_backend_get_last_error();
     const double seconds = time_graph(device.backend, graph);
     if (seconds < 0.0) return std::string("compute: ") + ggml_backend_get_last_error();
-    print_result(c, device, seconds, owner_bytes(ctx.get()), roof);
+    print_result(c, device, seconds, owner_bytes(ctx.get()), unit_of(graph, device, roof), roof);
     return "";
 }
 
@@ -138,9 +177,10 @@ std::string run_one(const Case & c, const Device & device, uint64_t seed, const 
 int run_perf(const std::vector<Case> & cases, const Options & options) {
     const Roofline roof = load_roofline(options.roofline);
     if (roof.note.empty()) {
-        std::printf(
-            "roofline: %.1f GFLOP/s FP32 FMA, %.1f GB/s DRAM (best figures of ../shared/tools/roofline)\n",
-            roof.gflops, roof.gbs);
+        std::printf("roofline (../shared/tools/roofline):");
+        for (int u = 0; u < kUnits; ++u)
+            if (roof.peak[u] > 0.0) std::printf(" %s %.1f G(FL)OP/s,", kUnitNames[u], roof.peak[u]);
+        std::printf(" DRAM %.1f GB/s; each case's ratio is to the unit its kernel runs on\n", roof.gbs);
     } else {
         std::printf("%s: printing absolute figures only\n", roof.note.c_str());
     }
