@@ -73,18 +73,9 @@ void fill(ggml_tensor * t, std::mt19937 & rng) {
     }
 }
 
-bool cpu_has_feature(const char * name) {
-    ggml_backend_reg_t reg = ggml_backend_reg_by_name("CPU");
-    auto get = reinterpret_cast<ggml_backend_get_features_t>(
-        reg ? ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features") : nullptr);
-    for (const ggml_backend_feature * f = get ? get(reg) : nullptr; f && f->name; ++f)
-        if (std::strcmp(f->name, name) == 0) return true;
-    return false;
-}
-
 // The int8 unit sd.linear_i8 runs on and its peak in GOP/s.
 std::pair<const char *, double> int8_unit(const std::string & json) {
-    const bool amx = cpu_has_feature("AMX_INT8");
+    const bool amx = ggx::tools::cpu_has_feature("AMX_INT8");
     const double peak = ggx::tools::roofline_number(json, amx ? "amx_int8_gops_all" : "int8_dot_gops_all");
     if (peak > 0) return {amx ? "amx" : "int8_dot", peak};
     return {"2x_fp32_fma", 2.0 * std::max(ggx::tools::roofline_number(json, "fp32_fma_gflops_all"),

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 
 #include "common/roofline.h"
@@ -34,15 +33,6 @@ struct Roofline {
     std::string note;          // why the ratio is unavailable, if it is
 };
 
-bool cpu_has(const char * feature) {
-    ggml_backend_reg_t reg = ggml_backend_reg_by_name("CPU");
-    auto get = reinterpret_cast<ggml_backend_get_features_t>(
-        reg ? ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features") : nullptr);
-    for (const ggml_backend_feature * f = get ? get(reg) : nullptr; f && f->name; ++f)
-        if (std::strcmp(f->name, feature) == 0) return true;
-    return false;
-}
-
 // The unit the CPU kernels run a case's heaviest node on (docs/quantization.md, docs/ops.md): the
 // int8 products of quantized weights with up to 8 columns, BF16 weights with 16 or more on AMX-BF16,
 // sd.linear_i8 on AMX-INT8 or int8 dots; FMA otherwise and on other devices.
@@ -55,9 +45,9 @@ Unit unit_of(const ggml_cgraph * graph, const Device & device, const Roofline & 
         if (node->op == GGML_OP_MUL_MAT && a && node->src[1]) {
             const int64_t n = node->src[1]->ne[1];
             if (ggml_is_quantized(a->type) && n <= 8 && a->ne[0] % 256 == 0) unit = kInt8Dot;
-            if (a->type == GGML_TYPE_BF16 && n >= 16 && cpu_has("AMX_BF16")) unit = kAmxBf16;
+            if (a->type == GGML_TYPE_BF16 && n >= 16 && tools::cpu_has_feature("AMX_BF16")) unit = kAmxBf16;
         } else if (node->op == GGML_OP_CUSTOM && a && a->type == GGML_TYPE_I8) {
-            unit = cpu_has("AMX_INT8") ? kAmxInt8 : kInt8Dot;
+            unit = tools::cpu_has_feature("AMX_INT8") ? kAmxInt8 : kInt8Dot;
         }
     }
     return roof.peak[unit] > 0.0 ? unit : kFma;
