@@ -348,13 +348,24 @@ HWY_NOINLINE void pack_panel(const Operand & op, int64_t r0, int64_t rows, int64
             out[k * R + r] = 0.0f;
 }
 
+HWY_INLINE void prefetch_l2(const void * p) {
+#if HWY_ARCH_X86
+    _mm_prefetch(static_cast<const char *>(p), _MM_HINT_T1);
+#else
+    hwy::Prefetch(p);
+#endif
+}
+
 // ---------------------------------------------------------------------------------------------
 // Micro-kernel: C[j][i] (+)= sum_k A[k][i] * B[k][j] for i < MR, j < NR <= kNR (B panels hold kNR
-// columns); C rows ldc floats apart.
+// columns); C rows ldc floats apart. With next_b, the next b panel (kc * kNR floats) is brought into
+// L2 along the way: panels come from the large packed b, and the first tile to read one would
+// otherwise wait on L3 for all of it.
 
-template <int NR>
+template <int NR, bool kPrefetchNext = false>
 HWY_INLINE void micro(const float * HWY_RESTRICT A, const float * HWY_RESTRICT B, int64_t kc,
-                      float * HWY_RESTRICT C, int64_t ldc, bool accumulate) {
+                      float * HWY_RESTRICT C, int64_t ldc, bool accumulate,
+                      const float * HWY_RESTRICT next_b = nullptr) {
     const DF d;
     const size_t L = hn::Lanes(d);
     VF c0[NR], c1[NR];
@@ -366,6 +377,7 @@ HWY_INLINE void micro(const float * HWY_RESTRICT A, const float * HWY_RESTRICT B
         hwy::Prefetch(C + j * ldc + 2 * L - 1);
     }
     for (int64_t k = 0; k < kc; ++k) {
+        if constexpr (kPrefetchNext) prefetch_l2(next_b + k * kNR);
         const VF a0 = hn::Load(d, A);
         const VF a1 = hn::Load(d, A + L);
         A += 2 * L;
@@ -512,7 +524,9 @@ HWY_INLINE void macro_tile(const Gemm & g, const float * abuf, int64_t mp0, int6
             const int64_t mr = std::min(MR, g.M - m0);
             float * c = g.c + nn * g.ldc + m0;
             const float * ap = abuf + (p - mp0) * MR * kc;
-            if (mr == MR && nr == kNR)
+            if (mr == MR && nr == kNR && p == mp0 && q + 1 < q1)
+                micro<kNR, true>(ap, bp, kc, c, g.ldc, accumulate, bp + kc * kNR);
+            else if (mr == MR && nr == kNR)
                 micro<kNR>(ap, bp, kc, c, g.ldc, accumulate);
             else if (mr == MR)
                 micro_cols(ap, bp, kc, c, g.ldc, accumulate, nr);
