@@ -47,62 +47,58 @@ struct Unfold {
     int64_t first = 0;  // position of row 0 (a chunk of the positions)
 };
 
-// Tap k decoded into (kw, kh, kd, c), stepped one k at a time.
-struct Tap {
-    int64_t kw, kh, kd, c;
-    Tap(const Unfold & u, int64_t k)
-        : kw(k % u.k[0]),
-          kh(k / u.k[0] % u.k[1]),
-          kd(k / (u.k[0] * u.k[1]) % u.k[2]),
-          c(k / (u.k[0] * u.k[1] * u.k[2])) {}
-    void next(const Unfold & u) {
-        if (++kw < u.k[0]) return;
-        kw = 0;
-        if (++kh < u.k[1]) return;
-        kh = 0;
-        if (++kd < u.k[2]) return;
-        kd = 0;
-        ++c;
-    }
-};
-
 // A panel's height with AVX-512 (two vectors of floats); IM2COL's block of columns.
 constexpr int64_t kFullRun = 32;
 
-// Rows [r, r + len) of a panel: consecutive ow from ow0 at (oh, od), over taps [k0, k0 + kc).
+// The part of a run of outputs that one spatial tap (kw, kh, kd) reads inside the input: rows
+// [lo, hi) of the run, starting at byte `offset` of channel 0. The same for every channel.
+struct RunTap {
+    int64_t lo = 0, hi = 0;
+    size_t offset = 0;
+};
+
+RunTap run_tap(const Unfold & u, int64_t ow0, int64_t oh, int64_t od, int64_t len, int64_t spatial) {
+    const int64_t kw = spatial % u.k[0], kh = spatial / u.k[0] % u.k[1], kd = spatial / (u.k[0] * u.k[1]);
+    const int64_t ih = input_pos(oh, kh, u.s[1], u.p[1], u.d[1]);
+    const int64_t id = input_pos(od, kd, u.s[2], u.p[2], u.d[2]);
+    const int64_t iw0 = input_pos(ow0, kw, u.s[0], u.p[0], u.d[0]);
+    RunTap t;
+    if (ih < 0 || ih >= u.in[1] || id < 0 || id >= u.in[2] || iw0 + (len - 1) * u.s[0] < 0 || iw0 >= u.in[0])
+        return t;
+    t.lo = iw0 >= 0 ? 0 : (-iw0 + u.s[0] - 1) / u.s[0];
+    t.hi = std::min(len, (u.in[0] - iw0 + u.s[0] - 1) / u.s[0]);
+    t.offset = id * u.x_nb[2] + ih * u.x_nb[1] + (iw0 + t.lo * u.s[0]) * u.x_nb[0];
+    return t;
+}
+
+// Rows [r, r + len) of a panel: consecutive ow from ow0 at (oh, od), over taps [k0, k0 + kc). Taps
+// are visited spatial tap first, then channel, so the run's geometry is worked out once per
+// spatial tap rather than once per tap.
 void pack_run(const Unfold & u, const char * sample, int64_t ow0, int64_t oh, int64_t od, int64_t len,
               int64_t R, int64_t k0, int64_t kc, float * out) {
     const bool dense_f32 = u.x_type == GGML_TYPE_F32 && u.x_nb[0] == sizeof(float) && u.s[0] == 1;
-    Tap t(u, k0);
-    for (int64_t k = 0; k < kc; ++k, t.next(u), out += R) {
-        const int64_t ih = input_pos(oh, t.kh, u.s[1], u.p[1], u.d[1]);
-        const int64_t id = input_pos(od, t.kd, u.s[2], u.p[2], u.d[2]);
-        const int64_t iw0 = input_pos(ow0, t.kw, u.s[0], u.p[0], u.d[0]);
-        // Rows [lo, hi) read inside the input row.
-        int64_t lo = 0, hi = 0;
-        if (ih >= 0 && ih < u.in[1] && id >= 0 && id < u.in[2] && iw0 + (len - 1) * u.s[0] >= 0 &&
-            iw0 < u.in[0]) {
-            lo = iw0 >= 0 ? 0 : (-iw0 + u.s[0] - 1) / u.s[0];
-            hi = std::min(len, (u.in[0] - iw0 + u.s[0] - 1) / u.s[0]);
+    const int64_t S = u.k[0] * u.k[1] * u.k[2];
+    for (int64_t spatial = 0; spatial < S; ++spatial) {
+        const RunTap t = run_tap(u, ow0, oh, od, len, spatial);
+        const int64_t lo = t.lo, hi = std::max(t.lo, t.hi);
+        // The channels c with k = c * S + spatial in [k0, k0 + kc).
+        for (int64_t c = (std::max<int64_t>(k0 - spatial, 0) + S - 1) / S, k = c * S + spatial; k < k0 + kc;
+             ++c, k += S) {
+            float * dst = out + (k - k0) * R;
+            std::fill(dst, dst + lo, 0.0f);
+            const char * src = sample + c * u.x_c + t.offset;
+            // Runs are short: inline loops (a full panel's of constant length) beat a call of memcpy.
+            const float * run = reinterpret_cast<const float *>(src);
+            if (dense_f32 && hi - lo == kFullRun)
+                for (int64_t r = 0; r < kFullRun; ++r)
+                    dst[r] = run[r];
+            else if (dense_f32)
+                for (int64_t r = lo; r < hi; ++r)
+                    dst[r] = run[r - lo];
+            else if (hi > lo)
+                load_row(u.x_type, src, u.x_nb[0] * u.s[0], hi - lo, dst + lo);
+            std::fill(dst + hi, dst + len, 0.0f);
         }
-        if (lo >= hi) {
-            std::fill(out, out + len, 0.0f);
-            continue;
-        }
-        std::fill(out, out + lo, 0.0f);
-        const char * src =
-            sample + t.c * u.x_c + id * u.x_nb[2] + ih * u.x_nb[1] + (iw0 + lo * u.s[0]) * u.x_nb[0];
-        // Runs are short: inline loops (a full panel's of constant length) beat a call of memcpy.
-        const float * run = reinterpret_cast<const float *>(src);
-        if (dense_f32 && hi - lo == kFullRun)
-            for (int64_t r = 0; r < kFullRun; ++r)
-                out[r] = run[r];
-        else if (dense_f32)
-            for (int64_t r = lo; r < hi; ++r)
-                out[r] = run[r - lo];
-        else
-            load_row(u.x_type, src, u.x_nb[0] * u.s[0], hi - lo, out + lo);
-        std::fill(out + hi, out + len, 0.0f);
     }
 }
 
