@@ -89,6 +89,10 @@ void store_row(ggml_type type, const float * src, char * dst, size_t stride, int
 // and y[i] = y[i] * a + x[i] * b.
 float dot_f32(const float * a, const float * b, int64_t n);
 void axpby_f32(float * y, float a, const float * x, float b, int64_t n);
+// out[ow] = sum over kh < KH with rows[kh] non-null and kw < KW of w[kh * KW + kw] *
+// rows[kh][ow + kw * d0] for ow < OW (depthwise.cpp): rows hold OW + (KW - 1) * d0 floats.
+void depthwise_row_f32(const float * const * rows, int64_t KH, const float * w, int64_t KW, int64_t d0,
+                       float * out, int64_t OW);
 
 // Calls f(i1, i2, i3) for this thread's share of the rows of t.
 template <class F>

@@ -573,6 +573,14 @@ size_t depthwise_row_floats(const ggml_tensor * node) {
     return static_cast<size_t>(std::max(span, node->src[1]->ne[0] + p.p0) + node->ne[0] + 16);
 }
 
+// Planar, per thread: KH padded input rows (the span of every tap each), then the output row and
+// the channel's weights.
+size_t depthwise_planar_floats(const ggml_tensor * node) {
+    const ggml_tensor * k = node->src[0];
+    const int64_t taps = k->ne[0] * k->ne[1];
+    return depthwise_row_floats(node) * static_cast<size_t>(k->ne[1]) + static_cast<size_t>(taps);
+}
+
 // Input and result stored channels-first (channels innermost, as ggml_conv_2d_dw_direct keeps them).
 bool channels_first(const ggml_tensor * node) {
     const ggml_tensor * x = node->src[1];
@@ -585,7 +593,7 @@ size_t workspace_depthwise(const ggml_tensor * node, int n_threads) {
     const ggml_tensor * k = node->src[0];
     if (channels_first(node))
         return sizeof(float) * static_cast<size_t>(k->ne[0] * k->ne[1] * k->ne[3] + 2 * k->ne[3] * n_threads);
-    return sizeof(float) * depthwise_row_floats(node) * static_cast<size_t>(n_threads);
+    return sizeof(float) * depthwise_planar_floats(node) * static_cast<size_t>(n_threads);
 }
 
 // Channels-first: each output position sums its taps' channel vectors scaled by the taps' weights.
@@ -636,27 +644,35 @@ void compute_depthwise(const ComputeParams & params, ggml_tensor * node) {
     const ggml_tensor * x = node->src[1];
     const auto p = core::params<ggml_ext_conv_2d_params>(node);
     const int64_t OW = node->ne[0], W = x->ne[0], H = x->ne[1], KW = k->ne[0], KH = k->ne[1];
-    const size_t row_floats = depthwise_row_floats(node);
-    float * padded = static_cast<float *>(params.workspace) + row_floats * static_cast<size_t>(params.ith());
-    float * acc = padded + row_floats - static_cast<size_t>(OW) - 16;
-    const int64_t span = static_cast<int64_t>(row_floats) - OW - 16;
+    const int64_t row_floats = static_cast<int64_t>(depthwise_row_floats(node));
+    const int64_t span = row_floats - OW - 16;
+    float * padded = static_cast<float *>(params.workspace) +
+                     depthwise_planar_floats(node) * static_cast<size_t>(params.ith());
+    float * acc = padded + span * KH;
+    float * weights = padded + row_floats * KH;
+    std::vector<const float *> rows(static_cast<size_t>(KH));
     for_each_row(params, node, [&](int64_t oh, int64_t c, int64_t n) {
-        std::fill(acc, acc + OW, 0.0f);
+        for (int64_t t = 0; t < KW * KH; ++t)
+            weights[t] = load_float(k->type, element_at(k, t % KW, t / KW, 0, c));
         for (int64_t kh = 0; kh < KH; ++kh) {
             const int64_t ih = input_pos(oh, kh, p.s1, p.p1, p.d1);
+            rows[kh] = nullptr;
             if (ih < 0 || ih >= H) continue;
-            std::fill(padded, padded + span, 0.0f);
-            load_row(x->type, row_at(x, ih, c, n), x->nb[0], std::min(W, span - p.p0), padded + p.p0);
-            for (int64_t kw = 0; kw < KW; ++kw) {
-                const float weight = load_float(k->type, element_at(k, kw, kh, 0, c));
-                const float * in = padded + kw * p.d0;
-                if (p.s0 == 1)
+            float * row = padded + kh * span;
+            const int64_t width = std::min(W, span - p.p0);
+            std::fill(row, row + p.p0, 0.0f);
+            load_row(x->type, row_at(x, ih, c, n), x->nb[0], width, row + p.p0);
+            std::fill(row + p.p0 + width, row + span, 0.0f);
+            rows[kh] = row;
+        }
+        if (p.s0 == 1) {
+            depthwise_row_f32(rows.data(), KH, weights, KW, p.d0, acc, OW);
+        } else {
+            std::fill(acc, acc + OW, 0.0f);
+            for (int64_t kh = 0; kh < KH; ++kh)
+                for (int64_t kw = 0; rows[kh] != nullptr && kw < KW; ++kw)
                     for (int64_t ow = 0; ow < OW; ++ow)
-                        acc[ow] += weight * in[ow];
-                else
-                    for (int64_t ow = 0; ow < OW; ++ow)
-                        acc[ow] += weight * in[ow * p.s0];
-            }
+                        acc[ow] += weights[kh * KW + kw] * rows[kh][ow * p.s0 + kw * p.d0];
         }
         store_row(node->type, acc, row_at(node, oh, c, n), node->nb[0], OW);
     });
