@@ -2,7 +2,7 @@
 // taps of weighted, shifted input rows, held in registers across all taps, on Highway vectors of the
 // best target this CPU has (compiled for every target, chosen at run time).
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "cpu/kernels/depthwise.cpp"
+#define HWY_TARGET_INCLUDE "cpu/depthwise_row.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
