@@ -189,6 +189,27 @@ struct ggml_ext_kernel_desc {
  * registered) for a bad descriptor, an unknown custom op or a name the device already has. */
 bool ggml_ext_register_kernel(ggml_backend_dev_t device, const struct ggml_ext_kernel_desc * desc);
 
+/* Device replay (spec "replayable plans"): flags of ggml_ext_register_kernel_ex.
+ * CAPTURE_SAFE: execute only enqueues replayable device work on the backend's queue or stream: no
+ * required per-execution host side effect, no decision based on tensor contents, private streams
+ * rejoin the borrowed one; lazy setup completes during the first ordinary execution. Tensor
+ * metadata, attributes and host plan state stay frozen until the scheduler allocates again (tensor
+ * contents may change). When every extension step of a scheduled plan opts in, a backend that can
+ * record device work (Vulkan) runs the first execution ordinarily, records the second while it runs,
+ * and later resubmits the recording without calling execute. */
+#define GGML_EXT_KERNEL_CAPTURE_SAFE (1u << 0)
+/* REPLAY_REUSABLE (requires CAPTURE_SAFE): the recorded work depends only on complete tensor
+ * metadata, addresses, the device and immutable registration data, uses no per-plan host state and
+ * initializes any workspace it reads on every execution, so a recording may be reused by an
+ * equivalent plan after a scheduler rebuild. */
+#define GGML_EXT_KERNEL_REPLAY_REUSABLE (1u << 1)
+
+/* As ggml_ext_register_kernel, with GGML_EXT_KERNEL_* flags (the descriptor is the same). false
+ * (error set, nothing registered) for unknown flags or REPLAY_REUSABLE without CAPTURE_SAFE.
+ * ggml_ext_register_kernel registers with flags 0: its kernel is called on every execution. */
+bool ggml_ext_register_kernel_ex(ggml_backend_dev_t device, const struct ggml_ext_kernel_desc * desc,
+                                 uint32_t flags);
+
 /* Whether the device's own implementation supports op, ignoring every extension kernel. (The public
  * ggml_backend_dev_supports_op also counts single-node extension kernels.) */
 bool ggml_ext_dev_supports_native_op(ggml_backend_dev_t device, const struct ggml_tensor * op);
@@ -237,6 +258,11 @@ void ggml_ext_set_error(const char * message);
  * output over that input when nothing after the range reads it, as the unfused in-place chain would
  * be placed, so fusing costs no memory. */
 #define GGML_EXT_FUSION_OUTPUT_IN_PLACE (1u << 1)
+/* The rule's kernels opt into device replay as GGML_EXT_KERNEL_CAPTURE_SAFE and
+ * GGML_EXT_KERNEL_REPLAY_REUSABLE state for single-node kernels (REPLAY_REUSABLE requires
+ * CAPTURE_SAFE). */
+#define GGML_EXT_FUSION_CAPTURE_SAFE (1u << 2)
+#define GGML_EXT_FUSION_REPLAY_REUSABLE (1u << 3)
 
 /* One fused range, metadata only (prepare) or with current addresses (execute). */
 struct ggml_ext_fusion_prepare_params {
@@ -360,6 +386,7 @@ struct ggml_ext_kernel_info {
     enum ggml_op op;         /* the built-in op it computes (an override), or GGML_OP_CUSTOM */
     ggml_ext_op_t custom_op; /* with GGML_OP_CUSTOM: the registered operator; else NULL */
     int priority;
+    uint32_t flags; /* version 2: the GGML_EXT_KERNEL_* flags it was registered with */
 };
 
 /* Number of kernels registered on device (0 for NULL). */

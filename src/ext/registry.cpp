@@ -204,9 +204,25 @@ void fusion_destroy(const ggx::Kernel & k, void * state) {
     d.destroy(state, d.user_data);
 }
 
+// The Kernel's replay opt-in from a registration's capture-safe and replay-reusable flags.
+uint32_t replay_of(uint32_t flags, uint32_t capture_safe, uint32_t reusable) {
+    return ((flags & capture_safe) ? ggx::Kernel::kCaptureSafe : 0u) |
+           ((flags & reusable) ? ggx::Kernel::kReplayReusable : 0u);
+}
+
+// Why a registration's flags are refused ("" when accepted): bits outside the replay flags and
+// other_flags, or replay reuse without capture safety.
+std::string replay_flags_error(uint32_t flags, uint32_t capture_safe, uint32_t reusable, uint32_t other_flags) {
+    if (flags & ~(capture_safe | reusable | other_flags)) return "unknown flags " + std::to_string(flags);
+    if ((flags & reusable) && !(flags & capture_safe))
+        return "REPLAY_REUSABLE requires CAPTURE_SAFE (reuse across rebuilds is a kind of replay)";
+    return "";
+}
+
 }  // namespace
 
-KernelRegistration::KernelRegistration(const ggml_ext_kernel_desc & d) : desc(d), name(d.name) {
+KernelRegistration::KernelRegistration(const ggml_ext_kernel_desc & d, uint32_t kernel_flags)
+    : desc(d), name(d.name), flags(kernel_flags) {
     desc.struct_size = sizeof(ggml_ext_kernel_desc);
     desc.name = name.c_str();
     kernel = {name.c_str(),
@@ -215,7 +231,8 @@ KernelRegistration::KernelRegistration(const ggml_ext_kernel_desc & d) : desc(d)
               desc.prepare ? extension_prepare : nullptr,
               extension_execute,
               desc.destroy ? extension_destroy : nullptr,
-              this};
+              this,
+              replay_of(flags, GGML_EXT_KERNEL_CAPTURE_SAFE, GGML_EXT_KERNEL_REPLAY_REUSABLE)};
 }
 
 FusionRule::FusionRule(const ggml_ext_fusion_desc & d) : desc(d), name(d.name) {
@@ -227,7 +244,8 @@ FusionRule::FusionRule(const ggml_ext_fusion_desc & d) : desc(d), name(d.name) {
               desc.prepare ? fusion_prepare : nullptr,
               fusion_execute,
               desc.destroy ? fusion_destroy : nullptr,
-              this};
+              this,
+              replay_of(desc.flags, GGML_EXT_FUSION_CAPTURE_SAFE, GGML_EXT_FUSION_REPLAY_REUSABLE)};
 }
 
 uint64_t generation() { return registry().generation.load(std::memory_order_acquire); }
@@ -463,11 +481,19 @@ const void * ggml_ext_node_attrs(const ggml_tensor * node, size_t * attr_size) {
 }
 
 bool ggml_ext_register_kernel(ggml_backend_dev_t device, const ggml_ext_kernel_desc * desc) {
+    return ggml_ext_register_kernel_ex(device, desc, 0);
+}
+
+bool ggml_ext_register_kernel_ex(ggml_backend_dev_t device, const ggml_ext_kernel_desc * desc, uint32_t flags) {
     using ggx::ext::fail;
-    std::string where = "ggml_ext_register_kernel";
+    std::string where = flags ? "ggml_ext_register_kernel_ex" : "ggml_ext_register_kernel";
     if (!device) return fail(where + ": the device is NULL");
     where += std::string(" on '") + device->name() + "'";
     if (!desc) return fail(where + ": the descriptor is NULL");
+    if (const std::string why = ggx::ext::replay_flags_error(flags, GGML_EXT_KERNEL_CAPTURE_SAFE,
+                                                             GGML_EXT_KERNEL_REPLAY_REUSABLE, 0);
+        !why.empty())
+        return fail(where + ": " + why);
     if (desc->struct_size < sizeof(ggml_ext_kernel_desc) || desc->version < GGML_EXT_KERNEL_DESC_VERSION) {
         return fail(where + ": descriptor struct_size " + std::to_string(desc->struct_size) + " / version " +
                     std::to_string(desc->version) + " is older than this runtime's (" +
@@ -498,7 +524,7 @@ bool ggml_ext_register_kernel(ggml_backend_dev_t device, const ggml_ext_kernel_d
     if (list && std::any_of(list->begin(), list->end(),
                             [&](const KernelRegistration * k) { return k->name == name; }))
         return fail(where + ": the device already has a kernel of that name; the live one is kept");
-    const KernelRegistration * added = &r.kernels.emplace_back(*desc);
+    const KernelRegistration * added = &r.kernels.emplace_back(*desc, flags);
     ggx::ext::insert_by_priority(list, added);
     r.kernels_registered[device].push_back(added);
     r.n_kernels.fetch_add(1, std::memory_order_acq_rel);
@@ -522,8 +548,11 @@ bool ggml_ext_register_fusion(ggml_backend_dev_t device, const ggml_ext_fusion_d
     ggml_ext_fusion_desc accepted{};
     std::memcpy(&accepted, desc, std::min(desc->struct_size, sizeof accepted));
     if (desc->version < 2 || desc->struct_size < sizeof accepted) accepted.flags = 0;
-    if (accepted.flags & ~(GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE | GGML_EXT_FUSION_OUTPUT_IN_PLACE))
-        return fail(where + ": unknown flags " + std::to_string(accepted.flags));
+    if (const std::string why = ggx::ext::replay_flags_error(
+            accepted.flags, GGML_EXT_FUSION_CAPTURE_SAFE, GGML_EXT_FUSION_REPLAY_REUSABLE,
+            GGML_EXT_FUSION_NO_INTERMEDIATE_STORAGE | GGML_EXT_FUSION_OUTPUT_IN_PLACE);
+        !why.empty())
+        return fail(where + ": " + why);
     desc = &accepted;
     const std::string name = desc->name ? desc->name : "";
     if (name.empty() || name.size() >= GGML_EXT_MAX_NAME) {
@@ -605,6 +634,7 @@ bool ggml_ext_dev_get_kernel(ggml_backend_dev_t device, int i, ggml_ext_kernel_i
     info->op = k.desc.op;
     info->custom_op = k.desc.op == GGML_OP_CUSTOM ? k.desc.custom_op : nullptr;
     info->priority = k.desc.priority;
+    if (info->struct_size >= sizeof(ggml_ext_kernel_info)) info->flags = k.flags;
     return true;
 }
 

@@ -25,12 +25,13 @@ namespace ggx::ext {
 // A kernel registration: the application's descriptor (its name owned here) and the runtime's
 // Kernel that runs it (kExtension). Not copyable: the Kernel points back at it.
 struct KernelRegistration {
-    explicit KernelRegistration(const ggml_ext_kernel_desc & d);
+    KernelRegistration(const ggml_ext_kernel_desc & d, uint32_t flags);
     KernelRegistration(const KernelRegistration &) = delete;
     KernelRegistration & operator=(const KernelRegistration &) = delete;
 
     ggml_ext_kernel_desc desc;
     std::string name;
+    uint32_t flags;  // GGML_EXT_KERNEL_*
     ggx::Kernel kernel;
 };
 

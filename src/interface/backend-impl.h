@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "interface/kernel.h"
 
@@ -27,6 +28,49 @@ struct Workspace {
     ggml_backend_buffer_t buffer = nullptr;
     void * data = nullptr;  // the region's base in the backend's representation
     size_t size = 0;
+    // Shares ownership of buffer where its owner allows it (the scheduler's workspaces): a plan's
+    // recording keeps the workspace it recorded alive. Empty for other workspaces.
+    std::shared_ptr<ggml_backend_buffer> owner = {};
+};
+
+// Device replay (spec: replayable plans): the device work of one plan execution, recorded while it
+// ran, resubmitted without the host calls that recorded it. It owns its device resources and stays
+// valid after its backend is freed (they belong to the device).
+class PlanRecording {
+public:
+    virtual ~PlanRecording() = default;
+    // Submits the recorded work again and waits for it: the status of its completion.
+    virtual ggml_status replay() = 0;
+};
+
+// The recordings of released REPLAY_REUSABLE plans, kept by their backend so that an equivalent plan
+// of a later scheduler rebuild replays at once. An entry is found by its key, an exact description
+// of what the plan computed (graph structure, tensor metadata and addresses, selected kernels,
+// workspace requirement), built while the plan's graph was alive: no old graph object is read.
+class RetiredRecordings {
+public:
+    static constexpr size_t kMaxEntries = 16;
+    static constexpr size_t kMaxWorkspaceBytes = size_t{256} << 20;
+
+    struct Entry {
+        std::string key;
+        std::unique_ptr<PlanRecording> recording;
+        std::shared_ptr<ggml_backend_buffer> workspace;  // the one the recording uses (may be empty)
+    };
+
+    // Keeps entry, evicting the oldest ones beyond kMaxEntries entries or kMaxWorkspaceBytes of
+    // workspace; an entry whose workspace alone is larger is dropped (its plan kept a plan-local
+    // recording only). An entry of an equal key replaces the older one.
+    void retire(Entry entry);
+    // The entry of key, taken out of the cache; an empty entry when there is none.
+    Entry take(const std::string & key);
+    size_t size() const { return entries_.size(); }
+    size_t workspace_bytes() const { return workspace_bytes_; }
+
+private:
+    static size_t bytes_of(const Entry & entry);
+    std::vector<Entry> entries_;  // oldest first
+    size_t workspace_bytes_ = 0;
 };
 
 }  // namespace ggx
@@ -126,8 +170,19 @@ struct ggml_backend {
     // scheduled Vulkan plans share FLOP thresholds across native fragments and extension callbacks).
     virtual ggml_status end_extension_step(std::span<ggml_tensor * const>) { return GGML_STATUS_SUCCESS; }
 
+    // Device replay (spec: replayable plans). Whether this backend can record a plan execution's
+    // device work, its native ranges and the extension steps' queued work alike, and replay it.
+    virtual bool can_record_plans() const { return false; }
+    // Right after begin_plan: keep what this execution queues, as well as running it.
+    virtual void record_plan() {}
+    // After end_plan: the recording record_plan began (nullptr when the execution failed or queued
+    // nothing).
+    virtual std::unique_ptr<ggx::PlanRecording> take_plan_recording() { return nullptr; }
+
     // The workspace of direct graph computations' temporary plans, kept for the next one.
     std::unique_ptr<ggml_backend_buffer> direct_workspace;
+    // Released once the backend's own destructor synchronized its queue.
+    ggx::RetiredRecordings retired_recordings;
 };
 
 struct ggml_backend_device {

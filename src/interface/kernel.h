@@ -55,6 +55,10 @@ struct Kernel {
     void (*destroy)(const Kernel & self, void * state);
     // What the callbacks adapt: a registration of ggml-ext.h, or nullptr for a device's own kernel.
     const void * impl = nullptr;
+    // Device replay opt-in of an extension or fusion kernel (spec: replayable plans); native kernels
+    // leave it 0, whether their backend can record them is the backend's answer (can_capture).
+    enum Replay : uint32_t { kCaptureSafe = 1u << 0, kReplayReusable = 1u << 1 };
+    uint32_t replay = 0;
 };
 
 }  // namespace ggx

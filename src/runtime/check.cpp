@@ -683,7 +683,7 @@ extern "C" bool ggml_ext_check_kernel(const ggml_ext_check_params * params, ggml
         return refuse("the report's struct_size is older than this runtime's");
     if (std::string bad = validate_params(params); !bad.empty()) return refuse(bad);
     try {
-        const ggx::ext::KernelRegistration kernel(*params->kernel);
+        const ggx::ext::KernelRegistration kernel(*params->kernel, 0);
         std::unique_ptr<ggml_backend, decltype(&ggml_backend_free)> owned(nullptr, &ggml_backend_free);
         ggml_backend_t backend = params->backend;
         if (!backend) {

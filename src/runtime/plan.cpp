@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -64,12 +65,16 @@ ExecutionPlan & ExecutionPlan::operator=(ExecutionPlan && other) noexcept {
     generation_ = other.generation_;
     epoch_ = other.epoch_;
     validated_ = other.validated_;
+    replay_ = std::move(other.replay_);
     other.steps_.clear();
     other.natives_.clear();
+    other.replay_ = {};
     return *this;
 }
 
 void ExecutionPlan::release() {
+    retire_recording();
+    replay_ = {};
     for (const Step & s : steps_)
         if (s.kernel && s.kernel->destroy) s.kernel->destroy(*s.kernel, s.state);
     for (const NativeNode & n : natives_)
@@ -175,7 +180,19 @@ bool ExecutionPlan::build_impl(ggml_backend_t backend, ggml_cgraph * graph, int 
         else
             steps_.push_back({i, i + 1, kernel, state, bytes, 0, 0});
     }
+    decide_replay();
     return true;
+}
+
+void ExecutionPlan::decide_replay() {
+    const char * disabled = std::getenv("GGX_DISABLE_PLAN_REPLAY");
+    const auto opted = [&](uint32_t flag) {
+        return std::all_of(steps_.begin(), steps_.end(),
+                           [&](const Step & s) { return !s.kernel || (s.kernel->replay & flag); });
+    };
+    replay_.eligible = backend_->can_record_plans() && !(disabled && std::string(disabled) == "1") &&
+                       !steps_.empty() && opted(Kernel::kCaptureSafe);
+    replay_.reusable = replay_.eligible && opted(Kernel::kReplayReusable);
 }
 
 bool ExecutionPlan::is_current() const { return generation_ == ext::generation() && !settings_changed(); }
@@ -208,7 +225,116 @@ ggml_status ExecutionPlan::run(int first, int last, const Workspace & workspace,
         if (const ggml_status status = validate()) return status;
     }
     if (execution == Execution::kFragments) return run_steps(first, last, workspace, execution);
-    return bracketed([&] { return run_steps(first, last, workspace, execution); });
+    if (execution == Execution::kReplayable && replay_.eligible && first <= begin_ && last >= end_)
+        return run_replayable(workspace);
+    return bracketed([&] { return run_steps(first, last, workspace, Execution::kBatched); });
+}
+
+std::vector<const void *> ExecutionPlan::addresses(const Workspace & workspace) const {
+    std::vector<const void *> list{workspace.buffer, workspace.data, reinterpret_cast<const void *>(workspace.size)};
+    for (int i = begin_; i < end_; ++i) {
+        const ggml_tensor * node = ggml_graph_node(graph_, i);
+        list.push_back(node->data);
+        for (const ggml_tensor * src : node->src)
+            list.push_back(src ? src->data : nullptr);
+    }
+    return list;
+}
+
+namespace {
+
+template <class T>
+void append_bytes(std::string & key, const T & value) {
+    key.append(reinterpret_cast<const char *>(&value), sizeof value);
+}
+
+void append_tensor(std::string & key, const ggml_tensor * t) {
+    append_bytes(key, t->type);
+    append_bytes(key, t->ne);
+    append_bytes(key, t->nb);
+    append_bytes(key, t->data);
+    append_bytes(key, t->buffer);
+}
+
+}  // namespace
+
+// Every computed node's op, parameters, flags and tensors (its own and its sources' metadata and
+// addresses), every step's kernel, range and workspace request, and every native node's kernel.
+std::string ExecutionPlan::replay_key() const {
+    std::string key;
+    append_bytes(key, begin_);
+    append_bytes(key, end_);
+    append_bytes(key, workspace_bytes_);
+    for (int i = begin_; i < end_; ++i) {
+        const ggml_tensor * node = ggml_graph_node(graph_, i);
+        append_bytes(key, node->op);
+        append_bytes(key, node->op_params);
+        append_bytes(key, node->flags);
+        append_tensor(key, node);
+        for (const ggml_tensor * src : node->src) {
+            append_bytes(key, src != nullptr);
+            if (src) append_tensor(key, src);
+        }
+    }
+    for (const Step & s : steps_) {
+        append_bytes(key, s.kernel);
+        append_bytes(key, s.begin);
+        append_bytes(key, s.end);
+        append_bytes(key, s.workspace_bytes);
+    }
+    for (const NativeNode & n : natives_)
+        append_bytes(key, n.kernel);
+    return key;
+}
+
+void ExecutionPlan::retire_recording() {
+    if (!replay_.recording || !replay_.reusable) return;
+    backend_->retired_recordings.retire(
+        {std::move(replay_.key), std::move(replay_.recording), std::move(replay_.workspace)});
+}
+
+// Warm-up, recording, replay (spec: replayable plans). The addresses of every run are compared with
+// the last run's: a change drops the recording (a reusable one too: its addresses are part of its
+// key) and the next run is a warm-up again.
+ggml_status ExecutionPlan::run_replayable(const Workspace & workspace) {
+    std::vector<const void *> now = addresses(workspace);
+    if (now != replay_.addresses) {
+        retire_recording();
+        replay_.recording.reset();
+        replay_.workspace.reset();
+        replay_.warm = false;
+        replay_.addresses = std::move(now);
+    }
+    if (replay_.recording) return replay_.recording->replay();
+    if (replay_.reusable) {
+        std::string key = replay_key();
+        RetiredRecordings::Entry retired = backend_->retired_recordings.take(key);
+        if (retired.recording) {
+            replay_.recording = std::move(retired.recording);
+            replay_.workspace = std::move(retired.workspace);
+            replay_.key = std::move(key);
+            return replay_.recording->replay();
+        }
+    }
+    const auto steps = [&] { return run_steps(begin_, end_, workspace, Execution::kBatched); };
+    if (!replay_.warm) {
+        const ggml_status status = bracketed(steps);
+        replay_.warm = status == GGML_STATUS_SUCCESS;
+        return status;
+    }
+    // The recording run: a failure propagates (nothing is run again) and the next run warms up.
+    backend_->begin_plan();
+    backend_->record_plan();
+    ggml_status status = steps();
+    const ggml_status ended = backend_->end_plan();
+    if (status == GGML_STATUS_SUCCESS) status = ended;
+    std::unique_ptr<PlanRecording> recording = backend_->take_plan_recording();
+    replay_.warm = false;
+    if (status != GGML_STATUS_SUCCESS || !recording) return status;
+    replay_.recording = std::move(recording);
+    replay_.workspace = workspace.owner;
+    if (replay_.reusable) replay_.key = replay_key();
+    return status;
 }
 
 template <class F>

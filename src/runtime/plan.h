@@ -8,7 +8,9 @@
 #include <ggml-backend.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "ext/registry.h"
@@ -67,13 +69,26 @@ public:
     // complete them at the end (scheduled plans). kFragments: every step is a bracket of its own,
     // completed before the next begins (spec: evaluation callbacks and direct backend calls retain
     // fragment execution).
-    enum class Execution { kBatched, kFragments };
+    // kReplayable: batched, and the backend may record the whole plan and replay it (spec:
+    // replayable plans), when every extension step opts in (CAPTURE_SAFE) and the backend can record
+    // plans (can_record_plans): the first execution runs ordinarily, the next records while it runs,
+    // later ones replay the recording without calling a kernel. A changed tensor address or workspace
+    // drops the recording and warms up again. The scheduler asks for it with one pipeline copy and
+    // no evaluation callback; GGX_DISABLE_PLAN_REPLAY=1 turns it off.
+    enum class Execution { kBatched, kFragments, kReplayable };
 
     // Runs the plan's nodes that lie in [first, last), in order, queued on the backend (validating
     // first when validate has not succeeded). Fails without running anything when the plan is not
     // current, or when the workspace is smaller than workspace_bytes().
     ggml_status run(int first, int last, const Workspace & workspace,
                     Execution execution = Execution::kBatched);
+
+    // Device replay, for tests: whether the plan qualifies (kReplayable may record it), whether it
+    // is reusable across rebuilds (every extension step REPLAY_REUSABLE), and whether it holds a
+    // recording now.
+    bool replay_eligible() const { return replay_.eligible; }
+    bool replay_reusable() const { return replay_.reusable; }
+    bool has_recording() const { return replay_.recording != nullptr; }
 
 private:
     enum class Mode { kSelect, kNativeOnly };
@@ -95,6 +110,24 @@ private:
     std::string step_failure(const Step & s) const;
     void release();
 
+    // Device replay state (kReplayable runs of the whole plan).
+    struct Replay {
+        bool eligible = false, reusable = false;  // decided by build
+        bool warm = false;                        // an ordinary execution ran at these addresses
+        std::vector<const void *> addresses;      // the tensors' and workspace's, of the last run
+        std::unique_ptr<PlanRecording> recording;
+        std::shared_ptr<ggml_backend_buffer> workspace;  // what the recording uses
+        std::string key;                                 // the recording's, for the retired cache
+    };
+    void decide_replay();
+    ggml_status run_replayable(const Workspace & workspace);
+    // The data addresses of every node of the plan and its sources, and the workspace.
+    std::vector<const void *> addresses(const Workspace & workspace) const;
+    // An exact description of what the plan computes at its current addresses (the retired key).
+    std::string replay_key() const;
+    // Hands a reusable plan's recording to the backend's retired cache.
+    void retire_recording();
+
     ggml_backend_t backend_ = nullptr;
     ggml_cgraph * graph_ = nullptr;
     int begin_ = 0, end_ = 0;  // the planned range
@@ -103,6 +136,7 @@ private:
     size_t workspace_bytes_ = 0;
     uint64_t generation_ = 0, epoch_ = 0;
     bool validated_ = false;
+    Replay replay_;
 };
 
 // Plan validations (ExecutionPlan::validate) since the process started, for tests.

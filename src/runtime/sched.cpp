@@ -156,7 +156,8 @@ struct ggml_backend_sched {
     std::vector<Split> splits;
     std::vector<int> node_ids, leaf_ids;   // buffer (= backend) index per plan node / leaf
     std::vector<size_t> workspace_needed;  // per backend: the largest extension workspace request
-    std::vector<std::unique_ptr<ggml_backend_buffer, decltype(&ggml_backend_buffer_free)>> workspaces;
+    // Shared with the recordings of plans that ran in them (they keep what they recorded alive).
+    std::vector<std::shared_ptr<ggml_backend_buffer>> workspaces;
     bool allocated = false;
     bool explain = ggx::backend::explain_from_environment(), explain_to_stderr = explain;
     std::string explanation;                   // explain mode: the last scheduled graph's
@@ -462,7 +463,7 @@ bool ggml_backend_sched::reserve_workspaces() {
                         " bytes of extension workspace on " + backends[b]->name() + ": " +
                         ggml_backend_get_last_error());
         }
-        workspaces[b].reset(buffer);
+        workspaces[b] = std::shared_ptr<ggml_backend_buffer>(buffer, &ggml_backend_buffer_free);
     }
     return true;
 }
@@ -632,10 +633,13 @@ ggml_status ggml_backend_sched::run_split(Split & s) {
     ggx::backend::RewriteScope scope(own, cur_copy);
     ggml_backend_buffer_t buffer = workspaces[s.backend].get();
     const ggx::Workspace workspace{buffer, buffer ? ggml_backend_buffer_get_base(buffer) : nullptr,
-                                   buffer ? ggml_backend_buffer_get_size(buffer) : 0};
+                                   buffer ? ggml_backend_buffer_get_size(buffer) : 0, workspaces[s.backend]};
     ggml_status status = GGML_STATUS_SUCCESS;
     if (!eval_callback) {
-        status = s.plan.run(s.compute_begin, s.end, workspace);
+        // Spec: multiple pipeline copies retain ordinary dispatch.
+        using Execution = ggx::backend::ExecutionPlan::Execution;
+        status = s.plan.run(s.compute_begin, s.end, workspace,
+                            n_copies == 1 ? Execution::kReplayable : Execution::kBatched);
     } else {
         int begin = s.compute_begin;
         for (int i = s.compute_begin; i < s.end && status == GGML_STATUS_SUCCESS; ++i) {
@@ -710,7 +714,7 @@ ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t * backends, ggml_back
             return nullptr;
         }
         sched->bufts.push_back(buft);
-        sched->workspaces.emplace_back(nullptr, &ggml_backend_buffer_free);
+        sched->workspaces.emplace_back();
     }
     sched->workspace_needed.assign(n_backends, 0);
     sched->galloc = std::make_unique<ggx::backend::GraphAllocator>(sched->bufts);

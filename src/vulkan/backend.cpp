@@ -25,6 +25,60 @@ double node_flops(const ggml_tensor * node) {
 
 }  // namespace
 
+// A recorded plan execution: command buffers of a pool of its own, in submission order, and the
+// descriptor sets they bind. Everything belongs to the device, so it may outlive the backend.
+class PlanCommands final : public PlanRecording {
+public:
+    explicit PlanCommands(Device & device) : device_(device), arena_(device) {
+        VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+        pool_info.queueFamilyIndex = device_.queue_family();
+        check(vkCreateCommandPool(device_.handle(), &pool_info, nullptr, &pool_), "vkCreateCommandPool");
+        const VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        check(vkCreateFence(device_.handle(), &fence_info, nullptr, &fence_), "vkCreateFence");
+    }
+    ~PlanCommands() override {
+        vkDestroyFence(device_.handle(), fence_, nullptr);
+        vkDestroyCommandPool(device_.handle(), pool_, nullptr);
+    }
+    PlanCommands(const PlanCommands &) = delete;
+    PlanCommands & operator=(const PlanCommands &) = delete;
+
+    // Every submission waits for its fence: no replay is pending when it returns or fails.
+    ggml_status replay() override {
+        try {
+            check(vkResetFences(device_.handle(), 1, &fence_), "vkResetFences");
+            VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+            submit.commandBufferCount = static_cast<uint32_t>(buffers_.size());
+            submit.pCommandBuffers = buffers_.data();
+            device_.submit(submit, fence_);
+            check(vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+            return GGML_STATUS_SUCCESS;
+        } catch (const Error & e) {
+            return backend::fail(GGML_STATUS_FAILED, std::string(device_.name()) + ": replaying a plan: " + e.what());
+        }
+    }
+
+    VkCommandBuffer allocate() {
+        VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+        alloc.commandPool = pool_;
+        alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        alloc.commandBufferCount = 1;
+        VkCommandBuffer buffer = VK_NULL_HANDLE;
+        check(vkAllocateCommandBuffers(device_.handle(), &alloc, &buffer), "vkAllocateCommandBuffers");
+        return buffer;
+    }
+    void keep(VkCommandBuffer submitted) { buffers_.push_back(submitted); }
+    bool empty() const { return buffers_.empty(); }
+    DescriptorArena & arena() { return arena_; }
+
+private:
+    Device & device_;
+    DescriptorArena arena_;  // never reset: the recorded commands bind its sets
+    VkCommandPool pool_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    std::vector<VkCommandBuffer> buffers_;
+};
+
 Backend::Backend(ggml_backend_dev_t owner, BufferType & buffer_type)
     : owner_(owner), buffer_type_(buffer_type), device_(buffer_type.vulkan()), arena_(device_) {
     VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
@@ -60,6 +114,14 @@ size_t workspace_padding(ggml_backend_t backend) {
 }
 
 VkCommandBuffer Backend::begin_commands() {
+    if (plan_recording_) {
+        const VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        open_ = {plan_recording_->allocate(), VK_NULL_HANDLE, true};
+        check(vkCreateFence(device_.handle(), &fence_info, nullptr, &open_.fence), "vkCreateFence");
+        VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        check(vkBeginCommandBuffer(open_.buffer, &begin), "vkBeginCommandBuffer");
+        return open_.buffer;
+    }
     if (free_.empty()) {
         Commands c;
         VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
@@ -86,7 +148,16 @@ Recorder & Backend::recording() {
     commands_at_submit_ = 0;
     pending_flops_ = 0.0;
     last_submissions_ = 0;
-    return recorder_.emplace(device_, begin_commands(), arena_);
+    return recorder_.emplace(device_, begin_commands(), plan_recording_ ? plan_recording_->arena() : arena_);
+}
+
+void Backend::release_commands(const Commands & c, bool submitted) {
+    if (!c.recorded) {
+        free_.push_back(c);
+        return;
+    }
+    vkDestroyFence(device_.handle(), c.fence, nullptr);
+    if (submitted) plan_recording_->keep(c.buffer);  // the pool frees the others
 }
 
 void Backend::submit_commands() {
@@ -117,7 +188,7 @@ void Backend::submit_if_due() {
 void Backend::wait_in_flight() {
     for (const Commands & c : in_flight_) {
         vkWaitForFences(device_.handle(), 1, &c.fence, VK_TRUE, UINT64_MAX);
-        free_.push_back(c);
+        release_commands(c, true);
     }
     in_flight_.clear();
 }
@@ -125,10 +196,11 @@ void Backend::wait_in_flight() {
 void Backend::discard_recording() {
     if (!recorder_) return;
     vkEndCommandBuffer(open_.buffer);
-    free_.push_back(open_);
+    release_commands(open_, false);
     open_ = {};
     recorder_.reset();
     wait_in_flight();
+    plan_recording_.reset();  // a failed execution leaves no recording
 }
 
 void Backend::submit_recording() {
@@ -139,7 +211,7 @@ void Backend::submit_recording() {
         submit_commands();
     } else {
         vkEndCommandBuffer(open_.buffer);
-        free_.push_back(open_);
+        release_commands(open_, false);
         open_ = {};
     }
     recorder_.reset();
@@ -171,6 +243,16 @@ ggml_status Backend::compute_native(std::span<const NativeNode> nodes, const Wor
 }
 
 void Backend::begin_plan() { in_plan_ = true; }
+
+void Backend::record_plan() {
+    // Work queued before the plan (outside any) was submitted and waited for when it was computed.
+    if (in_plan_ && !recorder_) plan_recording_ = std::make_unique<PlanCommands>(device_);
+}
+
+std::unique_ptr<PlanRecording> Backend::take_plan_recording() {
+    if (plan_recording_ && plan_recording_->empty()) plan_recording_.reset();
+    return std::move(plan_recording_);
+}
 
 ggml_status Backend::end_plan() {
     in_plan_ = false;

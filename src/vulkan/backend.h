@@ -4,6 +4,8 @@
 // matrix FLOPs (of native nodes and extension steps' nodes alike) decides when a command buffer is
 // submitted early (so the device starts while the rest is recorded), and end_plan submits the rest
 // and waits. Fragment execution brackets every step on its own, so each is submitted and waited for.
+// A plan execution can also be recorded (record_plan): its command buffers and descriptor sets are
+// then kept, and the recording resubmits them (spec: replayable plans).
 #pragma once
 
 #include <functional>
@@ -17,6 +19,8 @@
 #include "vulkan/recorder.h"
 
 namespace ggx::vulkan {
+
+class PlanCommands;  // a recorded plan execution (backend.cpp)
 
 class Backend final : public ggml_backend {
 public:
@@ -33,6 +37,10 @@ public:
     // Counts the matrix FLOPs of an extension step's nodes (MUL_MAT, FLASH_ATTN_EXT, as native ones
     // count) toward the submission threshold, and submits when it is reached.
     ggml_status end_extension_step(std::span<ggml_tensor * const> nodes) override;
+    // Every native kernel only records commands from metadata and addresses: plans can be recorded.
+    bool can_record_plans() const override { return true; }
+    void record_plan() override;
+    std::unique_ptr<PlanRecording> take_plan_recording() override;
 
     // Records extension work (record(recorder)) into the executing plan, counting toward the
     // submission thresholds. FAILED with an error outside a plan or when record throws.
@@ -57,7 +65,8 @@ private:
     // The open recording, begun on first use.
     Recorder & recording();
     void record(std::span<const NativeNode> nodes, const Arg & workspace);
-    // A command buffer from the free list (or a new one), begun.
+    // A command buffer from the free list (or a new one), begun; while recording a plan, a new one
+    // of the recording's.
     VkCommandBuffer begin_commands();
     // Ends and submits the open command buffer without waiting.
     void submit_commands();
@@ -77,7 +86,11 @@ private:
     struct Commands {
         VkCommandBuffer buffer = VK_NULL_HANDLE;
         VkFence fence = VK_NULL_HANDLE;
+        bool recorded = false;  // belongs to plan_recording_
     };
+    // Returns a completed (or never submitted) command buffer: to the free list, or, when it belongs
+    // to the plan recording, its fence is released and the buffer kept there if it was submitted.
+    void release_commands(const Commands & c, bool submitted);
     VkCommandPool pool_ = VK_NULL_HANDLE;
     std::vector<Commands> free_, in_flight_;
     Commands open_;                  // being recorded (valid while recorder_ is)
@@ -85,6 +98,7 @@ private:
     double pending_flops_ = 0.0;
     DescriptorArena arena_;
     std::optional<Recorder> recorder_;
+    std::unique_ptr<PlanCommands> plan_recording_;  // while record_plan's execution runs
     bool in_plan_ = false;
     size_t last_dispatches_ = 0, last_barriers_ = 0, last_submissions_ = 0, total_submissions_ = 0;
 };

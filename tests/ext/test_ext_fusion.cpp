@@ -338,7 +338,7 @@ TEST(FusionRegistration, VersionOneDescriptorsAndUnknownFlags) {
     d.struct_size = sizeof d;
     d.version = GGML_EXT_FUSION_DESC_VERSION;
     d.name = "flags.unknown";
-    d.flags = 4;
+    d.flags = 1u << 4;
     EXPECT_FALSE(ggml_ext_register_fusion(dev, &d));
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "unknown flags")) << ggml_backend_get_last_error();
 }

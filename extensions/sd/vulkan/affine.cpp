@@ -174,9 +174,11 @@ bool register_affine(ggml_backend_dev_t device) {
         info.max_workgroup_size[0] < kInvocations)
         return true;  // the chains run as their native operators
     return register_fusion(device, "sd.mul_add.vulkan", mul_add_match, mul_add_execute, nullptr,
-                           GGML_EXT_FUSION_OUTPUT_IN_PLACE) &&
-           register_fusion(device, "sd.concat_f16.vulkan", concat_match, copy_execute) &&
-           register_fusion(device, "sd.cont_scale_f16.vulkan", copy_match<GGML_OP_CONT, 4>, copy_execute);
+                           GGML_EXT_FUSION_OUTPUT_IN_PLACE | kReplayFusionFlags) &&
+           register_fusion(device, "sd.concat_f16.vulkan", concat_match, copy_execute, nullptr,
+                           kReplayFusionFlags) &&
+           register_fusion(device, "sd.cont_scale_f16.vulkan", copy_match<GGML_OP_CONT, 4>, copy_execute,
+                           nullptr, kReplayFusionFlags);
 }
 
 }  // namespace sd::vulkan

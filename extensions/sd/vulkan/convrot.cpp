@@ -372,11 +372,11 @@ ggml_status activation_execute(const ggml_ext_fusion_execute_params * params) {
 
 bool register_activation_fusions(ggml_backend_dev_t device) {
     return register_fusion(device, "sd.scale_convrot.vulkan", activation_match<GGML_OP_SCALE, 2>,
-                           activation_execute) &&
+                           activation_execute, nullptr, kReplayFusionFlags) &&
            register_fusion(device, "sd.swiglu_convrot.vulkan", activation_match<GGML_OP_GLU, 2>,
-                           activation_execute) &&
+                           activation_execute, nullptr, kReplayFusionFlags) &&
            register_fusion(device, "sd.activation_mul_convrot.vulkan", activation_match<GGML_OP_UNARY, 3>,
-                           activation_execute, activation_optimize);
+                           activation_execute, activation_optimize, kReplayFusionFlags);
 }
 
 }  // namespace
@@ -414,8 +414,8 @@ bool register_convrot(ggml_backend_dev_t device) {
     // The fused shader binds x, the output and 4 operands, with its own constants and push constants.
     const bool fusion = info.max_bindings >= 6 && info.max_constants >= kModulateConstants &&
                         info.max_push_constants >= sizeof(ModulatePush);
-    return ggml_ext_register_kernel(device, int8_quantize_kernel_desc()) &&
-           (!fusion || ggml_ext_register_fusion(device, modulate_fusion_desc())) &&
+    return register_replayable_kernel(device, int8_quantize_kernel_desc()) &&
+           (!fusion || register_replayable_fusion(device, modulate_fusion_desc())) &&
            (info.max_bindings < 3 || info.max_constants < 2 ||
             info.max_push_constants < sizeof(ActivationPush) || register_activation_fusions(device));
 }

@@ -838,11 +838,11 @@ bool register_int8(ggml_backend_dev_t device) {
         return true;  // the scheduler runs the INT8 nodes on the CPU
     // The gated and split shaders bind 8 buffers; the gated one has the most push constants.
     const bool fusion = info.max_bindings >= 8 && info.max_push_constants >= sizeof(GatedPush);
-    return ggml_ext_register_kernel(device, int8_linear_kernel_desc()) &&
-           ggml_ext_register_fusion(device, swiglu_fusion_desc()) &&
-           (!fusion || (ggml_ext_register_fusion(device, gated_fusion_desc()) &&
-                        ggml_ext_register_fusion(device, split_fusion_desc()) &&
-                        ggml_ext_register_fusion(device, concat_fusion_desc())));
+    return register_replayable_kernel(device, int8_linear_kernel_desc()) &&
+           register_replayable_fusion(device, swiglu_fusion_desc()) &&
+           (!fusion || (register_replayable_fusion(device, gated_fusion_desc()) &&
+                        register_replayable_fusion(device, split_fusion_desc()) &&
+                        register_replayable_fusion(device, concat_fusion_desc())));
 }
 
 }  // namespace sd::vulkan

@@ -325,7 +325,7 @@ const ggml_ext_kernel_desc * rope_kernel_desc() {
 
 bool register_rope(ggml_backend_dev_t device, ggml_ext_op_t rope_op) {
     g_rope_op = rope_op;
-    if (!ggml_ext_register_kernel(device, rope_kernel_desc())) return false;
+    if (!register_replayable_kernel(device, rope_kernel_desc())) return false;
     ggml_ext_fusion_desc fusion = fusion_desc(kFusion, fusion_match, fusion_execute);
     fusion.optimize = fusion_optimize;
     ggml_ext_fusion_desc scaled = fusion;
@@ -334,7 +334,7 @@ bool register_rope(ggml_backend_dev_t device, ggml_ext_op_t rope_op) {
     scaled.optimize = nullptr;
     scaled.match = scaled_fusion_match;
     scaled.prepare = scaled_fusion_prepare;
-    return ggml_ext_register_fusion(device, &fusion) && ggml_ext_register_fusion(device, &scaled);
+    return register_replayable_fusion(device, &fusion) && register_replayable_fusion(device, &scaled);
 }
 
 }  // namespace sd::vulkan

@@ -92,6 +92,14 @@ ggml_status dispatch(ggml_backend_t backend, const char * shader,
                      std::initializer_list<uint32_t> constants, const void * push, uint32_t push_bytes,
                      uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
 
+// The pack's Vulkan kernels and fusion rules only record dispatches and copies computed from tensor
+// metadata, addresses and attributes, initialize every workspace byte they read within the same
+// execution and own no device memory: they opt into replay, across scheduler rebuilds too (spec:
+// replayable plans). These register desc with those flags.
+inline constexpr uint32_t kReplayFusionFlags = GGML_EXT_FUSION_CAPTURE_SAFE | GGML_EXT_FUSION_REPLAY_REUSABLE;
+bool register_replayable_kernel(ggml_backend_dev_t device, const ggml_ext_kernel_desc * desc);
+bool register_replayable_fusion(ggml_backend_dev_t device, const ggml_ext_fusion_desc * desc);
+
 // Each registers its part's kernels and fusion rules on one Vulkan device; false after setting the
 // error when a registration fails.
 bool register_rope(ggml_backend_dev_t device, ggml_ext_op_t rope_op);  // vulkan/rope.cpp

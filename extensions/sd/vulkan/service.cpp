@@ -11,6 +11,17 @@
 
 namespace sd::vulkan {
 
+bool register_replayable_kernel(ggml_backend_dev_t device, const ggml_ext_kernel_desc * desc) {
+    return ggml_ext_register_kernel_ex(device, desc,
+                                       GGML_EXT_KERNEL_CAPTURE_SAFE | GGML_EXT_KERNEL_REPLAY_REUSABLE);
+}
+
+bool register_replayable_fusion(ggml_backend_dev_t device, const ggml_ext_fusion_desc * desc) {
+    ggml_ext_fusion_desc flagged = *desc;
+    flagged.flags |= kReplayFusionFlags;
+    return ggml_ext_register_fusion(device, &flagged);
+}
+
 const ggml_ext_vulkan_v1 * service() {
     static const ggml_ext_vulkan_v1 * table = [] {
         const auto * t = static_cast<const ggml_ext_vulkan_v1 *>(
