@@ -185,13 +185,12 @@ bool ExecutionPlan::build_impl(ggml_backend_t backend, ggml_cgraph * graph, int 
 }
 
 void ExecutionPlan::decide_replay() {
-    const char * disabled = std::getenv("GGX_DISABLE_PLAN_REPLAY");
     const auto opted = [&](uint32_t flag) {
         return std::all_of(steps_.begin(), steps_.end(),
                            [&](const Step & s) { return !s.kernel || (s.kernel->replay & flag); });
     };
-    replay_.eligible = backend_->can_record_plans() && !(disabled && std::string(disabled) == "1") &&
-                       !steps_.empty() && opted(Kernel::kCaptureSafe);
+    replay_.eligible = backend_->can_record_plans() && !steps_.empty() &&
+                       opted(Kernel::kCaptureSafe);
     replay_.reusable = replay_.eligible && opted(Kernel::kReplayReusable);
 }
 

@@ -74,7 +74,7 @@ public:
     // plans (can_record_plans): the first execution runs ordinarily, the next records while it runs,
     // later ones replay the recording without calling a kernel. A changed tensor address or workspace
     // drops the recording and warms up again. The scheduler asks for it with one pipeline copy and
-    // no evaluation callback; GGX_DISABLE_PLAN_REPLAY=1 turns it off.
+    // no evaluation callback; each backend has its own switch (Vulkan: GGX_VULKAN_PLAN_REPLAY=1).
     enum class Execution { kBatched, kFragments, kReplayable };
 
     // Runs the plan's nodes that lie in [first, last), in order, queued on the backend (validating

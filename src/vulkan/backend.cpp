@@ -1,5 +1,8 @@
 #include "vulkan/backend.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "vulkan/kernels.h"
 
 namespace ggx::vulkan {
@@ -243,6 +246,11 @@ ggml_status Backend::compute_native(std::span<const NativeNode> nodes, const Wor
 }
 
 void Backend::begin_plan() { in_plan_ = true; }
+
+bool Backend::can_record_plans() const {
+    const char * enabled = std::getenv("GGX_VULKAN_PLAN_REPLAY");
+    return enabled && std::string_view(enabled) == "1";
+}
 
 void Backend::record_plan() {
     // Work queued before the plan (outside any) was submitted and waited for when it was computed.

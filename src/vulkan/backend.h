@@ -37,8 +37,11 @@ public:
     // Counts the matrix FLOPs of an extension step's nodes (MUL_MAT, FLASH_ATTN_EXT, as native ones
     // count) toward the submission threshold, and submits when it is reached.
     ggml_status end_extension_step(std::span<ggml_tensor * const> nodes) override;
-    // Every native kernel only records commands from metadata and addresses: plans can be recorded.
-    bool can_record_plans() const override { return true; }
+    // Every native kernel only records commands from metadata and addresses, so plans could always be
+    // recorded; the spec keeps Vulkan's batched plans unrecorded ("this batching neither captures
+    // device replay nor retains plan state across scheduler rebuilds"), so recording is opt-in:
+    // GGX_VULKAN_PLAN_REPLAY=1 in the environment when the plan is built.
+    bool can_record_plans() const override;
     void record_plan() override;
     std::unique_ptr<PlanRecording> take_plan_recording() override;
 

@@ -1,6 +1,6 @@
 // ggx-bench: benchmarks of the runtime itself, as one JSON report on stdout.
 //
-//   ggx-bench [memory] [sched] [ext] [fusion] [sd-rope] [sd-int8] [sd-vulkan]   (all when none is named)
+//   ggx-bench [memory] [sched] [ext] [fusion] [sd-rope] [sd-int8] [sd-vulkan] [replay]   (all when none is named)
 //
 // memory: peak activation memory the graph allocator plans for a 24-layer transformer (hidden 2048,
 //         16 heads, 512 tokens), as a ratio to the liveness lower bound: the maximum over steps of
@@ -17,6 +17,8 @@
 //         mul_mat, against the int8 peak; ConvRot quantization of [3072, 4096] vs DRAM (sd_int8.cpp).
 // sd-vulkan: each of the sd pack's Vulkan fusion rules fused vs unfused on Vulkan0 (sd_vulkan.cpp; built
 //         with the Vulkan backend only).
+// replay: host and wall time per step of ggx-run's DiT on Vulkan0 with plan replay off and on
+//         (replay.cpp; built with the Vulkan backend only).
 #include <ggml-ext-params.h>
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
@@ -347,6 +349,7 @@ std::string sd_rope_report();  // sd_rope.cpp
 std::string sd_int8_report();  // sd_int8.cpp
 #ifdef GGX_BENCH_VULKAN
 std::string sd_vulkan_report();  // sd_vulkan.cpp
+std::string replay_report();     // replay.cpp
 #endif
 
 namespace {
@@ -366,7 +369,7 @@ constexpr Suite kSuites[] = {
     {"memory", memory_report},       {"sched", sched_reports},    {"ext", ext_report},
     {"fusion", fusion_report},       {"sd-rope", sd_rope_report}, {"sd-int8", sd_int8_report},
 #ifdef GGX_BENCH_VULKAN
-    {"sd-vulkan", sd_vulkan_report},
+    {"sd-vulkan", sd_vulkan_report}, {"replay", replay_report},
 #endif
 };
 
@@ -381,7 +384,7 @@ int main(int argc, char ** argv) {
                                      [&](const Suite & s) { return std::strcmp(argv[i], s.name) == 0; });
         if (it == std::end(kSuites)) {
             std::fprintf(
-                stderr, "usage: ggx-bench [memory] [sched] [ext] [fusion] [sd-rope] [sd-int8] [sd-vulkan]\n");
+                stderr, "usage: ggx-bench [memory] [sched] [ext] [fusion] [sd-rope] [sd-int8] [sd-vulkan] [replay]\n");
             return 2;
         }
         chosen.push_back(it);
