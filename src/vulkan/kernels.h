@@ -58,7 +58,7 @@ const KernelTable & kernel_table();
 namespace kernels {
 extern const Kernel none, unsupported;        // table.cpp: layout ops; ops without a Vulkan kernel
 extern const Kernel copy;                     // copy.cpp
-extern const Kernel binary, map, unary, glu;  // elementwise.cpp
+extern const Kernel binary, silu_back, map, unary, glu;  // elementwise.cpp
 extern const Kernel sum, sum_rows, argmax;    // reduce.cpp
 extern const Kernel repeat, concat, pad, upscale, timestep_embedding;  // shape.cpp
 extern const Kernel row_norm, group_norm;                              // norm.cpp

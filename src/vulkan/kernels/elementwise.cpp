@@ -1,5 +1,7 @@
-// Vulkan kernels of the element-wise ops: ADD/SUB/MUL/DIV (binary.comp), SCALE/SQR/SQRT/CLAMP/UNARY
-// (map.comp) and GLU (glu.comp), for F32, F16 and BF16 tensors of any strides.
+// Vulkan kernels of the element-wise ops: ADD/ADD1/SUB/MUL/DIV/SILU_BACK (binary.comp),
+// SCALE/SQR/SQRT/CLAMP/LOG/SIN/COS/LEAKY_RELU/FILL/UNARY (map.comp) and GLU (glu.comp), for F32, F16
+// and BF16 tensors of any strides.
+#include <array>
 #include <string>
 
 #include "vulkan/kernels.h"
@@ -29,16 +31,23 @@ bool supports_binary(const Device & device, const ggml_tensor * node) {
            float_tensor(device, b);
 }
 
+// SILU_BACK pairs dy and x of one shape and type.
+bool supports_silu_back(const Device & device, const ggml_tensor * node) {
+    return same_float_shape(device, node, node->src[0]) && same_float_shape(device, node, node->src[1]);
+}
+
 uint32_t binary_op(ggml_op op) {
     switch (op) {
-        case GGML_OP_ADD:
-            return 0;
         case GGML_OP_SUB:
             return 1;
         case GGML_OP_MUL:
             return 2;
-        default:
+        case GGML_OP_DIV:
             return 3;
+        case GGML_OP_SILU_BACK:
+            return 4;
+        default:  // ADD, and ADD1 (its one-element b repeats over a)
+            return 0;
     }
 }
 
@@ -61,10 +70,9 @@ bool supports_map(const Device & device, const ggml_tensor * node) {
     return same_float_shape(device, node, node->src[0]);
 }
 
-// map.comp's operation number: SCALE 0, SQR 1, SQRT 2, CLAMP 3, then one per unary op.
-constexpr uint32_t kScaleShader = 0, kSqrShader = 1, kSqrtShader = 2, kClampShader = 3;
-// A sub-op without a shader (no Vulkan kernel yet).
-constexpr uint32_t kNoShader = ~0u;
+// map.comp's operation numbers of the ops that are not unary sub-ops.
+constexpr uint32_t kScaleShader = 0, kSqrShader = 1, kSqrtShader = 2, kClampShader = 3, kLogShader = 10,
+                   kSinShader = 11, kCosShader = 12, kLeakyReluShader = 13, kFillShader = 14;
 
 // The shader operation of every unary op, listed in ggml_unary_op order so that the static_assert
 // below proves each op has exactly one entry: a new unary op fails to compile until it is listed.
@@ -73,49 +81,44 @@ struct SubOpShader {
     uint32_t shader;
 };
 constexpr SubOpShader unary_shaders[] = {
-    {GGML_UNARY_OP_ABS, kNoShader},
-    {GGML_UNARY_OP_SGN, kNoShader},
-    {GGML_UNARY_OP_NEG, kNoShader},
-    {GGML_UNARY_OP_STEP, kNoShader},
+    {GGML_UNARY_OP_ABS, 15},
+    {GGML_UNARY_OP_SGN, 16},
+    {GGML_UNARY_OP_NEG, 17},
+    {GGML_UNARY_OP_STEP, 18},
     {GGML_UNARY_OP_TANH, 9},
-    {GGML_UNARY_OP_ELU, kNoShader},
+    {GGML_UNARY_OP_ELU, 19},
     {GGML_UNARY_OP_RELU, 4},
     {GGML_UNARY_OP_SIGMOID, 8},
     {GGML_UNARY_OP_GELU, 6},
     {GGML_UNARY_OP_GELU_QUICK, 7},
     {GGML_UNARY_OP_SILU, 5},
-    {GGML_UNARY_OP_HARDSWISH, kNoShader},
-    {GGML_UNARY_OP_HARDSIGMOID, kNoShader},
-    {GGML_UNARY_OP_EXP, kNoShader},
-    {GGML_UNARY_OP_EXPM1, kNoShader},
-    {GGML_UNARY_OP_SOFTPLUS, kNoShader},
-    {GGML_UNARY_OP_GELU_ERF, kNoShader},
-    {GGML_UNARY_OP_XIELU, kNoShader},
-    {GGML_UNARY_OP_FLOOR, kNoShader},
-    {GGML_UNARY_OP_CEIL, kNoShader},
-    {GGML_UNARY_OP_ROUND, kNoShader},
-    {GGML_UNARY_OP_TRUNC, kNoShader},
+    {GGML_UNARY_OP_HARDSWISH, 20},
+    {GGML_UNARY_OP_HARDSIGMOID, 21},
+    {GGML_UNARY_OP_EXP, 22},
+    {GGML_UNARY_OP_EXPM1, 23},
+    {GGML_UNARY_OP_SOFTPLUS, 24},
+    {GGML_UNARY_OP_GELU_ERF, 25},
+    {GGML_UNARY_OP_XIELU, 26},
+    {GGML_UNARY_OP_FLOOR, 27},
+    {GGML_UNARY_OP_CEIL, 28},
+    {GGML_UNARY_OP_ROUND, 29},
+    {GGML_UNARY_OP_TRUNC, 30},
 };
 static_assert(lists_every_value_in_order(unary_shaders, GGML_UNARY_OP_COUNT),
               "the Vulkan unary table must list every ggml_unary_op once, in order");
 
 // glu.comp's activation of every GLU op, in ggml_glu_op order.
 constexpr SubOpShader glu_shaders[] = {
-    {GGML_GLU_OP_REGLU, kNoShader},
-    {GGML_GLU_OP_GEGLU, 1},
-    {GGML_GLU_OP_SWIGLU, 0},
-    {GGML_GLU_OP_SWIGLU_OAI, kNoShader},
-    {GGML_GLU_OP_GEGLU_ERF, kNoShader},
-    {GGML_GLU_OP_GEGLU_QUICK, kNoShader},
+    {GGML_GLU_OP_REGLU, 0},     {GGML_GLU_OP_GEGLU, 1},     {GGML_GLU_OP_SWIGLU, 2},
+    {GGML_GLU_OP_SWIGLU_OAI, 3}, {GGML_GLU_OP_GEGLU_ERF, 4}, {GGML_GLU_OP_GEGLU_QUICK, 5},
 };
 static_assert(lists_every_value_in_order(glu_shaders, GGML_GLU_OP_COUNT),
               "the Vulkan GLU table must list every ggml_glu_op once, in order");
 
-// The shader operation of sub-op value op in table, or nullptr when op is not one of its values or
-// has no shader.
+// The shader operation of sub-op value op in table, or nullptr when op is not one of its values.
 template <size_t N>
 const uint32_t * shader_of(const SubOpShader (&table)[N], int32_t op) {
-    if (op < 0 || static_cast<size_t>(op) >= N || table[op].shader == kNoShader) return nullptr;
+    if (op < 0 || static_cast<size_t>(op) >= N) return nullptr;
     return &table[op].shader;
 }
 
@@ -134,6 +137,16 @@ uint32_t map_op(const ggml_tensor * node) {
             return kSqrtShader;
         case GGML_OP_CLAMP:
             return kClampShader;
+        case GGML_OP_LOG:
+            return kLogShader;
+        case GGML_OP_SIN:
+            return kSinShader;
+        case GGML_OP_COS:
+            return kCosShader;
+        case GGML_OP_LEAKY_RELU:
+            return kLeakyReluShader;
+        case GGML_OP_FILL:
+            return kFillShader;
         default:
             break;
     }
@@ -142,28 +155,39 @@ uint32_t map_op(const ggml_tensor * node) {
     throw Error("unknown unary op " + std::to_string(op) + " (the Vulkan backend has no shader for it)");
 }
 
-// The two float parameters of SCALE (scale, bias) and CLAMP (min, max); zeros for the other maps.
-std::pair<float, float> map_params(const ggml_tensor * node) {
-    if (node->op == GGML_OP_SCALE) {
-        const auto p = core::params<ggml_ext_scale_params>(node);
-        return {p.scale, p.bias};
+// The float parameters of SCALE (scale, bias), CLAMP (min, max), LEAKY_RELU (slope), FILL (value)
+// and XIELU (alpha_n, alpha_p, beta, eps); zeros for the other maps.
+std::array<float, 4> map_params(const ggml_tensor * node) {
+    switch (node->op) {
+        case GGML_OP_SCALE: {
+            const auto p = core::params<ggml_ext_scale_params>(node);
+            return {p.scale, p.bias};
+        }
+        case GGML_OP_CLAMP: {
+            const auto p = core::params<ggml_ext_clamp_params>(node);
+            return {p.min, p.max};
+        }
+        case GGML_OP_LEAKY_RELU:
+            return {core::params<ggml_ext_leaky_relu_params>(node).negative_slope};
+        case GGML_OP_FILL:
+            return {core::params<ggml_ext_fill_params>(node).c};
+        case GGML_OP_UNARY: {
+            const auto p = core::params<ggml_ext_unary_params>(node);
+            return {p.alpha_n, p.alpha_p, p.beta, p.eps};
+        }
+        default:
+            return {};
     }
-    if (node->op == GGML_OP_CLAMP) {
-        const auto p = core::params<ggml_ext_clamp_params>(node);
-        return {p.min, p.max};
-    }
-    return {0.0f, 0.0f};
 }
 
 void record_map(Recorder & rec, const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const uint32_t unit = float_unit(node->type);
-    const auto [p0, p1] = map_params(node);
     struct {
         Shape ne;
         View a, d;
-        float p0, p1;
-    } push{shape_of(node), view_of(rec, a, unit), view_of(rec, node, unit), p0, p1};
+        std::array<float, 4> p;
+    } push{shape_of(node), view_of(rec, a, unit), view_of(rec, node, unit), map_params(node)};
     rec.dispatch(std::string("map_") + float_type_name(node->type), {rec.arg(a, false), rec.arg(node, true)},
                  push, element_groups(rec, node), {map_op(node)});
 }
@@ -195,8 +219,9 @@ void record_glu(Recorder & rec, const ggml_tensor * node) {
         Shape ne;
         View x, g, d;
         uint32_t x_shift, g_shift;
-    } push{shape_of(node),           view_of(rec, a, unit), view_of(rec, g, unit),
-           view_of(rec, node, unit), swapped ? half : 0,    swapped ? 0 : half};
+        float alpha, limit;
+    } push{shape_of(node), view_of(rec, a, unit), view_of(rec, g, unit), view_of(rec, node, unit),
+           swapped ? half : 0, swapped ? 0 : half, glu.alpha, glu.limit};
     rec.dispatch(std::string("glu_") + float_type_name(node->type),
                  {rec.arg(a, false), rec.arg(g, false), rec.arg(node, true)}, push, element_groups(rec, node),
                  {*activation});
@@ -206,6 +231,7 @@ void record_glu(Recorder & rec, const ggml_tensor * node) {
 
 namespace kernels {
 const Kernel binary = vulkan_kernel<supports_binary, nullptr, record_binary>("vulkan.binary");
+const Kernel silu_back = vulkan_kernel<supports_silu_back, nullptr, record_binary>("vulkan.silu_back");
 const Kernel map = vulkan_kernel<supports_map, nullptr, record_map>("vulkan.map");
 const Kernel unary = vulkan_kernel<supports_unary, nullptr, record_map>("vulkan.unary");
 const Kernel glu = vulkan_kernel<supports_glu, nullptr, record_glu>("vulkan.glu");
