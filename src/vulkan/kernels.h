@@ -60,7 +60,8 @@ extern const Kernel none, unsupported;        // table.cpp: layout ops; ops with
 extern const Kernel copy;                     // copy.cpp
 extern const Kernel binary, silu_back, map, unary, glu;  // elementwise.cpp
 extern const Kernel sum, sum_rows, argmax;    // reduce.cpp
-extern const Kernel repeat, concat, pad, upscale, timestep_embedding;  // shape.cpp
+extern const Kernel repeat, concat, pad, roll, pad_reflect_1d, diag, tri, diag_mask, win_part, win_unpart, arange,
+    upscale, timestep_embedding;  // shape.cpp
 extern const Kernel row_norm, group_norm;                              // norm.cpp
 extern const Kernel mul_mat;                                           // matmul.cpp
 extern const Kernel soft_max;                                          // softmax.cpp

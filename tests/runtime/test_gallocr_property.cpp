@@ -154,7 +154,7 @@ private:
             case 0:
             case 1: {
                 const ggml_unary_op op =
-                    ggx::test::kCpuUnaryOps[pick(static_cast<int>(std::size(ggx::test::kCpuUnaryOps)))];
+                    ggx::test::kUnaryOps[pick(static_cast<int>(std::size(ggx::test::kUnaryOps)))];
                 r = inplace ? ggml_unary_inplace(c, a, op) : ggml_unary(c, a, op);
                 break;
             }
@@ -330,7 +330,7 @@ private:
             }
             case 17: {
                 const ggml_glu_op op =
-                    ggx::test::kCpuGluOps[pick(static_cast<int>(std::size(ggx::test::kCpuGluOps)))];
+                    ggx::test::kGluOps[pick(static_cast<int>(std::size(ggx::test::kGluOps)))];
                 ggml_tensor * b = same_shape(a);
                 r = chance(0.5) ? ggml_glu_split(c, a, b, op) : ggml_glu(c, a, op, chance(0.5));
                 break;

@@ -141,22 +141,19 @@ inline std::string fusion_rejection(const ggml_cgraph * graph,
 
 inline constexpr ggml_type kFloatTypes[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16};
 
-// The UNARY and GLU sub-ops each device has kernels for. The CPU lists start with the sub-ops every
-// device computes, in the order their enums had before they took ggml's values: random tests pick
-// from these by index, so a seed keeps picking the same ops among them.
-inline constexpr ggml_unary_op kVulkanUnaryOps[] = {GGML_UNARY_OP_RELU,    GGML_UNARY_OP_SILU,
-                                                    GGML_UNARY_OP_GELU,    GGML_UNARY_OP_GELU_QUICK,
-                                                    GGML_UNARY_OP_SIGMOID, GGML_UNARY_OP_TANH};
-inline constexpr ggml_unary_op kCpuUnaryOps[] = {
+// Every UNARY and GLU sub-op (the CPU and Vulkan compute them all), starting with the ones every
+// device computed first, in the order their enums had before they took ggml's values: random tests
+// pick from these by index, so a seed keeps picking the same ops among them.
+inline constexpr ggml_unary_op kUnaryOps[] = {
     GGML_UNARY_OP_RELU,        GGML_UNARY_OP_SILU,  GGML_UNARY_OP_GELU,  GGML_UNARY_OP_GELU_QUICK,
     GGML_UNARY_OP_SIGMOID,     GGML_UNARY_OP_TANH,  GGML_UNARY_OP_ABS,   GGML_UNARY_OP_SGN,
     GGML_UNARY_OP_NEG,         GGML_UNARY_OP_STEP,  GGML_UNARY_OP_ELU,   GGML_UNARY_OP_HARDSWISH,
     GGML_UNARY_OP_HARDSIGMOID, GGML_UNARY_OP_EXP,   GGML_UNARY_OP_EXPM1, GGML_UNARY_OP_SOFTPLUS,
     GGML_UNARY_OP_GELU_ERF,    GGML_UNARY_OP_XIELU, GGML_UNARY_OP_FLOOR, GGML_UNARY_OP_CEIL,
     GGML_UNARY_OP_ROUND,       GGML_UNARY_OP_TRUNC};
-inline constexpr ggml_glu_op kVulkanGluOps[] = {GGML_GLU_OP_SWIGLU, GGML_GLU_OP_GEGLU};
-inline constexpr ggml_glu_op kCpuGluOps[] = {GGML_GLU_OP_SWIGLU,    GGML_GLU_OP_GEGLU,
-                                             GGML_GLU_OP_REGLU,     GGML_GLU_OP_SWIGLU_OAI,
-                                             GGML_GLU_OP_GEGLU_ERF, GGML_GLU_OP_GEGLU_QUICK};
+inline constexpr ggml_glu_op kGluOps[] = {GGML_GLU_OP_SWIGLU,    GGML_GLU_OP_GEGLU,
+                                          GGML_GLU_OP_REGLU,     GGML_GLU_OP_SWIGLU_OAI,
+                                          GGML_GLU_OP_GEGLU_ERF, GGML_GLU_OP_GEGLU_QUICK};
+static_assert(std::size(kUnaryOps) == GGML_UNARY_OP_COUNT && std::size(kGluOps) == GGML_GLU_OP_COUNT);
 
 }  // namespace ggx::test

@@ -1,8 +1,12 @@
-// Vulkan kernels of the shape ops: REPEAT, CONCAT and PAD (gather.comp; F32/F16/BF16/I32 moved as raw
-// bits, PAD float only), UPSCALE (nearest, F32, any strides; upscale.comp) and TIMESTEP_EMBEDDING
+// Vulkan kernels of the shape ops: REPEAT, CONCAT, PAD (zeros or circular), ROLL, PAD_REFLECT_1D,
+// DIAG, TRI, WIN_PART, WIN_UNPART, ARANGE and the softmax family's DIAG_MASK_INF/ZERO (gather.comp:
+// elements moved as raw bits), UPSCALE (nearest, F32, any strides; upscale.comp) and TIMESTEP_EMBEDDING
 // (F32; timestep_embedding.comp).
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -18,23 +22,46 @@ bool float_or_i32(ggml_type type) { return float_type_name(type) || type == GGML
 
 bool fits_u32(int64_t value) { return value >= 0 && value <= std::numeric_limits<uint32_t>::max(); }
 
-// ---- REPEAT, CONCAT, PAD ----------------------------------------------------------------------------
+// ---- the gather ops: REPEAT, CONCAT, PAD, ROLL, PAD_REFLECT_1D, DIAG, TRI, DIAG_MASK_*, WIN_PART,
+// WIN_UNPART, ARANGE ---------------------------------------------------------------------------------
 
-enum GatherOp : uint32_t { kRepeat = 0, kConcat = 1, kPad = 2 };
+enum GatherOp : uint32_t {
+    kRepeat = 0,
+    kConcat = 1,
+    kPad = 2,
+    kWrap = 3,
+    kReflect = 4,
+    kDiag = 5,
+    kTri = 6,
+    kDiagMask = 7,
+    kWinPart = 8,
+    kWinUnpart = 9,
+    kArange = 10
+};
 
 bool same_raw(const Device & device, const ggml_tensor * node, const ggml_tensor * src) {
-    return src && src->type == node->type && float_or_i32(node->type) && raw_tensor(device, src) &&
-           raw_tensor(device, node);
+    // 1-byte types need 8-bit storage (gather_u8).
+    return src && src->type == node->type && raw_tensor(device, src) && raw_tensor(device, node) &&
+           (ggml_type_size(node->type) > 1 || device.info().storage_buffer_8bit);
+}
+
+bool same_float_raw(const Device & device, const ggml_tensor * node, const ggml_tensor * src) {
+    return same_raw(device, node, src) && float_type_name(node->type);
+}
+
+bool same_f32(const Device & device, const ggml_tensor * node, const ggml_tensor * src) {
+    return same_raw(device, node, src) && node->type == GGML_TYPE_F32;
 }
 
 bool supports_repeat(const Device & device, const ggml_tensor * node) {
-    return same_raw(device, node, node->src[0]) && ggml_can_repeat(node->src[0], node);
+    return same_raw(device, node, node->src[0]) && float_or_i32(node->type) && ggml_can_repeat(node->src[0], node);
 }
 
 bool supports_concat(const Device & device, const ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *b = node->src[1];
     const int32_t dim = core::params<ggml_ext_concat_params>(node).dim;
-    if (!same_raw(device, node, a) || !same_raw(device, node, b) || dim < 0 || dim >= GGML_MAX_DIMS)
+    if (!same_raw(device, node, a) || !same_raw(device, node, b) || !float_or_i32(node->type) || dim < 0 ||
+        dim >= GGML_MAX_DIMS)
         return false;
     for (int k = 0; k < GGML_MAX_DIMS; ++k) {
         const int64_t expected = k == dim ? a->ne[k] + b->ne[k] : a->ne[k];
@@ -45,25 +72,146 @@ bool supports_concat(const Device & device, const ggml_tensor * node) {
 
 bool supports_pad(const Device & device, const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
-    if (!same_raw(device, node, a) || !float_type_name(a->type)) return false;
+    if (!same_float_raw(device, node, a)) return false;
     const auto pad = core::params<ggml_ext_pad_params>(node);
-    if (pad.circular) return false;  // no kernel wraps around yet
     for (int k = 0; k < GGML_MAX_DIMS; ++k) {
         const int32_t lp = pad.pads[k][0], rp = pad.pads[k][1];
         if (lp < 0 || rp < 0 || node->ne[k] != a->ne[k] + lp + rp) return false;
+        if (pad.circular && (lp > a->ne[k] || rp > a->ne[k])) return false;
     }
     return true;
 }
 
+bool supports_roll(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    if (!same_raw(device, node, a) || !ggml_are_same_shape(a, node)) return false;
+    const auto roll = core::params<ggml_ext_roll_params>(node);
+    for (int k = 0; k < GGML_MAX_DIMS; ++k)
+        if (std::abs(int64_t{roll.shifts[k]}) >= std::max<int64_t>(a->ne[k], 1)) return false;
+    return true;
+}
+
+bool supports_pad_reflect_1d(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    if (!same_f32(device, node, a)) return false;
+    const auto p = core::params<ggml_ext_pad_reflect_1d_params>(node);
+    return p.p0 >= 0 && p.p1 >= 0 && p.p0 < a->ne[0] && p.p1 < a->ne[0] &&
+           node->ne[0] == a->ne[0] + p.p0 + p.p1 && node->ne[1] == a->ne[1] && node->ne[2] == a->ne[2] &&
+           node->ne[3] == a->ne[3];
+}
+
+bool supports_diag(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    return same_raw(device, node, a) && a->ne[1] == 1 && node->ne[0] == a->ne[0] && node->ne[1] == a->ne[0] &&
+           node->ne[2] == a->ne[2] && node->ne[3] == a->ne[3];
+}
+
+bool supports_tri(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    const int32_t type = core::params<ggml_ext_tri_params>(node).type;
+    return same_f32(device, node, a) && ggml_are_same_shape(a, node) && a->ne[0] == a->ne[1] &&
+           type >= GGML_TRI_TYPE_UPPER_DIAG && type <= GGML_TRI_TYPE_LOWER;
+}
+
+bool supports_diag_mask(const Device & device, const ggml_tensor * node) {
+    return same_float_raw(device, node, node->src[0]) && ggml_are_same_shape(node->src[0], node);
+}
+
+bool supports_win_part(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    const auto p = core::params<ggml_ext_win_part_params>(node);
+    return same_f32(device, node, a) && a->ne[3] == 1 && p.w >= 1 && p.npx == (a->ne[1] + p.w - 1) / p.w &&
+           p.npy == (a->ne[2] + p.w - 1) / p.w && node->ne[0] == a->ne[0] && node->ne[1] == p.w &&
+           node->ne[2] == p.w && node->ne[3] == int64_t{p.npx} * p.npy;
+}
+
+bool supports_win_unpart(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    const int64_t w = core::params<ggml_ext_win_unpart_params>(node).w;
+    return same_f32(device, node, a) && w >= 1 && node->ne[0] == a->ne[0] && a->ne[1] == w && a->ne[2] == w &&
+           node->ne[3] == 1 && a->ne[3] == (node->ne[1] + w - 1) / w * ((node->ne[2] + w - 1) / w);
+}
+
+bool supports_arange(const Device & device, const ggml_tensor * node) {
+    const auto p = core::params<ggml_ext_arange_params>(node);
+    return node->type == GGML_TYPE_F32 && p.step > 0.0f && ggml_nelements(node) == node->ne[0] &&
+           raw_tensor(device, node);
+}
+
+// The bits of -inf in a float type.
+uint32_t negative_infinity_bits(ggml_type type) {
+    switch (type) {
+        case GGML_TYPE_F16:
+            return 0xfc00u;
+        case GGML_TYPE_BF16:
+            return 0xff80u;
+        default:
+            return 0xff800000u;
+    }
+}
+
+// The gather.comp operation of node, and its extra parameters.
+std::pair<GatherOp, Shape> gather_setup(const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    Shape extra{};
+    switch (node->op) {
+        case GGML_OP_REPEAT:
+            return {kRepeat, extra};
+        case GGML_OP_CONCAT:
+            extra.ne[0] = static_cast<uint32_t>(core::params<ggml_ext_concat_params>(node).dim);
+            return {kConcat, extra};
+        case GGML_OP_PAD: {
+            const auto pad = core::params<ggml_ext_pad_params>(node);
+            // circular: d[i] = a[(i - lp) mod a.ne], with lp <= a.ne
+            for (int k = 0; k < GGML_MAX_DIMS; ++k)
+                extra.ne[k] = static_cast<uint32_t>(pad.circular ? a->ne[k] - pad.pads[k][0] : pad.pads[k][0]);
+            return {pad.circular ? kWrap : kPad, extra};
+        }
+        case GGML_OP_ROLL: {
+            const auto roll = core::params<ggml_ext_roll_params>(node);
+            for (int k = 0; k < GGML_MAX_DIMS; ++k)  // d[i] = a[(i - shift) mod ne], |shift| < ne
+                extra.ne[k] = static_cast<uint32_t>((a->ne[k] - roll.shifts[k]) % std::max<int64_t>(a->ne[k], 1));
+            return {kWrap, extra};
+        }
+        case GGML_OP_PAD_REFLECT_1D:
+            extra.ne[0] = static_cast<uint32_t>(core::params<ggml_ext_pad_reflect_1d_params>(node).p0);
+            return {kReflect, extra};
+        case GGML_OP_DIAG:
+            return {kDiag, extra};
+        case GGML_OP_TRI:
+            extra.ne[0] = static_cast<uint32_t>(core::params<ggml_ext_tri_params>(node).type);
+            return {kTri, extra};
+        case GGML_OP_DIAG_MASK_INF:
+        case GGML_OP_DIAG_MASK_ZERO:
+            extra.ne[0] = static_cast<uint32_t>(core::params<ggml_ext_diag_mask_params>(node).n_past);
+            extra.ne[1] = node->op == GGML_OP_DIAG_MASK_INF ? negative_infinity_bits(node->type) : 0u;
+            return {kDiagMask, extra};
+        case GGML_OP_WIN_PART: {
+            const auto p = core::params<ggml_ext_win_part_params>(node);
+            extra.ne[0] = static_cast<uint32_t>(p.w);
+            extra.ne[1] = static_cast<uint32_t>(p.npx);
+            return {kWinPart, extra};
+        }
+        case GGML_OP_WIN_UNPART: {
+            const int64_t w = core::params<ggml_ext_win_unpart_params>(node).w;
+            extra.ne[0] = static_cast<uint32_t>(w);
+            extra.ne[1] = static_cast<uint32_t>((node->ne[1] + w - 1) / w);
+            return {kWinUnpart, extra};
+        }
+        default: {  // ARANGE
+            const auto p = core::params<ggml_ext_arange_params>(node);
+            extra.ne[0] = std::bit_cast<uint32_t>(p.start);
+            extra.ne[1] = std::bit_cast<uint32_t>(p.step);
+            return {kArange, extra};
+        }
+    }
+}
+
 void record_gather(Recorder & rec, const ggml_tensor * node) {
     if (ggml_nelements(node) == 0) return;
-    const ggml_tensor * a = node->src[0];
+    const ggml_tensor * a = node->src[0] ? node->src[0] : node;  // ARANGE has no source
     const ggml_tensor * b = node->op == GGML_OP_CONCAT ? node->src[1] : a;
-    const GatherOp op = node->op == GGML_OP_REPEAT ? kRepeat : node->op == GGML_OP_CONCAT ? kConcat : kPad;
-    Shape extra{};
-    if (op == kConcat) extra.ne[0] = static_cast<uint32_t>(core::params<ggml_ext_concat_params>(node).dim);
-    for (int k = 0; op == kPad && k < GGML_MAX_DIMS; ++k)
-        extra.ne[k] = static_cast<uint32_t>(core::params<ggml_ext_pad_params>(node).pads[k][0]);
+    const auto [op, extra] = gather_setup(node);
     const uint32_t unit = static_cast<uint32_t>(ggml_type_size(node->type));
     const struct {
         Shape ne, a_ne, extra;
@@ -71,7 +219,7 @@ void record_gather(Recorder & rec, const ggml_tensor * node) {
     } push{shape_of(node),        shape_of(a),           extra,
            view_of(rec, a, unit), view_of(rec, b, unit), view_of(rec, node, unit)};
     rec.dispatch(std::string("gather_") + raw_name(node->type),
-                 {rec.arg(a, false), rec.arg(b, false), rec.arg(node, true)}, push,
+                 {rec.arg(a, node == a), rec.arg(b, false), rec.arg(node, true)}, push,
                  rec.groups_for(ggml_nelements(node), kGatherLocalSize), {op});
 }
 
@@ -149,6 +297,14 @@ namespace kernels {
 const Kernel repeat = vulkan_kernel<supports_repeat, nullptr, record_gather>("vulkan.repeat");
 const Kernel concat = vulkan_kernel<supports_concat, nullptr, record_gather>("vulkan.concat");
 const Kernel pad = vulkan_kernel<supports_pad, nullptr, record_gather>("vulkan.pad");
+const Kernel roll = vulkan_kernel<supports_roll, nullptr, record_gather>("vulkan.roll");
+const Kernel pad_reflect_1d = vulkan_kernel<supports_pad_reflect_1d, nullptr, record_gather>("vulkan.pad_reflect_1d");
+const Kernel diag = vulkan_kernel<supports_diag, nullptr, record_gather>("vulkan.diag");
+const Kernel tri = vulkan_kernel<supports_tri, nullptr, record_gather>("vulkan.tri");
+const Kernel diag_mask = vulkan_kernel<supports_diag_mask, nullptr, record_gather>("vulkan.diag_mask");
+const Kernel win_part = vulkan_kernel<supports_win_part, nullptr, record_gather>("vulkan.win_part");
+const Kernel win_unpart = vulkan_kernel<supports_win_unpart, nullptr, record_gather>("vulkan.win_unpart");
+const Kernel arange = vulkan_kernel<supports_arange, nullptr, record_gather>("vulkan.arange");
 const Kernel upscale = vulkan_kernel<supports_upscale, nullptr, record_upscale>("vulkan.upscale");
 const Kernel timestep_embedding =
     vulkan_kernel<supports_timestep_embedding, nullptr, record_timestep_embedding>(
