@@ -58,7 +58,10 @@ const KernelTable & kernel_table();
 namespace kernels {
 extern const Kernel none, unsupported;        // table.cpp: layout ops; ops without a Vulkan kernel
 extern const Kernel copy;                     // copy.cpp
-extern const Kernel binary, silu_back, map, unary, glu;  // elementwise.cpp
+// Records CPY of node->src[0] into node (any tensors supports_copy of kernels::copy accepts); the
+// ACC/SET kernel copies through it too.
+void record_copy(Recorder & rec, const ggml_tensor * node);
+extern const Kernel binary, silu_back, acc_set, map, unary, glu;  // elementwise.cpp
 extern const Kernel sum, sum_rows, argmax;    // reduce.cpp
 extern const Kernel repeat, concat, pad, roll, pad_reflect_1d, diag, tri, diag_mask, win_part, win_unpart, arange,
     upscale, timestep_embedding;  // shape.cpp

@@ -65,7 +65,9 @@ void record_quantize(Recorder & rec, const ggml_tensor * node) {
                  rec.groups_for(count(push.ne), kQuantizeLocalSize));
 }
 
-void record_copy(Recorder & rec, const ggml_tensor * node) {
+}  // namespace
+
+void kernels::record_copy(Recorder & rec, const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     if (ggml_nelements(node) == 0) return;
     if (block_type_name(node->type)) return record_quantize(rec, node);
@@ -92,8 +94,6 @@ void record_copy(Recorder & rec, const ggml_tensor * node) {
                  rec.groups_for((count(plan.ne) + kCopyRun - 1) / kCopyRun, kLocalSize),
                  {plan.reshape ? 1u : 0u});
 }
-
-}  // namespace
 
 namespace kernels {
 const Kernel copy = vulkan_kernel<supports_copy, nullptr, record_copy>("vulkan.copy");

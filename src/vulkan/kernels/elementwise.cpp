@@ -1,7 +1,10 @@
-// Vulkan kernels of the element-wise ops: ADD/ADD1/SUB/MUL/DIV/SILU_BACK (binary.comp),
+// Vulkan kernels of the element-wise ops: ADD/ADD1/SUB/MUL/DIV/SILU_BACK (binary.comp), ACC/SET
+// (cpy.comp, then binary.comp for ACC),
 // SCALE/SQR/SQRT/CLAMP/LOG/SIN/COS/LEAKY_RELU/FILL/UNARY (map.comp) and GLU (glu.comp), for F32, F16
 // and BF16 tensors of any strides.
+#include <algorithm>
 #include <array>
+#include <iterator>
 #include <string>
 
 #include "vulkan/kernels.h"
@@ -62,6 +65,43 @@ void record_binary(Recorder & rec, const ggml_tensor * node) {
     rec.dispatch("binary_" + type + "_" + float_type_name(b->type),
                  {rec.arg(a, false), rec.arg(b, false), rec.arg(node, true)}, push, element_groups(rec, node),
                  {binary_op(node->op)});
+}
+
+// ---- ACC, SET: node is a (copied first unless in place), then b is added to (ACC) or written over
+// (SET) the region of node with b's shape, strides nb1..nb3 and byte offset -------------------------
+
+bool supports_acc_set(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *b = node->src[1];
+    if (!a || !b || !ggml_are_same_shape(a, node) || a->type != node->type || b->type != a->type ||
+        !ggml_is_contiguous(a) || !ggml_is_contiguous(node) || !raw_tensor(device, a) || !raw_tensor(device, b) ||
+        !raw_tensor(device, node))
+        return false;
+    return node->op == GGML_OP_SET || node->type == GGML_TYPE_F32;
+}
+
+void record_acc_set(Recorder & rec, const ggml_tensor * node) {
+    ggml_tensor *a = node->src[0], *b = node->src[1];
+    if (node->data != a->data) {
+        ggml_tensor whole = *node;
+        whole.op = GGML_OP_CPY;
+        whole.src[0] = a;
+        kernels::record_copy(rec, &whole);
+    }
+    if (ggml_nelements(b) == 0) return;
+    const auto p = core::params<ggml_ext_acc_params>(node);
+    ggml_tensor region = *node;  // the view of node that b covers
+    std::copy(std::begin(b->ne), std::end(b->ne), region.ne);
+    region.nb[1] = static_cast<size_t>(p.nb1);
+    region.nb[2] = static_cast<size_t>(p.nb2);
+    region.nb[3] = static_cast<size_t>(p.nb3);
+    region.data = static_cast<char *>(node->data) + p.offset;
+    region.view_src = node->view_src ? node->view_src : const_cast<ggml_tensor *>(node);
+    ggml_tensor op = region;
+    op.op = node->op == GGML_OP_SET ? GGML_OP_CPY : GGML_OP_ADD;
+    op.src[0] = node->op == GGML_OP_SET ? b : &region;
+    op.src[1] = b;
+    if (node->op == GGML_OP_SET) return kernels::record_copy(rec, &op);
+    record_binary(rec, &op);
 }
 
 // ---- maps of src0 ----------------------------------------------------------------------------------
@@ -232,6 +272,7 @@ void record_glu(Recorder & rec, const ggml_tensor * node) {
 namespace kernels {
 const Kernel binary = vulkan_kernel<supports_binary, nullptr, record_binary>("vulkan.binary");
 const Kernel silu_back = vulkan_kernel<supports_silu_back, nullptr, record_binary>("vulkan.silu_back");
+const Kernel acc_set = vulkan_kernel<supports_acc_set, nullptr, record_acc_set>("vulkan.acc_set");
 const Kernel map = vulkan_kernel<supports_map, nullptr, record_map>("vulkan.map");
 const Kernel unary = vulkan_kernel<supports_unary, nullptr, record_map>("vulkan.unary");
 const Kernel glu = vulkan_kernel<supports_glu, nullptr, record_glu>("vulkan.glu");
