@@ -1,4 +1,4 @@
-// Vulkan kernel of SOFT_MAX: F32 with an optional F32/F16 mask, any strides (soft_max.comp); one
+// Vulkan kernel of SOFT_MAX: F32 with an optional F32/F16 mask and optional F32 sinks, any strides (soft_max.comp); one
 // workgroup per row.
 #include <bit>
 #include <string>
@@ -12,8 +12,11 @@ namespace {
 bool supports_soft_max(const Device & device, const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * mask = node->src[1];
-    // src[2] holds sinks (ggml_soft_max_add_sinks), which this kernel does not compute.
-    if (!same_f32_shape(device, node) || node->src[2] != nullptr) return false;
+    const ggml_tensor * sinks = node->src[2];  // ggml_soft_max_add_sinks: F32 [ne2]
+    if (!same_f32_shape(device, node)) return false;
+    if (sinks && (sinks->type != GGML_TYPE_F32 || !ggml_is_vector(sinks) || sinks->ne[0] != a->ne[2] ||
+                  !float_tensor(device, sinks)))
+        return false;
     return !mask ||
            ((mask->type == GGML_TYPE_F32 || mask->type == GGML_TYPE_F16) && float_tensor(device, mask) &&
             mask->ne[0] == a->ne[0] && mask->ne[1] >= a->ne[1] && mask->ne[2] > 0 && mask->ne[3] > 0 &&
@@ -24,11 +27,13 @@ void record_soft_max(Recorder & rec, const ggml_tensor * node) {
     if (ggml_nelements(node) == 0) return;
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * mask = node->src[1];
+    const ggml_tensor * sinks = node->src[2];
     const ggml_tensor * m = mask ? mask : a;  // bound but not read without a mask
+    const ggml_tensor * s = sinks ? sinks : a;  // likewise without sinks
     const auto softmax = core::params<ggml_ext_soft_max_params>(node);
     struct {
         Shape ne;
-        View a, m, d;
+        View a, m, d, s;
         uint32_t mask_ne2, mask_ne3;
         float scale, max_bias;
         uint32_t n_head_log2;
@@ -36,6 +41,7 @@ void record_soft_max(Recorder & rec, const ggml_tensor * node) {
            view_of(rec, a, sizeof(float)),
            view_of(rec, m, float_unit(m->type)),
            view_of(rec, node, sizeof(float)),
+           view_of(rec, s, sizeof(float)),
            static_cast<uint32_t>(m->ne[2]),
            static_cast<uint32_t>(m->ne[3]),
            softmax.scale,
@@ -43,9 +49,9 @@ void record_soft_max(Recorder & rec, const ggml_tensor * node) {
            std::bit_floor(static_cast<uint32_t>(node->ne[2]))};
     const uint32_t local_size = block_size(static_cast<uint64_t>(node->ne[0]));
     rec.dispatch(std::string("soft_max_") + float_type_name(m->type),
-                 {rec.arg(a, false), rec.arg(m, false), rec.arg(node, true)}, push,
+                 {rec.arg(a, false), rec.arg(m, false), rec.arg(node, true), rec.arg(s, false)}, push,
                  unit_groups(rec, static_cast<uint64_t>(ggml_nrows(node)), local_size),
-                 {local_size, mask ? 1u : 0u});
+                 {local_size, mask ? 1u : 0u, sinks ? 1u : 0u});
 }
 
 }  // namespace

@@ -5,20 +5,24 @@
 // twice: once for the running maximum and sum of exponentials of each invocation (merged over the
 // workgroup), once for the result.
 //
+// With sinks (HAS_SINKS; F32, one per dim-2 index), the row's sum has one more logit, sinks[i2].
+//
 // Special rows as on the CPU: a row holding a NaN or +inf yields NaN everywhere, a row that is all
 // -inf (fully masked) yields zeros.
 #include "common.glsl"
 #include "row_reduce.glsl"
 
 layout(constant_id = 1) const bool HAS_MASK = false;
+layout(constant_id = 2) const bool HAS_SINKS = false;
 
 layout(binding = 0) readonly buffer A { float a[]; };
 layout(binding = 1) readonly buffer M { STORAGE(M_TYPE) m[]; };
 layout(binding = 2) writeonly buffer D { float d[]; };
+layout(binding = 3) readonly buffer S { float sinks[]; };
 
 layout(push_constant) uniform Push {
     uvec4 ne;
-    View va, vm, vd;
+    View va, vm, vd, vs;
     uint mask_ne2, mask_ne3;
     float scale, max_bias;
     uint n_head_log2;  // the largest power of two <= ne2
@@ -85,6 +89,11 @@ void main() {
         }
     }
     workgroup_merge(mx, sum);
+    if (HAS_SINKS) {
+        float sink = sinks[element_index(p.vs, i2, 0, 0, 0)];
+        if (isnan(sink)) mx = INF;
+        else merge(mx, sum, sink, 1.0);
+    }
 
     float inv = 1.0 / sum;
     for (uint i0 = gl_LocalInvocationID.x; i0 < p.ne.x; i0 += WG) {
