@@ -1,6 +1,7 @@
 // Vulkan kernels of the shape ops: REPEAT, CONCAT, PAD (zeros or circular), ROLL, PAD_REFLECT_1D,
 // DIAG, TRI, WIN_PART, WIN_UNPART, ARANGE and the softmax family's DIAG_MASK_INF/ZERO (gather.comp:
-// elements moved as raw bits), UPSCALE (nearest, F32, any strides; upscale.comp) and TIMESTEP_EMBEDDING
+// elements moved as raw bits), UPSCALE (every mode, F32/F16/BF16, any strides;
+// upscale.comp, upscale_filter.comp) and TIMESTEP_EMBEDDING
 // (F32; timestep_embedding.comp).
 #include <algorithm>
 #include <bit>
@@ -223,24 +224,62 @@ void record_gather(Recorder & rec, const ggml_tensor * node) {
                  rec.groups_for(ggml_nelements(node), kGatherLocalSize), {op});
 }
 
-// ---- UPSCALE (nearest) -----------------------------------------------------------------------------
+// ---- UPSCALE: nearest F32 without align corners (upscale.comp), every other mode (upscale_filter.comp)
 
 constexpr uint32_t kUpscaleLocalSize = 128;  // upscale.comp local_size_x
+constexpr uint32_t kFilterLocalSize = 256;   // upscale_filter.comp local_size_x
+constexpr int kMaxTaps = 64;                 // the most taps of upscale_filter.comp's arrays
+
+struct ScaleMode {
+    uint32_t base;  // enum ggml_scale_mode
+    bool align_corners, antialias;
+};
+
+ScaleMode scale_mode(const ggml_tensor * node) {
+    const auto mode = static_cast<uint32_t>(core::params<ggml_ext_upscale_params>(node).mode);
+    return {mode & 0xFFu, (mode & GGML_SCALE_FLAG_ALIGN_CORNERS) != 0, (mode & GGML_SCALE_FLAG_ANTIALIAS) != 0};
+}
+
+bool fast_nearest(const ggml_tensor * node) {
+    const ScaleMode m = scale_mode(node);
+    return m.base == GGML_SCALE_MODE_NEAREST && !m.align_corners && node->type == GGML_TYPE_F32;
+}
+
+// s of dimension k, as the CPU computes it: ne / n, or (ne - 1) / (n - 1) with align corners.
+float axis_scale(const ggml_tensor * a, const ggml_tensor * node, int k, bool align_corners) {
+    const int64_t n = a->ne[k], ne = node->ne[k];
+    return align_corners && n > 1 && ne > 1 ? static_cast<float>(ne - 1) / static_cast<float>(n - 1)
+                                            : static_cast<float>(ne) / static_cast<float>(n);
+}
+
+// The taps per result index of the antialiasing triangle filter along its longer axis (dims 0, 1).
+int antialias_taps(const ggml_tensor * node, bool align_corners) {
+    int taps = 0;
+    for (int k = 0; k < 2; ++k) {
+        const float support = std::max(1.0f, 1.0f / axis_scale(node->src[0], node, k, align_corners));
+        taps = std::max(taps, static_cast<int>(std::ceil(2.0f * support)) + 1);
+    }
+    return taps;
+}
 
 bool supports_upscale(const Device & device, const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
-    if (!a || a->type != GGML_TYPE_F32 || node->type != GGML_TYPE_F32 || ggml_is_empty(a) ||
-        core::params<ggml_ext_upscale_params>(node).mode != GGML_SCALE_MODE_NEAREST || !float_tensor(device, a) ||
-        !float_tensor(device, node))
+    if (!a || a->type != node->type || !float_tensor(device, a) || !float_tensor(device, node) || ggml_is_empty(a))
         return false;
-    // The shader forms i * a.ne / d.ne in 32 bits.
+    constexpr uint32_t known = 0xFFu | GGML_SCALE_FLAG_ALIGN_CORNERS | GGML_SCALE_FLAG_ANTIALIAS;
+    const ScaleMode m = scale_mode(node);
+    if ((static_cast<uint32_t>(core::params<ggml_ext_upscale_params>(node).mode) & ~known) != 0 ||
+        m.base >= GGML_SCALE_MODE_COUNT || (m.antialias && m.base != GGML_SCALE_MODE_BILINEAR))
+        return false;
+    if (m.antialias && antialias_taps(node, m.align_corners) > kMaxTaps) return false;
+    // The shaders form i * a.ne / d.ne in 32 bits.
     for (int k = 0; k < GGML_MAX_DIMS; ++k) {
         if (!fits_u32(node->ne[k] * a->ne[k])) return false;
     }
     return true;
 }
 
-void record_upscale(Recorder & rec, const ggml_tensor * node) {
+void record_nearest_upscale(Recorder & rec, const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     // The step is used only when a row is longer than the workgroup, and then it is below a.ne[0].
     const uint64_t step = uint64_t{kUpscaleLocalSize} * static_cast<uint64_t>(a->ne[0]);
@@ -258,6 +297,29 @@ void record_upscale(Recorder & rec, const ggml_tensor * node) {
     const uint64_t rows = static_cast<uint64_t>(ggml_nrows(node));
     rec.dispatch("upscale", {rec.arg(a, false), rec.arg(node, true)}, push,
                  rec.groups_for(rows * kUpscaleLocalSize, kUpscaleLocalSize));
+}
+
+void record_upscale(Recorder & rec, const ggml_tensor * node) {
+    if (ggml_nelements(node) == 0) return;
+    if (fast_nearest(node)) return record_nearest_upscale(rec, node);
+    const ggml_tensor * a = node->src[0];
+    const ScaleMode m = scale_mode(node);
+    const uint32_t unit = float_unit(node->type);
+    struct {
+        Shape ne, a_ne;
+        View a, d;
+        float scale0, scale1;
+    } push{shape_of(node),
+           shape_of(a),
+           view_of(rec, a, unit),
+           view_of(rec, node, unit),
+           axis_scale(a, node, 0, m.align_corners),
+           axis_scale(a, node, 1, m.align_corners)};
+    rec.dispatch(std::string("upscale_filter_") + float_type_name(node->type),
+                 {rec.arg(a, false), rec.arg(node, true)}, push,
+                 rec.groups_for(static_cast<uint64_t>(ggml_nelements(node)), kFilterLocalSize),
+                 {m.base, m.align_corners ? 1u : 0u, m.antialias ? 1u : 0u,
+                  static_cast<uint32_t>(m.antialias ? antialias_taps(node, m.align_corners) : m.base == GGML_SCALE_MODE_BICUBIC ? 4 : 2)});
 }
 
 // ---- TIMESTEP_EMBEDDING ----------------------------------------------------------------------------
