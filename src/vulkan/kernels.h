@@ -56,18 +56,18 @@ const KernelTable & kernel_table();
 
 // The kernel families, one file each (kernels/<family>.cpp, the op families of tests/ops).
 namespace kernels {
-extern const Kernel none, unsupported;        // table.cpp: layout ops; ops without a Vulkan kernel
-extern const Kernel copy;                     // copy.cpp
+extern const Kernel none, unsupported;                   // table.cpp: layout ops; ops without a Vulkan kernel
+extern const Kernel copy;                                // copy.cpp
 extern const Kernel binary, silu_back, map, unary, glu;  // elementwise.cpp
-extern const Kernel sum, sum_rows, argmax;    // reduce.cpp
-extern const Kernel repeat, concat, pad, upscale, timestep_embedding;  // shape.cpp
-extern const Kernel row_norm, group_norm;                              // norm.cpp
-extern const Kernel mul_mat;                                           // matmul.cpp
-extern const Kernel soft_max;                                          // softmax.cpp
-extern const Kernel rope;                                              // rope.cpp
-extern const Kernel flash_attn_ext;                                    // attention.cpp
-extern const Kernel get_rows, set_rows;                                // indexing.cpp
-extern const Kernel im2col;                                            // conv.cpp
+extern const Kernel sum, sum_rows, argmax, cumsum, count_equal, argsort;  // reduce.cpp
+extern const Kernel repeat, concat, pad, upscale, timestep_embedding;     // shape.cpp
+extern const Kernel row_norm, group_norm;                                 // norm.cpp
+extern const Kernel mul_mat;                                              // matmul.cpp
+extern const Kernel soft_max;                                             // softmax.cpp
+extern const Kernel rope;                                                 // rope.cpp
+extern const Kernel flash_attn_ext;                                       // attention.cpp
+extern const Kernel get_rows, set_rows;                                   // indexing.cpp
+extern const Kernel im2col;                                               // conv.cpp
 }  // namespace kernels
 
 // A tensor as the shaders address it (struct View in shaders/common.glsl): the offset of its first
