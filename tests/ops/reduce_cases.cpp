@@ -1,7 +1,9 @@
 // ggx-ops case table: reductions (SUM, SUM_ROWS, MEAN, ARGMAX, CUMSUM, COUNT_EQUAL, ARGSORT, TOP_K,
 // CROSS_ENTROPY_LOSS(_BACK)) over every float dtype, odd and zero-size shapes and every input layout;
 // ARGMAX, ARGSORT and TOP_K also with ties (the first maximum wins; sorts keep index order).
+#include <iterator>
 #include <set>
+#include <vector>
 
 #include "ggx-ops/case.h"
 
@@ -52,8 +54,10 @@ void add_argmax_cases(CaseList & list) {
 }
 
 void add_cumsum_cases(CaseList & list) {
+    std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+    shapes.push_back({20000, 2, 1, 1});  // rows of many workgroup tiles
     for (ggml_type type : kFloatTypes) {
-        for (const Shape & ne : kShapes) {
+        for (const Shape & ne : shapes) {
             for (Layout layout : kAllLayouts) {
                 list.add(
                     GGML_OP_CUMSUM, str(type) + " " + str(ne) + " " + layout_name(layout),
@@ -65,8 +69,10 @@ void add_cumsum_cases(CaseList & list) {
 
 // Small integers, so that about a third of the positions are equal.
 void add_count_equal_cases(CaseList & list) {
+    std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+    shapes.push_back({10000, 2, 1, 1});  // more elements than one workgroup's chunk
     for (ggml_type type : {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_I32}) {
-        for (const Shape & ne : kShapes) {
+        for (const Shape & ne : shapes) {
             for (auto [la, lb] : {std::pair{Layout::Contiguous, Layout::Contiguous},
                                   std::pair{Layout::Transposed, Layout::Strided}}) {
                 list.add(GGML_OP_COUNT_EQUAL,
@@ -80,10 +86,11 @@ void add_count_equal_cases(CaseList & list) {
     }
 }
 
-// Distinct values, and ties (equal values keep their index order).
+// Distinct values, and ties (equal values keep their index order). Rows of 3000 are longer than a
+// device's shared-memory sort (Vulkan: 2048 keys).
 void add_sort_cases(CaseList & list) {
-    const Shape shapes[] = {{1, 1, 1, 1},  {3, 1, 1, 1},   {7, 3, 1, 1}, {16, 5, 3, 1}, {33, 2, 3, 2},
-                            {65, 3, 1, 1}, {200, 2, 1, 1}, {0, 3, 1, 1}, {5, 0, 2, 1}};
+    const Shape shapes[] = {{1, 1, 1, 1},  {3, 1, 1, 1},   {7, 3, 1, 1},    {16, 5, 3, 1}, {33, 2, 3, 2},
+                            {65, 3, 1, 1}, {200, 2, 1, 1}, {3000, 2, 1, 1}, {0, 3, 1, 1},  {5, 0, 2, 1}};
     for (ggml_type type : kFloatTypes) {
         for (const Shape & ne : shapes) {
             const std::pair<const char *, Gen> gens[] = {{"", Gen::distinct(ne[0])},

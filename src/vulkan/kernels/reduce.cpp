@@ -1,7 +1,13 @@
 // Vulkan kernels of the reduction ops: SUM_ROWS, MEAN and SUM (sum.comp, F32/F16/BF16, any strides,
 // one workgroup per reduced range; SUM of many elements in two passes through the workspace) and
-// ARGMAX (the first maximum of each row of an F32 matrix of any strides, as I32; argmax.comp).
+// ARGMAX (the first maximum of each row of an F32 matrix of any strides, as I32; argmax.comp),
+// CUMSUM (cumsum.comp, F32/F16/BF16, any strides, one workgroup per row), COUNT_EQUAL (F32/F16/BF16
+// by value and I32 by bits, any strides, into I64; count_equal.comp, in two passes through the
+// workspace above one chunk) and ARGSORT / TOP_K (F32/F16/BF16, any strides; a bitonic sort of the
+// CPU's keys, argsort.comp in shared memory and argsort_step.comp through the workspace for rows
+// longer than a block).
 #include <algorithm>
+#include <bit>
 #include <string>
 
 #include "vulkan/kernels.h"
@@ -63,7 +69,8 @@ void record_sum_rows(Recorder & rec, const ggml_tensor * node) {
                           .divisor = divisor});
 }
 
-// SUM of more than one chunk sums chunks into F32 partial sums in the workspace first, then those.
+// SUM of more than one chunk sums chunks into F32 partial sums in the workspace first, then those
+// (COUNT_EQUAL likewise, with U32 partial counts).
 constexpr uint64_t kSumChunk = 8192;
 constexpr uint64_t kMaxPartials = 1024;
 // The dense partial sums, seen as [n, 1, 1, 1] (read) or as [1, n, 1, 1] (written).
@@ -142,12 +149,176 @@ void record_argmax(Recorder & rec, const ggml_tensor * node) {
                  rec.groups_for(static_cast<uint64_t>(a->ne[1]) * kArgmaxLocalSize, kArgmaxLocalSize));
 }
 
+// ---- CUMSUM ----------------------------------------------------------------------------------------
+
+bool supports_cumsum(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    return a && a->type == node->type && ggml_are_same_shape(a, node) && float_tensor(device, a) &&
+           float_tensor(device, node);
+}
+
+void record_cumsum(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    const uint64_t rows = static_cast<uint64_t>(ggml_nrows(a));
+    if (rows == 0 || a->ne[0] == 0) return;
+    const uint32_t unit = float_unit(a->type);
+    struct {
+        Shape ne;
+        View a, d;
+    } push{shape_of(a), view_of(rec, a, unit), view_of(rec, node, unit)};
+    constexpr uint64_t kPart = 4;  // cumsum.comp PART
+    const uint32_t local_size = block_size((static_cast<uint64_t>(a->ne[0]) + kPart - 1) / kPart);
+    rec.dispatch(std::string("cumsum_") + float_type_name(a->type), {rec.arg(a, false), rec.arg(node, true)},
+                 push, unit_groups(rec, rows, local_size), {local_size});
+}
+
+// ---- COUNT_EQUAL -----------------------------------------------------------------------------------
+
+const char * count_equal_type(ggml_type type) {
+    return type == GGML_TYPE_I32 ? "i32" : float_type_name(type);
+}
+
+bool supports_count_equal(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *b = node->src[1];
+    if (!a || !b || b->type != a->type || !ggml_are_same_shape(a, b) || node->type != GGML_TYPE_I64 ||
+        ggml_nelements(node) != 1 || !addressable(device, node, 4))
+        return false;
+    if (a->type == GGML_TYPE_I32)
+        return addressable(device, a, 4) && addressable(device, b, 4) && small_enough(a);
+    return float_tensor(device, a) && float_tensor(device, b);
+}
+
+size_t count_equal_workspace(const ggml_tensor * node) {
+    const uint32_t partials = sum_partials(node);
+    return partials > 1 ? partials * sizeof(uint32_t) : 0;
+}
+
+void record_count_equal(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *b = node->src[1];
+    const uint32_t n = static_cast<uint32_t>(ggml_nelements(a));
+    const uint32_t unit = a->type == GGML_TYPE_I32 ? 4 : float_unit(a->type);
+    const uint32_t partials = sum_partials(node);
+    struct {
+        Shape ne;
+        View a, b;
+        uint32_t d_offset, d_stride, len;
+    } push{shape_of(a), view_of(rec, a, unit), view_of(rec, b, unit), rec.element_offset(node, 4), 2, n};
+    const std::string shader = std::string("count_equal_") + count_equal_type(a->type);
+    const Arg d = rec.arg(node, true);
+    if (partials == 1) {
+        const uint32_t local_size = block_size(n);
+        rec.dispatch(shader, {rec.arg(a, false), rec.arg(b, false), d}, push, unit_groups(rec, 1, local_size),
+                     {local_size});
+        return;
+    }
+    Arg scratch = rec.workspace();
+    scratch.written = true;
+    push.d_offset = 0;
+    push.d_stride = 1;
+    push.len = (n + partials - 1) / partials;
+    rec.dispatch(shader, {rec.arg(a, false), rec.arg(b, false), scratch}, push,
+                 unit_groups(rec, partials, block_size(push.len)), {block_size(push.len)});
+    scratch.written = false;
+    push.ne = Shape{{partials, 1, 1, 1}};
+    push.d_offset = rec.element_offset(node, 4);
+    push.d_stride = 2;
+    push.len = partials;
+    rec.dispatch("count_equal_total", {scratch, d}, push, unit_groups(rec, 1, block_size(partials)),
+                 {block_size(partials)});
+}
+
+// ---- ARGSORT, TOP_K --------------------------------------------------------------------------------
+
+// A row is sorted as P keys (its length rounded up to a power of two) of 8 bytes, in blocks of at
+// most kMaxBlock keys in shared memory (argsort.comp L: 16 KiB, the least maxComputeSharedMemorySize
+// Vulkan allows); longer rows keep their keys in the workspace between the passes.
+constexpr uint64_t kMaxBlock = 2048;
+constexpr uint64_t kKeyBytes = 8;
+constexpr uint32_t kStepLocalSize = 256;  // argsort_step.comp local_size_x
+
+uint64_t sort_keys(const ggml_tensor * node) {
+    return std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(node->src[0]->ne[0], 1)));
+}
+
+size_t sort_workspace(const ggml_tensor * node) {
+    const uint64_t keys = sort_keys(node);
+    if (keys <= kMaxBlock) return 0;
+    return static_cast<size_t>(keys * static_cast<uint64_t>(ggml_nrows(node->src[0])) * kKeyBytes);
+}
+
+bool supports_sort(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    if (!a || node->type != GGML_TYPE_I32 || node->ne[1] != a->ne[1] || node->ne[2] != a->ne[2] ||
+        node->ne[3] != a->ne[3] || !float_tensor(device, a) || !addressable(device, node, 4) ||
+        !small_enough(node))
+        return false;
+    if (node->op == GGML_OP_TOP_K ? node->ne[0] < 1 || node->ne[0] > a->ne[0] : node->ne[0] != a->ne[0])
+        return false;
+    // The keys of every row index with 32 bits, in one binding.
+    const uint64_t keys = sort_keys(node) * static_cast<uint64_t>(ggml_nrows(a));
+    return keys <= UINT32_MAX && sort_workspace(node) + device.limits().storage_offset_alignment <=
+                                     device.limits().max_storage_range;
+}
+
+void record_sort(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    const uint64_t rows = static_cast<uint64_t>(ggml_nrows(a));
+    if (rows == 0 || a->ne[0] == 0) return;
+    const uint32_t keys = static_cast<uint32_t>(sort_keys(node));
+    const uint32_t block = static_cast<uint32_t>(std::min(uint64_t{keys}, kMaxBlock));
+    const bool descending = node->op == GGML_OP_TOP_K ||
+                            core::params<ggml_ext_argsort_params>(node).order == GGML_SORT_ORDER_DESC;
+    struct {
+        Shape ne;
+        View a, d;
+        uint32_t n_keys, top, k_first, k_last, descending, from_source, to_output;
+    } push{shape_of(a),
+           view_of(rec, a, float_unit(a->type)),
+           view_of(rec, node, 4),
+           keys,
+           static_cast<uint32_t>(node->ne[0]),
+           2,
+           block,
+           descending ? 1u : 0u,
+           1,
+           1};
+    const std::string shader = std::string("argsort_") + float_type_name(a->type);
+    const Arg src = rec.arg(a, false), dst = rec.arg(node, true);
+    const uint32_t local_size = block_size(block / 2);
+    const std::vector<uint32_t> constants{local_size, block};
+    const Groups blocks = unit_groups(rec, rows * (keys / block), local_size);
+    if (keys == block) {  // the whole row in one workgroup; the workspace binding is a placeholder
+        rec.dispatch(shader, {src, dst, dst}, push, blocks, constants);
+        return;
+    }
+    Arg scratch = rec.workspace();
+    scratch.written = true;
+    push.to_output = 0;
+    rec.dispatch(shader, {src, dst, scratch}, push, blocks, constants);
+    push.from_source = 0;
+    struct {
+        uint32_t n_keys, pairs, j, k;
+    } step{keys, static_cast<uint32_t>(rows * keys / 2), 0, 0};
+    for (uint32_t k = 2 * block; k <= keys; k *= 2) {
+        step.k = k;
+        for (step.j = k / 2; step.j >= block; step.j /= 2)
+            rec.dispatch("argsort_step", {scratch}, step, rec.groups_for(step.pairs, kStepLocalSize));
+        push.k_first = push.k_last = k;
+        push.to_output = k == keys ? 1 : 0;
+        rec.dispatch(shader, {src, dst, scratch}, push, blocks, constants);
+    }
+}
+
 }  // namespace
 
 namespace kernels {
 const Kernel sum = vulkan_kernel<supports_sum, sum_workspace, record_sum>("vulkan.sum");
 const Kernel sum_rows = vulkan_kernel<supports_sum_rows, nullptr, record_sum_rows>("vulkan.sum_rows");
 const Kernel argmax = vulkan_kernel<supports_argmax, nullptr, record_argmax>("vulkan.argmax");
+const Kernel cumsum = vulkan_kernel<supports_cumsum, nullptr, record_cumsum>("vulkan.cumsum");
+const Kernel count_equal =
+    vulkan_kernel<supports_count_equal, count_equal_workspace, record_count_equal>("vulkan.count_equal");
+const Kernel argsort = vulkan_kernel<supports_sort, sort_workspace, record_sort>("vulkan.argsort");
 }  // namespace kernels
 
 }  // namespace ggx::vulkan
