@@ -1,7 +1,7 @@
-// Vulkan kernel of ROPE (rope.comp): NORMAL and NEOX rotation with YaRN scaling and optional
-// frequency factors, of F32/F16 tensors of any strides, with the CPU kernel's op_params
-// (ints [1] n_dims, [2] mode, [4] n_ctx_orig; floats [5..10] base, freq_scale, ext_factor,
-// attn_factor, beta_fast, beta_slow).
+// Vulkan kernel of ROPE and ROPE_BACK (rope.comp): NORMAL, NEOX and the multi-axis MROPE, IMROPE
+// and VISION rotations with YaRN scaling, optional frequency factors and a rotated range from
+// n_offs, of F32/F16 tensors of any strides, with the CPU kernel's parameters
+// (ggml_ext_rope_params).
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -22,16 +22,52 @@ bool vector_of(const Device & device, const ggml_tensor * t, ggml_type type) {
     return t->type == type && ggml_is_vector(t) && addressable(device, t, 4) && small_enough(t);
 }
 
+// rope.comp's MULTI: 0 for NORMAL and NEOX, else 1 MROPE, 2 IMROPE, 3 VISION; ~0u for other modes.
+uint32_t multi_mode(int32_t mode) {
+    switch (mode) {
+        case GGML_ROPE_TYPE_NORMAL:
+        case GGML_ROPE_TYPE_NEOX:
+            return 0;
+        case GGML_ROPE_TYPE_MROPE:
+            return 1;
+        case GGML_ROPE_TYPE_IMROPE:
+            return 2;
+        case GGML_ROPE_TYPE_VISION:
+            return 3;
+        default:
+            return ~0u;
+    }
+}
+
+int64_t pairs_of(const ggml_ext_rope_params & rope) {
+    return rope.mode == GGML_ROPE_TYPE_VISION ? rope.n_dims : rope.n_dims / 2;
+}
+
+bool sections_ok(const ggml_ext_rope_params & rope) {
+    const int32_t * sec = rope.sections;
+    // rope.comp packs them in 16 bits each.
+    return std::all_of(sec, sec + GGML_MROPE_SECTIONS, [](int32_t v) { return v >= 0 && v <= 0xFFFF; }) &&
+           int64_t{sec[0]} + sec[1] + sec[2] + sec[3] > 0;
+}
+
+// Sections k and k + 1, 16 bits each (only the multi modes read them; 0 otherwise).
+uint32_t section_pair(const ggml_ext_rope_params & rope, int k) {
+    if (multi_mode(rope.mode) == 0) return 0;
+    return static_cast<uint32_t>(rope.sections[k]) | static_cast<uint32_t>(rope.sections[k + 1]) << 16;
+}
+
 bool supports_rope(const Device & device, const ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *pos = node->src[1], *factors = node->src[2];
+    if (!a || !pos) return false;
     const auto rope = core::params<ggml_ext_rope_params>(node);
-    const int32_t n_dims = rope.n_dims, mode = rope.mode;
-    return a && pos && (a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16) && node->type == a->type &&
+    const uint32_t multi = multi_mode(rope.mode);
+    const int64_t pairs = pairs_of(rope), axes = multi != 0 ? 4 : 1;
+    return (a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16) && node->type == a->type &&
            ggml_are_same_shape(a, node) && float_tensor(device, a) && float_tensor(device, node) &&
-           vector_of(device, pos, GGML_TYPE_I32) && pos->ne[0] >= a->ne[2] &&
-           (mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX) && rope.n_offs == 0 && n_dims > 0 &&
-           n_dims % 2 == 0 && n_dims <= a->ne[0] && n_dims / 2 <= kMaxPairs &&
-           (!factors || (vector_of(device, factors, GGML_TYPE_F32) && factors->ne[0] >= n_dims / 2));
+           vector_of(device, pos, GGML_TYPE_I32) && pos->ne[0] >= axes * a->ne[2] && multi != ~0u &&
+           (multi == 0 || sections_ok(rope)) && rope.n_dims > 0 && rope.n_dims % 2 == 0 && rope.n_offs >= 0 &&
+           rope.n_offs % 2 == 0 && rope.n_offs + 2 * pairs <= a->ne[0] && pairs <= kMaxPairs &&
+           (!factors || (vector_of(device, factors, GGML_TYPE_F32) && factors->ne[0] >= pairs));
 }
 
 // The rotation parameters the shader takes, derived in double as the CPU kernel does.
@@ -60,8 +96,8 @@ void record_rope(Recorder & rec, const ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *pos = node->src[1], *factors = node->src[2];
     const uint32_t unit = float_unit(node->type);
     const auto rope = core::params<ggml_ext_rope_params>(node);
-    const uint32_t half = static_cast<uint32_t>(rope.n_dims) / 2;
-    const uint32_t items = static_cast<uint32_t>(node->ne[0]) - half;  // pairs and copied channels
+    const uint32_t pairs = static_cast<uint32_t>(pairs_of(rope));
+    const uint32_t items = static_cast<uint32_t>(node->ne[0]) - pairs;  // pairs and copied channels
     const uint32_t lanes = std::min(kLocalSize, std::bit_ceil(items));
     const uint32_t heads_per_group = kPassesPerGroup * (kLocalSize / lanes);
     const Angles angles = angles_of(node);
@@ -71,8 +107,9 @@ void record_rope(Recorder & rec, const ggml_tensor * node) {
         Shape ne;
         View a, d;
         uint32_t pos_off, pos_s0, factors_off, factors_s0;
-        uint32_t half_dims, lane_shift, heads_per_group;
-        float log2_theta_scale, freq_scale, ext_factor, ramp_low, ramp_inv_range, mscale;
+        uint32_t pairs, offs, lane_shift, heads_per_group;
+        float log2_theta_scale, freq_scale, ext_factor, ramp_low, ramp_inv_range, mscale, sin_sign;
+        uint32_t sections01, sections23;
     } push{shape_of(node),
            view_of(rec, a, unit),
            view_of(rec, node, unit),
@@ -80,7 +117,8 @@ void record_rope(Recorder & rec, const ggml_tensor * node) {
            pos_view.s0,
            factors_view.offset,
            factors_view.s0,
-           half,
+           pairs,
+           static_cast<uint32_t>(rope.n_offs),
            static_cast<uint32_t>(std::countr_zero(lanes)),
            heads_per_group,
            angles.log2_theta_scale,
@@ -88,7 +126,10 @@ void record_rope(Recorder & rec, const ggml_tensor * node) {
            rope.ext_factor,
            angles.ramp_low,
            angles.ramp_inv_range,
-           angles.mscale};
+           angles.mscale,
+           node->op == GGML_OP_ROPE_BACK ? -1.0f : 1.0f,
+           section_pair(rope, 0),
+           section_pair(rope, 2)};
     const uint64_t head_blocks = (node->ne[1] + heads_per_group - 1) / heads_per_group;
     const uint64_t groups = head_blocks * node->ne[2] * node->ne[3];
     const Arg pos_arg = rec.arg(pos, false);
@@ -96,7 +137,7 @@ void record_rope(Recorder & rec, const ggml_tensor * node) {
         std::string("rope_") + float_type_name(node->type),
         {rec.arg(a, false), pos_arg, factors ? rec.arg(factors, false) : pos_arg, rec.arg(node, true)}, push,
         rec.groups_for(groups * kLocalSize, kLocalSize),
-        {rope.mode == GGML_ROPE_TYPE_NEOX ? 1u : 0u, factors ? 1u : 0u});
+        {rope.mode != GGML_ROPE_TYPE_NORMAL ? 1u : 0u, factors ? 1u : 0u, multi_mode(rope.mode)});
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ constexpr Entry entries[] = {
     {GGML_OP_SOFT_MAX, &kernels::soft_max},
     {GGML_OP_SOFT_MAX_BACK, &kernels::unsupported},
     {GGML_OP_ROPE, &kernels::rope},
-    {GGML_OP_ROPE_BACK, &kernels::unsupported},
+    {GGML_OP_ROPE_BACK, &kernels::rope},
     {GGML_OP_CLAMP, &kernels::map},
     {GGML_OP_CONV_TRANSPOSE_1D, &kernels::unsupported},
     {GGML_OP_IM2COL, &kernels::im2col},
