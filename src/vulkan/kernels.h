@@ -61,17 +61,17 @@ extern const Kernel copy;               // copy.cpp
 // Records CPY of node->src[0] into node (any tensors supports_copy of kernels::copy accepts); the
 // ACC/SET kernel copies through it too.
 void record_copy(Recorder & rec, const ggml_tensor * node);
-extern const Kernel binary, silu_back, acc_set, map, unary, glu;          // elementwise.cpp
-extern const Kernel sum, sum_rows, argmax, cumsum, count_equal, argsort;  // reduce.cpp
-extern const Kernel repeat, concat, pad, roll, pad_reflect_1d, diag, tri, diag_mask, win_part, win_unpart, arange,
-    upscale, timestep_embedding;             // shape.cpp
-extern const Kernel row_norm, group_norm;    // norm.cpp
-extern const Kernel mul_mat;                 // matmul.cpp
-extern const Kernel soft_max;                // softmax.cpp
-extern const Kernel rope;                    // rope.cpp
-extern const Kernel flash_attn_ext;          // attention.cpp
-extern const Kernel get_rows, set_rows;      // indexing.cpp
-extern const Kernel im2col;                  // conv.cpp
+extern const Kernel binary, silu_back, add_id, acc_set, opt_step, map, unary, glu;  // elementwise.cpp
+extern const Kernel sum, sum_rows, argmax, cumsum, count_equal, argsort;            // reduce.cpp
+extern const Kernel repeat, concat, pad, roll, pad_reflect_1d, diag, tri, diag_mask, win_part, win_unpart,
+    arange, upscale, timestep_embedding;   // shape.cpp
+extern const Kernel row_norm, group_norm;  // norm.cpp
+extern const Kernel mul_mat;               // matmul.cpp
+extern const Kernel soft_max;              // softmax.cpp
+extern const Kernel rope;                  // rope.cpp
+extern const Kernel flash_attn_ext;        // attention.cpp
+extern const Kernel get_rows, set_rows;    // indexing.cpp
+extern const Kernel im2col;                // conv.cpp
 }  // namespace kernels
 
 // A tensor as the shaders address it (struct View in shaders/common.glsl): the offset of its first

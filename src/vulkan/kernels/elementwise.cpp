@@ -1,5 +1,5 @@
-// Vulkan kernels of the element-wise ops: ADD/ADD1/SUB/MUL/DIV/SILU_BACK (binary.comp), ACC/SET
-// (cpy.comp, then binary.comp for ACC),
+// Vulkan kernels of the element-wise ops: ADD/ADD1/SUB/MUL/DIV/SILU_BACK (binary.comp), ADD_ID
+// (add_id.comp), ACC/SET (cpy.comp, then binary.comp for ACC), OPT_STEP_SGD/ADAMW (opt_step.comp),
 // SCALE/SQR/SQRT/CLAMP/LOG/SIN/COS/LEAKY_RELU/FILL/UNARY (map.comp) and GLU (glu.comp), for F32, F16
 // and BF16 tensors of any strides.
 #include <algorithm>
@@ -67,14 +67,80 @@ void record_binary(Recorder & rec, const ggml_tensor * node) {
                  {binary_op(node->op)});
 }
 
+// ---- ADD_ID: a + b[:, ids[i1, i2]] -------------------------------------------------------------------
+
+bool supports_add_id(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *b = node->src[1], *ids = node->src[2];
+    return same_float_shape(device, node, a) && b && ids &&
+           (b->type == GGML_TYPE_F32 || b->type == a->type) && float_tensor(device, b) &&
+           ids->type == GGML_TYPE_I32 && raw_tensor(device, ids) && b->ne[0] == a->ne[0] &&
+           ids->ne[0] == a->ne[1] && ids->ne[1] == a->ne[2];
+}
+
+void record_add_id(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *b = node->src[1], *ids = node->src[2];
+    struct {
+        Shape ne;
+        View a, b, ids, d;
+        uint32_t b_rows;
+    } push{shape_of(node),
+           view_of(rec, a, float_unit(a->type)),
+           view_of(rec, b, float_unit(b->type)),
+           view_of(rec, ids, 4),
+           view_of(rec, node, float_unit(node->type)),
+           static_cast<uint32_t>(b->ne[1])};
+    rec.dispatch(std::string("add_id_") + float_type_name(a->type) + "_" + float_type_name(b->type),
+                 {rec.arg(a, false), rec.arg(b, false), rec.arg(ids, false), rec.arg(node, true)}, push,
+                 element_groups(rec, node));
+}
+
+// ---- OPT_STEP_SGD, OPT_STEP_ADAMW: in place on F32 w (and AdamW's moments) ----------------------------
+
+// Whether node is a view of all of a's storage, starting where a starts (an in-place result).
+bool views(const ggml_tensor * node, const ggml_tensor * a) {
+    const ggml_tensor * owner = a->view_src ? a->view_src : a;
+    return node->view_src == owner && node->view_offs == (a->view_src ? a->view_offs : 0);
+}
+
+bool supports_opt_step(const Device & device, const ggml_tensor * node) {
+    const bool adamw = node->op == GGML_OP_OPT_STEP_ADAMW;
+    const int n_src = adamw ? 5 : 3;
+    const ggml_tensor * hyper = node->src[n_src - 1];
+    for (int i = 0; i + 1 < n_src; ++i) {
+        const ggml_tensor * t = node->src[i];
+        if (!t || t->type != GGML_TYPE_F32 || !float_tensor(device, t) || !ggml_are_same_shape(t, node))
+            return false;
+    }
+    return node->type == GGML_TYPE_F32 && views(node, node->src[0]) && hyper &&
+           hyper->type == GGML_TYPE_F32 && ggml_is_contiguous(hyper) && float_tensor(device, hyper) &&
+           ggml_nelements(hyper) == (adamw ? 7 : 2);
+}
+
+void record_opt_step(Recorder & rec, const ggml_tensor * node) {
+    const bool adamw = node->op == GGML_OP_OPT_STEP_ADAMW;
+    const ggml_tensor *w = node->src[0], *g = node->src[1];
+    const ggml_tensor *m = adamw ? node->src[2] : w, *v = adamw ? node->src[3] : w;  // bound, unread by SGD
+    const ggml_tensor * hyper = node->src[adamw ? 4 : 2];
+    struct {
+        Shape ne;
+        View w, g, m, v;
+        uint32_t hyper_off;
+    } push{shape_of(node),     view_of(rec, w, 4), view_of(rec, g, 4),
+           view_of(rec, m, 4), view_of(rec, v, 4), view_of(rec, hyper, 4).offset};
+    rec.dispatch(
+        "opt_step",
+        {rec.arg(w, true), rec.arg(g, false), rec.arg(m, adamw), rec.arg(v, adamw), rec.arg(hyper, false)},
+        push, element_groups(rec, node), {adamw ? 1u : 0u});
+}
+
 // ---- ACC, SET: node is a (copied first unless in place), then b is added to (ACC) or written over
 // (SET) the region of node with b's shape, strides nb1..nb3 and byte offset -------------------------
 
 bool supports_acc_set(const Device & device, const ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *b = node->src[1];
     if (!a || !b || !ggml_are_same_shape(a, node) || a->type != node->type || b->type != a->type ||
-        !ggml_is_contiguous(a) || !ggml_is_contiguous(node) || !raw_tensor(device, a) || !raw_tensor(device, b) ||
-        !raw_tensor(device, node))
+        !ggml_is_contiguous(a) || !ggml_is_contiguous(node) || !raw_tensor(device, a) ||
+        !raw_tensor(device, b) || !raw_tensor(device, node))
         return false;
     return node->op == GGML_OP_SET || node->type == GGML_TYPE_F32;
 }
@@ -121,27 +187,13 @@ struct SubOpShader {
     uint32_t shader;
 };
 constexpr SubOpShader unary_shaders[] = {
-    {GGML_UNARY_OP_ABS, 15},
-    {GGML_UNARY_OP_SGN, 16},
-    {GGML_UNARY_OP_NEG, 17},
-    {GGML_UNARY_OP_STEP, 18},
-    {GGML_UNARY_OP_TANH, 9},
-    {GGML_UNARY_OP_ELU, 19},
-    {GGML_UNARY_OP_RELU, 4},
-    {GGML_UNARY_OP_SIGMOID, 8},
-    {GGML_UNARY_OP_GELU, 6},
-    {GGML_UNARY_OP_GELU_QUICK, 7},
-    {GGML_UNARY_OP_SILU, 5},
-    {GGML_UNARY_OP_HARDSWISH, 20},
-    {GGML_UNARY_OP_HARDSIGMOID, 21},
-    {GGML_UNARY_OP_EXP, 22},
-    {GGML_UNARY_OP_EXPM1, 23},
-    {GGML_UNARY_OP_SOFTPLUS, 24},
-    {GGML_UNARY_OP_GELU_ERF, 25},
-    {GGML_UNARY_OP_XIELU, 26},
-    {GGML_UNARY_OP_FLOOR, 27},
-    {GGML_UNARY_OP_CEIL, 28},
-    {GGML_UNARY_OP_ROUND, 29},
+    {GGML_UNARY_OP_ABS, 15},         {GGML_UNARY_OP_SGN, 16},      {GGML_UNARY_OP_NEG, 17},
+    {GGML_UNARY_OP_STEP, 18},        {GGML_UNARY_OP_TANH, 9},      {GGML_UNARY_OP_ELU, 19},
+    {GGML_UNARY_OP_RELU, 4},         {GGML_UNARY_OP_SIGMOID, 8},   {GGML_UNARY_OP_GELU, 6},
+    {GGML_UNARY_OP_GELU_QUICK, 7},   {GGML_UNARY_OP_SILU, 5},      {GGML_UNARY_OP_HARDSWISH, 20},
+    {GGML_UNARY_OP_HARDSIGMOID, 21}, {GGML_UNARY_OP_EXP, 22},      {GGML_UNARY_OP_EXPM1, 23},
+    {GGML_UNARY_OP_SOFTPLUS, 24},    {GGML_UNARY_OP_GELU_ERF, 25}, {GGML_UNARY_OP_XIELU, 26},
+    {GGML_UNARY_OP_FLOOR, 27},       {GGML_UNARY_OP_CEIL, 28},     {GGML_UNARY_OP_ROUND, 29},
     {GGML_UNARY_OP_TRUNC, 30},
 };
 static_assert(lists_every_value_in_order(unary_shaders, GGML_UNARY_OP_COUNT),
@@ -149,7 +201,7 @@ static_assert(lists_every_value_in_order(unary_shaders, GGML_UNARY_OP_COUNT),
 
 // glu.comp's activation of every GLU op, in ggml_glu_op order.
 constexpr SubOpShader glu_shaders[] = {
-    {GGML_GLU_OP_REGLU, 0},     {GGML_GLU_OP_GEGLU, 1},     {GGML_GLU_OP_SWIGLU, 2},
+    {GGML_GLU_OP_REGLU, 0},      {GGML_GLU_OP_GEGLU, 1},     {GGML_GLU_OP_SWIGLU, 2},
     {GGML_GLU_OP_SWIGLU_OAI, 3}, {GGML_GLU_OP_GEGLU_ERF, 4}, {GGML_GLU_OP_GEGLU_QUICK, 5},
 };
 static_assert(lists_every_value_in_order(glu_shaders, GGML_GLU_OP_COUNT),
@@ -260,8 +312,14 @@ void record_glu(Recorder & rec, const ggml_tensor * node) {
         View x, g, d;
         uint32_t x_shift, g_shift;
         float alpha, limit;
-    } push{shape_of(node), view_of(rec, a, unit), view_of(rec, g, unit), view_of(rec, node, unit),
-           swapped ? half : 0, swapped ? 0 : half, glu.alpha, glu.limit};
+    } push{shape_of(node),
+           view_of(rec, a, unit),
+           view_of(rec, g, unit),
+           view_of(rec, node, unit),
+           swapped ? half : 0,
+           swapped ? 0 : half,
+           glu.alpha,
+           glu.limit};
     rec.dispatch(std::string("glu_") + float_type_name(node->type),
                  {rec.arg(a, false), rec.arg(g, false), rec.arg(node, true)}, push, element_groups(rec, node),
                  {*activation});
@@ -273,6 +331,8 @@ namespace kernels {
 const Kernel binary = vulkan_kernel<supports_binary, nullptr, record_binary>("vulkan.binary");
 const Kernel silu_back = vulkan_kernel<supports_silu_back, nullptr, record_binary>("vulkan.silu_back");
 const Kernel acc_set = vulkan_kernel<supports_acc_set, nullptr, record_acc_set>("vulkan.acc_set");
+const Kernel add_id = vulkan_kernel<supports_add_id, nullptr, record_add_id>("vulkan.add_id");
+const Kernel opt_step = vulkan_kernel<supports_opt_step, nullptr, record_opt_step>("vulkan.opt_step");
 const Kernel map = vulkan_kernel<supports_map, nullptr, record_map>("vulkan.map");
 const Kernel unary = vulkan_kernel<supports_unary, nullptr, record_map>("vulkan.unary");
 const Kernel glu = vulkan_kernel<supports_glu, nullptr, record_glu>("vulkan.glu");

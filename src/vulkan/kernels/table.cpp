@@ -37,7 +37,7 @@ constexpr Entry entries[] = {
     {GGML_OP_NONE, &kernels::none},
     {GGML_OP_DUP, &kernels::copy},
     {GGML_OP_ADD, &kernels::binary},
-    {GGML_OP_ADD_ID, &kernels::unsupported},
+    {GGML_OP_ADD_ID, &kernels::add_id},
     {GGML_OP_ADD1, &kernels::binary},
     {GGML_OP_ACC, &kernels::acc_set},
     {GGML_OP_SUB, &kernels::binary},
@@ -132,8 +132,8 @@ constexpr Entry entries[] = {
     {GGML_OP_CUSTOM, &kernels::unsupported},  // CPU callbacks; extension nodes run extension kernels
     {GGML_OP_CROSS_ENTROPY_LOSS, &kernels::unsupported},
     {GGML_OP_CROSS_ENTROPY_LOSS_BACK, &kernels::unsupported},
-    {GGML_OP_OPT_STEP_ADAMW, &kernels::unsupported},
-    {GGML_OP_OPT_STEP_SGD, &kernels::unsupported},
+    {GGML_OP_OPT_STEP_ADAMW, &kernels::opt_step},
+    {GGML_OP_OPT_STEP_SGD, &kernels::opt_step},
     {GGML_OP_GLU, &kernels::glu},
 };
 static_assert(lists_every_value_in_order(entries, GGML_OP_COUNT),

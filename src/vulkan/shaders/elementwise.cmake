@@ -1,9 +1,14 @@
-# kernels/elementwise.cpp: binary ops, maps of one source, GLU.
+# kernels/elementwise.cpp: binary ops, ADD_ID, maps of one source, GLU, the optimizer steps.
 foreach(t f32 f16 bf16)
   ggx_vulkan_shader(binary_${t}_${t} binary.comp A_TYPE=${t} B_TYPE=${t} D_TYPE=${t})
   if(NOT t STREQUAL f32)
     ggx_vulkan_shader(binary_${t}_f32 binary.comp A_TYPE=${t} B_TYPE=f32 D_TYPE=${t})
   endif()
+  ggx_vulkan_shader(add_id_${t}_${t} add_id.comp A_TYPE=${t} B_TYPE=${t})
+  if(NOT t STREQUAL f32)
+    ggx_vulkan_shader(add_id_${t}_f32 add_id.comp A_TYPE=${t} B_TYPE=f32)
+  endif()
   ggx_vulkan_shader(map_${t} map.comp T=${t})
   ggx_vulkan_shader(glu_${t} glu.comp T=${t})
 endforeach()
+ggx_vulkan_shader(opt_step opt_step.comp)
