@@ -64,14 +64,18 @@ void record_copy(Recorder & rec, const ggml_tensor * node);
 extern const Kernel binary, silu_back, add_id, acc_set, opt_step, map, unary, glu;  // elementwise.cpp
 extern const Kernel sum, sum_rows, argmax, cumsum, count_equal, argsort;            // reduce.cpp
 extern const Kernel repeat, concat, pad, roll, pad_reflect_1d, diag, tri, diag_mask, win_part, win_unpart,
-    arange, upscale, timestep_embedding;   // shape.cpp
-extern const Kernel row_norm, group_norm;  // norm.cpp
-extern const Kernel mul_mat;               // matmul.cpp
-extern const Kernel soft_max;              // softmax.cpp
-extern const Kernel rope;                  // rope.cpp
-extern const Kernel flash_attn_ext;        // attention.cpp
-extern const Kernel get_rows, set_rows;    // indexing.cpp
-extern const Kernel im2col;                // conv.cpp
+    arange, upscale, timestep_embedding;                  // shape.cpp
+extern const Kernel row_norm, group_norm, rms_norm_back;  // norm.cpp
+// row_back.comp's rows: SOFT_MAX_BACK (param: scale) and RMS_NORM_BACK (param: eps) of node's
+// (dy, y or x) sources.
+enum class RowBack : uint32_t { kSoftMax = 0, kRmsNorm = 1 };
+void record_row_back(Recorder & rec, const ggml_tensor * node, RowBack op, float param);
+extern const Kernel mul_mat;                  // matmul.cpp
+extern const Kernel soft_max, soft_max_back;  // softmax.cpp
+extern const Kernel rope;                     // rope.cpp
+extern const Kernel flash_attn_ext;           // attention.cpp
+extern const Kernel get_rows, set_rows;       // indexing.cpp
+extern const Kernel im2col;                   // conv.cpp
 }  // namespace kernels
 
 // A tensor as the shaders address it (struct View in shaders/common.glsl): the offset of its first

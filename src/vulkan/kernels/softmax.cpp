@@ -1,5 +1,5 @@
-// Vulkan kernel of SOFT_MAX: F32 with an optional F32/F16 mask and optional F32 sinks, any strides (soft_max.comp); one
-// workgroup per row.
+// Vulkan kernels of SOFT_MAX and SOFT_MAX_BACK (row_back.comp, recorded by norm.cpp). SOFT_MAX: F32 with an
+// optional F32/F16 mask and optional F32 sinks, any strides (soft_max.comp); one workgroup per row.
 #include <bit>
 #include <string>
 
@@ -28,7 +28,7 @@ void record_soft_max(Recorder & rec, const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
     const ggml_tensor * mask = node->src[1];
     const ggml_tensor * sinks = node->src[2];
-    const ggml_tensor * m = mask ? mask : a;  // bound but not read without a mask
+    const ggml_tensor * m = mask ? mask : a;    // bound but not read without a mask
     const ggml_tensor * s = sinks ? sinks : a;  // likewise without sinks
     const auto softmax = core::params<ggml_ext_soft_max_params>(node);
     struct {
@@ -54,9 +54,23 @@ void record_soft_max(Recorder & rec, const ggml_tensor * node) {
                  {local_size, mask ? 1u : 0u, sinks ? 1u : 0u});
 }
 
+// SOFT_MAX_BACK(dy, y): F32 of one shape (row_back.comp, in norm.cpp).
+bool supports_soft_max_back(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor * y = node->src[1];
+    return same_f32_shape(device, node) && y && y->type == GGML_TYPE_F32 && ggml_are_same_shape(y, node) &&
+           float_tensor(device, y);
+}
+
+void record_soft_max_back(Recorder & rec, const ggml_tensor * node) {
+    kernels::record_row_back(rec, node, kernels::RowBack::kSoftMax,
+                             core::params<ggml_ext_soft_max_params>(node).scale);
+}
+
 }  // namespace
 
 namespace kernels {
+const Kernel soft_max_back =
+    vulkan_kernel<supports_soft_max_back, nullptr, record_soft_max_back>("vulkan.soft_max_back");
 const Kernel soft_max = vulkan_kernel<supports_soft_max, nullptr, record_soft_max>("vulkan.soft_max");
 }  // namespace kernels
 

@@ -5,6 +5,7 @@
 // double; the sums here are float pairs (hi + lo, error-free additions), which round to the same
 // float as a double sum of these lengths.
 #include "common.glsl"
+#include "float_pair.glsl"
 
 layout(constant_id = 0) const uint WG = 256;
 layout(local_size_x_id = 0) in;
@@ -20,18 +21,6 @@ layout(push_constant) uniform Push {
 
 shared vec2 scan[WG];
 
-// x + y of two float pairs, renormalised (Knuth's two-sum of the high parts, then Dekker's
-// fast-two-sum); precise keeps the compiler from simplifying the rounding errors away.
-vec2 add(vec2 x, vec2 y) {
-    precise float s = x.x + y.x;
-    precise float b = s - x.x;
-    precise float e = (x.x - (s - b)) + (y.x - b);
-    precise float lo = e + (x.y + y.y);
-    precise float hi = s + lo;
-    precise float rest = lo - (hi - s);
-    return vec2(hi, rest);
-}
-
 void main() {
     uint row = group_index();
     if (row >= p.ne.y * p.ne.z * p.ne.w) return;
@@ -45,23 +34,23 @@ void main() {
         for (uint k = 0u; k < PART; ++k) {
             uint i = first + k;
             x[k] = i < p.ne.x ? LOAD(A_TYPE, a[element_index(p.va, i, i1, i2, i3)]) : 0.0;
-            part = add(part, vec2(x[k], 0.0));
+            part = pair_add(part, vec2(x[k], 0.0));
         }
         scan[t] = part;
         barrier();
         for (uint step = 1u; step < WG; step <<= 1) {
             vec2 left = t >= step ? scan[t - step] : vec2(0.0);
             barrier();
-            if (t >= step) scan[t] = add(scan[t], left);
+            if (t >= step) scan[t] = pair_add(scan[t], left);
             barrier();
         }
-        vec2 run = add(carry, t > 0u ? scan[t - 1u] : vec2(0.0));
+        vec2 run = pair_add(carry, t > 0u ? scan[t - 1u] : vec2(0.0));
         for (uint k = 0u; k < PART; ++k) {
             uint i = first + k;
-            run = add(run, vec2(x[k], 0.0));
+            run = pair_add(run, vec2(x[k], 0.0));
             if (i < p.ne.x) d[element_index(p.vd, i, i1, i2, i3)] = STORE(A_TYPE, run.x + run.y);
         }
-        carry = add(carry, scan[WG - 1u]);
+        carry = pair_add(carry, scan[WG - 1u]);
         barrier();  // scan is read before the next tile overwrites it
     }
 }
