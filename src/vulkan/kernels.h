@@ -64,8 +64,8 @@ void record_copy(Recorder & rec, const ggml_tensor * node);
 extern const Kernel binary, silu_back, add_id, acc_set, opt_step, map, unary, glu;  // elementwise.cpp
 extern const Kernel sum, sum_rows, argmax, cumsum, count_equal, argsort;            // reduce.cpp
 extern const Kernel repeat, concat, pad, roll, pad_reflect_1d, diag, tri, diag_mask, win_part, win_unpart,
-    arange, upscale, timestep_embedding;                  // shape.cpp
-extern const Kernel row_norm, group_norm, rms_norm_back;  // norm.cpp
+    arange, repeat_back, get_rel_pos, add_rel_pos, upscale, timestep_embedding;  // shape.cpp
+extern const Kernel row_norm, group_norm, rms_norm_back;                         // norm.cpp
 // row_back.comp's rows: SOFT_MAX_BACK (param: scale) and RMS_NORM_BACK (param: eps) of node's
 // (dy, y or x) sources.
 enum class RowBack : uint32_t { kSoftMax = 0, kRmsNorm = 1 };

@@ -1,8 +1,8 @@
 // Vulkan kernels of the shape ops: REPEAT, CONCAT, PAD (zeros or circular), ROLL, PAD_REFLECT_1D,
 // DIAG, TRI, WIN_PART, WIN_UNPART, ARANGE and the softmax family's DIAG_MASK_INF/ZERO (gather.comp:
-// elements moved as raw bits), UPSCALE (every mode, F32/F16/BF16, any strides;
-// upscale.comp, upscale_filter.comp) and TIMESTEP_EMBEDDING
-// (F32; timestep_embedding.comp).
+// elements moved as raw bits), REPEAT_BACK, GET_REL_POS, ADD_REL_POS (shape_sum.comp), UPSCALE (every mode,
+// F32/F16/BF16, any strides; upscale.comp, upscale_filter.comp) and TIMESTEP_EMBEDDING (F32;
+// timestep_embedding.comp).
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -55,7 +55,8 @@ bool same_f32(const Device & device, const ggml_tensor * node, const ggml_tensor
 }
 
 bool supports_repeat(const Device & device, const ggml_tensor * node) {
-    return same_raw(device, node, node->src[0]) && float_or_i32(node->type) && ggml_can_repeat(node->src[0], node);
+    return same_raw(device, node, node->src[0]) && float_or_i32(node->type) &&
+           ggml_can_repeat(node->src[0], node);
 }
 
 bool supports_concat(const Device & device, const ggml_tensor * node) {
@@ -165,13 +166,15 @@ std::pair<GatherOp, Shape> gather_setup(const ggml_tensor * node) {
             const auto pad = core::params<ggml_ext_pad_params>(node);
             // circular: d[i] = a[(i - lp) mod a.ne], with lp <= a.ne
             for (int k = 0; k < GGML_MAX_DIMS; ++k)
-                extra.ne[k] = static_cast<uint32_t>(pad.circular ? a->ne[k] - pad.pads[k][0] : pad.pads[k][0]);
+                extra.ne[k] =
+                    static_cast<uint32_t>(pad.circular ? a->ne[k] - pad.pads[k][0] : pad.pads[k][0]);
             return {pad.circular ? kWrap : kPad, extra};
         }
         case GGML_OP_ROLL: {
             const auto roll = core::params<ggml_ext_roll_params>(node);
             for (int k = 0; k < GGML_MAX_DIMS; ++k)  // d[i] = a[(i - shift) mod ne], |shift| < ne
-                extra.ne[k] = static_cast<uint32_t>((a->ne[k] - roll.shifts[k]) % std::max<int64_t>(a->ne[k], 1));
+                extra.ne[k] =
+                    static_cast<uint32_t>((a->ne[k] - roll.shifts[k]) % std::max<int64_t>(a->ne[k], 1));
             return {kWrap, extra};
         }
         case GGML_OP_PAD_REFLECT_1D:
@@ -224,6 +227,55 @@ void record_gather(Recorder & rec, const ggml_tensor * node) {
                  rec.groups_for(ggml_nelements(node), kGatherLocalSize), {op});
 }
 
+// ---- REPEAT_BACK, GET_REL_POS, ADD_REL_POS (shape_sum.comp) --------------------------------------------
+
+enum ShapeSumOp : uint32_t { kRepeatBack = 0, kGetRelPos = 1, kAddRelPos = 2 };
+
+bool supports_repeat_back(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    return a && a->type == node->type && float_tensor(device, a) && float_tensor(device, node) &&
+           ggml_can_repeat(node, a);
+}
+
+bool supports_get_rel_pos(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor * a = node->src[0];
+    return a && float_tensor(device, a) && node->type == GGML_TYPE_F16 && float_tensor(device, node) &&
+           node->ne[0] == a->ne[0] && node->ne[1] == node->ne[2] && a->ne[1] == 2 * node->ne[1] - 1 &&
+           node->ne[3] == 1;
+}
+
+bool supports_add_rel_pos(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *pw = node->src[1], *ph = node->src[2];
+    return same_f32(device, node, a) && pw && ph && pw->type == GGML_TYPE_F32 && ph->type == GGML_TYPE_F32 &&
+           float_tensor(device, pw) && float_tensor(device, ph) && ggml_are_same_shape(a, node) &&
+           ggml_are_same_shape(pw, ph) && pw->ne[3] == a->ne[2] && pw->ne[0] * pw->ne[0] == a->ne[0] &&
+           pw->ne[1] * pw->ne[2] == a->ne[1] && a->ne[3] == 1;
+}
+
+void record_shape_sum(Recorder & rec, const ggml_tensor * node) {
+    if (ggml_nelements(node) == 0) return;
+    const ggml_tensor * a = node->src[0];
+    const ShapeSumOp op = node->op == GGML_OP_REPEAT_BACK   ? kRepeatBack
+                          : node->op == GGML_OP_GET_REL_POS ? kGetRelPos
+                                                            : kAddRelPos;
+    const ggml_tensor * pw = op == kAddRelPos ? node->src[1] : a;  // bound, read by ADD_REL_POS only
+    const ggml_tensor * ph = op == kAddRelPos ? node->src[2] : a;
+    Shape a_ne = shape_of(a);
+    if (op == kAddRelPos) a_ne = {{static_cast<uint32_t>(pw->ne[0]), static_cast<uint32_t>(pw->ne[1]), 0, 0}};
+    const struct {
+        Shape ne, a_ne;
+        View a, b, c, d;
+    } push{shape_of(node),
+           a_ne,
+           view_of(rec, a, float_unit(a->type)),
+           view_of(rec, pw, float_unit(pw->type)),
+           view_of(rec, ph, float_unit(ph->type)),
+           view_of(rec, node, float_unit(node->type))};
+    rec.dispatch(std::string("shape_sum_") + float_type_name(a->type) + "_" + float_type_name(node->type),
+                 {rec.arg(a, false), rec.arg(pw, false), rec.arg(ph, false), rec.arg(node, true)}, push,
+                 rec.groups_for(static_cast<uint64_t>(ggml_nelements(node)), kGatherLocalSize), {op});
+}
+
 // ---- UPSCALE: nearest F32 without align corners (upscale.comp), every other mode (upscale_filter.comp)
 
 constexpr uint32_t kUpscaleLocalSize = 128;  // upscale.comp local_size_x
@@ -237,7 +289,8 @@ struct ScaleMode {
 
 ScaleMode scale_mode(const ggml_tensor * node) {
     const auto mode = static_cast<uint32_t>(core::params<ggml_ext_upscale_params>(node).mode);
-    return {mode & 0xFFu, (mode & GGML_SCALE_FLAG_ALIGN_CORNERS) != 0, (mode & GGML_SCALE_FLAG_ANTIALIAS) != 0};
+    return {mode & 0xFFu, (mode & GGML_SCALE_FLAG_ALIGN_CORNERS) != 0,
+            (mode & GGML_SCALE_FLAG_ANTIALIAS) != 0};
 }
 
 bool fast_nearest(const ggml_tensor * node) {
@@ -264,7 +317,8 @@ int antialias_taps(const ggml_tensor * node, bool align_corners) {
 
 bool supports_upscale(const Device & device, const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
-    if (!a || a->type != node->type || !float_tensor(device, a) || !float_tensor(device, node) || ggml_is_empty(a))
+    if (!a || a->type != node->type || !float_tensor(device, a) || !float_tensor(device, node) ||
+        ggml_is_empty(a))
         return false;
     constexpr uint32_t known = 0xFFu | GGML_SCALE_FLAG_ALIGN_CORNERS | GGML_SCALE_FLAG_ANTIALIAS;
     const ScaleMode m = scale_mode(node);
@@ -319,7 +373,9 @@ void record_upscale(Recorder & rec, const ggml_tensor * node) {
                  {rec.arg(a, false), rec.arg(node, true)}, push,
                  rec.groups_for(static_cast<uint64_t>(ggml_nelements(node)), kFilterLocalSize),
                  {m.base, m.align_corners ? 1u : 0u, m.antialias ? 1u : 0u,
-                  static_cast<uint32_t>(m.antialias ? antialias_taps(node, m.align_corners) : m.base == GGML_SCALE_MODE_BICUBIC ? 4 : 2)});
+                  static_cast<uint32_t>(m.antialias ? antialias_taps(node, m.align_corners)
+                                        : m.base == GGML_SCALE_MODE_BICUBIC ? 4
+                                                                            : 2)});
 }
 
 // ---- TIMESTEP_EMBEDDING ----------------------------------------------------------------------------
@@ -360,13 +416,20 @@ const Kernel repeat = vulkan_kernel<supports_repeat, nullptr, record_gather>("vu
 const Kernel concat = vulkan_kernel<supports_concat, nullptr, record_gather>("vulkan.concat");
 const Kernel pad = vulkan_kernel<supports_pad, nullptr, record_gather>("vulkan.pad");
 const Kernel roll = vulkan_kernel<supports_roll, nullptr, record_gather>("vulkan.roll");
-const Kernel pad_reflect_1d = vulkan_kernel<supports_pad_reflect_1d, nullptr, record_gather>("vulkan.pad_reflect_1d");
+const Kernel pad_reflect_1d =
+    vulkan_kernel<supports_pad_reflect_1d, nullptr, record_gather>("vulkan.pad_reflect_1d");
 const Kernel diag = vulkan_kernel<supports_diag, nullptr, record_gather>("vulkan.diag");
 const Kernel tri = vulkan_kernel<supports_tri, nullptr, record_gather>("vulkan.tri");
 const Kernel diag_mask = vulkan_kernel<supports_diag_mask, nullptr, record_gather>("vulkan.diag_mask");
 const Kernel win_part = vulkan_kernel<supports_win_part, nullptr, record_gather>("vulkan.win_part");
 const Kernel win_unpart = vulkan_kernel<supports_win_unpart, nullptr, record_gather>("vulkan.win_unpart");
 const Kernel arange = vulkan_kernel<supports_arange, nullptr, record_gather>("vulkan.arange");
+const Kernel repeat_back =
+    vulkan_kernel<supports_repeat_back, nullptr, record_shape_sum>("vulkan.repeat_back");
+const Kernel get_rel_pos =
+    vulkan_kernel<supports_get_rel_pos, nullptr, record_shape_sum>("vulkan.get_rel_pos");
+const Kernel add_rel_pos =
+    vulkan_kernel<supports_add_rel_pos, nullptr, record_shape_sum>("vulkan.add_rel_pos");
 const Kernel upscale = vulkan_kernel<supports_upscale, nullptr, record_upscale>("vulkan.upscale");
 const Kernel timestep_embedding =
     vulkan_kernel<supports_timestep_embedding, nullptr, record_timestep_embedding>(
