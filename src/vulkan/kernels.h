@@ -61,8 +61,8 @@ extern const Kernel copy;               // copy.cpp
 // Records CPY of node->src[0] into node (any tensors supports_copy of kernels::copy accepts); the
 // ACC/SET kernel copies through it too.
 void record_copy(Recorder & rec, const ggml_tensor * node);
-extern const Kernel binary, silu_back, add_id, acc_set, opt_step, map, unary, glu;  // elementwise.cpp
-extern const Kernel sum, sum_rows, argmax, cumsum, count_equal, argsort;            // reduce.cpp
+extern const Kernel binary, silu_back, add_id, acc_set, opt_step, map, unary, glu;       // elementwise.cpp
+extern const Kernel sum, sum_rows, argmax, cumsum, count_equal, argsort, cross_entropy;  // reduce.cpp
 extern const Kernel repeat, concat, pad, roll, pad_reflect_1d, diag, tri, diag_mask, win_part, win_unpart,
     arange, repeat_back, get_rel_pos, add_rel_pos, upscale, timestep_embedding;  // shape.cpp
 extern const Kernel row_norm, group_norm, rms_norm_back;                         // norm.cpp

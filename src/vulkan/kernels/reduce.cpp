@@ -309,6 +309,72 @@ void record_sort(Recorder & rec, const ggml_tensor * node) {
     }
 }
 
+// ---- CROSS_ENTROPY_LOSS, CROSS_ENTROPY_LOSS_BACK (cross_entropy.comp) ------------------------------------
+
+bool back_loss(const ggml_tensor * node) { return node->op == GGML_OP_CROSS_ENTROPY_LOSS_BACK; }
+
+bool supports_cross_entropy(const Device & device, const ggml_tensor * node) {
+    const bool back = back_loss(node);
+    const ggml_tensor *logits = node->src[back ? 1 : 0], *labels = node->src[back ? 2 : 1];
+    if (!logits || !labels || !float_tensor(device, logits) || labels->type != logits->type ||
+        !float_tensor(device, labels) || !ggml_are_same_shape(logits, labels) || node->type != logits->type ||
+        !float_tensor(device, node))
+        return false;
+    if (!back) return ggml_nelements(node) == 1;
+    const ggml_tensor * grad = node->src[0];
+    return grad && grad->type == logits->type && float_tensor(device, grad) && ggml_nelements(grad) == 1 &&
+           ggml_are_same_shape(node, logits);
+}
+
+size_t cross_entropy_workspace(const ggml_tensor * node) {
+    return back_loss(node) ? 0 : static_cast<size_t>(ggml_nrows(node->src[0])) * sizeof(float);
+}
+
+void record_cross_entropy(Recorder & rec, const ggml_tensor * node) {
+    const bool back = back_loss(node);
+    const ggml_tensor *logits = node->src[back ? 1 : 0], *labels = node->src[back ? 2 : 1];
+    const ggml_tensor * grad = back ? node->src[0] : logits;  // bound, read by BACK only
+    const uint32_t unit = float_unit(logits->type);
+    const uint64_t rows = static_cast<uint64_t>(ggml_nrows(logits));
+    // The loss of no elements: sum.comp over nothing stores 0 / divisor.
+    const float divisor = rows > 0 ? -static_cast<float>(rows) : 1.0f;
+    const SumPass empty{.shader = sum_shader(logits->type, node->type),
+                        .a = rec.arg(logits, false),
+                        .d = rec.arg(node, true),
+                        .ne = shape_of(logits),
+                        .va = view_of(rec, logits, unit),
+                        .vd = view_of(rec, node, unit),
+                        .len = 0,
+                        .divisor = divisor};
+    if (ggml_nelements(logits) == 0) {
+        if (!back) record_sum_pass(rec, empty);
+        return;
+    }
+    Arg parts = back ? rec.arg(node, false) : rec.workspace();  // BACK: a placeholder binding
+    parts.written = !back;
+    struct {
+        Shape ne;
+        View x, l, d;
+        uint32_t grad_off;
+        float rows;
+    } push{shape_of(logits),         view_of(rec, logits, unit),      view_of(rec, labels, unit),
+           view_of(rec, node, unit), view_of(rec, grad, unit).offset, static_cast<float>(rows)};
+    const uint32_t local_size = block_size(static_cast<uint64_t>(logits->ne[0]));
+    rec.dispatch(
+        std::string("cross_entropy_") + float_type_name(logits->type),
+        {rec.arg(logits, false), rec.arg(labels, false), rec.arg(grad, false), parts, rec.arg(node, back)},
+        push, unit_groups(rec, rows, local_size), {local_size, back ? 1u : 0u});
+    if (back) return;
+    parts.written = false;
+    SumPass total = empty;
+    total.shader = sum_shader(GGML_TYPE_F32, node->type);
+    total.a = parts;
+    total.ne = Shape{{static_cast<uint32_t>(rows), 1, 1, 1}};
+    total.va = kPartials;
+    total.len = static_cast<uint32_t>(rows);
+    record_sum_pass(rec, total);
+}
+
 }  // namespace
 
 namespace kernels {
@@ -319,6 +385,9 @@ const Kernel cumsum = vulkan_kernel<supports_cumsum, nullptr, record_cumsum>("vu
 const Kernel count_equal =
     vulkan_kernel<supports_count_equal, count_equal_workspace, record_count_equal>("vulkan.count_equal");
 const Kernel argsort = vulkan_kernel<supports_sort, sort_workspace, record_sort>("vulkan.argsort");
+const Kernel cross_entropy =
+    vulkan_kernel<supports_cross_entropy, cross_entropy_workspace, record_cross_entropy>(
+        "vulkan.cross_entropy");
 }  // namespace kernels
 
 }  // namespace ggx::vulkan

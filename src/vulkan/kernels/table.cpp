@@ -130,8 +130,8 @@ constexpr Entry entries[] = {
     {GGML_OP_MAP_CUSTOM2, &kernels::unsupported},
     {GGML_OP_MAP_CUSTOM3, &kernels::unsupported},
     {GGML_OP_CUSTOM, &kernels::unsupported},  // CPU callbacks; extension nodes run extension kernels
-    {GGML_OP_CROSS_ENTROPY_LOSS, &kernels::unsupported},
-    {GGML_OP_CROSS_ENTROPY_LOSS_BACK, &kernels::unsupported},
+    {GGML_OP_CROSS_ENTROPY_LOSS, &kernels::cross_entropy},
+    {GGML_OP_CROSS_ENTROPY_LOSS_BACK, &kernels::cross_entropy},
     {GGML_OP_OPT_STEP_ADAMW, &kernels::opt_step},
     {GGML_OP_OPT_STEP_SGD, &kernels::opt_step},
     {GGML_OP_GLU, &kernels::glu},
