@@ -1,4 +1,5 @@
-// ggx-ops case table: FLASH_ATTN_EXT over head sizes (Dv != D too), query and key counts, grouped
+// ggx-ops case table: FLASH_ATTN_EXT over head sizes (Dv != D too, up to 576), query and key counts
+// (up to 65,536 keys), grouped
 // heads, batches, K/V dtypes, masks (none, shared F16 with -inf, per-head F32), logit softcap, ALiBi,
 // sinks (with the precision setter) and strided/permuted operands; LIGHTNING_INDEXER and the DeepSeek-V4
 // hyper-connection ops DSV4_HC_COMB, DSV4_HC_PRE and DSV4_HC_POST.
@@ -194,6 +195,35 @@ void add_hyper_connection_cases(CaseList & list) {
                 }
 }
 
+// The head sizes of ggml's models above the sweep's (Gemma 256, DeepSeek's MLA 576 with Dv 512,
+// ...), on the row path (one query) and the tile path (17), with a shared mask.
+void add_wide_head_cases(CaseList & list) {
+    const std::pair<int64_t, int64_t> heads[] = {{80, 80},   {96, 96},   {112, 112}, {128, 128},
+                                                 {192, 128}, {256, 256}, {576, 512}};
+    int i = 0;
+    for (auto [d, dv] : heads) {
+        for (int64_t n_q : {1, 17}) {
+            const auto [tk, tv] = kKvTypes[i % 3];
+            add(list,
+                {d, dv, n_q, 77, 2, 1, 1, 1, tk, tv, 1, 0.0f, 0.0f, Layout::Contiguous, Layout::Contiguous});
+            ++i;
+        }
+    }
+}
+
+// Long key ranges (the split-and-combine path of devices that split kv): 16,384 and 65,536 keys,
+// F16 K/V, with and without a shared mask; and sinks over split keys.
+void add_long_kv_cases(CaseList & list) {
+    const auto f16 = GGML_TYPE_F16;
+    for (int64_t n_kv : {16384, 65536}) {
+        for (int mask : {0, 1})
+            add(list, {128, 128, 2, n_kv, 2, 1, 1, 1, f16, f16, mask, 0.0f, 0.0f, Layout::Contiguous,
+                       Layout::Contiguous});
+    }  // Sinks where the keys are split (a decoding query over 4,096 keys).
+    add(list,
+        {64, 64, 1, 4096, 4, 2, 1, 1, f16, f16, 1, 0.0f, 0.0f, Layout::Contiguous, Layout::Contiguous, true});
+}
+
 // Perf: head size 128, 32 query heads over 8 K/V heads, F16 K/V; one query (decoding) and 512
 // queries with a shared mask, over 512 and 4096 keys.
 void add_perf_cases(CaseList & list) {
@@ -218,6 +248,8 @@ void add_attention_cases(CaseList & list) {
     add_tile_sweep(list);
     add_option_sweep(list);
     add_sink_sweep(list);
+    add_wide_head_cases(list);
+    add_long_kv_cases(list);
     add_indexer_cases(list);
     add_hyper_connection_cases(list);
     add_perf_cases(list);

@@ -1,5 +1,6 @@
 // Vulkan kernel of FLASH_ATTN_EXT (flash_attn.comp): F32 q, F16/F32 K and V (heads and batches
-// broadcast), optional F16/F32 mask with ALiBi slopes, logit softcap, any input strides, into the
+// broadcast), optional F16/F32 mask with ALiBi slopes, logit softcap, optional sinks, any head size
+// whose smallest tile fits the device's shared memory, any input strides, into the
 // contiguous F32 [DV, H, n_q, B] result. When too few workgroups would cover the queries (decoding),
 // the keys are split over more workgroups whose partial rows flash_attn_combine.comp merges.
 #include <algorithm>
@@ -11,10 +12,14 @@ namespace ggx::vulkan {
 
 namespace {
 
-// flash_attn.comp's tiles.
-constexpr uint64_t kRows = 16;  // BR: query rows per workgroup
-constexpr uint64_t kKeys = 32;  // BC: keys per tile
-constexpr uint64_t kLanes = 8;  // LANES: invocations per row
+constexpr uint64_t kLanes = 8;  // flash_attn.comp's LANES: invocations per query row
+
+// A flash_attn.comp tile: BR query rows per workgroup, BC keys per step.
+struct Tile {
+    uint64_t rows, keys;
+};
+// Largest first; wide heads (DeepSeek's 576) take the smaller ones to fit shared memory.
+constexpr Tile kTiles[] = {{16, 32}, {8, 32}, {8, 16}, {4, 16}, {4, 8}, {2, 8}, {1, 8}};
 // Key splits: enough workgroups for a large GPU, each with at least kMinSplitKeys keys.
 constexpr uint64_t kTargetGroups = 128;
 constexpr uint64_t kMinSplitKeys = 64;
@@ -23,14 +28,18 @@ constexpr uint32_t kCombineLocal = 64;
 constexpr int64_t kMaxPacked = 65535;  // the mask's ne2 and ne3 share a push-constant word
 
 struct Problem {
-    const ggml_tensor *q, *k, *v, *mask;
+    const ggml_tensor *q, *k, *v, *mask, *sinks;
     uint64_t d, dv, n_q, n_kv, heads, kv_heads, batch, kv_batch, group;
 
+    Tile tile = kTiles[0];
+
+    // With the largest tile.
     explicit Problem(const ggml_tensor * node)
         : q(node->src[0]),
           k(node->src[1]),
           v(node->src[2]),
           mask(node->src[3]),
+          sinks(node->src[4]),
           d(q->ne[0]),
           dv(v->ne[0]),
           n_q(q->ne[1]),
@@ -40,11 +49,18 @@ struct Problem {
           batch(q->ne[3]),
           kv_batch(k->ne[3]),
           group(heads / kv_heads) {}
+    // With the largest tile whose shared memory fits the device.
+    Problem(const ggml_tensor * node, const Device & device) : Problem(node) {
+        for (const Tile & t : kTiles) {
+            tile = t;
+            if (shared_bytes() <= device.limits().max_shared_memory) break;
+        }
+    }
 
-    uint64_t row_blocks() const { return (n_q * group + kRows - 1) / kRows; }
+    uint64_t row_blocks() const { return (n_q * group + tile.rows - 1) / tile.rows; }
     uint64_t shared_bytes() const {
-        return 4 *
-               (kRows * (d + 1) + kKeys * (std::max(d, dv) + 1) + kRows * (kKeys + 1) + kRows * kLanes + 1);
+        const uint64_t br = tile.rows, bc = tile.keys;
+        return 4 * (br * (d + 1) + bc * (std::max(d, dv) + 1) + br * (bc + 1) + br * kLanes + 1);
     }
 };
 
@@ -59,7 +75,8 @@ Split split_of(const Problem & p) {
         return {std::max<uint64_t>(p.n_kv, 1), 1};
     const uint64_t want =
         std::min({(kTargetGroups + groups - 1) / groups, p.n_kv / kMinSplitKeys, kMaxSplits});
-    const uint64_t keys = ((p.n_kv + want - 1) / want + kKeys - 1) / kKeys * kKeys;
+    const uint64_t bc = p.tile.keys;
+    const uint64_t keys = ((p.n_kv + want - 1) / want + bc - 1) / bc * bc;
     return {keys, (p.n_kv + keys - 1) / keys};
 }
 
@@ -67,7 +84,10 @@ bool kv_type(const ggml_tensor * t) { return t->type == GGML_TYPE_F32 || t->type
 
 bool supports_shapes(const ggml_tensor * node) {
     const ggml_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2], *mask = node->src[3];
-    if (!q || !k || !v || node->src[4] || q->type != GGML_TYPE_F32 || !kv_type(k) || !kv_type(v)) return false;
+    const ggml_tensor * sinks = node->src[4];  // ggml_flash_attn_ext_add_sinks: F32 [H]
+    if (!q || !k || !v || q->type != GGML_TYPE_F32 || !kv_type(k) || !kv_type(v)) return false;
+    if (sinks && (sinks->type != GGML_TYPE_F32 || !ggml_is_vector(sinks) || sinks->ne[0] != q->ne[2]))
+        return false;
     if (q->ne[0] != k->ne[0] || k->ne[1] != v->ne[1] || k->ne[2] != v->ne[2] || k->ne[3] != v->ne[3])
         return false;
     if (k->ne[2] <= 0 || q->ne[2] % k->ne[2] != 0 || k->ne[3] <= 0 || q->ne[3] % k->ne[3] != 0) return false;
@@ -81,21 +101,26 @@ bool supports_shapes(const ggml_tensor * node) {
 
 bool supports_flash_attn(const Device & device, const ggml_tensor * node) {
     if (!supports_shapes(node) || node->src[0]->ne[0] == 0) return false;
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 5; ++i) {
         if (node->src[i] && !float_tensor(device, node->src[i])) return false;
     }
-    const Problem p(node);
+    const Problem p(node, device);
     const Limits & limits = device.limits();
     return float_tensor(device, node) && p.shared_bytes() <= limits.max_shared_memory &&
            p.row_blocks() <= limits.max_workgroup_count[0] && p.kv_heads <= limits.max_workgroup_count[1] &&
            p.batch * split_of(p).splits <= limits.max_workgroup_count[2];
 }
 
+// The split partials' bytes, for the tile the device will choose: the request knows no device, so it
+// is the largest over the tiles.
 size_t workspace_flash_attn(const ggml_tensor * node) {
-    const Problem p(node);
-    const Split split = split_of(p);
-    if (split.splits == 1) return 0;
-    return split.splits * p.batch * p.n_q * p.heads * (p.dv + 2) * sizeof(float);
+    Problem p(node);
+    uint64_t splits = 1;
+    for (const Tile & t : kTiles) {
+        p.tile = t;
+        splits = std::max(splits, split_of(p).splits);
+    }
+    return splits == 1 ? 0 : splits * p.batch * p.n_q * p.heads * (p.dv + 2) * sizeof(float);
 }
 
 uint32_t u32(uint64_t x) { return static_cast<uint32_t>(x); }
@@ -106,6 +131,7 @@ struct AttentionPush {
     uint32_t o_off, n_q, n_kv, group, kv_ratio, mask_repeat, n_head_log2;
     float scale, softcap, log2_m0;
     uint32_t keys_per_split;
+    uint32_t sinks_off;
 };
 
 AttentionPush attention_push(const Recorder & rec, const ggml_tensor * node, const Problem & p,
@@ -129,12 +155,13 @@ AttentionPush attention_push(const Recorder & rec, const ggml_tensor * node, con
             attention.scale,
             attention.logit_softcap,
             max_bias > 0.0f ? static_cast<float>(-static_cast<double>(max_bias) / n_head_log2) : 0.0f,
-            u32(split.keys_per_split)};
+            u32(split.keys_per_split),
+            p.sinks ? view_of(rec, p.sinks, 4).offset : 0};
 }
 
 void record_flash_attn(Recorder & rec, const ggml_tensor * node) {
     if (ggml_nelements(node) == 0) return;
-    const Problem p(node);
+    const Problem p(node, rec.device());
     const Split split = split_of(p);
     const bool splits = split.splits > 1;
     const uint32_t o_off = view_of(rec, node, 4).offset;
@@ -144,21 +171,26 @@ void record_flash_attn(Recorder & rec, const ggml_tensor * node) {
     const std::string name = std::string("flash_attn_") + float_type_name(p.k->type) + "_" +
                              float_type_name(p.v->type) + "_" +
                              (p.mask ? float_type_name(p.mask->type) : "f16");
-    rec.dispatch(
-        name, {q_arg, rec.arg(p.k, false), rec.arg(p.v, false), p.mask ? rec.arg(p.mask, false) : q_arg, out},
-        attention_push(rec, node, p, split, splits ? 0 : o_off),
-        Groups{u32(p.row_blocks()), u32(p.kv_heads), u32(p.batch * split.splits)},
-        {u32(p.d), u32(p.dv), p.mask ? 1u : 0u, core::params<ggml_ext_flash_attn_ext_params>(node).logit_softcap != 0.0f ? 1u : 0u, splits ? 1u : 0u});
+    const Arg sinks_arg = p.sinks ? rec.arg(p.sinks, false) : q_arg;  // bound, read with sinks only
+    const bool softcap = core::params<ggml_ext_flash_attn_ext_params>(node).logit_softcap != 0.0f;
+    rec.dispatch(name,
+                 {q_arg, rec.arg(p.k, false), rec.arg(p.v, false), p.mask ? rec.arg(p.mask, false) : q_arg,
+                  out, sinks_arg},
+                 attention_push(rec, node, p, split, splits ? 0 : o_off),
+                 Groups{u32(p.row_blocks()), u32(p.kv_heads), u32(p.batch * split.splits)},
+                 {u32(p.d), u32(p.dv), p.mask ? 1u : 0u, softcap ? 1u : 0u, splits ? 1u : 0u,
+                  u32(p.tile.rows * kLanes), u32(p.tile.keys), p.sinks ? 1u : 0u});
     if (!splits) return;
 
     const uint64_t rows = p.batch * p.n_q * p.heads;
     struct {
-        uint32_t o_off, n_rows, n_splits, dv;
-    } combine{o_off, u32(rows), u32(split.splits), u32(p.dv)};
+        uint32_t o_off, n_rows, n_splits, dv, heads, sinks_off;
+    } combine{o_off,     u32(rows),    u32(split.splits),
+              u32(p.dv), u32(p.heads), p.sinks ? view_of(rec, p.sinks, 4).offset : 0};
     Arg parts = rec.workspace();
     parts.written = false;
-    rec.dispatch("flash_attn_combine", {parts, rec.arg(node, true)}, combine,
-                 rec.groups_for(rows * kCombineLocal, kCombineLocal));
+    rec.dispatch("flash_attn_combine", {parts, rec.arg(node, true), sinks_arg}, combine,
+                 rec.groups_for(rows * kCombineLocal, kCombineLocal), {p.sinks ? 1u : 0u});
 }
 
 }  // namespace

@@ -8,17 +8,22 @@
 // the keys in tiles of BC: K tile to shared memory, scores (LANES invocations per row, each
 // KEYS_PER_LANE keys), online softmax (running max shared by the row's lanes, partial sums per
 // lane), V tile into the same shared memory, then each lane accumulates its output columns; a
-// tile masked for every row skips the V half. With SPLIT, grid z is batch * n_splits + split and the workgroup covers keys_per_split keys, writing
-// unnormalised rows (DV values, max, sum) for flash_attn_combine.comp instead of the output.
+// tile masked for every row skips the V half. With SPLIT, grid z is batch * n_splits + split and the
+// workgroup covers keys_per_split keys, writing unnormalised rows (DV values, max, sum) for
+// flash_attn_combine.comp instead of the output. The tile (BR rows, BC keys) is chosen by the host
+// so that its shared memory fits the device (wide heads take smaller tiles). With SINKS (one F32
+// logit per head, ggml_flash_attn_ext_add_sinks) the row's softmax has one more term, added after
+// the keys (by flash_attn_combine.comp when the keys are split).
 #include "common.glsl"
 #include "activations.glsl"
 
-#define BR 16     // query rows per workgroup
-#define BC 32     // keys per tile
-#define LANES 8   // invocations per query row
-#define LOCAL_SIZE (BR * LANES)
+#define LANES 8  // invocations per query row
 
-layout(local_size_x = LOCAL_SIZE) in;
+layout(constant_id = 5) const uint LOCAL_SIZE = 128;  // BR * LANES
+layout(constant_id = 6) const uint BC = 32;           // keys per tile, a multiple of LANES
+layout(constant_id = 7) const bool SINKS = false;
+layout(local_size_x_id = 5) in;
+const uint BR = LOCAL_SIZE / LANES;  // query rows per workgroup
 layout(constant_id = 0) const uint D = 64;
 layout(constant_id = 1) const uint DV = 64;
 layout(constant_id = 2) const bool HAS_MASK = false;
@@ -37,6 +42,7 @@ layout(binding = 1) readonly buffer K { STORAGE(K_TYPE) k[]; };
 layout(binding = 2) readonly buffer V { STORAGE(V_TYPE) v[]; };
 layout(binding = 3) readonly buffer Mask { STORAGE(M_TYPE) mask[]; };
 layout(binding = 4) writeonly buffer O { float o[]; };
+layout(binding = 5) readonly buffer Sinks { float sinks[]; };
 
 layout(push_constant) uniform Push {
     View vq, vk, vv, vm;
@@ -48,6 +54,7 @@ layout(push_constant) uniform Push {
     float scale, softcap;
     float log2_m0;     // ALiBi: -max_bias / n_head_log2 (0 without ALiBi)
     uint keys_per_split;
+    uint sinks_off;
 } p;
 
 shared float q_tile[BR * Q_STRIDE];
@@ -219,6 +226,13 @@ void main() {
             o[base + DV + 1] = sum;
         }
         return;
+    }
+    if (SINKS) {
+        float sink = sinks[p.sinks_off + row.h];
+        float m_new = max(m_run, sink);
+        float alpha = m_run == NEG_INF ? 0.0 : exp(m_run - m_new);
+        sum = sum * alpha + exp(sink - m_new);
+        for (uint c = 0; c < COLS_PER_LANE; ++c) acc[c] *= alpha;
     }
     float inv = sum > 0.0 ? 1.0 / sum : 0.0;
     for (uint c = 0; c < COLS_PER_LANE; ++c) {
