@@ -134,4 +134,32 @@ void set_params(ggml_tensor * node, const P & p) {
     std::memcpy(node->op_params, &p, sizeof p);
 }
 
+// UPSCALE's mode word (ggml_interpolate): the ggml_scale_mode and its flags.
+struct ScaleMode {
+    uint32_t base;  // enum ggml_scale_mode
+    bool align_corners, antialias;
+};
+
+inline ScaleMode scale_mode(const ggml_tensor * node) {
+    const auto mode = static_cast<uint32_t>(params<ggml_ext_upscale_params>(node).mode);
+    return {mode & 0xFFu, (mode & GGML_SCALE_FLAG_ALIGN_CORNERS) != 0,
+            (mode & GGML_SCALE_FLAG_ANTIALIAS) != 0};
+}
+
+// Whether node's mode word is one UPSCALE defines: a known mode and flags, ANTIALIAS with BILINEAR only.
+inline bool valid_scale_mode(const ggml_tensor * node) {
+    constexpr uint32_t known = 0xFFu | GGML_SCALE_FLAG_ALIGN_CORNERS | GGML_SCALE_FLAG_ANTIALIAS;
+    const ScaleMode m = scale_mode(node);
+    return (static_cast<uint32_t>(params<ggml_ext_upscale_params>(node).mode) & ~known) == 0 &&
+           m.base < GGML_SCALE_MODE_COUNT && (!m.antialias || m.base == GGML_SCALE_MODE_BILINEAR);
+}
+
+// The scale s of UPSCALE's dimension k from a to node: ne / n, or (ne - 1) / (n - 1) with align
+// corners where both exceed 1 (in float, as ggml computes it).
+inline float upscale_axis_scale(const ggml_tensor * a, const ggml_tensor * node, int k, bool align_corners) {
+    const int64_t n = a->ne[k], ne = node->ne[k];
+    return align_corners && n > 1 && ne > 1 ? static_cast<float>(ne - 1) / static_cast<float>(n - 1)
+                                            : static_cast<float>(ne) / static_cast<float>(n);
+}
+
 }  // namespace ggx::core

@@ -3,9 +3,9 @@
 // buffer in order with native work, and the validation of every kind of bad range or dispatch.
 // The extension kernels are a SCALE override dispatching tests/vulkan/ext_scale.comp and a DUP
 // override built on the copy service.
-#include <ggml-ext-params.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
+#include <ggml-ext-params.h>
 #include <ggml-ext-vulkan.h>
 #include <ggml-ext.h>
 #include <ggml-vulkan.h>
@@ -23,28 +23,13 @@
 
 #include "support/check_util.h"
 #include "support/test_util.h"
-#include "vulkan/vulkan_fixture.h"
 #include "vulkan/backend.h"
 #include "vulkan/coopmat.h"
+#include "vulkan/ext_shader.h"
+#include "vulkan/vulkan_fixture.h"
 
 namespace ggx::test {
 namespace {
-
-const ggml_ext_vulkan_v1 * service() {
-    return static_cast<const ggml_ext_vulkan_v1 *>(
-        ggml_backend_reg_get_proc_address(ggml_backend_vk_reg(), GGML_EXT_VULKAN_V1));
-}
-
-const std::vector<uint32_t> & scale_spirv() {
-    static const std::vector<uint32_t> words = [] {
-        std::ifstream file(GGX_TEST_SPV_DIR "/ext_scale.spv", std::ios::binary);
-        const std::vector<char> bytes{std::istreambuf_iterator<char>(file), {}};
-        std::vector<uint32_t> w(bytes.size() / 4);
-        std::memcpy(w.data(), bytes.data(), w.size() * 4);
-        return w;
-    }();
-    return words;
-}
 
 ggml_ext_vulkan_range range_of(const ggml_tensor * t, size_t offset = 0, size_t size = 0) {
     return {t, nullptr, offset, size};

@@ -27,26 +27,11 @@
 
 #include "runtime/plan.h"
 #include "support/test_util.h"
+#include "vulkan/ext_shader.h"
 #include "vulkan/vulkan_fixture.h"
 
 namespace ggx::test {
 namespace {
-
-const ggml_ext_vulkan_v1 * service() {
-    return static_cast<const ggml_ext_vulkan_v1 *>(
-        ggml_backend_reg_get_proc_address(ggml_backend_vk_reg(), GGML_EXT_VULKAN_V1));
-}
-
-const std::vector<uint32_t> & scale_spirv() {
-    static const std::vector<uint32_t> words = [] {
-        std::ifstream file(GGX_TEST_SPV_DIR "/ext_scale.spv", std::ios::binary);
-        const std::vector<char> bytes{std::istreambuf_iterator<char>(file), {}};
-        std::vector<uint32_t> w(bytes.size() / 4);
-        std::memcpy(w.data(), bytes.data(), w.size() * 4);
-        return w;
-    }();
-    return words;
-}
 
 // Which registered variant takes SCALE nodes, and what the kernels saw.
 enum class Variant { kOrdinary, kCaptureSafe, kReusable };
@@ -76,10 +61,11 @@ ggml_status execute_scale(const ggml_ext_execute_params * params) {
     const ggml_tensor *y = params->node, *x = y->src[0];
     const ggml_ext_vulkan_v1 * svc = service();
     const ggml_ext_vulkan_range xr{x, nullptr, 0, 0}, yr{y, nullptr, 0, 0};
-    const ggml_ext_vulkan_range wr{nullptr, params->workspace,
-                                   static_cast<size_t>(static_cast<char *>(params->workspace_data) -
-                                                       static_cast<char *>(ggml_backend_buffer_get_base(params->workspace))),
-                                   ggml_nbytes(x)};
+    const ggml_ext_vulkan_range wr{
+        nullptr, params->workspace,
+        static_cast<size_t>(static_cast<char *>(params->workspace_data) -
+                            static_cast<char *>(ggml_backend_buffer_get_base(params->workspace))),
+        ggml_nbytes(x)};
     if (const ggml_status status = svc->copy(params->backend, &wr, &xr)) return status;
     ggml_ext_vulkan_buffer_info wi, yi;
     if (!svc->buffer_info(params->backend, &wr, &wi) || !svc->buffer_info(params->backend, &yr, &yi))
@@ -89,7 +75,8 @@ ggml_status execute_scale(const ggml_ext_execute_params * params) {
     struct {
         uint32_t n, x_offset, y_offset;
         float scale, bias;
-    } push{static_cast<uint32_t>(ggml_nelements(y)), wi.shader_offset / 4, yi.shader_offset / 4, scale.scale, 0.0f};
+    } push{static_cast<uint32_t>(ggml_nelements(y)), wi.shader_offset / 4, yi.shader_offset / 4, scale.scale,
+           0.0f};
     const ggml_ext_vulkan_binding bindings[] = {{wr, false}, {yr, true}};
     const uint32_t add_bias = 0;
     ggml_ext_vulkan_dispatch d{
@@ -129,8 +116,8 @@ protected:
                                    reusable = scale_kernel("replay.reusable", Variant::kReusable);
         ASSERT_TRUE(ggml_ext_register_kernel(dev, &ordinary)) << ggml_backend_get_last_error();
         ASSERT_TRUE(ggml_ext_register_kernel_ex(dev, &safe, GGML_EXT_KERNEL_CAPTURE_SAFE));
-        ASSERT_TRUE(ggml_ext_register_kernel_ex(dev, &reusable,
-                                                GGML_EXT_KERNEL_CAPTURE_SAFE | GGML_EXT_KERNEL_REPLAY_REUSABLE));
+        ASSERT_TRUE(ggml_ext_register_kernel_ex(
+            dev, &reusable, GGML_EXT_KERNEL_CAPTURE_SAFE | GGML_EXT_KERNEL_REPLAY_REUSABLE));
     }
     void SetUp() override {
         VulkanTest::SetUp();
@@ -190,7 +177,8 @@ TEST(ReplayRegistration, FlagsAreValidatedAndReported) {
     EXPECT_FALSE(ggml_ext_register_kernel_ex(cpu, &d, 1u << 7));
     EXPECT_TRUE(contains(ggml_backend_get_last_error(), "unknown flags")) << ggml_backend_get_last_error();
     EXPECT_FALSE(ggml_ext_register_kernel_ex(cpu, &d, GGML_EXT_KERNEL_REPLAY_REUSABLE));
-    EXPECT_TRUE(contains(ggml_backend_get_last_error(), "requires CAPTURE_SAFE")) << ggml_backend_get_last_error();
+    EXPECT_TRUE(contains(ggml_backend_get_last_error(), "requires CAPTURE_SAFE"))
+        << ggml_backend_get_last_error();
     EXPECT_EQ(ggml_ext_dev_get_n_kernels(cpu), before);
     const uint32_t flags = GGML_EXT_KERNEL_CAPTURE_SAFE | GGML_EXT_KERNEL_REPLAY_REUSABLE;
     ASSERT_TRUE(ggml_ext_register_kernel_ex(cpu, &d, flags)) << ggml_backend_get_last_error();
@@ -318,8 +306,9 @@ TEST_F(VulkanReplay, AChangedTensorAddressDropsTheRecordingAndWarmsUpAgain) {
     const auto run = [&](ggml_tensor * in, float start) {
         const std::vector<float> x = ramp(1000, start, 1.0f);
         write_f32(in, x);
-        ASSERT_EQ(plan.run(0, ggml_graph_n_nodes(graph_), region, backend::ExecutionPlan::Execution::kReplayable),
-                  GGML_STATUS_SUCCESS)
+        ASSERT_EQ(
+            plan.run(0, ggml_graph_n_nodes(graph_), region, backend::ExecutionPlan::Execution::kReplayable),
+            GGML_STATUS_SUCCESS)
             << ggml_backend_get_last_error();
         const std::vector<float> out = read_f32(out_);
         for (size_t i = 0; i < x.size(); ++i)

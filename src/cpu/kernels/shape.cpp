@@ -213,25 +213,12 @@ void compute_pad(const ComputeParams & params, ggml_tensor * node) {
 // antialiased BILINEAR weigh the source elements around x = (i + o) / s - o, s = ne / a.ne, o = 0.5
 // (align corners: s = (ne - 1) / (a.ne - 1), o = 0), with positions and weights in float as in ggml.
 
-struct ScaleMode {
-    uint32_t base;  // enum ggml_scale_mode
-    bool align_corners, antialias;
-};
-
-ScaleMode scale_mode(const ggml_tensor * node) {
-    const auto mode = static_cast<uint32_t>(core::params<ggml_ext_upscale_params>(node).mode);
-    return {mode & 0xFFu, (mode & GGML_SCALE_FLAG_ALIGN_CORNERS) != 0,
-            (mode & GGML_SCALE_FLAG_ANTIALIAS) != 0};
-}
+using core::scale_mode;
+using core::ScaleMode;
 
 bool supports_upscale(const ggml_tensor * node) {
     const ggml_tensor * a = node->src[0];
-    if (!same_type(node, a) || !is_float(a->type) || ggml_is_empty(a)) return false;
-    constexpr uint32_t known = 0xFFu | GGML_SCALE_FLAG_ALIGN_CORNERS | GGML_SCALE_FLAG_ANTIALIAS;
-    const auto mode = static_cast<uint32_t>(core::params<ggml_ext_upscale_params>(node).mode);
-    const ScaleMode m = scale_mode(node);
-    return (mode & ~known) == 0 && m.base < GGML_SCALE_MODE_COUNT &&
-           (!m.antialias || m.base == GGML_SCALE_MODE_BILINEAR);
+    return same_type(node, a) && is_float(a->type) && !ggml_is_empty(a) && core::valid_scale_mode(node);
 }
 
 int64_t nearest_index(const ggml_tensor * a, const ggml_tensor * node, int k, int64_t i) {
@@ -267,11 +254,7 @@ struct Axis {
 };
 
 Axis axis_of(const ggml_tensor * a, const ggml_tensor * node, int k, bool align_corners) {
-    const int64_t n = a->ne[k], ne = node->ne[k];
-    const bool aligned = align_corners && n > 1 && ne > 1;
-    const float scale = aligned ? static_cast<float>(ne - 1) / static_cast<float>(n - 1)
-                                : static_cast<float>(ne) / static_cast<float>(n);
-    return {scale, align_corners ? 0.0f : 0.5f, n};
+    return {core::upscale_axis_scale(a, node, k, align_corners), align_corners ? 0.0f : 0.5f, a->ne[k]};
 }
 
 // Half-width of the antialiasing triangle filter: one source element, more when shrinking.

@@ -282,34 +282,21 @@ constexpr uint32_t kUpscaleLocalSize = 128;  // upscale.comp local_size_x
 constexpr uint32_t kFilterLocalSize = 256;   // upscale_filter.comp local_size_x
 constexpr int kMaxTaps = 64;                 // the most taps of upscale_filter.comp's arrays
 
-struct ScaleMode {
-    uint32_t base;  // enum ggml_scale_mode
-    bool align_corners, antialias;
-};
-
-ScaleMode scale_mode(const ggml_tensor * node) {
-    const auto mode = static_cast<uint32_t>(core::params<ggml_ext_upscale_params>(node).mode);
-    return {mode & 0xFFu, (mode & GGML_SCALE_FLAG_ALIGN_CORNERS) != 0,
-            (mode & GGML_SCALE_FLAG_ANTIALIAS) != 0};
-}
+using core::scale_mode;
+using core::ScaleMode;
 
 bool fast_nearest(const ggml_tensor * node) {
     const ScaleMode m = scale_mode(node);
     return m.base == GGML_SCALE_MODE_NEAREST && !m.align_corners && node->type == GGML_TYPE_F32;
 }
 
-// s of dimension k, as the CPU computes it: ne / n, or (ne - 1) / (n - 1) with align corners.
-float axis_scale(const ggml_tensor * a, const ggml_tensor * node, int k, bool align_corners) {
-    const int64_t n = a->ne[k], ne = node->ne[k];
-    return align_corners && n > 1 && ne > 1 ? static_cast<float>(ne - 1) / static_cast<float>(n - 1)
-                                            : static_cast<float>(ne) / static_cast<float>(n);
-}
+using core::upscale_axis_scale;
 
 // The taps per result index of the antialiasing triangle filter along its longer axis (dims 0, 1).
 int antialias_taps(const ggml_tensor * node, bool align_corners) {
     int taps = 0;
     for (int k = 0; k < 2; ++k) {
-        const float support = std::max(1.0f, 1.0f / axis_scale(node->src[0], node, k, align_corners));
+        const float support = std::max(1.0f, 1.0f / upscale_axis_scale(node->src[0], node, k, align_corners));
         taps = std::max(taps, static_cast<int>(std::ceil(2.0f * support)) + 1);
     }
     return taps;
@@ -320,11 +307,8 @@ bool supports_upscale(const Device & device, const ggml_tensor * node) {
     if (!a || a->type != node->type || !float_tensor(device, a) || !float_tensor(device, node) ||
         ggml_is_empty(a))
         return false;
-    constexpr uint32_t known = 0xFFu | GGML_SCALE_FLAG_ALIGN_CORNERS | GGML_SCALE_FLAG_ANTIALIAS;
+    if (!core::valid_scale_mode(node)) return false;
     const ScaleMode m = scale_mode(node);
-    if ((static_cast<uint32_t>(core::params<ggml_ext_upscale_params>(node).mode) & ~known) != 0 ||
-        m.base >= GGML_SCALE_MODE_COUNT || (m.antialias && m.base != GGML_SCALE_MODE_BILINEAR))
-        return false;
     if (m.antialias && antialias_taps(node, m.align_corners) > kMaxTaps) return false;
     // The shaders form i * a.ne / d.ne in 32 bits.
     for (int k = 0; k < GGML_MAX_DIMS; ++k) {
@@ -367,8 +351,8 @@ void record_upscale(Recorder & rec, const ggml_tensor * node) {
            shape_of(a),
            view_of(rec, a, unit),
            view_of(rec, node, unit),
-           axis_scale(a, node, 0, m.align_corners),
-           axis_scale(a, node, 1, m.align_corners)};
+           upscale_axis_scale(a, node, 0, m.align_corners),
+           upscale_axis_scale(a, node, 1, m.align_corners)};
     rec.dispatch(std::string("upscale_filter_") + float_type_name(node->type),
                  {rec.arg(a, false), rec.arg(node, true)}, push,
                  rec.groups_for(static_cast<uint64_t>(ggml_nelements(node)), kFilterLocalSize),
