@@ -76,6 +76,8 @@ extern const Kernel rope;                     // rope.cpp
 extern const Kernel flash_attn_ext;           // attention.cpp
 extern const Kernel get_rows, set_rows;       // indexing.cpp
 extern const Kernel im2col;                   // conv.cpp
+// recurrent.cpp (linear_attention: RWKV_WKV6, GATED_LINEAR_ATTN, RWKV_WKV7)
+extern const Kernel ssm_conv, ssm_scan, linear_attention, gated_delta_net;
 }  // namespace kernels
 
 // A tensor as the shaders address it (struct View in shaders/common.glsl): the offset of its first

@@ -211,6 +211,43 @@ TEST_F(Vulkan, AnUnknownUnaryOrGluSubOpIsAReportedError) {
     }
 }
 
+// SSM_SCAN with a state id outside the state slots: the CPU fails the node, a shader cannot, so
+// that sequence's outputs and final states are NaN while the other sequence is computed
+// (docs/vulkan.md). Mamba-1: d_state 3, one head of dim 1, 2 tokens, 2 sequences, 2 slots.
+TEST_F(Vulkan, SsmScanWithAnIdOutsideTheSlotsGivesNanRows) {
+    const int64_t N = 3, T = 2;
+    ggml_tensor * s = ggml_new_tensor_4d(ctx(), GGML_TYPE_F32, N, 1, 1, 2);
+    ggml_tensor * x = ggml_new_tensor_4d(ctx(), GGML_TYPE_F32, 1, 1, T, 2);
+    ggml_tensor * dt = ggml_new_tensor_3d(ctx(), GGML_TYPE_F32, 1, T, 2);
+    ggml_tensor * A = ggml_new_tensor_2d(ctx(), GGML_TYPE_F32, N, 1);
+    ggml_tensor * B = ggml_new_tensor_4d(ctx(), GGML_TYPE_F32, N, 1, T, 2);
+    ggml_tensor * C = ggml_new_tensor_4d(ctx(), GGML_TYPE_F32, N, 1, T, 2);
+    ggml_tensor * ids = ggml_new_tensor_1d(ctx(), GGML_TYPE_I32, 2);
+    ggml_tensor * out = ggml_ssm_scan(ctx(), s, x, dt, A, B, C, ids);
+    ASSERT_NE(out, nullptr);
+    alloc();
+    // State 0 zero, x = 0: sequence 0's outputs and states stay 0.
+    write_f32(s, std::vector<float>(2 * N, 0.0f));
+    write_f32(x, std::vector<float>(2 * T, 0.0f));
+    write_f32(dt, std::vector<float>(2 * T, 0.5f));
+    write_f32(A, std::vector<float>(N, -1.0f));
+    write_f32(B, std::vector<float>(2 * T * N, 1.0f));
+    write_f32(C, std::vector<float>(2 * T * N, 1.0f));
+    const int32_t id_values[2] = {0, 2};  // 2 is past the two slots
+    ggml_backend_tensor_set(ids, id_values, 0, sizeof id_values);
+    ASSERT_EQ(compute(out), GGML_STATUS_SUCCESS) << ggml_backend_get_last_error();
+    const std::vector<float> got = read_f32(out);  // y [1, 1, T, 2], then states [N, 1, 1, 2]
+    ASSERT_EQ(got.size(), static_cast<size_t>(2 * T + 2 * N));
+    for (int64_t t = 0; t < T; ++t) {
+        EXPECT_EQ(got[t], 0.0f) << t;
+        EXPECT_TRUE(std::isnan(got[T + t])) << t;
+    }
+    for (int64_t n = 0; n < N; ++n) {
+        EXPECT_EQ(got[2 * T + n], 0.0f) << n;
+        EXPECT_TRUE(std::isnan(got[2 * T + N + n])) << n;
+    }
+}
+
 // Vulkan computes every UNARY and GLU sub-op.
 TEST_F(Vulkan, SupportsEverySubOp) {
     ggml_tensor * a = input(16, 2);
