@@ -78,6 +78,8 @@ extern const Kernel get_rows, set_rows;       // indexing.cpp
 extern const Kernel im2col;                   // conv.cpp
 // recurrent.cpp (linear_attention: RWKV_WKV6, GATED_LINEAR_ATTN, RWKV_WKV7)
 extern const Kernel ssm_conv, ssm_scan, linear_attention, gated_delta_net;
+// attention.cpp (dsv4_hc: DSV4_HC_COMB, DSV4_HC_PRE, DSV4_HC_POST) and shape.cpp
+extern const Kernel lightning_indexer, dsv4_hc, solve_tri;
 }  // namespace kernels
 
 // A tensor as the shaders address it (struct View in shaders/common.glsl): the offset of its first

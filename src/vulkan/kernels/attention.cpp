@@ -1,10 +1,14 @@
-// Vulkan kernel of FLASH_ATTN_EXT (flash_attn.comp): F32 q, F16/F32 K and V (heads and batches
+// Vulkan kernels of FLASH_ATTN_EXT (flash_attn.comp): F32 q, F16/F32 K and V (heads and batches
 // broadcast), optional F16/F32 mask with ALiBi slopes, logit softcap, optional sinks, any head size
 // whose smallest tile fits the device's shared memory, any input strides, into the
 // contiguous F32 [DV, H, n_q, B] result. When too few workgroups would cover the queries (decoding),
 // the keys are split over more workgroups whose partial rows flash_attn_combine.comp merges.
+// LIGHTNING_INDEXER (lightning_indexer.comp) and DSV4_HC_COMB/PRE/POST (dsv4_hc.comp): F32 inputs of any
+// strides (the indexer's keys F16 too, its mask F16) into contiguous F32 results, float sums in the
+// CPU's order.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "vulkan/kernels.h"
 
@@ -193,11 +197,99 @@ void record_flash_attn(Recorder & rec, const ggml_tensor * node) {
                  rec.groups_for(rows * kCombineLocal, kCombineLocal), {p.sinks ? 1u : 0u});
 }
 
+// ---- LIGHTNING_INDEXER, DSV4_HC_COMB, DSV4_HC_PRE, DSV4_HC_POST -----------------------------------
+
+constexpr uint32_t kDeepSeekLocalSize = 64;  // lightning_indexer.comp and dsv4_hc.comp local_size_x
+
+bool f32_input(const Device & device, const ggml_tensor * t) {
+    return t && t->type == GGML_TYPE_F32 && float_tensor(device, t);
+}
+bool f32_result(const Device & device, const ggml_tensor * node) {
+    return f32_input(device, node) && ggml_is_contiguous(node);
+}
+
+// q, w F32, k F32/F16, mask F16, any strides (lightning_indexer.comp).
+bool supports_lightning_indexer(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor *q = node->src[0], *k = node->src[1], *w = node->src[2], *mask = node->src[3];
+    return f32_result(device, node) && f32_input(device, q) && f32_input(device, w) && k && kv_type(k) &&
+           float_tensor(device, k) && mask && mask->type == GGML_TYPE_F16 && float_tensor(device, mask) &&
+           mask->ne[3] > 0;
+}
+
+void record_lightning_indexer(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor *q = node->src[0], *k = node->src[1], *w = node->src[2], *mask = node->src[3];
+    if (ggml_nelements(node) == 0) return;
+    struct {
+        Shape ne;
+        View q, k, w, m;
+        uint32_t d_off, n_embd, n_head, mask_b;
+    } push{shape_of(node),
+           view_of(rec, q, sizeof(float)),
+           view_of(rec, k, float_unit(k->type)),
+           view_of(rec, w, sizeof(float)),
+           view_of(rec, mask, 2),
+           rec.element_offset(node, sizeof(float)),
+           u32(static_cast<uint64_t>(q->ne[0])),
+           u32(static_cast<uint64_t>(q->ne[1])),
+           u32(static_cast<uint64_t>(mask->ne[3]))};
+    rec.dispatch(
+        std::string("lightning_indexer_") + float_type_name(k->type),
+        {rec.arg(q, false), rec.arg(k, false), rec.arg(w, false), rec.arg(mask, false), rec.arg(node, true)},
+        push, rec.groups_for(static_cast<uint64_t>(ggml_nelements(node)), kDeepSeekLocalSize));
+}
+
+int dsv4_inputs(ggml_op op) { return op == GGML_OP_DSV4_HC_COMB ? 3 : op == GGML_OP_DSV4_HC_PRE ? 2 : 4; }
+
+// Every input F32 of any strides, the result contiguous F32 (dsv4_hc.comp).
+bool supports_dsv4_hc(const Device & device, const ggml_tensor * node) {
+    if (!f32_result(device, node)) return false;
+    for (int i = 0; i < dsv4_inputs(node->op); ++i)
+        if (!f32_input(device, node->src[i])) return false;
+    return true;
+}
+
+void record_dsv4_hc(Recorder & rec, const ggml_tensor * node) {
+    if (ggml_nelements(node) == 0) return;
+    const int n_inputs = dsv4_inputs(node->op);
+    struct {
+        Shape ne;
+        View in[4];
+        uint32_t d_off;
+        float eps;
+        uint32_t n_iter;
+    } push{};
+    push.ne = shape_of(node);
+    std::vector<Arg> args;
+    for (int i = 0; i < 4; ++i) {
+        const ggml_tensor * in = node->src[std::min(i, n_inputs - 1)];  // unused bindings repeat one
+        push.in[i] = view_of(rec, in, sizeof(float));
+        args.push_back(rec.arg(in, false));
+    }
+    args.push_back(rec.arg(node, true));
+    push.d_off = rec.element_offset(node, sizeof(float));
+    uint64_t invocations = static_cast<uint64_t>(ggml_nelements(node));
+    const char * shader = "dsv4_hc_post";
+    if (node->op == GGML_OP_DSV4_HC_COMB) {
+        const auto comb = core::params<ggml_ext_dsv4_hc_comb_params>(node);
+        push.eps = comb.eps;
+        push.n_iter = static_cast<uint32_t>(std::max(comb.n_iter, 0));
+        invocations = static_cast<uint64_t>(node->ne[2]);
+        shader = "dsv4_hc_comb";
+    } else if (node->op == GGML_OP_DSV4_HC_PRE) {
+        push.ne.ne[2] = u32(static_cast<uint64_t>(node->src[0]->ne[1]));  // dsv4_hc.comp reads x's hc there
+        shader = "dsv4_hc_pre";
+    }
+    rec.dispatch(shader, args, push, rec.groups_for(invocations, kDeepSeekLocalSize));
+}
+
 }  // namespace
 
 namespace kernels {
 const Kernel flash_attn_ext =
     vulkan_kernel<supports_flash_attn, workspace_flash_attn, record_flash_attn>("vulkan.flash_attn_ext");
+const Kernel lightning_indexer =
+    vulkan_kernel<supports_lightning_indexer, nullptr, record_lightning_indexer>("vulkan.lightning_indexer");
+const Kernel dsv4_hc = vulkan_kernel<supports_dsv4_hc, nullptr, record_dsv4_hc>("vulkan.dsv4_hc");
 }  // namespace kernels
 
 }  // namespace ggx::vulkan

@@ -2,7 +2,8 @@
 // DIAG, TRI, WIN_PART, WIN_UNPART, ARANGE and the softmax family's DIAG_MASK_INF/ZERO (gather.comp:
 // elements moved as raw bits), REPEAT_BACK, GET_REL_POS, ADD_REL_POS (shape_sum.comp), UPSCALE (every mode,
 // F32/F16/BF16, any strides; upscale.comp, upscale_filter.comp) and TIMESTEP_EMBEDDING (F32;
-// timestep_embedding.comp).
+// timestep_embedding.comp) and SOLVE_TRI (F32, any strides; solve_tri.comp, one invocation per
+// right-hand-side column).
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -393,6 +394,35 @@ void record_timestep_embedding(Recorder & rec, const ggml_tensor * node) {
                  rec.groups_for(static_cast<uint64_t>(node->ne[1]) * kTimestepLocalSize, kTimestepLocalSize));
 }
 
+// ---- SOLVE_TRI -------------------------------------------------------------------------------------
+
+constexpr uint32_t kSolveLocalSize = 64;  // solve_tri.comp local_size_x
+
+bool f32_float(const Device & device, const ggml_tensor * t) {
+    return t && t->type == GGML_TYPE_F32 && float_tensor(device, t);
+}
+
+// a [n, n, B2, B3] and b [k, n, B2, B3] F32 of any strides (solve_tri.comp).
+bool supports_solve_tri(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *b = node->src[1];
+    return f32_float(device, a) && f32_float(device, b) && f32_float(device, node) && a->ne[0] == a->ne[1] &&
+           b->ne[1] == a->ne[1] && b->ne[2] == a->ne[2] && b->ne[3] == a->ne[3] &&
+           ggml_are_same_shape(node, b);
+}
+
+void record_solve_tri(Recorder & rec, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *b = node->src[1];
+    const uint64_t columns = static_cast<uint64_t>(node->ne[0] * node->ne[2] * node->ne[3]);
+    if (columns == 0 || node->ne[1] == 0) return;
+    struct {
+        Shape ne;
+        View a, b, d;
+    } push{shape_of(node), view_of(rec, a, sizeof(float)), view_of(rec, b, sizeof(float)),
+           view_of(rec, node, sizeof(float))};
+    rec.dispatch("solve_tri", {rec.arg(a, false), rec.arg(b, false), rec.arg(node, true)}, push,
+                 rec.groups_for(columns, kSolveLocalSize));
+}
+
 }  // namespace
 
 namespace kernels {
@@ -418,6 +448,7 @@ const Kernel upscale = vulkan_kernel<supports_upscale, nullptr, record_upscale>(
 const Kernel timestep_embedding =
     vulkan_kernel<supports_timestep_embedding, nullptr, record_timestep_embedding>(
         "vulkan.timestep_embedding");
+const Kernel solve_tri = vulkan_kernel<supports_solve_tri, nullptr, record_solve_tri>("vulkan.solve_tri");
 }  // namespace kernels
 
 }  // namespace ggx::vulkan

@@ -1,4 +1,5 @@
-# kernels/attention.cpp: FLASH_ATTN_EXT (one pass, or key splits and their combination).
+# kernels/attention.cpp: FLASH_ATTN_EXT (one pass, or key splits and their combination),
+# LIGHTNING_INDEXER (lightning_indexer, by key type), DSV4_HC_COMB/PRE/POST (dsv4_hc_comb/pre/post).
 foreach(k f32 f16)
   foreach(v f32 f16)
     foreach(m f32 f16)
@@ -7,3 +8,9 @@ foreach(k f32 f16)
   endforeach()
 endforeach()
 ggx_vulkan_shader(flash_attn_combine flash_attn_combine.comp)
+foreach(k f32 f16)
+  ggx_vulkan_shader(lightning_indexer_${k} lightning_indexer.comp K_TYPE=${k})
+endforeach()
+ggx_vulkan_shader(dsv4_hc_comb dsv4_hc.comp OP=0)
+ggx_vulkan_shader(dsv4_hc_pre dsv4_hc.comp OP=1)
+ggx_vulkan_shader(dsv4_hc_post dsv4_hc.comp OP=2)

@@ -1,5 +1,6 @@
 # kernels/shape.cpp: REPEAT/CONCAT/PAD/ROLL/PAD_REFLECT_1D/DIAG/TRI/DIAG_MASK/WIN_PART/WIN_UNPART/
-# ARANGE (gather), UPSCALE (upscale, upscale_filter), TIMESTEP_EMBEDDING (timestep_embedding).
+# ARANGE (gather), UPSCALE (upscale, upscale_filter), TIMESTEP_EMBEDDING (timestep_embedding),
+# SOLVE_TRI (solve_tri).
 ggx_vulkan_shader(gather_u32 gather.comp RAW=uint)
 ggx_vulkan_shader(gather_u16 gather.comp RAW=uint16_t)
 ggx_vulkan_shader(gather_u8 gather.comp RAW=uint8_t RAW_U8=1)
@@ -13,3 +14,4 @@ foreach(t f32 f16 bf16)
   endif()
 endforeach()
 ggx_vulkan_shader(timestep_embedding timestep_embedding.comp)
+ggx_vulkan_shader(solve_tri solve_tri.comp)
