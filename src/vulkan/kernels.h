@@ -75,7 +75,8 @@ extern const Kernel soft_max, soft_max_back;  // softmax.cpp
 extern const Kernel rope;                     // rope.cpp
 extern const Kernel flash_attn_ext;           // attention.cpp
 extern const Kernel get_rows, set_rows;       // indexing.cpp
-extern const Kernel im2col;                   // conv.cpp
+extern const Kernel im2col, conv, conv_2d_dw, conv_transpose, im2col_back, col2im_1d, pool,
+    pool_2d_back;  // conv.cpp
 // recurrent.cpp (linear_attention: RWKV_WKV6, GATED_LINEAR_ATTN, RWKV_WKV7)
 extern const Kernel ssm_conv, ssm_scan, linear_attention, gated_delta_net;
 // attention.cpp (dsv4_hc: DSV4_HC_COMB, DSV4_HC_PRE, DSV4_HC_POST) and shape.cpp

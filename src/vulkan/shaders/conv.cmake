@@ -1,6 +1,25 @@
-# kernels/conv.cpp: IM2COL (im2col).
+# kernels/conv.cpp: IM2COL, IM2COL_3D (im2col), CONV_2D, CONV_3D (conv), CONV_2D_DW (conv_dw),
+# CONV_TRANSPOSE_1D/2D (conv_transpose), IM2COL_BACK (im2col_back), COL2IM_1D (col2im_1d),
+# POOL_1D/2D (pool), POOL_2D_BACK (pool_back).
 foreach(x f32 f16)
   foreach(d f32 f16)
     ggx_vulkan_shader(im2col_${x}_${d} im2col.comp X_TYPE=${x} D_TYPE=${d})
+  endforeach()
+endforeach()
+foreach(k f32 f16)
+  foreach(x f32 f16)
+    foreach(d f32 f16)
+      ggx_vulkan_shader(conv_${k}_${x}_${d} conv.comp K_TYPE=${k} X_TYPE=${x} D_TYPE=${d})
+    endforeach()
+    ggx_vulkan_shader(conv_dw_${k}_${x} conv_dw.comp K_TYPE=${k} X_TYPE=${x})
+  endforeach()
+  ggx_vulkan_shader(conv_transpose_${k} conv_transpose.comp K_TYPE=${k})
+endforeach()
+ggx_vulkan_shader(im2col_back im2col_back.comp)
+foreach(t f32 f16 bf16)
+  ggx_vulkan_shader(col2im_1d_${t} col2im_1d.comp T=${t})
+  ggx_vulkan_shader(pool_${t} pool.comp A_TYPE=${t})
+  foreach(a f32 f16 bf16)
+    ggx_vulkan_shader(pool_back_${t}_${a} pool_back.comp G_TYPE=${t} A_TYPE=${a})
   endforeach()
 endforeach()
