@@ -104,6 +104,11 @@ const Conv3 k3d[] = {{5, 4, 3, 2, 1, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
                      {5, 5, 5, 1, 3, 2, 3, 3, 3, 1, 1, 1, 2, 2, 2, 2, 2, 2},
                      {12, 2, 3, 5, 1, 3, 4, 1, 2, 3, 1, 1, 0, 0, 1, 1, 1, 1}};
 
+// More output channels (GEMM tiles of a GPU: partial, several), samples and taps over several K
+// slices.
+const Conv3 k3d_wide[] = {{9, 5, 6, 2, 1, 20, 2, 2, 3, 1, 2, 1, 2, 0, 1, 2, 1, 2},
+                          {7, 6, 4, 5, 2, 70, 3, 3, 2, 1, 1, 2, 1, 1, 1, 1, 2, 1}};
+
 std::string describe(const Conv3 & v) {
     return format(
         "x=[%lld,%lld,%lld] ic %lld n %lld oc %lld k %lldx%lldx%lld s %d,%d,%d p %d,%d,%d d %d,%d,%d",
@@ -277,6 +282,8 @@ void add_direct_cases(CaseList & list) {
                     add_conv_2d_direct(list, v, 3, k_type, x_type, Layout::Contiguous, x_layout);
             for (const Conv & v : kConvLarge)
                 add_conv_2d_direct(list, v, 20, k_type, x_type, Layout::Contiguous, Layout::Contiguous);
+            // Output channels over more than one tile of a GPU's GEMM, strided and permuted operands.
+            add_conv_2d_direct(list, kConvLarge[2], 70, k_type, x_type, Layout::Permuted, Layout::Strided);
             add_conv_2d_direct(list, k2d[1], 5, k_type, x_type, Layout::Permuted, Layout::Contiguous);
             for (const Conv & v : k2d) {
                 for (Layout x_layout : {Layout::Contiguous, Layout::Strided})
@@ -286,6 +293,8 @@ void add_direct_cases(CaseList & list) {
             for (const Conv3 & v : k3d)
                 for (Layout x_layout : {Layout::Contiguous, Layout::Strided})
                     add_3d(list, GGML_OP_CONV_3D, v, k_type, x_type, x_layout);
+            for (const Conv3 & v : k3d_wide)
+                add_3d(list, GGML_OP_CONV_3D, v, k_type, x_type, Layout::Strided);
             for (const Conv3 & v : k3d)
                 for (Layout x_layout : {Layout::Contiguous, Layout::Permuted, Layout::Strided})
                     add_3d(list, GGML_OP_IM2COL_3D, v, k_type, x_type, x_layout);
@@ -360,6 +369,12 @@ void add_perf_cases(CaseList & list) {
                                               g.input(GGML_TYPE_F32, {w, w, c, 1}), 1, 1, 1, 1, 1, 1);
                       });
     }
+    // The same layer at a size a software device (lavapipe) times in seconds: 128 channels, 64 x 64.
+    const int64_t sc = 128, sw = 64;
+    list.add_perf(GGML_OP_CONV_2D, "perf f32 3x3 c=128 64x64", 2.0 * sw * sw * sc * sc * 9, [=](Graph & g) {
+        return ggml_conv_2d_direct(g.ctx(), g.input(GGML_TYPE_F32, {3, 3, sc, sc}),
+                                   g.input(GGML_TYPE_F32, {sw, sw, sc, 1}), 1, 1, 1, 1, 1, 1);
+    });
     const double dw_flops = 2.0 * w * w * c * 9;
     list.add_perf(
         GGML_OP_CONV_2D_DW, "perf vae f32 3x3 c=512 128x128 channels-first", dw_flops, [=](Graph & g) {

@@ -1,8 +1,8 @@
 // Vulkan kernels of the conv family, each accepting what the CPU backend's does (types, strides,
 // shapes; src/cpu/kernels/conv.cpp) within 32-bit shader coordinates:
 //  * IM2COL (1-D, 2-D) and IM2COL_3D: F32/F16 input and result, any strides (im2col.comp);
-//  * CONV_2D, CONV_3D: F32/F16 kernel and input, any strides, contiguous result (conv.comp, one
-//    invocation per result element);
+//  * CONV_2D, CONV_3D: F32/F16 kernel and input, any strides, contiguous result (a tiled implicit
+//    GEMM, conv_gemm.comp; with few output channels conv.comp, one invocation per result element);
 //  * CONV_2D_DW: F32/F16 kernel and input, any strides, channels-first too (conv_dw.comp);
 //  * CONV_TRANSPOSE_1D/2D: F32/F16 kernel, F32 input, contiguous F32 result, as a gather
 //    (conv_transpose.comp);
@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "vulkan/kernels.h"
 
@@ -143,6 +144,10 @@ void record_im2col(Recorder & rec, const ggml_tensor * node) {
 
 // ---- CONV_2D, CONV_3D ------------------------------------------------------------------------------
 
+// Output channels from which the tiled implicit GEMM (conv_gemm.comp, tiles of kGemmTile positions
+// x output channels) replaces the direct shader (conv.comp), which wastes nothing on few channels.
+constexpr uint32_t kGemmMinChannels = 16, kGemmTile = 128;
+
 struct Conv {
     View k, x;
     uint32_t d_off;
@@ -191,9 +196,18 @@ void record_conv(Recorder & rec, const ggml_tensor * node) {
         c.channels = u32(x->ne[2]), c.oc = u32(node->ne[2]);
     }
     c.count = u32(ggml_nelements(node));
-    rec.dispatch(std::string("conv_") + tn(k) + "_" + tn(x) + "_" + tn(node),
-                 {rec.arg(k, false), rec.arg(x, false), rec.arg(node, true)}, c,
-                 rec.groups_for(c.count, kLocalSize), {is_3d ? 1u : 0u});
+    const std::string types = std::string(tn(k)) + "_" + tn(x) + "_" + tn(node);
+    const std::vector<Arg> args = {rec.arg(k, false), rec.arg(x, false), rec.arg(node, true)};
+    const uint64_t positions = uint64_t{c.ow} * c.oh * c.od;
+    if (c.oc < kGemmMinChannels || positions == 0) {
+        rec.dispatch("conv_" + types, args, c, rec.groups_for(c.count, kLocalSize), {is_3d ? 1u : 0u});
+        return;
+    }
+    // One workgroup per tile of positions x output channels of each sample.
+    const auto tiles = [](uint64_t n) { return (n + kGemmTile - 1) / kGemmTile; };
+    const uint64_t groups = tiles(positions) * tiles(c.oc) * (c.count / (positions * c.oc));
+    rec.dispatch("conv_gemm_" + types, args, c, rec.groups_for(groups * kLocalSize, kLocalSize),
+                 {is_3d ? 1u : 0u});
 }
 
 // ---- CONV_2D_DW ------------------------------------------------------------------------------------

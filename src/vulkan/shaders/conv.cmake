@@ -1,6 +1,6 @@
-# kernels/conv.cpp: IM2COL, IM2COL_3D (im2col), CONV_2D, CONV_3D (conv), CONV_2D_DW (conv_dw),
-# CONV_TRANSPOSE_1D/2D (conv_transpose), IM2COL_BACK (im2col_back), COL2IM_1D (col2im_1d),
-# POOL_1D/2D (pool), POOL_2D_BACK (pool_back).
+# kernels/conv.cpp: IM2COL, IM2COL_3D (im2col), CONV_2D, CONV_3D (conv, conv_gemm), CONV_2D_DW
+# (conv_dw), CONV_TRANSPOSE_1D/2D (conv_transpose), IM2COL_BACK (im2col_back), COL2IM_1D
+# (col2im_1d), POOL_1D/2D (pool), POOL_2D_BACK (pool_back).
 foreach(x f32 f16)
   foreach(d f32 f16)
     ggx_vulkan_shader(im2col_${x}_${d} im2col.comp X_TYPE=${x} D_TYPE=${d})
@@ -10,6 +10,7 @@ foreach(k f32 f16)
   foreach(x f32 f16)
     foreach(d f32 f16)
       ggx_vulkan_shader(conv_${k}_${x}_${d} conv.comp K_TYPE=${k} X_TYPE=${x} D_TYPE=${d})
+      ggx_vulkan_shader(conv_gemm_${k}_${x}_${d} conv_gemm.comp K_TYPE=${k} X_TYPE=${x} D_TYPE=${d})
     endforeach()
     ggx_vulkan_shader(conv_dw_${k}_${x} conv_dw.comp K_TYPE=${k} X_TYPE=${x})
   endforeach()
