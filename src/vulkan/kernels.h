@@ -70,7 +70,7 @@ extern const Kernel row_norm, group_norm, rms_norm_back;                        
 // (dy, y or x) sources.
 enum class RowBack : uint32_t { kSoftMax = 0, kRmsNorm = 1 };
 void record_row_back(Recorder & rec, const ggml_tensor * node, RowBack op, float param);
-extern const Kernel mul_mat;                  // matmul.cpp
+extern const Kernel mul_mat, out_prod;        // matmul.cpp
 extern const Kernel soft_max, soft_max_back;  // softmax.cpp
 extern const Kernel rope;                     // rope.cpp
 extern const Kernel flash_attn_ext;           // attention.cpp

@@ -6,6 +6,7 @@
 // rows, each bound on its own.
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "vulkan/kernels.h"
 
@@ -105,10 +106,45 @@ void record_mul_mat(Recorder & rec, const ggml_tensor * node) {
     }
 }
 
+// ---- OUT_PROD: r[m, p] = sum_n a[m, n] b[p, n], the MUL_MAT of a's and b's transposed views ---------
+
+ggml_tensor transposed(const ggml_tensor * t) {
+    ggml_tensor v = *t;
+    std::swap(v.ne[0], v.ne[1]);
+    std::swap(v.nb[0], v.nb[1]);
+    return v;
+}
+
+// An OUT_PROD node as the MUL_MAT it equals (a float a: block rows cannot be transposed).
+struct OutProdAsMulMat {
+    ggml_tensor a, b, node;
+    explicit OutProdAsMulMat(const ggml_tensor * out_prod)
+        : a(transposed(out_prod->src[0])), b(transposed(out_prod->src[1])), node(*out_prod) {
+        node.op = GGML_OP_MUL_MAT;
+        node.src[0] = &a;
+        node.src[1] = &b;
+    }
+    OutProdAsMulMat(const OutProdAsMulMat &) = delete;
+    OutProdAsMulMat & operator=(const OutProdAsMulMat &) = delete;
+};
+
+bool supports_out_prod(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *b = node->src[1];
+    if (!a || !b || !float_type_name(a->type)) return false;
+    const OutProdAsMulMat m(node);
+    return supports_mul_mat(device, &m.node);
+}
+
+void record_out_prod(Recorder & rec, const ggml_tensor * node) {
+    const OutProdAsMulMat m(node);
+    record_mul_mat(rec, &m.node);
+}
+
 }  // namespace
 
 namespace kernels {
 const Kernel mul_mat = vulkan_kernel<supports_mul_mat, nullptr, record_mul_mat>("vulkan.mul_mat");
+const Kernel out_prod = vulkan_kernel<supports_out_prod, nullptr, record_out_prod>("vulkan.out_prod");
 }  // namespace kernels
 
 }  // namespace ggx::vulkan

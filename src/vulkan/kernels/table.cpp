@@ -65,7 +65,7 @@ constexpr Entry entries[] = {
     {GGML_OP_L2_NORM, &kernels::row_norm},
     {GGML_OP_MUL_MAT, &kernels::mul_mat},
     {GGML_OP_MUL_MAT_ID, &kernels::unsupported},
-    {GGML_OP_OUT_PROD, &kernels::unsupported},
+    {GGML_OP_OUT_PROD, &kernels::out_prod},
     {GGML_OP_SCALE, &kernels::map},
     {GGML_OP_SET, &kernels::acc_set},
     {GGML_OP_CPY, &kernels::copy},
