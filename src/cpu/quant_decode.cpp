@@ -10,9 +10,12 @@
 // clang-format on
 
 #include <array>
+#include <bit>
 #include <cstring>
+#include <type_traits>
 
 #include "core/quant/block_math.h"
+#include "core/quant/iq_grids.h"
 #include "cpu/quant_decode.h"
 
 #ifndef GGX_CPU_QUANT_DECODE_ONCE
@@ -56,6 +59,103 @@ inline void k_scales_mins(const uint8_t * packed, uint8_t scales[8], uint8_t min
 // The IQ4_NL / IQ4_XS value table (a format fact: the 16 non-uniform levels, times the scale).
 alignas(16) inline constexpr std::array<int8_t, 16> kNonLinear = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                                   1,    13,   25,  38,  53,  69,  89,  113};
+
+using core::quant::iq_half_step_scale;
+using core::quant::iq_nibble;
+using core::quant::iq_odd_scale;
+using core::quant::iq_split_index;
+using core::quant::kIq1Delta;
+using core::quant::kIq1sGrid;
+using core::quant::kIq2sGrid;
+using core::quant::kIq2xsGrid;
+using core::quant::kIq2xxsGrid;
+using core::quant::kIq3sGrid;
+using core::quant::kIq3xxsGrid;
+using core::quant::load_u16;
+using core::quant::load_u32;
+
+// ---- The i-quants: grid points as 8 codes in a little-endian 64-bit word ------------------------
+
+static_assert(std::endian::native == std::endian::little, "the i-quant decoders read grid points as words");
+
+inline constexpr uint64_t kEveryByte = 0x0101010101010101u;
+
+// All ones in byte i where bit i of s is set.
+constexpr uint64_t byte_mask(unsigned s) {
+    uint64_t mask = 0;
+    for (unsigned i = 0; i < 8; ++i)
+        if (s >> i & 1) mask |= uint64_t{0xFF} << 8 * i;
+    return mask;
+}
+
+// The masks of the 8 sign bits of IQ2_S and IQ3_S (bit i: value i negative), and of the 7 stored
+// sign bits of IQ2_XXS, IQ2_XS and IQ3_XXS (the 8th from the even parity of kIqSigns).
+inline constexpr auto kSignMasks = [] {
+    std::array<uint64_t, 256> masks{};
+    for (unsigned s = 0; s < 256; ++s)
+        masks[s] = byte_mask(s);
+    return masks;
+}();
+inline constexpr auto kParitySignMasks = [] {
+    std::array<uint64_t, 128> masks{};
+    for (unsigned s = 0; s < 128; ++s)
+        masks[s] = byte_mask(core::quant::kIqSigns[s]);
+    return masks;
+}();
+
+// Every magnitude of the IQ2 / IQ3 grids is in 1..127, so that a magnitude negated in its byte is
+// (m ^ 0xFF) + 1 with no carry into the next byte, and fits an int8 code.
+template <typename T, size_t N, size_t Dim>
+constexpr bool magnitudes_fit(const T (&grid)[N][Dim]) {
+    for (const auto & point : grid)
+        for (T v : point)
+            if (v < 1 || v > 127) return false;
+    return true;
+}
+static_assert(magnitudes_fit(kIq2xxsGrid) && magnitudes_fit(kIq2xsGrid) && magnitudes_fit(kIq2sGrid) &&
+              magnitudes_fit(kIq3xxsGrid) && magnitudes_fit(kIq3sGrid));
+
+// A grid's points as words (little-endian), for gathers.
+template <typename T, size_t N, size_t Dim>
+constexpr auto point_words(const T (&grid)[N][Dim]) {
+    using Word = std::conditional_t<Dim == 8, uint64_t, uint32_t>;
+    std::array<Word, N> words{};
+    for (size_t i = 0; i < N; ++i)
+        for (size_t j = 0; j < Dim; ++j)
+            words[i] |= static_cast<Word>(static_cast<uint8_t>(grid[i][j])) << 8 * j;
+    return words;
+}
+inline constexpr auto kIq2xxsWords = point_words(kIq2xxsGrid);
+inline constexpr auto kIq2xsWords = point_words(kIq2xsGrid);
+inline constexpr auto kIq2sWords = point_words(kIq2sGrid);
+inline constexpr auto kIq3xxsWords = point_words(kIq3xxsGrid);
+inline constexpr auto kIq3sWords = point_words(kIq3sGrid);
+inline constexpr auto kIq1sWords = point_words(kIq1sGrid);
+
+// The 4 sign bytes of 32 values of IQ2_XXS, IQ2_XS or IQ3_XXS from their 7-bit fields, byte j for
+// values 8j .. 8j + 7.
+inline uint32_t parity_signs(unsigned s0, unsigned s1, unsigned s2, unsigned s3) {
+    using core::quant::kIqSigns;
+    return kIqSigns[s0] | kIqSigns[s1] << 8 | kIqSigns[s2] << 16 | static_cast<uint32_t>(kIqSigns[s3]) << 24;
+}
+
+// 8 codes of a signed group: the magnitudes, negated in the bytes of mask.
+inline void put_signed_codes(int8_t * q, uint64_t magnitudes, uint64_t mask) {
+    const uint64_t codes = (magnitudes ^ mask) + (mask & kEveryByte);
+    std::memcpy(q, &codes, sizeof codes);
+}
+
+// 8 codes of an IQ1 group: 8 · point ± 1 (the point in {-1, 0, 1}, the shift ±1/8 times 8), for a
+// scale of d_sub / 8. Bytewise: the point shifted by 3 (the bits carried into the next byte masked
+// off), then a byte add of +1 or -1 whose carries stop at bit 7.
+inline void put_iq1_codes(int8_t * q, uint64_t g, bool negative_shift) {
+    const uint64_t eight = (g << 3) & 0xF8F8F8F8F8F8F8F8u;
+    // 0x01 or 0xFF in every byte, without a branch (the shift signs are as random as the data).
+    const uint64_t shift = kEveryByte | (uint64_t{0} - static_cast<uint64_t>(negative_shift));
+    const uint64_t low7 = 0x7F7F7F7F7F7F7F7Fu;
+    const uint64_t codes = ((eight & low7) + (shift & low7)) ^ ((eight ^ shift) & ~low7);
+    std::memcpy(q, &codes, sizeof codes);
+}
 
 }  // namespace ggx::cpu::quant
 #endif  // GGX_CPU_QUANT_DECODE_ONCE
@@ -419,6 +519,264 @@ void DecodeQ1_0(const char * p, DecodedRun & out) {
     }
 }
 
+// ---- The i-quants (docs/quantization.md): codes are the signed grid values, the sub-block scales
+// the per-16 scales (repeated for both groups of a 32-value sub-block). Each sub-block of 32 values
+// is one step: the vector targets gather its grid points (by indices computed in lanes) and negate
+// the bytes whose sign bit is set; the scalar target does the same a group of 8 at a time in a word.
+
+#if HWY_TARGET != HWY_SCALAR
+using DW = hn::Repartition<uint32_t, D32>;  // grid points of 4 values (IQ3)
+using DWI = hn::RebindToSigned<DW>;
+using DQ = hn::Repartition<uint64_t, D32>;  // grid points of 8 values (IQ2, IQ1)
+using DQI = hn::RebindToSigned<DQ>;
+using DH = hn::Rebind<int32_t, DQI>;  // their indices, computed in 32 bits
+
+// Byte l of 32 values belongs to group l / 8 and takes bit l % 8 of that group's sign byte.
+HWY_ALIGN constexpr uint8_t kGroupOfByte[32] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
+HWY_ALIGN constexpr uint8_t kBitOfByte[32] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128,
+                                              1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+// Multiples of 0..7, for the per-lane shifts that pick a point's index high bits.
+HWY_ALIGN constexpr int32_t kTimes1[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+HWY_ALIGN constexpr int32_t kTimes2[4] = {0, 2, 4, 6};
+HWY_ALIGN constexpr int32_t kTimes3[4] = {0, 3, 6, 9};
+HWY_ALIGN constexpr int32_t kTimes4[4] = {0, 4, 8, 12};
+
+// Bytes first .. first + lanes of 32 values: byte l takes byte l / 8 of word.
+HWY_INLINE hn::Vec<D32> group_bytes(uint32_t word, size_t first) {
+    const D32 d;
+    return hn::TableLookupBytes(hn::BitCast(d, hn::Set(DW(), word)), hn::Load(d, kGroupOfByte + first));
+}
+
+// 32 codes at q: the grid point bytes points(first) of lanes first .., negated where the bits of
+// signs (byte g for group g) are set.
+template <class Points>
+HWY_INLINE void put_signed_points(Points points, uint32_t signs, int8_t * q) {
+    const D32 d;
+    for (size_t j = 0; j < 32; j += hn::Lanes(d)) {
+        const auto bits = hn::And(group_bytes(signs, j), hn::Load(d, kBitOfByte + j));
+        const auto negative = hn::VecFromMask(d, hn::Ne(bits, hn::Zero(d)));
+        store_codes(d, hn::Sub(hn::Xor(points(j), negative), negative), q + j);
+    }
+}
+
+// 32 IQ1 codes at q: 8 · point + the shift byte of each group (byte g of shifts: +1 or -1).
+template <class Points>
+HWY_INLINE void put_shifted_points(Points points, uint32_t shifts, int8_t * q) {
+    const D32 d;
+    for (size_t j = 0; j < 32; j += hn::Lanes(d))
+        store_codes(d, hn::Add(hn::ShiftLeft<3>(points(j)), group_bytes(shifts, j)), q + j);
+}
+
+// The grid points at indices (one a lane), as bytes: points of 8 values (64-bit words, indices
+// computed in 32 bits) or of 4 (32-bit words).
+template <size_t N>
+HWY_INLINE hn::Vec<D32> gather(const std::array<uint64_t, N> & words, hn::Vec<DH> index) {
+    return hn::BitCast(D32(), hn::GatherIndex(DQ(), words.data(), hn::PromoteTo(DQI(), index)));
+}
+template <size_t N>
+HWY_INLINE hn::Vec<D32> gather(const std::array<uint32_t, N> & words, hn::Vec<DWI> index) {
+    return hn::BitCast(D32(), hn::GatherIndex(DW(), words.data(), index));
+}
+template <typename Word>
+using IndexTag = std::conditional_t<sizeof(Word) == 8, DH, DWI>;
+
+// Lanes of indices from bytes (or 16-bit words) at p.
+template <class DI, typename T>
+HWY_INLINE hn::Vec<DI> widen(DI di, const T * p) {
+    return hn::PromoteTo(di, hn::LoadU(hn::Rebind<T, DI>(), p));
+}
+
+// Grid indices of the lanes: the low bytes at low, and above them the high bits (word >> shift[lane])
+// & mask.
+template <class DI>
+HWY_INLINE hn::Vec<DI> split_indices(DI di, const uint8_t * low, unsigned word, const int32_t * shift,
+                                     int32_t mask) {
+    const auto high =
+        hn::And(hn::Set(di, static_cast<int32_t>(word)) >> hn::LoadU(di, shift), hn::Set(di, mask));
+    return hn::Or(widen(di, low), hn::ShiftLeft<8>(high));
+}
+
+// The 32 codes of an IQ2_S or IQ3_S sub-block: points at split indices (low bytes at low, high bits
+// from high), negated by the 4 sign bytes signs.
+template <typename Word, size_t N>
+HWY_INLINE void put_split_points(const std::array<Word, N> & words, const uint8_t * low, unsigned high,
+                                 const int32_t * shift, int32_t mask, uint32_t signs, int8_t * q) {
+    put_signed_points(
+        [&](size_t j) {
+            const size_t first = j / sizeof(Word);  // the lanes' first point
+            return gather(words, split_indices(IndexTag<Word>(), low + first, high, shift + first, mask));
+        },
+        signs, q);
+}
+#endif
+
+// IQ2_XXS (66 bytes): d (F16), then per 32 values 4 grid index bytes and a word of 4 × 7 sign bits
+// with the 4-bit scale s on top; value = d · (0.5 + s) / 4 · ±grid.
+void DecodeIq2Xxs(const char * p, DecodedRun & out) {
+    const float d = f16_at(p);
+    const uint8_t * b = bytes_at(p + 2);
+    for (int ib = 0; ib < 8; ++ib, b += 8) {
+        const uint32_t aux = load_u32(b + 4);
+        set_block_scales(out, ib, iq_half_step_scale(d, aux >> 28, 0.25f), 0.0f);
+#if HWY_TARGET == HWY_SCALAR
+        for (int k = 0; k < 4; ++k)
+            put_signed_codes(out.q + 32 * ib + 8 * k, kIq2xxsWords[b[k]],
+                             kParitySignMasks[aux >> 7 * k & 127]);
+#else
+        put_signed_points([b](size_t j) { return gather(kIq2xxsWords, widen(DH(), b + j / 8)); },
+                          parity_signs(aux & 127, aux >> 7 & 127, aux >> 14 & 127, aux >> 21 & 127),
+                          out.q + 32 * ib);
+#endif
+    }
+}
+
+// IQ2_XS (74 bytes): d, 32 words (9-bit grid index | 7 sign bits << 9) of 8 values, 8 bytes of 4-bit
+// scales per 16.
+void DecodeIq2Xs(const char * p, DecodedRun & out) {
+    const float d = f16_at(p);
+    const uint8_t * b = bytes_at(p);
+    for (int g = 0; g < kGroups; ++g) {
+        out.scale[g] = iq_half_step_scale(d, iq_nibble(b + 66, g), 0.25f);
+        out.offset[g] = 0.0f;
+    }
+#if HWY_TARGET == HWY_SCALAR
+    for (int k = 0; k < 32; ++k) {
+        const unsigned w = load_u16(b + 2 + 2 * k);
+        put_signed_codes(out.q + 8 * k, kIq2xsWords[w & 511], kParitySignMasks[w >> 9]);
+    }
+#else
+    for (int ib = 0; ib < 8; ++ib) {
+        HWY_ALIGN uint16_t words[4];  // the sub-block's 4 words, aligned
+        std::memcpy(words, b + 2 + 8 * ib, sizeof words);
+        const uint32_t signs = parity_signs(words[0] >> 9, words[1] >> 9, words[2] >> 9, words[3] >> 9);
+        put_signed_points(
+            [&words](size_t j) {
+                return gather(kIq2xsWords, hn::And(widen(DH(), words + j / 8), hn::Set(DH(), 511)));
+            },
+            signs, out.q + 32 * ib);
+    }
+#endif
+}
+
+// IQ2_S (82 bytes): d, 32 index low bytes, 32 sign bytes, 8 bytes of index high bits (2 each), 8 bytes
+// of 4-bit scales per 16.
+void DecodeIq2S(const char * p, DecodedRun & out) {
+    const float d = f16_at(p);
+    const uint8_t * b = bytes_at(p);
+    for (int g = 0; g < kGroups; ++g) {
+        out.scale[g] = iq_half_step_scale(d, iq_nibble(b + 74, g), 0.25f);
+        out.offset[g] = 0.0f;
+    }
+#if HWY_TARGET == HWY_SCALAR
+    for (int k = 0; k < 32; ++k)
+        put_signed_codes(out.q + 8 * k, kIq2sWords[iq_split_index<2>(b + 2, b + 66, k)],
+                         kSignMasks[b[34 + k]]);
+#else
+    for (int ib = 0; ib < 8; ++ib)
+        put_split_points(kIq2sWords, b + 2 + 4 * ib, b[66 + ib], kTimes2, 3, load_u32(b + 34 + 4 * ib),
+                         out.q + 32 * ib);
+#endif
+}
+
+// IQ3_XXS (98 bytes): d, 64 grid index bytes (4 values each), per 32 values a word of 4 × 7 sign bits
+// (one 7-bit field per 8 values) with the 4-bit scale s on top; value = d · (0.5 + s) / 2 · ±grid.
+void DecodeIq3Xxs(const char * p, DecodedRun & out) {
+    const float d = f16_at(p);
+    const uint8_t * index = bytes_at(p + 2);
+    const uint8_t * words = bytes_at(p + 66);
+    for (int ib = 0; ib < 8; ++ib) {
+        const uint32_t aux = load_u32(words + 4 * ib);
+        set_block_scales(out, ib, iq_half_step_scale(d, aux >> 28, 0.5f), 0.0f);
+        const uint8_t * points = index + 8 * ib;
+#if HWY_TARGET == HWY_SCALAR
+        for (int k = 0; k < 4; ++k)
+            put_signed_codes(out.q + 32 * ib + 8 * k,
+                             kIq3xxsWords[points[2 * k]] | uint64_t{kIq3xxsWords[points[2 * k + 1]]} << 32,
+                             kParitySignMasks[aux >> 7 * k & 127]);
+#else
+        put_signed_points([points](size_t j) { return gather(kIq3xxsWords, widen(DWI(), points + j / 4)); },
+                          parity_signs(aux & 127, aux >> 7 & 127, aux >> 14 & 127, aux >> 21 & 127),
+                          out.q + 32 * ib);
+#endif
+    }
+}
+
+// IQ3_S (110 bytes): d, 64 index low bytes, 8 bytes of index high bits (1 each), 32 sign bytes (one
+// per 8 values), 4 bytes of 4-bit scales s per 32; value = d · (2s + 1) · ±grid.
+void DecodeIq3S(const char * p, DecodedRun & out) {
+    const float d = f16_at(p);
+    const uint8_t * b = bytes_at(p);
+    for (int ib = 0; ib < 8; ++ib) {
+        set_block_scales(out, ib, iq_odd_scale(d, iq_nibble(b + 106, ib)), 0.0f);
+#if HWY_TARGET == HWY_SCALAR
+        for (int k = 4 * ib; k < 4 * ib + 4; ++k)
+            put_signed_codes(out.q + 8 * k,
+                             kIq3sWords[iq_split_index<1>(b + 2, b + 66, 2 * k)] |
+                                 uint64_t{kIq3sWords[iq_split_index<1>(b + 2, b + 66, 2 * k + 1)]} << 32,
+                             kSignMasks[b[74 + k]]);
+#else
+        put_split_points(kIq3sWords, b + 2 + 8 * ib, b[66 + ib], kTimes1, 1, load_u32(b + 74 + 4 * ib),
+                         out.q + 32 * ib);
+#endif
+    }
+}
+
+// IQ1_S (50 bytes): d, 32 index low bytes, per 32 values a word: 4 × 3 index high bits, the 3-bit
+// scale s << 12, the shift's sign << 15; value = d · (2s + 1) · (grid ± 1/8) = d · (2s + 1) / 8 · code.
+void DecodeIq1S(const char * p, DecodedRun & out) {
+    const float d = f16_at(p);
+    const uint8_t * b = bytes_at(p);
+    for (int ib = 0; ib < 8; ++ib) {
+        const unsigned qh = load_u16(b + 34 + 2 * ib);
+        set_block_scales(out, ib, iq_odd_scale(d, qh >> 12 & 7) * kIq1Delta, 0.0f);
+        const uint8_t * low = b + 2 + 4 * ib;
+#if HWY_TARGET == HWY_SCALAR
+        for (int k = 0; k < 4; ++k)
+            put_iq1_codes(out.q + 32 * ib + 8 * k, kIq1sWords[low[k] | (qh >> 3 * k & 7) << 8],
+                          (qh & 0x8000) != 0);
+#else
+        put_shifted_points(
+            [low, qh](size_t j) {
+                return gather(kIq1sWords, split_indices(DH(), low + j / 8, qh, kTimes3 + j / 8, 7));
+            },
+            qh & 0x8000 ? 0xFFFFFFFFu : 0x01010101u, out.q + 32 * ib);
+#endif
+    }
+}
+
+// IQ1_M (56 bytes): 32 index low bytes, per 8 values a nibble (3 index high bits, the shift's sign
+// << 3), 4 words of 4 × 3-bit scales s per 16 whose top nibbles hold d. The shift's sign changes
+// within a group of 16, so it lives in the codes: value = d · (2s + 1) / 8 · (8 · grid ± 1).
+void DecodeIq1M(const char * p, DecodedRun & out) {
+    const uint8_t * b = bytes_at(p);
+    const float d = ggml_fp16_to_fp32(core::quant::iq1_m_d_bits(b));
+    for (int g = 0; g < kGroups; ++g) {
+        const unsigned s = load_u16(b + 48 + 2 * (g / 4)) >> 3 * (g % 4) & 7u;
+        out.scale[g] = iq_odd_scale(d, s) * kIq1Delta;
+        out.offset[g] = 0.0f;
+    }
+#if HWY_TARGET == HWY_SCALAR
+    for (int k = 0; k < 32; ++k) {
+        const unsigned h = iq_nibble(b + 32, k);
+        put_iq1_codes(out.q + 8 * k, kIq1sWords[b[k] | (h & 7) << 8], (h & 8) != 0);
+    }
+#else
+    for (int ib = 0; ib < 8; ++ib) {
+        const uint8_t * low = b + 4 * ib;
+        const unsigned high = load_u16(b + 32 + 2 * ib);  // the nibbles of the sub-block's 4 groups
+        // Byte g: 0xFF (-1) where group g's shift is negative, else 0x01.
+        const uint32_t negative =
+            (high >> 3 & 1) | (high >> 7 & 1) << 8 | (high >> 11 & 1) << 16 | (high >> 15 & 1) << 24;
+        put_shifted_points(
+            [low, high](size_t j) {
+                return gather(kIq1sWords, split_indices(DH(), low + j / 8, high, kTimes4 + j / 8, 7));
+            },
+            0x01010101u | negative * 0xFE, out.q + 32 * ib);
+    }
+#endif
+}
+
 template <void (*kDecode)(const char *, DecodedRun &)>
 void Runs(const char * p, size_t run_bytes, int64_t runs, DecodedRun * out) {
     for (int64_t r = 0; r < runs; ++r)
@@ -445,6 +803,13 @@ DecodeRun DecoderOf(ggml_type type) {
         case GGML_TYPE_TQ2_0: return Runs<DecodeTq2>;
         case GGML_TYPE_Q1_0: return Runs<DecodeQ1_0>;
         case GGML_TYPE_Q2_0: return Runs<DecodeQ2_0>;
+        case GGML_TYPE_IQ2_XXS: return Runs<DecodeIq2Xxs>;
+        case GGML_TYPE_IQ2_XS: return Runs<DecodeIq2Xs>;
+        case GGML_TYPE_IQ2_S: return Runs<DecodeIq2S>;
+        case GGML_TYPE_IQ3_XXS: return Runs<DecodeIq3Xxs>;
+        case GGML_TYPE_IQ3_S: return Runs<DecodeIq3S>;
+        case GGML_TYPE_IQ1_S: return Runs<DecodeIq1S>;
+        case GGML_TYPE_IQ1_M: return Runs<DecodeIq1M>;
         default: return nullptr;
     }
 }

@@ -7,6 +7,7 @@
 // The quantizer is ours: per sub-block, the scale with the best weighted fit over a few candidates
 // (each value group snapped to the nearest grid point among a precomputed neighbour list); then the
 // super-block scale among a few candidates, the sub-block scales rounded to it and the groups refit.
+#include "core/quant/block_math.h"
 #include "core/quant/format.h"
 #include "core/quant/iq_grids.h"
 
@@ -22,7 +23,6 @@ namespace ggx::core::quant {
 namespace {
 
 constexpr int kBlock = 256;
-constexpr float kIq1Delta = 0.125f;
 
 // ---- Grids and their neighbour lists ------------------------------------------------------------
 
@@ -286,8 +286,6 @@ void quantize_rows(const Scheme & s, const float * x, void * y, int64_t n, const
 
 // ---- Byte access --------------------------------------------------------------------------------
 
-uint16_t load16(const unsigned char * p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
-uint32_t load32(const unsigned char * p) { return load16(p) | static_cast<uint32_t>(load16(p + 2)) << 16; }
 void store16(unsigned char * p, unsigned v) {
     p[0] = static_cast<unsigned char>(v);
     p[1] = static_cast<unsigned char>(v >> 8);
@@ -296,8 +294,6 @@ void store32(unsigned char * p, uint32_t v) {
     store16(p, v & 0xffffu);
     store16(p + 2, v >> 16);
 }
-float load_f16(const unsigned char * p) { return ggml_fp16_to_fp32(load16(p)); }
-void store_f16(unsigned char * p, float v) { store16(p, ggml_fp32_to_fp16(v)); }
 
 // Values of one signed group: y = db · grid point · (±1 by the sign bits).
 template <size_t Dim>
@@ -313,25 +309,12 @@ void put_shifted(float * y, float dl, unsigned index, bool neg) {
         y[i] = dl * (static_cast<float>(kIq1sGrid[index][i]) + shift);
 }
 
-// A 4-bit scale s of IQ2 (d · (0.5 + s) · 0.25) or IQ3_XXS (… · 0.5).
-float half_step_scale(float d, unsigned s, float factor) {
-    return d * (0.5f + static_cast<float>(s)) * factor;
-}
-
-unsigned nibble(const unsigned char * p, size_t k) { return p[k / 2] >> 4 * (k % 2) & 15u; }
-
 void pack_nibbles(const uint8_t * values, size_t count, unsigned char * out) {
     for (size_t j = 0; j < count / 2; ++j)
         out[j] = static_cast<unsigned char>(values[2 * j] | values[2 * j + 1] << 4);
 }
 
-// Grid indices of 8 + Bits bits: the low bytes at low, the high bits packed 8 / Bits to a byte at high.
-template <unsigned Bits>
-unsigned split_index(const unsigned char * low, const unsigned char * high, size_t k) {
-    constexpr size_t kPerByte = 8 / Bits;
-    return low[k] | (high[k / kPerByte] >> Bits * (k % kPerByte) & ((1u << Bits) - 1)) << 8;
-}
-
+// Grid indices of 8 + Bits bits packed as iq_split_index reads them.
 template <unsigned Bits>
 void pack_split_index(const uint16_t * index, size_t count, unsigned char * low, unsigned char * high) {
     constexpr size_t kPerByte = 8 / Bits;
@@ -353,8 +336,8 @@ void dequantize_iq2_xxs(const void * x, float * y, int64_t n) {
          n -= kBlock, b += kIq2xxsBytes) {
         const float d = load_f16(b);
         for (int ib = 0; ib < 8; ++ib, y += 32) {
-            const uint32_t aux = load32(b + 2 + 8 * ib + 4);
-            const float db = half_step_scale(d, aux >> 28, 0.25f);
+            const uint32_t aux = load_u32(b + 2 + 8 * ib + 4);
+            const float db = iq_half_step_scale(d, aux >> 28, 0.25f);
             for (int k = 0; k < 4; ++k)
                 put_signed(y + 8 * k, db, kIq2xxsGrid[b[2 + 8 * ib + k]], kIqSigns[aux >> 7 * k & 127]);
         }
@@ -382,8 +365,8 @@ void dequantize_iq2_xs(const void * x, float * y, int64_t n) {
     for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq2xsBytes) {
         const float d = load_f16(b);
         for (size_t k = 0; k < 32; ++k, y += 8) {
-            const unsigned q = load16(b + 2 + 2 * k);
-            put_signed(y, half_step_scale(d, nibble(b + 66, k / 2), 0.25f), kIq2xsGrid[q & 511],
+            const unsigned q = load_u16(b + 2 + 2 * k);
+            put_signed(y, iq_half_step_scale(d, iq_nibble(b + 66, k / 2), 0.25f), kIq2xsGrid[q & 511],
                        kIqSigns[q >> 9]);
         }
     }
@@ -405,8 +388,8 @@ void dequantize_iq2_s(const void * x, float * y, int64_t n) {
     for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq2sBytes) {
         const float d = load_f16(b);
         for (size_t k = 0; k < 32; ++k, y += 8) {
-            put_signed(y, half_step_scale(d, nibble(b + 74, k / 2), 0.25f),
-                       kIq2sGrid[split_index<2>(b + 2, b + 66, k)], b[34 + k]);
+            put_signed(y, iq_half_step_scale(d, iq_nibble(b + 74, k / 2), 0.25f),
+                       kIq2sGrid[iq_split_index<2>(b + 2, b + 66, k)], b[34 + k]);
         }
     }
 }
@@ -429,8 +412,8 @@ void dequantize_iq3_xxs(const void * x, float * y, int64_t n) {
          n -= kBlock, b += kIq3xxsBytes) {
         const float d = load_f16(b);
         for (int ib = 0; ib < 8; ++ib) {
-            const uint32_t aux = load32(b + 66 + 4 * ib);
-            const float db = half_step_scale(d, aux >> 28, 0.5f);
+            const uint32_t aux = load_u32(b + 66 + 4 * ib);
+            const float db = iq_half_step_scale(d, aux >> 28, 0.5f);
             for (int k = 0; k < 4; ++k, y += 8) {
                 const unsigned signs = kIqSigns[aux >> 7 * k & 127];
                 put_signed(y, db, kIq3xxsGrid[b[2 + 8 * ib + 2 * k]], signs);
@@ -461,8 +444,8 @@ void dequantize_iq3_s(const void * x, float * y, int64_t n) {
     for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq3sBytes) {
         const float d = load_f16(b);
         for (size_t k = 0; k < 64; ++k, y += 4) {
-            const float db = d * static_cast<float>(1 + 2 * nibble(b + 106, k / 8));
-            put_signed(y, db, kIq3sGrid[split_index<1>(b + 2, b + 66, k)], b[74 + k / 2] >> 4 * (k % 2));
+            const float db = iq_odd_scale(d, iq_nibble(b + 106, k / 8));
+            put_signed(y, db, kIq3sGrid[iq_split_index<1>(b + 2, b + 66, k)], b[74 + k / 2] >> 4 * (k % 2));
         }
     }
 }
@@ -484,8 +467,8 @@ void dequantize_iq1_s(const void * x, float * y, int64_t n) {
     for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq1sBytes) {
         const float d = load_f16(b);
         for (size_t ib = 0; ib < 8; ++ib) {
-            const unsigned qh = load16(b + 34 + 2 * ib);
-            const float dl = d * static_cast<float>(2 * (qh >> 12 & 7) + 1);
+            const unsigned qh = load_u16(b + 34 + 2 * ib);
+            const float dl = iq_odd_scale(d, qh >> 12 & 7);
             for (size_t k = 0; k < 4; ++k, y += 8)
                 put_shifted(y, dl, b[2 + 4 * ib + k] | (qh >> 3 * k & 7) << 8, (qh & 0x8000) != 0);
         }
@@ -510,20 +493,13 @@ void pack_iq1_s(const Encoded & e, unsigned char * b) {
 constexpr size_t kIq1mBytes = 56;
 constexpr Scheme kIq1m{grid_of<kIq1sGrid>, 16, 7, 1.0f, Signs::kShift, 8};
 
-uint16_t iq1_m_d_bits(const unsigned char * b) {
-    unsigned bits = 0;
-    for (size_t w = 0; w < 4; ++w)
-        bits |= (load16(b + 48 + 2 * w) >> 12) << 4 * w;
-    return static_cast<uint16_t>(bits);
-}
-
 void dequantize_iq1_m(const void * x, float * y, int64_t n) {
     for (const auto * b = static_cast<const unsigned char *>(x); n >= kBlock; n -= kBlock, b += kIq1mBytes) {
         const float d = ggml_fp16_to_fp32(iq1_m_d_bits(b));
         for (size_t k = 0; k < 32; ++k, y += 8) {
             const size_t j = k / 2;  // the scale of 16 values
             const float dl =
-                d * static_cast<float>(2 * (load16(b + 48 + 2 * (j / 4)) >> 3 * (j % 4) & 7) + 1);
+                iq_odd_scale(d, static_cast<unsigned>(load_u16(b + 48 + 2 * (j / 4)) >> 3 * (j % 4) & 7));
             const unsigned h = b[32 + k / 2] >> 4 * (k % 2);
             put_shifted(y, dl, b[k] | (h & 7) << 8, (h & 8) != 0);
         }
