@@ -14,6 +14,11 @@ macro(ggx_vulkan_shader name source)
   ggx_spirv_shader(ggx_vulkan ${name} ${ggx_vulkan_dir}/shaders/${source} ${ARGN})
 endmacro()
 
+# The block types the shaders dequantize (shaders/quant.glsl), and those they also quantize.
+set(ggx_vulkan_block_types q4_0 q4_1 q5_0 q5_1 q8_0 q8_1 q2_K q3_K q4_K q5_K q6_K q8_K iq4_nl iq4_xs mxfp4 nvfp4
+    tq1_0 tq2_0 q1_0 q2_0)
+set(ggx_vulkan_quantize_types q8_0 q4_0)
+
 file(MAKE_DIRECTORY ${ggx_vulkan_spv_dir})
 file(GLOB ggx_vulkan_shader_lists CONFIGURE_DEPENDS ${ggx_vulkan_dir}/shaders/*.cmake)
 foreach(list_file IN LISTS ggx_vulkan_shader_lists)

@@ -1,7 +1,8 @@
 // Vulkan kernel of the copy ops: CPY/DUP/CONT (cpy.comp, quantize.comp).
 //
 // Same-type moves copy raw bits (4-, 2- or 1-byte elements); F32/F16/BF16 convert into one another;
-// Q8_0/Q4_0 blocks are addressed as 16-bit words, their rows dense blocks (quant.glsl).
+// block types are dequantized into F32 and floats quantized into the quantizable ones, their rows
+// dense blocks addressed by byte (quant.glsl).
 #include <string>
 
 #include "vulkan/kernels.h"
@@ -49,7 +50,7 @@ bool supports_copy(const Device & device, const ggml_tensor * node) {
     if (!float_tensor(device, a)) return false;
     // quantize.comp reads a block's elements along dimension 0 of a described in node's shape.
     if (block_type_name(node->type))
-        return block_tensor(device, node) && (ggml_are_same_shape(a, node) || ggml_is_contiguous(a));
+        return quantizable_block_type(node->type) && block_tensor(device, node) && (ggml_are_same_shape(a, node) || ggml_is_contiguous(a));
     return float_tensor(device, node);
 }
 
@@ -59,7 +60,7 @@ void record_quantize(Recorder & rec, const ggml_tensor * node) {
     const struct {
         Shape ne;
         View a, d;
-    } push{block_shape(node), plan.a, plan.d};
+    } push{block_shape(node, node->type), plan.a, plan.d};
     rec.dispatch(std::string("quantize_") + float_type_name(a->type) + "_" + block_type_name(node->type),
                  {rec.arg(a, false), rec.arg(node, true)}, push,
                  rec.groups_for(count(push.ne), kQuantizeLocalSize));

@@ -64,7 +64,7 @@ constexpr Entry entries[] = {
     {GGML_OP_GROUP_NORM, &kernels::group_norm},
     {GGML_OP_L2_NORM, &kernels::row_norm},
     {GGML_OP_MUL_MAT, &kernels::mul_mat},
-    {GGML_OP_MUL_MAT_ID, &kernels::unsupported},
+    {GGML_OP_MUL_MAT_ID, &kernels::mul_mat_id},
     {GGML_OP_OUT_PROD, &kernels::unsupported},
     {GGML_OP_SCALE, &kernels::map},
     {GGML_OP_SET, &kernels::acc_set},
@@ -183,14 +183,33 @@ const char * float_type_name(ggml_type type) {
 
 const char * block_type_name(ggml_type type) {
     switch (type) {
-        case GGML_TYPE_Q8_0:
-            return "q8_0";
         case GGML_TYPE_Q4_0:
-            return "q4_0";
+        case GGML_TYPE_Q4_1:
+        case GGML_TYPE_Q5_0:
+        case GGML_TYPE_Q5_1:
+        case GGML_TYPE_Q8_0:
+        case GGML_TYPE_Q8_1:
+        case GGML_TYPE_Q2_K:
+        case GGML_TYPE_Q3_K:
+        case GGML_TYPE_Q4_K:
+        case GGML_TYPE_Q5_K:
+        case GGML_TYPE_Q6_K:
+        case GGML_TYPE_Q8_K:
+        case GGML_TYPE_IQ4_NL:
+        case GGML_TYPE_IQ4_XS:
+        case GGML_TYPE_MXFP4:
+        case GGML_TYPE_NVFP4:
+        case GGML_TYPE_TQ1_0:
+        case GGML_TYPE_TQ2_0:
+        case GGML_TYPE_Q1_0:
+        case GGML_TYPE_Q2_0:
+            return ggml_type_name(type);  // the suffix of the shaders (vulkan.cmake's lists)
         default:
             return nullptr;
     }
 }
+
+bool quantizable_block_type(ggml_type type) { return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0; }
 
 uint32_t float_unit(ggml_type type) { return type == GGML_TYPE_F32 ? 4 : 2; }
 
@@ -230,13 +249,14 @@ bool raw_tensor(const Device & device, const ggml_tensor * t) {
 }
 
 bool block_tensor(const Device & device, const ggml_tensor * t) {
-    return block_type_name(t->type) && t->ne[0] % kBlock == 0 && t->nb[0] == ggml_type_size(t->type) &&
+    return block_type_name(t->type) && t->ne[0] % ggml_blck_size(t->type) == 0 &&
+           t->nb[0] == ggml_type_size(t->type) &&
            addressable(device, t, kBlockUnit) && small_enough(t);
 }
 
-Shape block_shape(const ggml_tensor * t) {
+Shape block_shape(const ggml_tensor * t, ggml_type block_type) {
     Shape ne = shape_of(t);
-    ne.ne[0] /= kBlock;
+    ne.ne[0] /= static_cast<uint32_t>(ggml_blck_size(block_type));
     return ne;
 }
 

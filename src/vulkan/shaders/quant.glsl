@@ -1,27 +1,216 @@
-// Q8_0 and Q4_0 blocks in uint16_t arrays (no 8-bit storage): a block is its F16 scale word followed
-// by its quants (Q8_0: 16 words of two int8; Q4_0: 8 words of four nibbles), addressed by the index
-// of its scale word. The arithmetic repeats the CPU's (src/core/types.cpp) operation for operation,
-// so results agree bit for bit. Define QUANT_IN (an array to dequantize from) and/or QUANT_OUT (an
-// array to quantize into) before including.
+// Block-quantized tensors in uint arrays (no 8-bit storage): a block is addressed by the byte
+// offset of its first byte within the binding, whatever its size (MXFP4's 17 bytes, Q5_0's 22), and
+// its fields are read and written byte by byte out of the 32-bit words. The arithmetic repeats the
+// CPU's (src/core/types.cpp, src/core/quant/*.cpp) operation for operation, products and sums
+// marked precise where the CPU does not contract them into fused multiply-adds, so results agree bit
+// for bit. Define QUANT_IN (a uint array to dequantize from) and/or QUANT_OUT (a uint array to
+// quantize into) before including.
+//
+// Each format T has QK_T, the elements of a block, and dequant_T(b, j), element j of the block at
+// byte b; a quantizable one has quantize_T(first, b), which reads its elements through
+// quant_source(first, j) (defined by the including shader) and writes the block at byte b.
 
-#ifdef QUANT_IN
-float block_scale(uint block) { return unpackHalf2x16(uint(QUANT_IN[block])).x; }
+const uint QK_q4_0 = 32u, QK_q4_1 = 32u, QK_q5_0 = 32u, QK_q5_1 = 32u, QK_q8_0 = 32u, QK_q8_1 = 32u;
+const uint QK_q2_K = 256u, QK_q3_K = 256u, QK_q4_K = 256u, QK_q5_K = 256u, QK_q6_K = 256u, QK_q8_K = 256u;
+const uint QK_iq4_nl = 32u, QK_iq4_xs = 256u, QK_mxfp4 = 32u, QK_nvfp4 = 64u;
+const uint QK_tq1_0 = 256u, QK_tq2_0 = 256u, QK_q1_0 = 128u, QK_q2_0 = 64u;
 
-float dequant_q8_0(uint block, uint j) {
-    int word = int(uint(QUANT_IN[block + 1u + (j >> 1)]));
-    return float(bitfieldExtract(word, int((j & 1u) * 8u), 8)) * block_scale(block);
+// IQ4_NL's table (ggml's kvalues_iq4nl), shared by IQ4_XS.
+const int kIq4Values[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+// The FP4 E2M1 values doubled (ggml's kvalues_mxfp4), for scales halved to match.
+const int kFp4Values[16] = int[16](0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+
+// MXFP4's E8M0 scale halved: 2^(e - 128) from its bits (e 0 and 1 are the subnormals).
+float e8m0_half(uint e) { return uintBitsToFloat(e < 2u ? 0x00200000u << e : (e - 1u) << 23); }
+
+// NVFP4's UE4M3 scale halved (bit 7 ignored; 0x7f reads as 0).
+float ue4m3_half(uint u) {
+    if (u == 0x7fu) return 0.0;
+    uint exponent = (u >> 3) & 15u, mantissa = u & 7u;
+    if (exponent == 0u) return float(mantissa) * (1.0 / 1024.0);
+    return uintBitsToFloat(((exponent + 119u) << 23) | (mantissa << 20));
 }
 
-// Byte b of the quants holds element b (low nibble) and element b + 16 (high nibble).
-float dequant_q4_0(uint block, uint j) {
-    uint b = j & 15u;
-    uint word = uint(QUANT_IN[block + 1u + (b >> 1)]);
-    int nibble = int(bitfieldExtract(word, int((b & 1u) * 8u + (j >> 4) * 4u), 4));
-    return float(nibble - 8) * block_scale(block);
+#ifdef QUANT_IN
+uint q_byte(uint b) { return bitfieldExtract(QUANT_IN[b >> 2], int((b & 3u) * 8u), 8); }
+
+// n (1 to 4) bytes from byte b, little-endian; the next word is read only when they reach into it.
+uint q_bytes(uint b, uint n) {
+    uint shift = (b & 3u) * 8u;
+    uint v = QUANT_IN[b >> 2] >> shift;
+    if (shift + n * 8u > 32u) v |= QUANT_IN[(b >> 2) + 1u] << (32u - shift);
+    return n == 4u ? v : v & ((1u << (n * 8u)) - 1u);
+}
+
+int q_i8(uint b) { return bitfieldExtract(int(q_byte(b)), 0, 8); }
+float q_f16(uint b) { return unpackHalf2x16(q_bytes(b, 2u)).x; }
+// Nibble j & (half - 1) of the group of half bytes at byte b: low for j < half, high after.
+uint q_nibble(uint b, uint j, uint half_) { return (q_byte(b + (j & (half_ - 1u))) >> (j < half_ ? 0u : 4u)) & 15u; }
+// The 2-bit field of value v in 32-byte groups of 128 values: byte v % 32, bits 2 (v % 128 / 32).
+uint q_crumb(uint b, uint v) { return (q_byte(b + v / 128u * 32u + (v & 31u)) >> (2u * ((v & 127u) / 32u))) & 3u; }
+
+// ---- 32-value legacy blocks: F16 d (and F16 m), fifth bits, nibbles (value j low, j + 16 high)
+
+float dequant_q4_0(uint b, uint j) { return float(int(q_nibble(b + 2u, j, 16u)) - 8) * q_f16(b); }
+
+float dequant_q4_1(uint b, uint j) {
+    precise float y = float(q_nibble(b + 4u, j, 16u)) * q_f16(b) + q_f16(b + 2u);
+    return y;
+}
+
+float dequant_q5_0(uint b, uint j) {
+    uint q = q_nibble(b + 6u, j, 16u) | (((q_byte(b + 2u + j / 8u) >> (j & 7u)) & 1u) << 4);
+    return float(int(q) - 16) * q_f16(b);
+}
+
+float dequant_q5_1(uint b, uint j) {
+    uint q = q_nibble(b + 8u, j, 16u) | (((q_byte(b + 4u + j / 8u) >> (j & 7u)) & 1u) << 4);
+    precise float y = float(q) * q_f16(b) + q_f16(b + 2u);
+    return y;
+}
+
+float dequant_q8_0(uint b, uint j) { return float(q_i8(b + 2u + j)) * q_f16(b); }
+float dequant_q8_1(uint b, uint j) { return float(q_i8(b + 4u + j)) * q_f16(b); }
+
+// ---- K-quants: super-blocks of 256 (k_quants.cpp's dequantize_block)
+
+float dequant_q2_K(uint b, uint v) {
+    uint sm = q_byte(b + v / 16u);
+    precise float step = q_f16(b + 80u) * float(sm & 15u);
+    precise float offset = q_f16(b + 82u) * float(sm >> 4);
+    precise float y = step * float(q_crumb(b + 16u, v)) - offset;
+    return y;
+}
+
+float dequant_q3_K(uint b, uint v) {
+    uint s = v / 16u;
+    uint low = (q_byte(b + 96u + (s & 7u)) >> (s < 8u ? 0u : 4u)) & 15u;
+    uint high = (q_byte(b + 104u + (s & 3u)) >> (2u * (s / 4u))) & 3u;
+    int q = int(q_crumb(b + 32u, v)) - (((q_byte(b + (v & 31u)) >> (v / 32u)) & 1u) != 0u ? 0 : 4);
+    precise float y = q_f16(b + 108u) * float(int(low | (high << 4)) - 32) * float(q);
+    return y;
+}
+
+// Q4_K/Q5_K: the 6-bit scale and minimum of sub-block s, from the 12 bytes at byte b.
+uvec2 scale_min_6bit(uint b, uint s) {
+    if (s < 4u) return uvec2(q_byte(b + s) & 63u, q_byte(b + s + 4u) & 63u);
+    uint packed = q_byte(b + s + 4u);
+    return uvec2((packed & 15u) | ((q_byte(b + s - 4u) >> 6) << 4), (packed >> 4) | ((q_byte(b + s) >> 6) << 4));
+}
+
+float scale_min_value(uint b, uint v, uint q) {
+    uvec2 sm = scale_min_6bit(b + 4u, v / 32u);
+    precise float y = q_f16(b) * float(sm.x) * float(q) - q_f16(b + 2u) * float(sm.y);
+    return y;
+}
+
+uint k_nibble(uint b, uint v) { return (q_byte(b + v / 64u * 32u + (v & 31u)) >> ((v & 63u) < 32u ? 0u : 4u)) & 15u; }
+
+float dequant_q4_K(uint b, uint v) { return scale_min_value(b, v, k_nibble(b + 16u, v)); }
+
+float dequant_q5_K(uint b, uint v) {
+    return scale_min_value(b, v, k_nibble(b + 48u, v) | (((q_byte(b + 16u + (v & 31u)) >> (v / 32u)) & 1u) << 4));
+}
+
+float dequant_q6_K(uint b, uint v) {
+    uint half_ = v / 128u, group = (v & 127u) / 32u, lane = v & 31u;
+    uint low = (q_byte(b + half_ * 64u + (group & 1u) * 32u + lane) >> (group < 2u ? 0u : 4u)) & 15u;
+    uint high = (q_byte(b + 128u + half_ * 32u + lane) >> (2u * group)) & 3u;
+    precise float y = q_f16(b + 208u) * float(q_i8(b + 192u + v / 16u)) * float(int(low | (high << 4)) - 32);
+    return y;
+}
+
+float dequant_q8_K(uint b, uint v) { return uintBitsToFloat(q_bytes(b, 4u)) * float(q_i8(b + 4u + v)); }
+
+// ---- Table formats (nonlinear.cpp)
+
+float dequant_iq4_nl(uint b, uint j) { return q_f16(b) * float(kIq4Values[q_nibble(b + 2u, j, 16u)]); }
+
+float dequant_iq4_xs(uint b, uint v) {
+    uint s = v / 32u;
+    uint ls = ((q_byte(b + 4u + s / 2u) >> (4u * (s & 1u))) & 15u) | (((q_bytes(b + 2u, 2u) >> (2u * s)) & 3u) << 4);
+    precise float dl = q_f16(b) * float(int(ls) - 32);
+    return dl * float(kIq4Values[q_nibble(b + 8u + s * 16u, v & 31u, 16u)]);
+}
+
+float dequant_mxfp4(uint b, uint j) { return e8m0_half(q_byte(b)) * float(kFp4Values[q_nibble(b + 1u, j, 16u)]); }
+
+float dequant_nvfp4(uint b, uint v) {
+    uint s = v / 16u;
+    return ue4m3_half(q_byte(b + s)) * float(kFp4Values[q_nibble(b + 4u + s * 8u, v & 15u, 8u)]);
+}
+
+// ---- Ternary and low-bit formats (ternary.cpp)
+
+// TQ1_0: five trits a byte in groups (bytes 0-31: values 0-159, 32-47: 160-239, 48-51: 240-255,
+// four trits), value first + m + bytes * n being trit n of byte m; trit n of byte q is
+// (uint8(q * 3^n) * 3) >> 8.
+float dequant_tq1_0(uint b, uint v) {
+    uint byte_, n;
+    if (v < 160u) {
+        byte_ = v & 31u;
+        n = v / 32u;
+    } else if (v < 240u) {
+        byte_ = 32u + ((v - 160u) & 15u);
+        n = (v - 160u) / 16u;
+    } else {
+        byte_ = 48u + ((v - 240u) & 3u);
+        n = (v - 240u) / 4u;
+    }
+    const uint pow3[5] = uint[5](1u, 3u, 9u, 27u, 81u);
+    uint digit = (((q_byte(b + byte_) * pow3[n]) & 255u) * 3u) >> 8;
+    return float(int(digit) - 1) * q_f16(b + 52u);
+}
+
+float dequant_tq2_0(uint b, uint v) { return float(int(q_crumb(b, v)) - 1) * q_f16(b + 64u); }
+
+float dequant_q1_0(uint b, uint j) {
+    float d = q_f16(b);
+    return ((q_byte(b + 2u + j / 8u) >> (j & 7u)) & 1u) != 0u ? d : -d;
+}
+
+float dequant_q2_0(uint b, uint j) {
+    return float(int((q_byte(b + 2u + j / 4u) >> (2u * (j & 3u))) & 3u) - 1) * q_f16(b);
 }
 #endif
 
 #ifdef QUANT_OUT
+// A block is assembled in qblock (byte i of the block in byte i % 4 of word i / 4) and stored by
+// store_block: words wholly inside the block are written, words it shares with a neighbour (whose
+// block another invocation may be writing) have only its bytes replaced, atomically.
+const uint QBLOCK_WORDS = 18u;  // the largest quantizable block (TQ2_0: 66 bytes)
+uint qblock[QBLOCK_WORDS];
+
+void clear_block() {
+    for (uint w = 0u; w < QBLOCK_WORDS; ++w) qblock[w] = 0u;
+}
+
+// ORs the low n bytes of v into the block at byte i.
+void put_bytes(uint i, uint v, uint n) {
+    for (uint k = 0u; k < n; ++k, ++i) qblock[i >> 2] |= ((v >> (8u * k)) & 255u) << ((i & 3u) * 8u);
+}
+
+void put_f16(uint i, float v) { put_bytes(i, f32_to_f16_bits(v), 2u); }
+
+void store_block(uint b, uint bytes) {
+    for (uint w = b >> 2; w <= (b + bytes - 1u) >> 2; ++w) {
+        uint value = 0u, mask = 0u;
+        for (uint k = 0u; k < 4u; ++k) {
+            uint at = w * 4u + k;
+            if (at < b || at >= b + bytes) continue;
+            uint i = at - b;
+            value |= ((qblock[i >> 2] >> ((i & 3u) * 8u)) & 255u) << (8u * k);
+            mask |= 255u << (8u * k);
+        }
+        if (mask == 0xffffffffu) {
+            QUANT_OUT[w] = value;
+        } else {
+            atomicAnd(QUANT_OUT[w], ~mask);
+            atomicOr(QUANT_OUT[w], value);
+        }
+    }
+}
+
 // a - q * b, exactly (Dekker's product: Veltkamp halves of q and b; precise forbids contraction).
 // Assumes a - q * b is small against a, as it is for q near a / b.
 float division_residual(float a, float q, float b) {
@@ -65,17 +254,18 @@ uint q8_byte(float x, float id) {
     return uint(v < 0.0 ? -q : q) & 0xffu;
 }
 
-void quantize_q8_0(float x[32], uint block) {
+void quantize_q8_0(uint first, uint b) {
     float amax = 0.0;
     for (uint j = 0u; j < 32u; ++j) {
-        if (abs(x[j]) > amax) amax = abs(x[j]);  // NaN never compares greater
+        float x = abs(quant_source(first, j));
+        if (x > amax) amax = x;  // NaN never compares greater
     }
     float d = divide_exactly(amax, 127.0);
     float id = inverse_scale(d);
-    QUANT_OUT[block] = uint16_t(f32_to_f16_bits(d));
-    for (uint j = 0u; j < 32u; j += 2u) {
-        QUANT_OUT[block + 1u + j / 2u] = uint16_t(q8_byte(x[j], id) | (q8_byte(x[j + 1u], id) << 8));
-    }
+    clear_block();
+    put_f16(0u, d);
+    for (uint j = 0u; j < 32u; ++j) put_bytes(2u + j, q8_byte(quant_source(first, j), id), 1u);
+    store_block(b, 34u);
 }
 
 // min(15, trunc(x * id + 8.5)) with both roundings; NaN gives 8.
@@ -84,21 +274,21 @@ uint q4_nibble(float x, float id) {
     return isnan(v) ? 8u : uint(min(max(v, 0.0), 15.0));
 }
 
-void quantize_q4_0(float x[32], uint block) {
+void quantize_q4_0(uint first, uint b) {
     float amax = 0.0, m = 0.0;  // the first element of largest magnitude
     for (uint j = 0u; j < 32u; ++j) {
-        if (abs(x[j]) > amax) {
-            amax = abs(x[j]);
-            m = x[j];
+        float x = quant_source(first, j);
+        if (abs(x) > amax) {
+            amax = abs(x);
+            m = x;
         }
     }
     float d = m * -0.125;  // exact, as m / -8 is
     float id = inverse_scale(d);
-    QUANT_OUT[block] = uint16_t(f32_to_f16_bits(d));
-    for (uint b = 0u; b < 16u; b += 2u) {
-        uint lo = q4_nibble(x[b], id) | (q4_nibble(x[b + 16u], id) << 4);
-        uint hi = q4_nibble(x[b + 1u], id) | (q4_nibble(x[b + 17u], id) << 4);
-        QUANT_OUT[block + 1u + b / 2u] = uint16_t(lo | (hi << 8));
-    }
+    clear_block();
+    put_f16(0u, d);
+    for (uint j = 0u; j < 16u; ++j)
+        put_bytes(2u + j, q4_nibble(quant_source(first, j), id) | (q4_nibble(quant_source(first, j + 16u), id) << 4), 1u);
+    store_block(b, 18u);
 }
 #endif
