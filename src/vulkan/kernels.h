@@ -98,6 +98,9 @@ const char * float_type_name(ggml_type type);
 const char * block_type_name(ggml_type type);
 // Whether the shaders also quantize into block type type (CPY and SET_ROWS from floats).
 bool quantizable_block_type(ggml_type type);
+// For a block type whose shaders read the i-quant grids, appends the grid table (uploaded once per
+// device) to a dispatch's args: the binding after the tensors' (quant.glsl's QUANT_GRID_BINDING).
+void add_grids(const Recorder & rec, ggml_type type, std::vector<Arg> & args);
 // Bytes per shader array element for a float storage type (4 for F32, 2 for F16/BF16).
 uint32_t float_unit(ggml_type type);
 // An F32, F16 or BF16 tensor that the float shaders can address.

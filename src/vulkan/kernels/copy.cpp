@@ -91,7 +91,9 @@ void kernels::record_copy(Recorder & rec, const ggml_tensor * node) {
         Shape ne, a_ne;
         View a, d;
     } push{plan.ne, plan.a_ne, plan.a, plan.d};
-    rec.dispatch(shader, {rec.arg(a, false), rec.arg(node, true)}, push,
+    std::vector<Arg> args = {rec.arg(a, false), rec.arg(node, true)};
+    add_grids(rec, a->type, args);
+    rec.dispatch(shader, args, push,
                  rec.groups_for((count(plan.ne) + kCopyRun - 1) / kCopyRun, kLocalSize),
                  {plan.reshape ? 1u : 0u});
 }

@@ -37,8 +37,9 @@ void record_get_rows(Recorder & rec, const ggml_tensor * node) {
         uint32_t rows;
     } push{shape_of(node), view_of(rec, a, a_unit), view_of(rec, idx, 4), view_of(rec, node, 4),
            static_cast<uint32_t>(a->ne[1])};
-    rec.dispatch(std::string("get_rows_") + (type ? type : float_type_name(a->type)),
-                 {rec.arg(a, false), rec.arg(idx, false), rec.arg(node, true)}, push,
+    std::vector<Arg> args = {rec.arg(a, false), rec.arg(idx, false), rec.arg(node, true)};
+    add_grids(rec, a->type, args);
+    rec.dispatch(std::string("get_rows_") + (type ? type : float_type_name(a->type)), args, push,
                  rec.groups_for(ggml_nelements(node), kLocalSize));
 }
 

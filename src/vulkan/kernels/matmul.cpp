@@ -51,7 +51,7 @@ int64_t rows_per_slice(const Device & device, const ggml_tensor * a) {
 }
 
 bool weights_supported(const Device & device, const ggml_tensor * a) {
-    return weights_layout_supported(a) && rows_per_slice(device, a) > 0 && small_enough(a);
+    return weights_layout_supported(a) && (rows_per_slice(device, a) > 0 || a->ne[1] == 0) && small_enough(a);
 }
 
 bool supports_mul_mat(const Device & device, const ggml_tensor * node) {
@@ -82,7 +82,8 @@ void record_range(Recorder & rec, const ggml_tensor * a, const ggml_tensor * b, 
            static_cast<uint32_t>(b->ne[3] / a->ne[3]),
            static_cast<uint32_t>(batches)};
     const std::string types = types_of(a, b);
-    const std::vector<Arg> args = {rec.arg(a, false), rec.arg(b, false), rec.arg(d, true)};
+    std::vector<Arg> args = {rec.arg(a, false), rec.arg(b, false), rec.arg(d, true)};
+    add_grids(rec, a->type, args);
     if (columns <= kVecColumns) {
         rec.dispatch("mul_mat_vec_" + types, args, push, rec.groups_for(rows * batches, 1),
                      {static_cast<uint32_t>(columns)});
@@ -102,6 +103,7 @@ ggml_tensor row_slice(const ggml_tensor * t, int dim, int64_t first, int64_t n) 
 
 void record_mul_mat(Recorder & rec, const ggml_tensor * node) {
     const ggml_tensor *a = node->src[0], *b = node->src[1];
+    if (ggml_nelements(node) == 0) return;
     const int64_t slice_rows = rows_per_slice(rec.device(), a);
     if (slice_rows == a->ne[1]) return record_range(rec, a, b, node);
     for (int64_t first = 0; first < a->ne[1]; first += slice_rows) {
@@ -141,9 +143,9 @@ void record_mul_mat_id(Recorder & rec, const ggml_tensor * node) {
            static_cast<uint32_t>(b->ne[1]),
            static_cast<uint32_t>(as->ne[2]),
            static_cast<uint32_t>(batches)};
-    rec.dispatch("mul_mat_id_" + types_of(as, b),
-                 {rec.arg(as, false), rec.arg(b, false), rec.arg(node, true), rec.arg(ids, false)}, push,
-                 rec.groups_for(rows * batches, 1), {1u});
+    std::vector<Arg> args = {rec.arg(as, false), rec.arg(b, false), rec.arg(node, true), rec.arg(ids, false)};
+    add_grids(rec, as->type, args);
+    rec.dispatch("mul_mat_id_" + types_of(as, b), args, push, rec.groups_for(rows * batches, 1), {1u});
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 // The Vulkan kernel table and the helpers the kernel families share.
 #include <algorithm>
 #include <bit>
+#include <cstddef>
+#include <cstring>
 #include <limits>
 
+#include "core/quant/iq_grids.h"
 #include "vulkan/buffer.h"
 #include "vulkan/kernels.h"
 
@@ -181,6 +184,54 @@ const char * float_type_name(ggml_type type) {
     }
 }
 
+namespace {
+
+// The i-quant grids (core/quant/iq_grids.h) as the one table the shaders read (quant.glsl's GRID_*
+// byte offsets).
+struct IqGrids {
+    uint8_t signs[128];
+    uint8_t iq2xxs[256][8], iq2xs[512][8], iq2s[1024][8];
+    uint8_t iq3xxs[256][4], iq3s[512][4];
+    int8_t iq1s[2048][8];
+};
+static_assert(offsetof(IqGrids, iq2xxs) == 128 && offsetof(IqGrids, iq2xs) == 2176 &&
+                  offsetof(IqGrids, iq2s) == 6272 && offsetof(IqGrids, iq3xxs) == 14464 &&
+                  offsetof(IqGrids, iq3s) == 15488 && offsetof(IqGrids, iq1s) == 17536 && sizeof(IqGrids) == 33920,
+              "quant.glsl's GRID_* offsets");
+
+const IqGrids & iq_grids() {
+    static const IqGrids grids = [] {
+        namespace q = core::quant;
+        IqGrids g;
+        std::memcpy(g.signs, q::kIqSigns, sizeof g.signs);
+        std::memcpy(g.iq2xxs, q::kIq2xxsGrid, sizeof g.iq2xxs);
+        std::memcpy(g.iq2xs, q::kIq2xsGrid, sizeof g.iq2xs);
+        std::memcpy(g.iq2s, q::kIq2sGrid, sizeof g.iq2s);
+        std::memcpy(g.iq3xxs, q::kIq3xxsGrid, sizeof g.iq3xxs);
+        std::memcpy(g.iq3s, q::kIq3sGrid, sizeof g.iq3s);
+        std::memcpy(g.iq1s, q::kIq1sGrid, sizeof g.iq1s);
+        return g;
+    }();
+    return grids;
+}
+
+bool grid_block_type(ggml_type type) {
+    switch (type) {
+        case GGML_TYPE_IQ2_XXS:
+        case GGML_TYPE_IQ2_XS:
+        case GGML_TYPE_IQ2_S:
+        case GGML_TYPE_IQ3_XXS:
+        case GGML_TYPE_IQ3_S:
+        case GGML_TYPE_IQ1_S:
+        case GGML_TYPE_IQ1_M:
+            return true;
+        default:
+            return false;
+    }
+}
+
+}  // namespace
+
 const char * block_type_name(ggml_type type) {
     switch (type) {
         case GGML_TYPE_Q4_0:
@@ -205,11 +256,17 @@ const char * block_type_name(ggml_type type) {
         case GGML_TYPE_Q2_0:
             return ggml_type_name(type);  // the suffix of the shaders (vulkan.cmake's lists)
         default:
-            return nullptr;
+            return grid_block_type(type) ? ggml_type_name(type) : nullptr;
     }
 }
 
 bool quantizable_block_type(ggml_type type) { return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0; }
+
+void add_grids(const Recorder & rec, ggml_type type, std::vector<Arg> & args) {
+    if (!grid_block_type(type)) return;
+    const IqGrids & grids = iq_grids();
+    args.push_back({rec.device().constant_table(&grids, sizeof grids), 0, sizeof grids, false});
+}
 
 uint32_t float_unit(ggml_type type) { return type == GGML_TYPE_F32 ? 4 : 2; }
 

@@ -41,6 +41,7 @@ void copy_element(uvec4 ca, uvec4 cd) { d[at(p.vd, cd)] = a[at(p.va, ca)]; }
 layout(binding = 0) readonly buffer A { uint a[]; };
 layout(binding = 1) writeonly buffer D { float d[]; };
 #define QUANT_IN a
+#define QUANT_GRID_BINDING 2
 #include "quant.glsl"
 const uint QK = CAT(QK_, A_QUANT);
 

@@ -21,6 +21,7 @@ layout(binding = 2) writeonly buffer D { RAW d[]; };
 layout(binding = 0) readonly buffer A { uint a[]; };
 layout(binding = 2) writeonly buffer D { float d[]; };
 #define QUANT_IN a
+#define QUANT_GRID_BINDING 3
 #include "quant.glsl"
 // va addresses blocks in bytes (s0 is the block size).
 const uint QK = CAT(QK_, A_QUANT);

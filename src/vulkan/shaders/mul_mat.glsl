@@ -10,6 +10,11 @@
 #ifdef A_QUANT
 layout(binding = 0) readonly buffer A { uint a[]; };
 #define QUANT_IN a
+#ifdef ROUTED
+#define QUANT_GRID_BINDING 4
+#else
+#define QUANT_GRID_BINDING 3
+#endif
 #include "quant.glsl"
 #else
 layout(binding = 0) readonly buffer A { STORAGE(A_TYPE) a[]; };

@@ -6,6 +6,9 @@
 // for bit. Define QUANT_IN (a uint array to dequantize from) and/or QUANT_OUT (a uint array to
 // quantize into) before including.
 //
+// The i-quant formats (-DQUANT_GRIDS) read their grids from a table the host binds at
+// QUANT_GRID_BINDING (defined by the including shader): kernels/table.cpp's IqGrids.
+//
 // Each format T has QK_T, the elements of a block, and dequant_T(b, j), element j of the block at
 // byte b; a quantizable one has quantize_T(first, b), which reads its elements through
 // quant_source(first, j) (defined by the including shader) and writes the block at byte b.
@@ -14,6 +17,8 @@ const uint QK_q4_0 = 32u, QK_q4_1 = 32u, QK_q5_0 = 32u, QK_q5_1 = 32u, QK_q8_0 =
 const uint QK_q2_K = 256u, QK_q3_K = 256u, QK_q4_K = 256u, QK_q5_K = 256u, QK_q6_K = 256u, QK_q8_K = 256u;
 const uint QK_iq4_nl = 32u, QK_iq4_xs = 256u, QK_mxfp4 = 32u, QK_nvfp4 = 64u;
 const uint QK_tq1_0 = 256u, QK_tq2_0 = 256u, QK_q1_0 = 128u, QK_q2_0 = 64u;
+const uint QK_iq2_xxs = 256u, QK_iq2_xs = 256u, QK_iq2_s = 256u, QK_iq3_xxs = 256u, QK_iq3_s = 256u;
+const uint QK_iq1_s = 256u, QK_iq1_m = 256u;
 
 // IQ4_NL's table (ggml's kvalues_iq4nl), shared by IQ4_XS.
 const int kIq4Values[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
@@ -172,6 +177,88 @@ float dequant_q1_0(uint b, uint j) {
 float dequant_q2_0(uint b, uint j) {
     return float(int((q_byte(b + 2u + j / 4u) >> (2u * (j & 3u))) & 3u) - 1) * q_f16(b);
 }
+
+#ifdef QUANT_GRIDS
+// ---- I-quants: grid points of 8 (IQ3: 4) values (i_quants.cpp's dequantize_*)
+
+layout(binding = QUANT_GRID_BINDING) readonly buffer Grids { uint grids[]; };
+// Byte offsets of the tables: the even-parity signs of 7 bits, the grids (points of 8 or 4 bytes).
+const uint GRID_SIGNS = 0u, GRID_IQ2XXS = 128u, GRID_IQ2XS = 2176u, GRID_IQ2S = 6272u, GRID_IQ3XXS = 14464u,
+           GRID_IQ3S = 15488u, GRID_IQ1S = 17536u;
+
+uint grid_byte(uint b) { return bitfieldExtract(grids[b >> 2], int((b & 3u) * 8u), 8); }
+uint grid_signs(uint seven) { return grid_byte(GRID_SIGNS + (seven & 127u)); }
+
+// Value i of a signed group: db * magnitude * (-1 where sign bit i is set).
+float signed_value(float db, uint magnitude, uint signs, uint i) {
+    return db * float(magnitude) * (((signs >> i) & 1u) != 0u ? -1.0 : 1.0);
+}
+
+// d * (0.5 + s) * factor: a 4-bit IQ2 / IQ3_XXS scale.
+float half_step_scale(float d, uint s, float factor) { return d * (0.5 + float(s)) * factor; }
+
+uint nibble_at(uint b, uint k) { return (q_byte(b + k / 2u) >> (4u * (k & 1u))) & 15u; }
+
+float dequant_iq2_xxs(uint b, uint v) {
+    uint ib = v / 32u, k = (v & 31u) / 8u, i = v & 7u;
+    uint aux = q_bytes(b + 6u + 8u * ib, 4u);
+    uint point = q_byte(b + 2u + 8u * ib + k);
+    return signed_value(half_step_scale(q_f16(b), aux >> 28, 0.25), grid_byte(GRID_IQ2XXS + point * 8u + i),
+                        grid_signs(aux >> (7u * k)), i);
+}
+
+float dequant_iq2_xs(uint b, uint v) {
+    uint k = v / 8u, i = v & 7u;
+    uint q = q_bytes(b + 2u + 2u * k, 2u);
+    return signed_value(half_step_scale(q_f16(b), nibble_at(b + 66u, k / 2u), 0.25),
+                        grid_byte(GRID_IQ2XS + (q & 511u) * 8u + i), grid_signs(q >> 9), i);
+}
+
+float dequant_iq2_s(uint b, uint v) {
+    uint k = v / 8u, i = v & 7u;
+    uint point = q_byte(b + 2u + k) | (((q_byte(b + 66u + k / 4u) >> (2u * (k & 3u))) & 3u) << 8);
+    return signed_value(half_step_scale(q_f16(b), nibble_at(b + 74u, k / 2u), 0.25),
+                        grid_byte(GRID_IQ2S + point * 8u + i), q_byte(b + 34u + k), i);
+}
+
+float dequant_iq3_xxs(uint b, uint v) {
+    uint ib = v / 32u, k = (v & 31u) / 8u, h = (v & 7u) / 4u, i = v & 3u;
+    uint aux = q_bytes(b + 66u + 4u * ib, 4u);
+    uint point = q_byte(b + 2u + 8u * ib + 2u * k + h);
+    return signed_value(half_step_scale(q_f16(b), aux >> 28, 0.5), grid_byte(GRID_IQ3XXS + point * 4u + i),
+                        grid_signs(aux >> (7u * k)) >> (4u * h), i);
+}
+
+float dequant_iq3_s(uint b, uint v) {
+    uint k = v / 4u, i = v & 3u;
+    float db = q_f16(b) * float(1u + 2u * nibble_at(b + 106u, k / 8u));
+    uint point = q_byte(b + 2u + k) | (((q_byte(b + 66u + k / 8u) >> (k & 7u)) & 1u) << 8);
+    return signed_value(db, grid_byte(GRID_IQ3S + point * 4u + i), q_byte(b + 74u + k / 2u) >> (4u * (k & 1u)), i);
+}
+
+// Value i of an IQ1 group: dl * (grid value + the shift of +-1/8).
+float shifted_value(float dl, uint point, uint i, bool negative) {
+    int g = bitfieldExtract(int(grids[(GRID_IQ1S + point * 8u + i) >> 2]), int((i & 3u) * 8u), 8);
+    return dl * (float(g) + (negative ? -0.125 : 0.125));
+}
+
+float dequant_iq1_s(uint b, uint v) {
+    uint ib = v / 32u, k = (v & 31u) / 8u;
+    uint qh = q_bytes(b + 34u + 2u * ib, 2u);
+    float dl = q_f16(b) * float(2u * ((qh >> 12) & 7u) + 1u);
+    return shifted_value(dl, q_byte(b + 2u + 4u * ib + k) | (((qh >> (3u * k)) & 7u) << 8), v & 7u,
+                         (qh & 0x8000u) != 0u);
+}
+
+float dequant_iq1_m(uint b, uint v) {
+    uint d_bits = 0u;
+    for (uint w = 0u; w < 4u; ++w) d_bits |= (q_bytes(b + 48u + 2u * w, 2u) >> 12) << (4u * w);
+    uint k = v / 8u, j = k / 2u;
+    float dl = unpackHalf2x16(d_bits).x * float(2u * ((q_bytes(b + 48u + 2u * (j / 4u), 2u) >> (3u * (j & 3u))) & 7u) + 1u);
+    uint h = q_byte(b + 32u + k / 2u) >> (4u * (k & 1u));
+    return shifted_value(dl, q_byte(b + k) | ((h & 7u) << 8), v & 7u, (h & 8u) != 0u);
+}
+#endif
 #endif
 
 #ifdef QUANT_OUT
