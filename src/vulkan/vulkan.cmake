@@ -18,7 +18,7 @@ endmacro()
 set(ggx_vulkan_grid_types iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m)
 set(ggx_vulkan_block_types q4_0 q4_1 q5_0 q5_1 q8_0 q8_1 q2_K q3_K q4_K q5_K q6_K q8_K iq4_nl iq4_xs mxfp4 nvfp4
     tq1_0 tq2_0 q1_0 q2_0 ${ggx_vulkan_grid_types})
-set(ggx_vulkan_quantize_types q8_0 q4_0)
+set(ggx_vulkan_quantize_types q4_0 q4_1 q5_0 q5_1 q8_0 q8_1 iq4_nl mxfp4 nvfp4 tq1_0 tq2_0 q1_0 q2_0)
 
 # ggx_vulkan_block_defines(<out> <type>): the defines a shader reading block type <type> needs
 # (QUANT_GRIDS for the i-quants, whose grids the host binds).

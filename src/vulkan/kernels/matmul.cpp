@@ -135,7 +135,8 @@ void record_mul_mat_id(Recorder & rec, const ggml_tensor * node) {
         uint32_t ne[4];
         View a, b, d, ids;
         uint32_t n_b, n_as, batches;
-    } push{{static_cast<uint32_t>(rows), 1, static_cast<uint32_t>(as->ne[0]), static_cast<uint32_t>(node->ne[1])},
+    } push{{static_cast<uint32_t>(rows), 1, static_cast<uint32_t>(as->ne[0]),
+            static_cast<uint32_t>(node->ne[1])},
            view_of(rec, as, weight_unit(as->type)),
            view_of(rec, b, float_unit(b->type)),
            view_of(rec, node, sizeof(float)),

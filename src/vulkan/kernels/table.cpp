@@ -196,7 +196,8 @@ struct IqGrids {
 };
 static_assert(offsetof(IqGrids, iq2xxs) == 128 && offsetof(IqGrids, iq2xs) == 2176 &&
                   offsetof(IqGrids, iq2s) == 6272 && offsetof(IqGrids, iq3xxs) == 14464 &&
-                  offsetof(IqGrids, iq3s) == 15488 && offsetof(IqGrids, iq1s) == 17536 && sizeof(IqGrids) == 33920,
+                  offsetof(IqGrids, iq3s) == 15488 && offsetof(IqGrids, iq1s) == 17536 &&
+                  sizeof(IqGrids) == 33920,
               "quant.glsl's GRID_* offsets");
 
 const IqGrids & iq_grids() {
@@ -232,7 +233,9 @@ bool grid_block_type(ggml_type type) {
 
 }  // namespace
 
-const char * block_type_name(ggml_type type) {
+// Those whose reference quantization (core/quant) is a formula the shaders repeat exactly; the
+// K-quants, IQ4_XS and the i-quants search over candidate scales (docs/vulkan.md).
+bool quantizable_block_type(ggml_type type) {
     switch (type) {
         case GGML_TYPE_Q4_0:
         case GGML_TYPE_Q4_1:
@@ -240,27 +243,36 @@ const char * block_type_name(ggml_type type) {
         case GGML_TYPE_Q5_1:
         case GGML_TYPE_Q8_0:
         case GGML_TYPE_Q8_1:
-        case GGML_TYPE_Q2_K:
-        case GGML_TYPE_Q3_K:
-        case GGML_TYPE_Q4_K:
-        case GGML_TYPE_Q5_K:
-        case GGML_TYPE_Q6_K:
-        case GGML_TYPE_Q8_K:
         case GGML_TYPE_IQ4_NL:
-        case GGML_TYPE_IQ4_XS:
         case GGML_TYPE_MXFP4:
         case GGML_TYPE_NVFP4:
         case GGML_TYPE_TQ1_0:
         case GGML_TYPE_TQ2_0:
         case GGML_TYPE_Q1_0:
         case GGML_TYPE_Q2_0:
-            return ggml_type_name(type);  // the suffix of the shaders (vulkan.cmake's lists)
+            return true;
         default:
-            return grid_block_type(type) ? ggml_type_name(type) : nullptr;
+            return false;
     }
 }
 
-bool quantizable_block_type(ggml_type type) { return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0; }
+// The quantizable types, the i-quants (grid_block_type) and those dequantized only: the K-quants and
+// IQ4_XS.
+const char * block_type_name(ggml_type type) {
+    switch (type) {
+        case GGML_TYPE_Q2_K:
+        case GGML_TYPE_Q3_K:
+        case GGML_TYPE_Q4_K:
+        case GGML_TYPE_Q5_K:
+        case GGML_TYPE_Q6_K:
+        case GGML_TYPE_Q8_K:
+        case GGML_TYPE_IQ4_XS:
+            break;
+        default:
+            if (!quantizable_block_type(type) && !grid_block_type(type)) return nullptr;
+    }
+    return ggml_type_name(type);  // the suffix of the shaders (vulkan.cmake's lists)
+}
 
 void add_grids(const Recorder & rec, ggml_type type, std::vector<Arg> & args) {
     if (!grid_block_type(type)) return;
@@ -307,8 +319,7 @@ bool raw_tensor(const Device & device, const ggml_tensor * t) {
 
 bool block_tensor(const Device & device, const ggml_tensor * t) {
     return block_type_name(t->type) && t->ne[0] % ggml_blck_size(t->type) == 0 &&
-           t->nb[0] == ggml_type_size(t->type) &&
-           addressable(device, t, kBlockUnit) && small_enough(t);
+           t->nb[0] == ggml_type_size(t->type) && addressable(device, t, kBlockUnit) && small_enough(t);
 }
 
 Shape block_shape(const ggml_tensor * t, ggml_type block_type) {
