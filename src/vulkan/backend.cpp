@@ -17,7 +17,7 @@ namespace {
 
 // Multiply-adds of the matrix ops, for the submission threshold (other ops count as commands only).
 double node_flops(const ggml_tensor * node) {
-    if (node->op == GGML_OP_MUL_MAT)
+    if (node->op == GGML_OP_MUL_MAT || node->op == GGML_OP_MUL_MAT_ID)
         return 2.0 * static_cast<double>(node->src[0]->ne[0]) * ggml_nelements(node);
     if (node->op == GGML_OP_FLASH_ATTN_EXT) {
         const ggml_tensor *q = node->src[0], *k = node->src[1];

@@ -315,6 +315,7 @@ Device::~Device() {
     if (!device_) return;
     staging_.reset();
     vkDeviceWaitIdle(device_);
+    tables_.clear();
     pipelines_.for_each([&](PipelineCache::Module & module) {
         for (const auto & [constants, pipeline] : module.pipelines)
             vkDestroyPipeline(device_, pipeline.handle, nullptr);
@@ -324,6 +325,17 @@ Device::~Device() {
     vkDestroyPipelineLayout(device_, pipeline_layout_, nullptr);
     vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
     vkDestroyDevice(device_, nullptr);
+}
+
+VkBuffer Device::constant_table(const void * data, size_t bytes) {
+    std::lock_guard lock(tables_mutex_);
+    std::unique_ptr<Allocation> & table = tables_[data];
+    if (!table) {
+        auto created = std::make_unique<Allocation>(*this, bytes, false);
+        upload(created->buffer(), 0, data, bytes);
+        table = std::move(created);
+    }
+    return table->buffer();
 }
 
 void Device::memory(size_t * free, size_t * total) const {

@@ -104,6 +104,9 @@ public:
     void download(VkBuffer from, VkDeviceSize offset, void * data, size_t bytes);
     void fill(VkBuffer to, VkDeviceSize offset, uint8_t value, size_t bytes);
     void copy(VkBuffer from, VkDeviceSize from_offset, VkBuffer to, VkDeviceSize to_offset, size_t bytes);
+    // A device buffer holding a copy of the bytes at data (a read-only table of the shaders, such as
+    // the i-quant grids), uploaded on the first call for data and kept for the device's lifetime.
+    VkBuffer constant_table(const void * data, size_t bytes);
 
     // The pipeline of shader name with the given 32-bit specialisation constants (ids 0, 1, ...),
     // created on first use and cached for the device's lifetime. Throws Error for an unknown name.
@@ -147,6 +150,8 @@ private:
     std::mutex transfer_mutex_;  // guards transfer_pool_ and staging_
     VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
     std::unique_ptr<Allocation> staging_;
+    std::mutex tables_mutex_;  // guards tables_
+    std::unordered_map<const void *, std::unique_ptr<Allocation>> tables_;
     mutable std::mutex pipeline_mutex_;  // guards pipelines_ and builtins_
     PipelineCache pipelines_;
     std::unordered_map<std::string, PipelineCache::Module *> builtins_;  // the built-in shaders' by name

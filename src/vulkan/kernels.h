@@ -70,11 +70,11 @@ extern const Kernel row_norm, group_norm, rms_norm_back;                        
 // (dy, y or x) sources.
 enum class RowBack : uint32_t { kSoftMax = 0, kRmsNorm = 1 };
 void record_row_back(Recorder & rec, const ggml_tensor * node, RowBack op, float param);
-extern const Kernel mul_mat, out_prod;        // matmul.cpp
-extern const Kernel soft_max, soft_max_back;  // softmax.cpp
-extern const Kernel rope;                     // rope.cpp
-extern const Kernel flash_attn_ext;           // attention.cpp
-extern const Kernel get_rows, set_rows;       // indexing.cpp
+extern const Kernel mul_mat, mul_mat_id, out_prod;  // matmul.cpp
+extern const Kernel soft_max, soft_max_back;        // softmax.cpp
+extern const Kernel rope;                           // rope.cpp
+extern const Kernel flash_attn_ext;                 // attention.cpp
+extern const Kernel get_rows, set_rows;             // indexing.cpp
 extern const Kernel im2col, conv, conv_2d_dw, conv_transpose, im2col_back, col2im_1d, pool,
     pool_2d_back;  // conv.cpp
 // recurrent.cpp (linear_attention: RWKV_WKV6, GATED_LINEAR_ATTN, RWKV_WKV7)
@@ -102,8 +102,14 @@ bool addressable(const Device & device, const ggml_tensor * tensor, uint32_t uni
 bool small_enough(const ggml_tensor * tensor);
 // The shader-name suffix of a storage type ("f32", "f16", "bf16"), or nullptr for other types.
 const char * float_type_name(ggml_type type);
-// The shader-name suffix of a block-quantized type ("q8_0", "q4_0"), or nullptr for other types.
+// The shader-name suffix of a block-quantized type the shaders dequantize (its ggml_type_name:
+// "q8_0", "q4_K", ...), or nullptr for other types.
 const char * block_type_name(ggml_type type);
+// Whether the shaders also quantize into block type type (CPY and SET_ROWS from floats).
+bool quantizable_block_type(ggml_type type);
+// For a block type whose shaders read the i-quant grids, appends the grid table (uploaded once per
+// device) to a dispatch's args: the binding after the tensors' (quant.glsl's QUANT_GRID_BINDING).
+void add_grids(const Recorder & rec, ggml_type type, std::vector<Arg> & args);
 // Bytes per shader array element for a float storage type (4 for F32, 2 for F16/BF16).
 uint32_t float_unit(ggml_type type);
 // An F32, F16 or BF16 tensor that the float shaders can address.
@@ -112,17 +118,16 @@ bool float_tensor(const Device & device, const ggml_tensor * tensor);
 bool same_f32_shape(const Device & device, const ggml_tensor * node);
 
 // Tensors moved as raw bits and block-quantized tensors (copy, indexing and shape families).
-constexpr int64_t kBlock = 32;      // elements per Q8_0 / Q4_0 block
-constexpr uint32_t kBlockUnit = 2;  // blocks are addressed in 16-bit words
+constexpr uint32_t kBlockUnit = 1;  // blocks are addressed in bytes (shaders/quant.glsl)
 // The shader-name suffix of a type moved as raw bits, by element size ("u32", "u16", "u8"), or
 // nullptr for block-quantized types and other sizes.
 const char * raw_name(ggml_type type);
 // A tensor moved as raw bits that the shaders can address.
 bool raw_tensor(const Device & device, const ggml_tensor * t);
-// A Q8_0 / Q4_0 tensor of dense whole-block rows.
+// A tensor of a block_type_name type with dense whole-block rows.
 bool block_tensor(const Device & device, const ggml_tensor * t);
-// The shape of t in blocks along dimension 0.
-Shape block_shape(const ggml_tensor * t);
+// The shape of t in blocks of block_type along dimension 0.
+Shape block_shape(const ggml_tensor * t, ggml_type block_type);
 // The element count of shape s.
 uint64_t count(const Shape & s);
 

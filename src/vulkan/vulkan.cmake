@@ -14,6 +14,22 @@ macro(ggx_vulkan_shader name source)
   ggx_spirv_shader(ggx_vulkan ${name} ${ggx_vulkan_dir}/shaders/${source} ${ARGN})
 endmacro()
 
+# The block types the shaders dequantize (shaders/quant.glsl), and those they also quantize.
+set(ggx_vulkan_grid_types iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m)
+set(ggx_vulkan_block_types q4_0 q4_1 q5_0 q5_1 q8_0 q8_1 q2_K q3_K q4_K q5_K q6_K q8_K iq4_nl iq4_xs mxfp4 nvfp4
+    tq1_0 tq2_0 q1_0 q2_0 ${ggx_vulkan_grid_types})
+set(ggx_vulkan_quantize_types q4_0 q4_1 q5_0 q5_1 q8_0 q8_1 iq4_nl mxfp4 nvfp4 tq1_0 tq2_0 q1_0 q2_0)
+
+# ggx_vulkan_block_defines(<out> <type>): the defines a shader reading block type <type> needs
+# (QUANT_GRIDS for the i-quants, whose grids the host binds).
+function(ggx_vulkan_block_defines out type)
+  if(type IN_LIST ggx_vulkan_grid_types)
+    set(${out} QUANT_GRIDS=1 PARENT_SCOPE)
+  else()
+    set(${out} "" PARENT_SCOPE)
+  endif()
+endfunction()
+
 file(MAKE_DIRECTORY ${ggx_vulkan_spv_dir})
 file(GLOB ggx_vulkan_shader_lists CONFIGURE_DEPENDS ${ggx_vulkan_dir}/shaders/*.cmake)
 foreach(list_file IN LISTS ggx_vulkan_shader_lists)

@@ -1,5 +1,6 @@
 // Vulkan kernels of the indexing ops: GET_ROWS (get_rows.comp) and SET_ROWS (set_rows.comp), with
-// I32 indices; Q8_0/Q4_0 rows are dense blocks addressed as 16-bit words (quant.glsl).
+// I32 indices; block rows are dense blocks addressed by byte (quant.glsl), dequantized by GET_ROWS
+// and quantized by SET_ROWS into the quantizable types.
 #include <string>
 
 #include "vulkan/kernels.h"
@@ -36,8 +37,9 @@ void record_get_rows(Recorder & rec, const ggml_tensor * node) {
         uint32_t rows;
     } push{shape_of(node), view_of(rec, a, a_unit), view_of(rec, idx, 4), view_of(rec, node, 4),
            static_cast<uint32_t>(a->ne[1])};
-    rec.dispatch(std::string("get_rows_") + (type ? type : float_type_name(a->type)),
-                 {rec.arg(a, false), rec.arg(idx, false), rec.arg(node, true)}, push,
+    std::vector<Arg> args = {rec.arg(a, false), rec.arg(idx, false), rec.arg(node, true)};
+    add_grids(rec, a->type, args);
+    rec.dispatch(std::string("get_rows_") + (type ? type : float_type_name(a->type)), args, push,
                  rec.groups_for(ggml_nelements(node), kLocalSize));
 }
 
@@ -53,7 +55,8 @@ bool supports_set_rows(const Device & device, const ggml_tensor * node) {
         idx->ne[0] != b->ne[1] || idx->ne[1] <= 0 || idx->ne[2] <= 0 || idx->ne[3] != 1 ||
         b->ne[2] % idx->ne[1] != 0 || b->ne[3] % idx->ne[2] != 0)
         return false;
-    return block_type_name(node->type) ? block_tensor(device, node) : float_tensor(device, node);
+    if (block_type_name(node->type)) return quantizable_block_type(node->type) && block_tensor(device, node);
+    return float_tensor(device, node);
 }
 
 void record_set_rows(Recorder & rec, const ggml_tensor * node) {
@@ -64,7 +67,7 @@ void record_set_rows(Recorder & rec, const ggml_tensor * node) {
         Shape ne, idx_ne;
         View b, idx, d;
         uint32_t rows;
-    } push{block ? block_shape(b) : shape_of(b),
+    } push{block ? block_shape(b, node->type) : shape_of(b),
            shape_of(idx),
            view_of(rec, b, 4),
            view_of(rec, idx, 4),

@@ -1,8 +1,11 @@
 // The Vulkan kernel table and the helpers the kernel families share.
 #include <algorithm>
 #include <bit>
+#include <cstddef>
+#include <cstring>
 #include <limits>
 
+#include "core/quant/iq_grids.h"
 #include "vulkan/buffer.h"
 #include "vulkan/kernels.h"
 
@@ -64,7 +67,7 @@ constexpr Entry entries[] = {
     {GGML_OP_GROUP_NORM, &kernels::group_norm},
     {GGML_OP_L2_NORM, &kernels::row_norm},
     {GGML_OP_MUL_MAT, &kernels::mul_mat},
-    {GGML_OP_MUL_MAT_ID, &kernels::unsupported},
+    {GGML_OP_MUL_MAT_ID, &kernels::mul_mat_id},
     {GGML_OP_OUT_PROD, &kernels::out_prod},
     {GGML_OP_SCALE, &kernels::map},
     {GGML_OP_SET, &kernels::acc_set},
@@ -181,15 +184,100 @@ const char * float_type_name(ggml_type type) {
     }
 }
 
+namespace {
+
+// The i-quant grids (core/quant/iq_grids.h) as the one table the shaders read (quant.glsl's GRID_*
+// byte offsets).
+struct IqGrids {
+    uint8_t signs[128];
+    uint8_t iq2xxs[256][8], iq2xs[512][8], iq2s[1024][8];
+    uint8_t iq3xxs[256][4], iq3s[512][4];
+    int8_t iq1s[2048][8];
+};
+static_assert(offsetof(IqGrids, iq2xxs) == 128 && offsetof(IqGrids, iq2xs) == 2176 &&
+                  offsetof(IqGrids, iq2s) == 6272 && offsetof(IqGrids, iq3xxs) == 14464 &&
+                  offsetof(IqGrids, iq3s) == 15488 && offsetof(IqGrids, iq1s) == 17536 &&
+                  sizeof(IqGrids) == 33920,
+              "quant.glsl's GRID_* offsets");
+
+const IqGrids & iq_grids() {
+    static const IqGrids grids = [] {
+        namespace q = core::quant;
+        IqGrids g;
+        std::memcpy(g.signs, q::kIqSigns, sizeof g.signs);
+        std::memcpy(g.iq2xxs, q::kIq2xxsGrid, sizeof g.iq2xxs);
+        std::memcpy(g.iq2xs, q::kIq2xsGrid, sizeof g.iq2xs);
+        std::memcpy(g.iq2s, q::kIq2sGrid, sizeof g.iq2s);
+        std::memcpy(g.iq3xxs, q::kIq3xxsGrid, sizeof g.iq3xxs);
+        std::memcpy(g.iq3s, q::kIq3sGrid, sizeof g.iq3s);
+        std::memcpy(g.iq1s, q::kIq1sGrid, sizeof g.iq1s);
+        return g;
+    }();
+    return grids;
+}
+
+bool grid_block_type(ggml_type type) {
+    switch (type) {
+        case GGML_TYPE_IQ2_XXS:
+        case GGML_TYPE_IQ2_XS:
+        case GGML_TYPE_IQ2_S:
+        case GGML_TYPE_IQ3_XXS:
+        case GGML_TYPE_IQ3_S:
+        case GGML_TYPE_IQ1_S:
+        case GGML_TYPE_IQ1_M:
+            return true;
+        default:
+            return false;
+    }
+}
+
+}  // namespace
+
+// Those whose reference quantization (core/quant) is a formula the shaders repeat exactly; the
+// K-quants, IQ4_XS and the i-quants search over candidate scales (docs/vulkan.md).
+bool quantizable_block_type(ggml_type type) {
+    switch (type) {
+        case GGML_TYPE_Q4_0:
+        case GGML_TYPE_Q4_1:
+        case GGML_TYPE_Q5_0:
+        case GGML_TYPE_Q5_1:
+        case GGML_TYPE_Q8_0:
+        case GGML_TYPE_Q8_1:
+        case GGML_TYPE_IQ4_NL:
+        case GGML_TYPE_MXFP4:
+        case GGML_TYPE_NVFP4:
+        case GGML_TYPE_TQ1_0:
+        case GGML_TYPE_TQ2_0:
+        case GGML_TYPE_Q1_0:
+        case GGML_TYPE_Q2_0:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// The quantizable types, the i-quants (grid_block_type) and those dequantized only: the K-quants and
+// IQ4_XS.
 const char * block_type_name(ggml_type type) {
     switch (type) {
-        case GGML_TYPE_Q8_0:
-            return "q8_0";
-        case GGML_TYPE_Q4_0:
-            return "q4_0";
+        case GGML_TYPE_Q2_K:
+        case GGML_TYPE_Q3_K:
+        case GGML_TYPE_Q4_K:
+        case GGML_TYPE_Q5_K:
+        case GGML_TYPE_Q6_K:
+        case GGML_TYPE_Q8_K:
+        case GGML_TYPE_IQ4_XS:
+            break;
         default:
-            return nullptr;
+            if (!quantizable_block_type(type) && !grid_block_type(type)) return nullptr;
     }
+    return ggml_type_name(type);  // the suffix of the shaders (vulkan.cmake's lists)
+}
+
+void add_grids(const Recorder & rec, ggml_type type, std::vector<Arg> & args) {
+    if (!grid_block_type(type)) return;
+    const IqGrids & grids = iq_grids();
+    args.push_back({rec.device().constant_table(&grids, sizeof grids), 0, sizeof grids, false});
 }
 
 uint32_t float_unit(ggml_type type) { return type == GGML_TYPE_F32 ? 4 : 2; }
@@ -230,13 +318,13 @@ bool raw_tensor(const Device & device, const ggml_tensor * t) {
 }
 
 bool block_tensor(const Device & device, const ggml_tensor * t) {
-    return block_type_name(t->type) && t->ne[0] % kBlock == 0 && t->nb[0] == ggml_type_size(t->type) &&
-           addressable(device, t, kBlockUnit) && small_enough(t);
+    return block_type_name(t->type) && t->ne[0] % ggml_blck_size(t->type) == 0 &&
+           t->nb[0] == ggml_type_size(t->type) && addressable(device, t, kBlockUnit) && small_enough(t);
 }
 
-Shape block_shape(const ggml_tensor * t) {
+Shape block_shape(const ggml_tensor * t, ggml_type block_type) {
     Shape ne = shape_of(t);
-    ne.ne[0] /= kBlock;
+    ne.ne[0] /= static_cast<uint32_t>(ggml_blck_size(block_type));
     return ne;
 }
 

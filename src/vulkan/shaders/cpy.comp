@@ -3,7 +3,7 @@
 // per RUN consecutive elements (unravelled once); the variant decides how an element moves:
 //   RAW=uint / RAW=uint16_t    same type, bits copied;
 //   BYTES                      same 1-byte type, packed four to a word (no 8-bit storage);
-//   A_QUANT=q8_0 / q4_0        dequantized to F32;
+//   A_QUANT=<block type>       dequantized to F32 (quant.glsl);
 //   otherwise                  converted from A_TYPE to D_TYPE.
 #include "common.glsl"
 
@@ -38,15 +38,17 @@ layout(binding = 1) writeonly buffer D { RAW d[]; };
 
 void copy_element(uvec4 ca, uvec4 cd) { d[at(p.vd, cd)] = a[at(p.va, ca)]; }
 #elif defined(A_QUANT)
-layout(binding = 0) readonly buffer A { uint16_t a[]; };
+layout(binding = 0) readonly buffer A { uint a[]; };
 layout(binding = 1) writeonly buffer D { float d[]; };
 #define QUANT_IN a
+#define QUANT_GRID_BINDING 2
 #include "quant.glsl"
+const uint QK = CAT(QK_, A_QUANT);
 
-// va addresses blocks (s0 is the block stride in words).
+// va addresses blocks in bytes (s0 is the block size).
 void copy_element(uvec4 ca, uvec4 cd) {
-    uint block = element_index(p.va, ca.x >> 5, ca.y, ca.z, ca.w);
-    d[at(p.vd, cd)] = CAT(dequant_, A_QUANT)(block, ca.x & 31u);
+    uint block = element_index(p.va, ca.x / QK, ca.y, ca.z, ca.w);
+    d[at(p.vd, cd)] = CAT(dequant_, A_QUANT)(block, ca.x % QK);
 }
 #else
 layout(binding = 0) readonly buffer A { STORAGE(A_TYPE) a[]; };

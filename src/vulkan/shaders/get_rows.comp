@@ -18,12 +18,14 @@ layout(binding = 0) readonly buffer A { RAW a[]; };
 layout(binding = 2) writeonly buffer D { RAW d[]; };
 #define FETCH(i0, r, c) a[element_index(p.va, i0, r, c.z, c.w)]
 #elif defined(A_QUANT)
-layout(binding = 0) readonly buffer A { uint16_t a[]; };
+layout(binding = 0) readonly buffer A { uint a[]; };
 layout(binding = 2) writeonly buffer D { float d[]; };
 #define QUANT_IN a
+#define QUANT_GRID_BINDING 3
 #include "quant.glsl"
-// va addresses blocks (s0 is the block stride in words).
-#define FETCH(i0, r, c) CAT(dequant_, A_QUANT)(element_index(p.va, (i0) >> 5, r, c.z, c.w), (i0) & 31u)
+// va addresses blocks in bytes (s0 is the block size).
+const uint QK = CAT(QK_, A_QUANT);
+#define FETCH(i0, r, c) CAT(dequant_, A_QUANT)(element_index(p.va, (i0) / QK, r, c.z, c.w), (i0) % QK)
 #else
 layout(binding = 0) readonly buffer A { STORAGE(A_TYPE) a[]; };
 layout(binding = 2) writeonly buffer D { float d[]; };

@@ -44,7 +44,8 @@ void main() {
     if (batch >= p.batches) return;  // the spread of groups over x and y rounds up
     g -= batch * tiles;
     uint r0 = (g % row_tiles) * TILE, c0 = (g / row_tiles) * TILE;
-    Bases base = bases_of(batch);
+    Bases base;
+    bases_of(batch, base);
 
     uint t = gl_LocalInvocationID.x, tx = t % SPREAD, ty = t / SPREAD;
     float acc[BLOCK][BLOCK];

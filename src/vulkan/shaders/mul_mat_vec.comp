@@ -13,8 +13,9 @@ shared float partial[COLS * THREADS];  // partial[c * THREADS + t]
 void main() {
     uint g = group_index();
     uint batch = g / p.ne.x, row = g - batch * p.ne.x;
-    if (batch >= p.batches) return;  // the spread of groups over x and y rounds up
-    Bases base = bases_of(batch);
+    Bases base;
+    // The spread of groups over x and y rounds up; a routed product may have a bad id.
+    if (batch >= p.batches || !bases_of(batch, base)) return;
     uint a_row = base.a + row * p.va.s1;
     uint t = gl_LocalInvocationID.x;
 

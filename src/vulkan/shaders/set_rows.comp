@@ -1,6 +1,6 @@
 #version 450
 // SET_ROWS: d[:, idx[i, j % ni.y, k % ni.z], j, k] = b[:, i, j, k], b F32, d a float type (one
-// invocation per element) or Q8_0 / Q4_0 (D_QUANT: one per block). An index outside [0, rows) leaves
+// invocation per element) or a block type (D_QUANT, quant.glsl: one per block). An index outside [0, rows) leaves
 // its row unwritten; a repeated index races (the CPU keeps the last row).
 #include "common.glsl"
 
@@ -17,16 +17,15 @@ layout(push_constant) uniform Push {
 } p;
 
 #ifdef D_QUANT
-layout(binding = 2) writeonly buffer D { uint16_t dq[]; };
+layout(binding = 2) buffer D { uint dq[]; };
+float quant_source(uint first, uint j) { return b[first + j * p.vb.s0]; }
 #define QUANT_OUT dq
 #include "quant.glsl"
 
-// vd addresses blocks (s0 is the block stride in words).
+// vd addresses blocks in bytes (s0 is the block size).
 void set_element(uvec4 c, uint r) {
-    float x[32];
-    uint first = element_index(p.vb, c.x * 32u, c.y, c.z, c.w);
-    for (uint j = 0u; j < 32u; ++j) x[j] = b[first + j * p.vb.s0];
-    CAT(quantize_, D_QUANT)(x, element_index(p.vd, c.x, r, c.z, c.w));
+    uint first = element_index(p.vb, c.x * CAT(QK_, D_QUANT), c.y, c.z, c.w);
+    CAT(quantize_, D_QUANT)(first, element_index(p.vd, c.x, r, c.z, c.w));
 }
 #else
 layout(binding = 2) writeonly buffer D { STORAGE(D_TYPE) d[]; };
