@@ -70,11 +70,11 @@ extern const Kernel row_norm, group_norm, rms_norm_back;                        
 // (dy, y or x) sources.
 enum class RowBack : uint32_t { kSoftMax = 0, kRmsNorm = 1 };
 void record_row_back(Recorder & rec, const ggml_tensor * node, RowBack op, float param);
-extern const Kernel mul_mat, mul_mat_id, out_prod;  // matmul.cpp
-extern const Kernel soft_max, soft_max_back;        // softmax.cpp
-extern const Kernel rope;                           // rope.cpp
-extern const Kernel flash_attn_ext;                 // attention.cpp
-extern const Kernel get_rows, set_rows;             // indexing.cpp
+extern const Kernel mul_mat, mul_mat_id, out_prod;      // matmul.cpp
+extern const Kernel soft_max, soft_max_back;            // softmax.cpp
+extern const Kernel rope;                               // rope.cpp
+extern const Kernel flash_attn_ext;                     // attention.cpp
+extern const Kernel get_rows, set_rows, get_rows_back;  // indexing.cpp
 extern const Kernel im2col, conv, conv_2d_dw, conv_transpose, im2col_back, col2im_1d, pool,
     pool_2d_back;  // conv.cpp
 // recurrent.cpp (linear_attention: RWKV_WKV6, GATED_LINEAR_ATTN, RWKV_WKV7)

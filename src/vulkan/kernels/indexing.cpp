@@ -1,4 +1,5 @@
-// Vulkan kernels of the indexing ops: GET_ROWS (get_rows.comp) and SET_ROWS (set_rows.comp), with
+// Vulkan kernels of the indexing ops: GET_ROWS (get_rows.comp), SET_ROWS (set_rows.comp) and
+// GET_ROWS_BACK (get_rows_back.comp), with
 // I32 indices; block rows are dense blocks addressed by byte (quant.glsl), dequantized by GET_ROWS
 // and quantized by SET_ROWS into the quantizable types.
 #include <string>
@@ -78,11 +79,38 @@ void record_set_rows(Recorder & rec, const ggml_tensor * node) {
                  rec.groups_for(count(push.ne), kLocalSize));
 }
 
+// GET_ROWS_BACK(a, idx): F32 matrices, I32 index vector; d [E, R] is zeroed and a's rows added.
+bool supports_get_rows_back(const Device & device, const ggml_tensor * node) {
+    const ggml_tensor *a = node->src[0], *idx = node->src[1];
+    return a && idx && a->type == GGML_TYPE_F32 && float_tensor(device, a) && ggml_is_matrix(a) &&
+           idx->type == GGML_TYPE_I32 && raw_tensor(device, idx) && ggml_is_vector(idx) &&
+           idx->ne[0] == a->ne[1] && node->type == GGML_TYPE_F32 && float_tensor(device, node) &&
+           ggml_is_matrix(node) && node->ne[0] == a->ne[0];
+}
+
+void record_get_rows_back(Recorder & rec, const ggml_tensor * node) {
+    if (ggml_nelements(node) == 0) return;
+    const ggml_tensor *a = node->src[0], *idx = node->src[1];
+    const struct {
+        uint32_t e, rows, n;
+        View a, idx, d;
+    } push{static_cast<uint32_t>(node->ne[0]),
+           static_cast<uint32_t>(node->ne[1]),
+           static_cast<uint32_t>(a->ne[1]),
+           view_of(rec, a, 4),
+           view_of(rec, idx, 4),
+           view_of(rec, node, 4)};
+    rec.dispatch("get_rows_back", {rec.arg(a, false), rec.arg(idx, false), rec.arg(node, true)}, push,
+                 rec.groups_for(static_cast<uint64_t>(ggml_nelements(node)), 256));
+}
+
 }  // namespace
 
 namespace kernels {
 const Kernel get_rows = vulkan_kernel<supports_get_rows, nullptr, record_get_rows>("vulkan.get_rows");
 const Kernel set_rows = vulkan_kernel<supports_set_rows, nullptr, record_set_rows>("vulkan.set_rows");
+const Kernel get_rows_back =
+    vulkan_kernel<supports_get_rows_back, nullptr, record_get_rows_back>("vulkan.get_rows_back");
 }  // namespace kernels
 
 }  // namespace ggx::vulkan

@@ -78,7 +78,7 @@ constexpr Entry entries[] = {
     {GGML_OP_PERMUTE, &kernels::none},
     {GGML_OP_TRANSPOSE, &kernels::none},
     {GGML_OP_GET_ROWS, &kernels::get_rows},
-    {GGML_OP_GET_ROWS_BACK, &kernels::unsupported},
+    {GGML_OP_GET_ROWS_BACK, &kernels::get_rows_back},
     {GGML_OP_SET_ROWS, &kernels::set_rows},
     {GGML_OP_DIAG, &kernels::diag},
     {GGML_OP_DIAG_MASK_INF, &kernels::diag_mask},

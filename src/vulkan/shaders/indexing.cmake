@@ -1,4 +1,4 @@
-# kernels/indexing.cpp: GET_ROWS (get_rows), SET_ROWS (set_rows).
+# kernels/indexing.cpp: GET_ROWS (get_rows), SET_ROWS (set_rows), GET_ROWS_BACK (get_rows_back).
 foreach(a f32 f16 bf16)
   ggx_vulkan_shader(get_rows_${a} get_rows.comp A_TYPE=${a})
   ggx_vulkan_shader(set_rows_${a} set_rows.comp D_TYPE=${a})
@@ -11,3 +11,4 @@ foreach(q ${ggx_vulkan_quantize_types})
   ggx_vulkan_shader(set_rows_${q} set_rows.comp D_QUANT=${q})
 endforeach()
 ggx_vulkan_shader(get_rows_i32 get_rows.comp RAW=uint)
+ggx_vulkan_shader(get_rows_back get_rows_back.comp)
