@@ -438,8 +438,12 @@ int main(int argc, char ** argv) {
             r.within_bounds = r.within_bounds && within(*d, r.nmse_bound, r.max_abs_bound);
     }
     // Across devices the same ops run with different summation orders and transcendental functions.
-    r.device_nmse_bound = 1e-6;
-    r.device_max_abs_bound = 1e-3;
+    // With block-format weights the CPU's matrix-vector products (the modulation linears' one
+    // column) also round the activations to int8 per 32 values (docs/quantization.md), which a GPU
+    // does not: up to half a step, amax / 254, per element.
+    const bool blocks = !int8 && ggml_is_quantized(o.cfg.weights.type);
+    r.device_nmse_bound = blocks ? 1e-5 : 1e-6;
+    r.device_max_abs_bound = blocks ? 5e-3 : 1e-3;
     if (r.reference.ran) {
         const VariantResult & compared = want_off ? r.off : r.on;
         r.device_velocity = compare(compared.velocity, r.reference.velocity);
