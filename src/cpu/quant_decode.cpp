@@ -194,7 +194,8 @@ HWY_INLINE V16 fifth_bits(uint32_t high, size_t first) {
     if (hn::Lanes(d) >= 16) {
         // Lane i takes byte i / 8 of the 16 bits and tests its bit i % 8.
         HWY_ALIGN static constexpr uint8_t kByte[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
-        HWY_ALIGN static constexpr uint8_t kBit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+        HWY_ALIGN static constexpr uint8_t kBit[16] = {1, 2, 4, 8, 16, 32, 64, 128,
+                                                       1, 2, 4, 8, 16, 32, 64, 128};
         const hn::Repartition<uint16_t, D16> d16;
         const V16 two = hn::BitCast(d, hn::Set(d16, static_cast<uint16_t>(high >> first)));  // low, high byte
         const V16 bytes = hn::TableLookupBytes(two, hn::Load(d, kByte));
@@ -217,7 +218,8 @@ HWY_INLINE void block_halves(const char * p, size_t bytes, size_t at, float * ou
     for (int64_t b = 0; b < kBlocksPerRun; ++b)
         std::memcpy(&h[b], p + b * bytes + at, sizeof h[b]);
     for (size_t i = 0; i < kBlocksPerRun; i += hn::Lanes(df))
-        hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t *>(h) + i)), df, out + i);
+        hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t *>(h) + i)), df,
+                   out + i);
 }
 
 // The scales of a run of 32-value blocks: the F16 scale at byte 0 of each block and, for formats with
@@ -270,8 +272,9 @@ void DecodeQ5_1(const char * p, DecodedRun & out) {
     for (int64_t b = 0; b < kBlocksPerRun; ++b, p += 24) {
         uint32_t high;
         std::memcpy(&high, p + 4, sizeof high);
-        unpack_nibbles(bytes_at(p + 8), out.q + 32 * b,
-                       [high](V16 v, size_t j, int half) { return hn::Or(v, fifth_bits(high, 16 * half + j)); });
+        unpack_nibbles(bytes_at(p + 8), out.q + 32 * b, [high](V16 v, size_t j, int half) {
+            return hn::Or(v, fifth_bits(high, 16 * half + j));
+        });
     }
 }
 
@@ -457,7 +460,8 @@ void DecodeQ3K(const char * p, DecodedRun & out) {
     // code + 4 * mask bit - 4: the mask bit lands on bit 2 of the code.
     for (int half = 0; half < 2; ++half)
         for (int k = 0; k < 4; ++k)
-            unpack_bits({qs + 32 * half, 2 * k, 3, hmask, 4 * half + k, 1, 2, 4}, out.q + 128 * half + 32 * k);
+            unpack_bits({qs + 32 * half, 2 * k, 3, hmask, 4 * half + k, 1, 2, 4},
+                        out.q + 128 * half + 32 * k);
 }
 
 // The ternary and low-bit formats (docs/quantization.md): one F16 scale d a block, x = d * (code - 1)
@@ -499,23 +503,36 @@ void DecodeTq1(const char * p, DecodedRun & out) {
             out.q[240 + m + 4 * n] = digit(qs[48 + m], n);
 }
 
+// The four codes (code - 1, element i in bits 2 i) of every Q2_0 byte, as one little-endian word.
+inline constexpr auto kQ2_0Codes = [] {
+    std::array<uint32_t, 256> words{};
+    for (unsigned byte = 0; byte < 256; ++byte)
+        for (unsigned i = 0; i < 4; ++i)
+            words[byte] |= static_cast<uint32_t>(static_cast<uint8_t>(((byte >> (2 * i)) & 3) - 1))
+                           << (8 * i);
+    return words;
+}();
+
 // Q2_0 (64 values, 18 bytes): F16 d, element j in bits 2 (j % 4) of byte j / 4.
 void DecodeQ2_0(const char * p, DecodedRun & out) {
     for (int b = 0; b < 4; ++b, p += 18) {
         set_run_scale(out, 4 * b, 4, f16_at(p));
         const uint8_t * qs = bytes_at(p + 2);
-        for (int j = 0; j < 64; ++j)
-            out.q[64 * b + j] = static_cast<int8_t>(((qs[j / 4] >> (2 * (j % 4))) & 3) - 1);
+        for (int j = 0; j < 16; ++j)
+            std::memcpy(out.q + 64 * b + 4 * j, &kQ2_0Codes[qs[j]], 4);
     }
 }
 
-// Q1_0 (128 values, 18 bytes): F16 d, bit j % 8 of byte j / 8 set: +d, clear: -d.
+// Q1_0 (128 values, 18 bytes): F16 d, bit j % 8 of byte j / 8 set: +d, clear: -d. A sign byte's
+// eight codes are all -1 bytes (0xFF) with the set bits' bytes turned into +1 (0x01) by its mask.
 void DecodeQ1_0(const char * p, DecodedRun & out) {
     for (int b = 0; b < 2; ++b, p += 18) {
         set_run_scale(out, 8 * b, 8, f16_at(p));
         const uint8_t * bits = bytes_at(p + 2);
-        for (int j = 0; j < 128; ++j)
-            out.q[128 * b + j] = static_cast<int8_t>((bits[j / 8] >> (j % 8)) & 1 ? 1 : -1);
+        for (int j = 0; j < 16; ++j) {
+            const uint64_t codes = ~uint64_t{0} ^ (kSignMasks[bits[j]] & 0xFEFEFEFEFEFEFEFEull);
+            std::memcpy(out.q + 128 * b + 8 * j, &codes, 8);
+        }
     }
 }
 
@@ -785,32 +802,58 @@ void Runs(const char * p, size_t run_bytes, int64_t runs, DecodedRun * out) {
 
 DecodeRun DecoderOf(ggml_type type) {
     switch (type) {
-        case GGML_TYPE_Q8_0: return Runs<DecodeQ8_0>;
-        case GGML_TYPE_Q4_0: return Runs<DecodeQ4_0>;
-        case GGML_TYPE_Q4_1: return Runs<DecodeQ4_1>;
-        case GGML_TYPE_Q5_0: return Runs<DecodeQ5_0>;
-        case GGML_TYPE_Q5_1: return Runs<DecodeQ5_1>;
-        case GGML_TYPE_IQ4_NL: return Runs<DecodeIq4Nl>;
-        case GGML_TYPE_IQ4_XS: return Runs<DecodeIq4Xs>;
-        case GGML_TYPE_MXFP4: return Runs<DecodeMxfp4>;
-        case GGML_TYPE_NVFP4: return Runs<DecodeNvfp4>;
-        case GGML_TYPE_Q2_K: return Runs<DecodeQ2K>;
-        case GGML_TYPE_Q3_K: return Runs<DecodeQ3K>;
-        case GGML_TYPE_Q4_K: return Runs<DecodeQ45K<false>>;
-        case GGML_TYPE_Q5_K: return Runs<DecodeQ45K<true>>;
-        case GGML_TYPE_Q6_K: return Runs<DecodeQ6K>;
-        case GGML_TYPE_TQ1_0: return Runs<DecodeTq1>;
-        case GGML_TYPE_TQ2_0: return Runs<DecodeTq2>;
-        case GGML_TYPE_Q1_0: return Runs<DecodeQ1_0>;
-        case GGML_TYPE_Q2_0: return Runs<DecodeQ2_0>;
-        case GGML_TYPE_IQ2_XXS: return Runs<DecodeIq2Xxs>;
-        case GGML_TYPE_IQ2_XS: return Runs<DecodeIq2Xs>;
-        case GGML_TYPE_IQ2_S: return Runs<DecodeIq2S>;
-        case GGML_TYPE_IQ3_XXS: return Runs<DecodeIq3Xxs>;
-        case GGML_TYPE_IQ3_S: return Runs<DecodeIq3S>;
-        case GGML_TYPE_IQ1_S: return Runs<DecodeIq1S>;
-        case GGML_TYPE_IQ1_M: return Runs<DecodeIq1M>;
-        default: return nullptr;
+        case GGML_TYPE_Q8_0:
+            return Runs<DecodeQ8_0>;
+        case GGML_TYPE_Q4_0:
+            return Runs<DecodeQ4_0>;
+        case GGML_TYPE_Q4_1:
+            return Runs<DecodeQ4_1>;
+        case GGML_TYPE_Q5_0:
+            return Runs<DecodeQ5_0>;
+        case GGML_TYPE_Q5_1:
+            return Runs<DecodeQ5_1>;
+        case GGML_TYPE_IQ4_NL:
+            return Runs<DecodeIq4Nl>;
+        case GGML_TYPE_IQ4_XS:
+            return Runs<DecodeIq4Xs>;
+        case GGML_TYPE_MXFP4:
+            return Runs<DecodeMxfp4>;
+        case GGML_TYPE_NVFP4:
+            return Runs<DecodeNvfp4>;
+        case GGML_TYPE_Q2_K:
+            return Runs<DecodeQ2K>;
+        case GGML_TYPE_Q3_K:
+            return Runs<DecodeQ3K>;
+        case GGML_TYPE_Q4_K:
+            return Runs<DecodeQ45K<false>>;
+        case GGML_TYPE_Q5_K:
+            return Runs<DecodeQ45K<true>>;
+        case GGML_TYPE_Q6_K:
+            return Runs<DecodeQ6K>;
+        case GGML_TYPE_TQ1_0:
+            return Runs<DecodeTq1>;
+        case GGML_TYPE_TQ2_0:
+            return Runs<DecodeTq2>;
+        case GGML_TYPE_Q1_0:
+            return Runs<DecodeQ1_0>;
+        case GGML_TYPE_Q2_0:
+            return Runs<DecodeQ2_0>;
+        case GGML_TYPE_IQ2_XXS:
+            return Runs<DecodeIq2Xxs>;
+        case GGML_TYPE_IQ2_XS:
+            return Runs<DecodeIq2Xs>;
+        case GGML_TYPE_IQ2_S:
+            return Runs<DecodeIq2S>;
+        case GGML_TYPE_IQ3_XXS:
+            return Runs<DecodeIq3Xxs>;
+        case GGML_TYPE_IQ3_S:
+            return Runs<DecodeIq3S>;
+        case GGML_TYPE_IQ1_S:
+            return Runs<DecodeIq1S>;
+        case GGML_TYPE_IQ1_M:
+            return Runs<DecodeIq1M>;
+        default:
+            return nullptr;
     }
 }
 
