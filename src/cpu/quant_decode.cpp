@@ -481,26 +481,32 @@ void DecodeTq2(const char * p, DecodedRun & out) {
             unpack_bits({bytes_at(p) + 32 * g, 2 * l, 3, nullptr, 0, 0, 0, 1}, out.q + 128 * g + 32 * l);
 }
 
+// The five codes (digit - 1) of every TQ1_0 byte (the digits as below).
+inline constexpr auto kTq1Codes = [] {
+    std::array<std::array<int8_t, 5>, 256> codes{};
+    constexpr unsigned kPow3[5] = {1, 3, 9, 27, 81};
+    for (unsigned byte = 0; byte < 256; ++byte)
+        for (unsigned n = 0; n < 5; ++n)
+            codes[byte][n] = static_cast<int8_t>(((((byte * kPow3[n]) & 0xFF) * 3) >> 8) - 1);
+    return codes;
+}();
+
 // TQ1_0 (54 bytes): five base-3 digits a byte (digit n of byte b is ((b * 3^n mod 256) * 3) >> 8);
 // bytes 0..31 hold elements m + 32 n, bytes 32..47 elements 160 + m + 16 n, qh[m] (bytes 48..51)
 // four digits of elements 240 + m + 4 n.
 void DecodeTq1(const char * p, DecodedRun & out) {
     set_run_scale(out, 0, kGroups, f16_at(p + 52));
     const uint8_t * qs = bytes_at(p);
-    auto digit = [](uint8_t byte, int n) {
-        static constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
-        const auto shifted = static_cast<uint8_t>(byte * kPow3[n]);  // mod 256
-        return static_cast<int8_t>(((shifted * 3) >> 8) - 1);
+    const auto spread = [&](const uint8_t * bytes, int count, int digits, int stride, int8_t * q) {
+        for (int m = 0; m < count; ++m) {
+            const auto & codes = kTq1Codes[bytes[m]];
+            for (int n = 0; n < digits; ++n)
+                q[m + stride * n] = codes[n];
+        }
     };
-    for (int n = 0; n < 5; ++n)
-        for (int m = 0; m < 32; ++m)
-            out.q[m + 32 * n] = digit(qs[m], n);
-    for (int n = 0; n < 5; ++n)
-        for (int m = 0; m < 16; ++m)
-            out.q[160 + m + 16 * n] = digit(qs[32 + m], n);
-    for (int n = 0; n < 4; ++n)
-        for (int m = 0; m < 4; ++m)
-            out.q[240 + m + 4 * n] = digit(qs[48 + m], n);
+    spread(qs, 32, 5, 32, out.q);
+    spread(qs + 32, 16, 5, 16, out.q + 160);
+    spread(qs + 48, 4, 4, 4, out.q + 240);
 }
 
 // The four codes (code - 1, element i in bits 2 i) of every Q2_0 byte, as one little-endian word.
