@@ -11,22 +11,13 @@
 // absent second weight group of a block reads a zero tile. The epilogue transposes each C tile to
 // column order and stores it; the previous block's epilogue runs halfway through the next block's
 // tile loop, while the tile unit works.
-#include "cpu/amx_bf16.h"
+#include "cpu/amx.h"
 
 #include <algorithm>
 #include <cstring>
 
+#include "cpu/amx_tiles.h"
 #include "cpu/backend.h"
-
-#if defined(__x86_64__)
-// GCC 12's AVX-512 shuffles and conversions take _mm512_undefined_* operands, which it reports as
-// uninitialized inside functions that enable AVX-512 by target attribute.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
 
 namespace ggx::cpu::amx {
 namespace {
@@ -77,76 +68,25 @@ size_t bf16_workspace(int64_t M, int64_t N, int64_t K) { return layout_of(M, N, 
 #if defined(__x86_64__)
 namespace {
 
-#define GGX_AMX __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,amx-tile,amx-bf16")))
-
-struct alignas(64) TileConfig {
-    uint8_t palette = 1, start_row = 0, reserved[14] = {};
-    uint16_t colsb[16] = {};
-    uint8_t rows[16] = {};
-};
-
 const TileConfig & tile_config() {
     static const TileConfig config = [] {
         TileConfig c;
-        for (int t = 0; t < 8; ++t) {
-            c.colsb[t] = 64;
-            c.rows[t] = kRows;
-        }
+        for (int t = 0; t < 8; ++t)
+            c.set(t, kRows, 64);
         return c;
     }();
     return config;
 }
 
 struct Job {
-    const Bf16Product & p;
+    const Product & p;
     Layout l;
     char * ws;
 };
 
-// In-place transpose of a 16 x 16 matrix of 32-bit elements, one row per vector.
-GGX_AMX void transpose16(__m512i r[16]) {
-    __m512i u[16];
-    for (int q = 0; q < 4; ++q) {
-        const __m512i t0 = _mm512_unpacklo_epi32(r[4 * q], r[4 * q + 1]);
-        const __m512i t1 = _mm512_unpackhi_epi32(r[4 * q], r[4 * q + 1]);
-        const __m512i t2 = _mm512_unpacklo_epi32(r[4 * q + 2], r[4 * q + 3]);
-        const __m512i t3 = _mm512_unpackhi_epi32(r[4 * q + 2], r[4 * q + 3]);
-        u[4 * q] = _mm512_unpacklo_epi64(t0, t2);
-        u[4 * q + 1] = _mm512_unpackhi_epi64(t0, t2);
-        u[4 * q + 2] = _mm512_unpacklo_epi64(t1, t3);
-        u[4 * q + 3] = _mm512_unpackhi_epi64(t1, t3);
-    }
-    for (int e = 0; e < 4; ++e) {
-        const __m512i v0 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0x44);
-        const __m512i v1 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0xEE);
-        const __m512i v2 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0x44);
-        const __m512i v3 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0xEE);
-        r[e] = _mm512_shuffle_i32x4(v0, v2, 0x88);
-        r[4 + e] = _mm512_shuffle_i32x4(v0, v2, 0xDD);
-        r[8 + e] = _mm512_shuffle_i32x4(v1, v3, 0x88);
-        r[12 + e] = _mm512_shuffle_i32x4(v1, v3, 0xDD);
-    }
-}
-
-// 16 values of a b row from element k (count of them valid, the rest 0) as F32.
-GGX_AMX __m512 load16(ggml_type type, const char * row, int64_t k, int64_t count) {
-    const __mmask16 mask = count >= 16  ? __mmask16(0xFFFF)
-                           : count <= 0 ? __mmask16(0)
-                                        : __mmask16((1u << count) - 1);
-    switch (type) {
-        case GGML_TYPE_F32:
-            return _mm512_maskz_loadu_ps(mask, row + 4 * k);
-        case GGML_TYPE_F16:
-            return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, row + 2 * k));
-        default:  // BF16
-            return _mm512_castsi512_ps(
-                _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, row + 2 * k)), 16));
-    }
-}
-
 // The B tiles of column group grp: columns past N and values past K are zero.
 GGX_AMX void pack_group(const Job & j, int64_t grp) {
-    const Bf16Product & p = j.p;
+    const Product & p = j.p;
     char * out = j.ws + j.l.bpack + grp * j.l.steps * kTile;
     for (int64_t s = 0; s < j.l.steps; ++s, out += kTile) {
         const int64_t k = s * kValues, left = p.K - k;
@@ -168,7 +108,7 @@ GGX_AMX void pack_group(const Job & j, int64_t grp) {
 }
 
 void pack_weight_edges(const Job & j) {
-    const Bf16Product & p = j.p;
+    const Product & p = j.p;
     const Layout & l = j.l;
     char * wedge = j.ws + l.wedge;
     std::memset(wedge, 0, size_t(kRows * l.k32 * 2));
@@ -203,7 +143,7 @@ struct Finished {
 };
 
 // C (c[m][n], 16 x 16) of weight group go and column group gr into the output.
-GGX_AMX void epilogue(const Bf16Product & p, const float * c, int64_t go, int64_t gr) {
+GGX_AMX void epilogue(const Product & p, const float * c, int64_t go, int64_t gr) {
     const int64_t m0 = go * kRows, n0 = gr * kRows;
     if (m0 >= p.M || n0 >= p.N) return;
     const int64_t mv = std::min(kRows, p.M - m0), nv = std::min(kRows, p.N - n0);
@@ -216,7 +156,7 @@ GGX_AMX void epilogue(const Bf16Product & p, const float * c, int64_t go, int64_
         _mm512_mask_storeu_ps(p.c + (n0 + n) * p.ldc + m0, mask, _mm512_castsi512_ps(t[n]));
 }
 
-GGX_AMX void finish(const Bf16Product & p, const Finished & f) {
+GGX_AMX void finish(const Product & p, const Finished & f) {
     if (f.go < 0) return;
     epilogue(p, f.c[0], f.go, f.gr);
     epilogue(p, f.c[1], f.go, f.gr + 1);
@@ -293,7 +233,7 @@ GGX_AMX void gemm(const Exec & ex, const Job & j) {
 
 }  // namespace
 
-void bf16_compute(const Exec & ex, const Bf16Product & p) {
+void bf16_compute(const Exec & ex, const Product & p) {
     const Job job{p, layout_of(p.M, p.N, p.K), ex.workspace};
     for (int64_t t = ex.ith; t <= job.l.groups_r; t += ex.nth) {
         if (t == job.l.groups_r)
@@ -308,7 +248,7 @@ void bf16_compute(const Exec & ex, const Bf16Product & p) {
 
 #else  // no AMX outside x86-64: bf16_usable() is false there
 
-void bf16_compute(const Exec &, const Bf16Product &) {}
+void bf16_compute(const Exec &, const Product &) {}
 
 #endif
 

@@ -11,7 +11,8 @@
 //    Q8_0/Q4_0 weights (d * q: an 11-bit times an 8-bit significand) are exact in F32, so the only
 //    error is F32 accumulation: each product and sum rounds with relative error 2^-24 and K <= ~600
 //    terms accumulate, NMSE <= ~K * 2^-48 ~ 1e-12 in the worst case here: bound 1e-10.
-//  - Quantized a with N == 1: the kernel also quantizes b to int8 per 32-block (d = amax / 127,
+//  - Quantized a with N == 1, and Q8_0 / Q4_0 a with N >= 16 on AMX-INT8 tiles: the kernel also
+//    quantizes b to int8 per 32-block (d = amax / 127,
 //    round to nearest), an error of at most d / 2 per element; independent of a, this gives
 //    NMSE ~ (amax / 127)^2 / 12 / E[b^2], about 1.6e-5 for b uniform in [-2, 2] (amax ~ 2): bound
 //    1e-4 over >= 32 outputs, and every element also within its rigorous bound
@@ -60,8 +61,23 @@ constexpr double kExactBound = 1e-10;       // F32 accumulation only
 constexpr double kQuantVecBound = 1e-4;     // int8 activations (quantized a, N == 1)
 constexpr double kBf16ColumnsBound = 1e-5;  // BF16-rounded activations (BF16 a, N >= 16, AMX)
 
-double product_bound(ggml_type ta, int64_t N) {
-    return ta == GGML_TYPE_BF16 && N >= 16 ? kBf16ColumnsBound : kExactBound;
+// Whether a product rounds b to int8 per 32-block: quantized a with N == 1 (the matrix-vector
+// paths), and Q8_0 / Q4_0 a with N >= 16 on AMX-INT8 tiles (taken by the AVX3_DL target only).
+bool int8_columns(ggml_type ta, int64_t N, int64_t target) {
+    if (!ggml_is_quantized(ta)) return false;
+    const bool amx_int8 = (ta == GGML_TYPE_Q8_0 || ta == GGML_TYPE_Q4_0) && target == HWY_AVX3_DL &&
+                          ggml_cpu_has_amx_int8() != 0;
+    return N == 1 || (N >= 16 && amx_int8);
+}
+
+// A product's NMSE bound on a target.
+using BoundOf = std::function<double(int64_t target)>;
+
+BoundOf product_bound(ggml_type ta, int64_t N) {
+    return [ta, N](int64_t target) {
+        if (int8_columns(ta, N, target)) return kQuantVecBound;
+        return ta == GGML_TYPE_BF16 && N >= 16 ? kBf16ColumnsBound : kExactBound;
+    };
 }
 constexpr double kAttentionBound = 1e-9;  // F32 scores, polynomial exp / tanh
 
@@ -115,6 +131,7 @@ struct Result {
     std::vector<double> actual, expected;
     ggml_tensor * out = nullptr;
     ggml_cgraph * graph = nullptr;
+    int64_t target = 0;  // the SIMD target the kernels ran
 };
 
 // Builds the graph in a fresh context (same random inputs each time), evaluates the oracle, then
@@ -141,6 +158,7 @@ void run_all_threads(const Build & build, const std::string & what,
         for (int n_threads : {1, 2, 3}) {
             SCOPED_TRACE(std::to_string(n_threads) + " thread(s), " + hwy::TargetName(target));
             hwy::SetSupportedTargetsForTest(target);
+            r.target = target;
             std::fill_n(static_cast<float *>(r.out->data), ggml_nelements(r.out), std::nanf(""));
             ggml_backend_cpu_set_n_threads(cpu_backend(), n_threads);
             ASSERT_EQ(ggml_backend_graph_compute(cpu_backend(), r.graph), GGML_STATUS_SUCCESS);
@@ -150,13 +168,17 @@ void run_all_threads(const Build & build, const std::string & what,
     hwy::SetSupportedTargetsForTest(0);
 }
 
-void expect_matches(const Build & build, double bound, const std::string & what) {
+void expect_matches(const Build & build, const BoundOf & bound, const std::string & what) {
     run_all_threads(build, what, [&](const Result & r) {
         for (double v : r.actual) {
             ASSERT_TRUE(std::isfinite(v)) << "non-finite result";
         }
-        EXPECT_LE(ggx::ref::nmse(r.actual, r.expected), bound);
+        EXPECT_LE(ggx::ref::nmse(r.actual, r.expected), bound(r.target));
     });
+}
+
+void expect_matches(const Build & build, double bound, const std::string & what) {
+    expect_matches(build, [bound](int64_t) { return bound; }, what);
 }
 
 // ---- MUL_MAT ------------------------------------------------------------------------------------
@@ -197,6 +219,18 @@ std::vector<double> quant_vec_bounds(const ggml_tensor * out) {
     return bounds;
 }
 
+// A product that rounded b to int8 blocks: every element within its rigorous bound, and the NMSE
+// within kQuantVecBound over 32 or more rows.
+void check_int8_columns(const Result & r, int64_t M) {
+    const std::vector<double> bounds = quant_vec_bounds(r.out);
+    for (size_t i = 0; i < bounds.size(); ++i) {
+        ASSERT_LE(std::fabs(r.actual[i] - r.expected[i]), bounds[i]) << "element " << i;
+    }
+    if (M >= 32) {
+        EXPECT_LE(ggx::ref::nmse(r.actual, r.expected), kQuantVecBound);
+    }
+}
+
 TEST(CpuMulMat, AllTypeCombinationsAndOddSizes) {
     const Dims dims[] = {{3, 1, 1},    {31, 3, 1}, {33, 65, 1},   {257, 33, 1}, {65, 31, 3},
                          {33, 33, 31}, {1, 7, 13}, {257, 65, 33}, {96, 257, 5}, {31, 1, 65}};
@@ -204,7 +238,6 @@ TEST(CpuMulMat, AllTypeCombinationsAndOddSizes) {
         for (ggml_type tb : kFloatTypes)
             for (const Dims & d : dims) {
                 const int64_t K = fit_k(ta, d.K);
-                const bool quant_vec = ggml_is_quantized(ta) && d.N == 1;
                 const std::string what = std::string(ggml_type_name(ta)) + " x " + ggml_type_name(tb) +
                                          " K=" + std::to_string(K) + " M=" + std::to_string(d.M) +
                                          " N=" + std::to_string(d.N);
@@ -212,18 +245,11 @@ TEST(CpuMulMat, AllTypeCombinationsAndOddSizes) {
                     return ggml_mul_mat(ctx, input(ctx, rng, ta, {K, d.M, 1, 1}),
                                         input(ctx, rng, tb, {K, d.N, 1, 1}));
                 };
-                if (!quant_vec) {
-                    expect_matches(build, product_bound(ta, d.N), what);
-                    continue;
-                }
                 run_all_threads(build, what, [&](const Result & r) {
-                    const std::vector<double> bounds = quant_vec_bounds(r.out);
-                    for (size_t m = 0; m < bounds.size(); ++m) {
-                        ASSERT_LE(std::fabs(r.actual[m] - r.expected[m]), bounds[m]) << "row " << m;
-                    }
-                    if (d.M >= 32) {
-                        EXPECT_LE(ggx::ref::nmse(r.actual, r.expected), kQuantVecBound);
-                    }
+                    if (int8_columns(ta, d.N, r.target))
+                        check_int8_columns(r, d.M);
+                    else
+                        EXPECT_LE(ggx::ref::nmse(r.actual, r.expected), product_bound(ta, d.N)(r.target));
                 });
             }
 }
@@ -260,6 +286,32 @@ TEST(CpuMulMat, DecodedFormatsOnEveryTarget) {
 
 // 2 <= N <= 8 (the small-N path): every N, K with partial chunks and vector tails, M not a multiple of
 // the row group.
+// Q8_0 / Q4_0 a with 16 or more columns on AMX-INT8 tiles (AVX3_DL target): M and N around the
+// 16-row tiles and 2 x 2 blocks, K of one block, an odd number of blocks and more than one chunk
+// of 8 blocks, every float type of b. The other targets compute the same products exactly.
+TEST(CpuMulMat, AmxInt8OddShapes) {
+    if (!ggml_cpu_has_amx_int8()) GTEST_SKIP() << "this CPU (or process) has no AMX-INT8 tiles";
+    const Dims dims[] = {{32, 1, 16},  {96, 17, 17},  {288, 15, 31}, {544, 33, 67},
+                         {64, 67, 16}, {320, 48, 33}, {32, 64, 64}};
+    for (ggml_type ta : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0})
+        for (ggml_type tb : kFloatTypes)
+            for (const Dims & d : dims) {
+                const std::string what = std::string(ggml_type_name(ta)) + " x " + ggml_type_name(tb) +
+                                         " K=" + std::to_string(d.K) + " M=" + std::to_string(d.M) +
+                                         " N=" + std::to_string(d.N);
+                const Build build = [&](ggml_context * ctx, Rng & rng) {
+                    return ggml_mul_mat(ctx, input(ctx, rng, ta, {d.K, d.M, 1, 1}),
+                                        input(ctx, rng, tb, {d.K, d.N, 1, 1}));
+                };
+                run_all_threads(build, what, [&](const Result & r) {
+                    if (int8_columns(ta, d.N, r.target))
+                        check_int8_columns(r, d.M);
+                    else
+                        EXPECT_LE(ggx::ref::nmse(r.actual, r.expected), kExactBound);
+                });
+            }
+}
+
 TEST(CpuMulMat, SmallN) {
     for (ggml_type ta : kATypes)
         for (int64_t N = 2; N <= 8; ++N) {
@@ -284,13 +336,12 @@ TEST(CpuMulMat, CrossesCacheBlocks) {
             const int64_t K = fit_k(ta, d.K);
             const std::string what = std::string(ggml_type_name(ta)) + " K=" + std::to_string(K) +
                                      " M=" + std::to_string(d.M) + " N=" + std::to_string(d.N);
-            const double bound = ggml_is_quantized(ta) && d.N == 1 ? kQuantVecBound : product_bound(ta, d.N);
             expect_matches(
                 [&](ggml_context * ctx, Rng & rng) {
                     return ggml_mul_mat(ctx, input(ctx, rng, ta, {K, d.M, 1, 1}),
                                         input(ctx, rng, GGML_TYPE_F32, {K, d.N, 1, 1}));
                 },
-                bound, what);
+                product_bound(ta, d.N), what);
         }
 }
 
@@ -307,7 +358,6 @@ TEST(CpuMulMat, BroadcastOverBatches) {
     for (ggml_type ta : kATypes)
         for (const Case & c : cases) {
             if (ggml_is_quantized(ta) && c.a[0] % 32 != 0) continue;
-            const bool quant_vec = ggml_is_quantized(ta) && c.b[1] == 1;
             const std::string what = std::string(ggml_type_name(ta)) + " a " + std::to_string(c.a[1]) + "x" +
                                      std::to_string(c.a[2]) + "x" + std::to_string(c.a[3]) +
                                      " b N=" + std::to_string(c.b[1]) + " " + std::to_string(c.b[2]) + "x" +
@@ -316,7 +366,7 @@ TEST(CpuMulMat, BroadcastOverBatches) {
                 [&](ggml_context * ctx, Rng & rng) {
                     return ggml_mul_mat(ctx, input(ctx, rng, ta, c.a), input(ctx, rng, GGML_TYPE_F32, c.b));
                 },
-                quant_vec ? kQuantVecBound : product_bound(ta, c.b[1]), what);
+                product_bound(ta, c.b[1]), what);
         }
 }
 
@@ -348,14 +398,14 @@ TEST(CpuMulMat, StridedOperands) {
                     product_bound(ta, N), what + " gapped rows");
             }
     for (ggml_type ta : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0})
-        for (int64_t N : {1, 7}) {
+        for (int64_t N : {1, 7, 33}) {
             const std::string what = std::string(ggml_type_name(ta)) + " N=" + std::to_string(N);
             expect_matches(
                 [&](ggml_context * ctx, Rng & rng) {
                     return ggml_mul_mat(ctx, gapped_input(ctx, rng, ta, {96, 37, 2, 1}),
                                         permuted_input(ctx, rng, GGML_TYPE_F16, {96, N, 2, 1}));
                 },
-                N == 1 ? kQuantVecBound : kExactBound, what + " gapped a, permuted b");
+                product_bound(ta, N), what + " gapped a, permuted b");
         }
 }
 
@@ -476,7 +526,7 @@ TEST(CpuMulMatId, MatchesOracle) {
                     ggml_tensor * b = input(ctx, rng, GGML_TYPE_F32, {r.K, r.n_b, r.T, 1});
                     return ggml_mul_mat_id(ctx, as, b, expert_ids(ctx, rng, r.n_as, r.n_used, r.T));
                 },
-                ggml_is_quantized(ta) ? kQuantVecBound : product_bound(ta, 16), what);
+                ggml_is_quantized(ta) ? BoundOf([](int64_t) { return kQuantVecBound; }) : product_bound(ta, 16), what);
         }
 }
 

@@ -51,7 +51,7 @@
 
 #include "core/op_params.h"
 #include "core/types.h"
-#include "cpu/amx_bf16.h"
+#include "cpu/amx.h"
 #include "cpu/kernels/common.h"
 #include "cpu/kernels/exec.h"
 #include "cpu/kernels/gemm.h"
@@ -1499,29 +1499,44 @@ HWY_INLINE Batches batches_of(const ggml_tensor * a, const ggml_tensor * b, ggml
     return bt;
 }
 
-// BF16 weights, 16 columns or more, default precision, on AMX-BF16 tiles (cpu/amx_bf16.h): with the
-// AVX3_DL target only, so that forcing another target tests its own path.
-HWY_INLINE bool use_amx_bf16(const Batches & bt) {
-    if (HWY_TARGET != HWY_AVX3_DL || !amx::bf16_usable()) return false;
+// 16 columns or more at default precision on AMX tiles (cpu/amx.h): BF16 weights on AMX-BF16,
+// Q8_0 / Q4_0 weights on AMX-INT8 (b quantized to int8 blocks as the matrix-vector path does). With
+// the AVX3_DL target only, so that forcing another target tests its own path.
+enum class AmxPath { kNone, kBf16, kInt8 };
+
+HWY_INLINE AmxPath amx_path(const Batches & bt) {
+    if (HWY_TARGET != HWY_AVX3_DL) return AmxPath::kNone;
     const ggml_tensor *a = bt.a, *b = bt.b;
     const bool b_float = b->type == GGML_TYPE_F32 || b->type == GGML_TYPE_F16 || b->type == GGML_TYPE_BF16;
-    return a->type == GGML_TYPE_BF16 && a->nb[0] == 2 && b_float && b->nb[0] == ggml_type_size(b->type) &&
-           b->ne[1] >= 16 && !bt.exact;
+    if (!b_float || b->nb[0] != ggml_type_size(b->type) || a->nb[0] != ggml_type_size(a->type) ||
+        b->ne[1] < 16 || bt.exact)
+        return AmxPath::kNone;
+    if (a->type == GGML_TYPE_BF16 && amx::bf16_usable()) return AmxPath::kBf16;
+    if (amx::int8_weights(a->type) && amx::int8_usable()) return AmxPath::kInt8;
+    return AmxPath::kNone;
 }
 
-HWY_NOINLINE void amx_bf16_products(const Exec & ex, const Batches & bt) {
+HWY_NOINLINE void amx_products(const Exec & ex, const Batches & bt, AmxPath path) {
     for (int64_t bi = 0; bi < bt.nbatch; ++bi) {
         if (ex.should_stop()) return;
         const Gemm g = bt.gemm(bi);
-        const amx::Bf16Product p{g.a.base, g.a.nb1, g.b.base, g.b.type, g.b.nb0, g.b.nb1,
-                                 g.c,      g.ldc,   g.M,      g.N,      g.K};
-        amx::bf16_compute(ex, p);
+        const amx::Product p{g.a.base, g.a.type, g.a.nb1, g.b.base, g.b.type, g.b.nb1,
+                             g.c,      g.ldc,    g.M,     g.N,      g.K};
+        if (path == AmxPath::kBf16)
+            amx::bf16_compute(ex, p);
+        else
+            amx::int8_compute(ex, p);
     }
+}
+
+HWY_INLINE size_t amx_workspace(const Batches & bt, AmxPath path, int nth) {
+    const int64_t M = bt.a->ne[1], N = bt.b->ne[1], K = bt.a->ne[0];
+    return (path == AmxPath::kBf16 ? amx::bf16_workspace(M, N, K) : amx::int8_workspace(M, N, K, nth)) + 64;
 }
 
 HWY_INLINE size_t product_workspace(const Batches & bt, int nth) {
     const size_t n = static_cast<size_t>(nth);
-    if (use_amx_bf16(bt)) return amx::bf16_workspace(bt.a->ne[1], bt.b->ne[1], bt.a->ne[0]) + 64;
+    if (const AmxPath path = amx_path(bt); path != AmxPath::kNone) return amx_workspace(bt, path, nth);
     if (use_gemv(bt)) return gemv_per_thread(bt.a) * n + 64;
     if (use_small_n(bt)) return small_n_per_thread(bt.a->ne[0], bt.b->ne[1]) * n + 64;
     return layout_for(bt.a, bt.b, bt.nbatch, nth).total(nth) + 64;
@@ -1547,8 +1562,8 @@ HWY_NOINLINE void product(const Exec & ex, const Batches & bt) {
         small_n(ex, bt);
         return;
     }
-    if (use_amx_bf16(bt)) {
-        amx_bf16_products(ex, bt);
+    if (const AmxPath path = amx_path(bt); path != AmxPath::kNone) {
+        amx_products(ex, bt, path);
         return;
     }
     const Layout l = layout_for(bt.a, bt.b, bt.nbatch, ex.nth);

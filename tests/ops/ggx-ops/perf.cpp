@@ -35,7 +35,8 @@ struct Roofline {
 
 // The unit the CPU kernels run a case's heaviest node on (docs/quantization.md, docs/ops.md): the
 // int8 products of quantized weights with up to 8 columns, BF16 weights with 16 or more on AMX-BF16,
-// sd.linear_i8 on AMX-INT8 or int8 dots; FMA otherwise and on other devices.
+// Q8_0 / Q4_0 weights with 16 or more and sd.linear_i8 on AMX-INT8 (sd.linear_i8 on int8 dots without
+// it); FMA otherwise and on other devices.
 Unit unit_of(const ggml_cgraph * graph, const Device & device, const Roofline & roof) {
     if (!device.is_cpu) return kFma;
     Unit unit = kFma;
@@ -46,6 +47,8 @@ Unit unit_of(const ggml_cgraph * graph, const Device & device, const Roofline & 
             const int64_t n = node->src[1]->ne[1];
             if (ggml_is_quantized(a->type) && n <= 8 && a->ne[0] % 256 == 0) unit = kInt8Dot;
             if (a->type == GGML_TYPE_BF16 && n >= 16 && tools::cpu_has_feature("AMX_BF16")) unit = kAmxBf16;
+            const bool amx_int8_weights = a->type == GGML_TYPE_Q8_0 || a->type == GGML_TYPE_Q4_0;
+            if (amx_int8_weights && n >= 16 && tools::cpu_has_feature("AMX_INT8")) unit = kAmxInt8;
         } else if (node->op == GGML_OP_CUSTOM && a && a->type == GGML_TYPE_I8) {
             unit = tools::cpu_has_feature("AMX_INT8") ? kAmxInt8 : kInt8Dot;
         }
