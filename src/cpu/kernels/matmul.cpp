@@ -1205,8 +1205,8 @@ HWY_NOINLINE void gemv(const Exec & ex, const Batches & bt) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Small N (2 <= N <= kSmallN, a with dense rows): dot products along k, R rows of a against all N
-// columns of b at once in R x N vector accumulators; a is read once, converted kSmallChunk elements
+// Small N (2 <= N <= kSmallN, a with dense rows): dot products along k, R rows of a against G of
+// the N columns of b at once in R x G vector accumulators; a is read once, converted kSmallChunk elements
 // at a time (F32 rows are used in place), b converted to F32 once per batch. No packing: for so few
 // columns the GEMM's transposing packs of a cost more than the products.
 
@@ -1219,22 +1219,56 @@ constexpr int kSmallAcc = 24;  // accumulators that fit in 32 registers with the
 constexpr int kSmallAcc = 12;
 #endif
 
+// Columns per group of accumulators and rows per block of small_n_rows: a block's R x G accumulators
+// and its R rows of a fit in the registers with one column of b. Where all N columns do not fit
+// beside 3 rows (AVX2, N > 4), the columns are taken G at a time over each L1-resident chunk of the
+// block's rows, rather than one row against all N columns: one row reloads b for every 8-lane step,
+// and b (N x K floats) then streams from L2 at one vector per FMA.
+template <int N>
+inline constexpr int kSmallGroup = std::min(N, kSmallAcc / 3);
+template <int N>
+inline constexpr int kSmallRows = std::max(1, std::min(4, kSmallAcc / kSmallGroup<N>));
+
+// acc[r][w] += a row r (ar[r][0, kv)) . b column w (x + w * K, kv floats), W columns at a time.
+template <int R, int W>
+HWY_INLINE void dot_group(const float * const * ar, const float * HWY_RESTRICT x, int64_t K, int64_t kv,
+                          VF * part) {
+    const DF df;
+    const int64_t L = static_cast<int64_t>(hn::Lanes(df));
+    VF acc[R][W];
+    for (int r = 0; r < R; ++r)
+        for (int w = 0; w < W; ++w)
+            acc[r][w] = hn::Zero(df);
+    for (int64_t k = 0; k < kv; k += L) {
+        VF av[R];
+        for (int r = 0; r < R; ++r)
+            av[r] = hn::LoadU(df, ar[r] + k);
+        for (int w = 0; w < W; ++w) {
+            const VF bv = hn::LoadU(df, x + w * K + k);
+            for (int r = 0; r < R; ++r)
+                acc[r][w] = hn::MulAdd(av[r], bv, acc[r][w]);
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int w = 0; w < W; ++w)
+            part[r * kSmallN + w] = hn::Add(part[r * kSmallN + w], acc[r][w]);
+}
+
 // Rows [m0, m1) of y (columns n at y + n * ldy), R rows at a time over all of K (b, N x K floats,
-// stays in L2).
+// stays in L2), in chunks of kSmallChunk.
 template <int N>
 HWY_NOINLINE void small_n_rows(const Operand & a, int64_t m0, int64_t m1, int64_t K,
                                const float * HWY_RESTRICT x, float * y, int64_t ldy,
                                float * HWY_RESTRICT buf) {
-    constexpr int R = std::max(1, std::min(4, kSmallAcc / N));
+    constexpr int R = kSmallRows<N>, G = kSmallGroup<N>;
     const DF df;
     const int64_t L = static_cast<int64_t>(hn::Lanes(df));
     const bool direct = a.type == GGML_TYPE_F32 && a.nb0 == sizeof(float);
     for (int64_t m = m0; m < m1; m += R) {
         const int64_t rows = std::min<int64_t>(R, m1 - m);
-        VF acc[R][N];
-        for (int r = 0; r < R; ++r)
-            for (int n = 0; n < N; ++n)
-                acc[r][n] = hn::Zero(df);
+        VF part[R * kSmallN];
+        for (VF & v : part)
+            v = hn::Zero(df);
         float tail[R][N] = {};
         for (int64_t k0 = 0; k0 < K; k0 += kSmallChunk) {
             const int64_t kc = std::min(kSmallChunk, K - k0);
@@ -1251,16 +1285,10 @@ HWY_NOINLINE void small_n_rows(const Operand & a, int64_t m0, int64_t m1, int64_
                 }
             }
             const int64_t kv = kc / L * L;
-            for (int64_t k = 0; k < kv; k += L) {
-                VF av[R];
-                for (int r = 0; r < R; ++r)
-                    av[r] = hn::LoadU(df, ar[r] + k);
-                for (int n = 0; n < N; ++n) {
-                    const VF bv = hn::LoadU(df, x + n * K + k0 + k);
-                    for (int r = 0; r < R; ++r)
-                        acc[r][n] = hn::MulAdd(av[r], bv, acc[r][n]);
-                }
-            }
+            for (int g = 0; g + G <= N; g += G)
+                dot_group<R, G>(ar, x + g * K + k0, K, kv, part + g);
+            if constexpr (N % G != 0)
+                dot_group<R, N % G>(ar, x + (N - N % G) * K + k0, K, kv, part + (N - N % G));
             for (int64_t k = kv; k < kc; ++k)
                 for (int r = 0; r < R; ++r)
                     for (int n = 0; n < N; ++n)
@@ -1268,7 +1296,7 @@ HWY_NOINLINE void small_n_rows(const Operand & a, int64_t m0, int64_t m1, int64_
         }
         for (int r = 0; r < rows; ++r)
             for (int n = 0; n < N; ++n)
-                y[n * ldy + m + r] = hn::GetLane(hn::SumOfLanes(df, acc[r][n])) + tail[r][n];
+                y[n * ldy + m + r] = hn::GetLane(hn::SumOfLanes(df, part[r * kSmallN + n])) + tail[r][n];
     }
 }
 
