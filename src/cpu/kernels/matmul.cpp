@@ -913,8 +913,8 @@ HWY_NOINLINE void gemv_quant_rows(const Operand & a, int64_t m0, int64_t m1, int
                 int64_t b = 0;
                 for (; b < nc8; b += 8) {
                     uint16_t h[8];
-                    for (int i = 0; i < 8; ++i)
-                        std::memcpy(&h[i], p + (b + i) * bs, 2);
+                    for (int j = 0; j < 8; ++j)
+                        std::memcpy(&h[j], p + (b + j) * bs, 2);
                     const __m256 da = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(h)));
                     _mm256_store_ps(scale[r] + b, _mm256_mul_ps(da, _mm256_loadu_ps(x.d + c0 + b)));
                     if constexpr (T == GGML_TYPE_Q4_0)
